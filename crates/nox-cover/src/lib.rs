@@ -1,0 +1,13 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod health;
+mod schedule;
+mod send_queue;
+mod timer;
+
+pub use health::{HealthConfig, LoopHealthTracker, LoopId, LoopReturn, NodeHealth, NodeId, NodeStatus, RecordError};
+pub use schedule::{CoverEvent, CoverKind, CoverScheduler};
+pub use send_queue::{Emission, Payload, QueueFull, SendQueue};
+pub use timer::{PoissonTimer, RateError};

@@ -1,0 +1,74 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod construct;
+mod crypto;
+mod error;
+mod geometry;
+mod header;
+mod keys;
+mod lioness;
+mod padding;
+pub mod pow;
+mod process;
+mod routing;
+mod surb;
+
+pub use construct::{BuildOptions, PathHop, build_forward};
+pub use error::SphinxError;
+pub use geometry::{
+    ALPHA_LEN, Blinding, DEFAULT_HOPS, DEFAULT_PACKET_LEN, Geometry, INTEGRITY_LEN, MAC_LEN, MAX_HOPS, POW_NONCE_LEN,
+    PREFIX_LEN, ROUTING_BLOCK_LEN,
+};
+pub use header::{HeaderView, ReplayTag};
+pub use keys::{NodeId, PublicKey, SecretKey};
+pub use process::{Processed, process_packet};
+pub use routing::{Delay, SurbId};
+pub use surb::{Surb, SurbRecovery, build_surb};
+
+/// Primitives exposed for the per-step benchmarks only; not a stable API.
+#[doc(hidden)]
+pub mod bench_internals {
+    /// Header MAC over prefix and routing field.
+    pub fn header_mac(key: &[u8; 32], prefix: &[u8], routing: &[u8]) -> [u8; 16] {
+        crate::crypto::header_mac(key, prefix, routing)
+    }
+
+    /// AES-128-CTR keystream XOR.
+    pub fn xor_keystream(key: &[u8; 16], data: &mut [u8]) {
+        crate::crypto::xor_keystream(key, data)
+    }
+    pub use curve25519_dalek::{ristretto::RistrettoPoint, scalar::Scalar};
+
+    /// Lioness decryption of a body with a 32-byte key.
+    pub fn lioness_decrypt(key: &[u8; 32], body: &mut [u8]) {
+        crate::lioness::Lioness::new(key).decrypt(body);
+    }
+
+    /// The hop key schedule; returns the MAC key.
+    pub fn derive_hop_keys(alpha: &[u8; 32], shared: &[u8; 32]) -> [u8; 32] {
+        crate::crypto::HopKeys::derive(alpha, shared).mac
+    }
+
+    /// Decode α (ristretto255 decompression).
+    pub fn decode_alpha(alpha: &[u8; 32]) -> Option<RistrettoPoint> {
+        crate::keys::decode_point(alpha)
+    }
+
+    /// Shared secret: multiply by the node key and compress.
+    pub fn shared_secret(key: &crate::SecretKey, alpha: &RistrettoPoint) -> [u8; 32] {
+        (alpha * key.scalar()).compress().to_bytes()
+    }
+
+    /// Multiplicative blinding (b·α), then compress.
+    pub fn blind_multiplicative(alpha: &RistrettoPoint, blinding: &Scalar) -> [u8; 32] {
+        (alpha * blinding).compress().to_bytes()
+    }
+
+    /// Additive blinding (α + b·B), then compress.
+    pub fn blind_additive(alpha: &RistrettoPoint, blinding: &Scalar) -> [u8; 32] {
+        let table = curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
+        (alpha + table * blinding).compress().to_bytes()
+    }
+}

@@ -1,0 +1,7 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod correlation;
+pub mod exponential;
+pub mod ks;

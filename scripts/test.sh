@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The project's test command (README.md). Works on a fresh machine with the
+# Rust toolchains of the machine image: installs what else it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
+export CARGO_TERM_COLOR=never
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain components"
+rustup component add clippy rustfmt >/dev/null 2>&1 || true
+if ! cargo +nightly --version >/dev/null 2>&1; then
+  echo "error: the nightly toolchain (needed for cargo fuzz) is missing" >&2
+  exit 1
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  step "installing cargo-fuzz from crates.io"
+  cargo install cargo-fuzz --locked
+fi
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy (warnings denied)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "fuzz smoke run"
+bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-10}"
+
+step "tests"
+cargo test --workspace --locked
