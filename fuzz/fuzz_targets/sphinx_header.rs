@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 use nox_sphinx::{Geometry, HeaderView, Surb};
 
 fuzz_target!(|data: &[u8]| {
-    for geometry in [Geometry::new(512, 3).unwrap(), Geometry::new(1024, 5).unwrap()] {
+    for geometry in [Geometry::new(2048, 3).unwrap(), Geometry::new(2048, 5).unwrap()] {
         if let Ok(view) = HeaderView::parse(&geometry, data) {
             let _ = view.key_epoch();
             let tag = view.replay_tag();

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 fuzz_target!(|data: &[u8]| {
-    let geometry = Geometry::new(512, 3).unwrap();
+    let geometry = Geometry::new(2048, 3).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let key = SecretKey::generate(&mut rng);
     let mut raw = data.to_vec();

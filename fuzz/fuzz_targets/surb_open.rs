@@ -8,7 +8,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 fuzz_target!(|data: &[u8]| {
-    let geometry = Geometry::new(512, 2).unwrap();
+    let geometry = Geometry::new(2048, 2).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let path: Vec<PathHop> = (0..2)
         .map(|i| PathHop {

@@ -51,7 +51,7 @@ fn below(rng: &mut (impl RngCore + ?Sized), bound: usize) -> usize {
 
 /// Runs `trials` independent deliveries of a (d, p) message under
 /// independent per-fragment loss `loss` through the real encoder and
-/// reassembler.
+/// reassembler. A `loss` below 0 loses nothing; above 1, or NaN, loses all.
 pub fn simulate_recovery<R: RngCore + ?Sized>(
     data_shards: usize,
     parity_shards: usize,

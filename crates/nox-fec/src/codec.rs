@@ -190,7 +190,7 @@ fn concatenate<'a>(layout: &Layout, data: impl Iterator<Item = &'a [u8]>) -> Vec
 
 /// The largest message that fits in `MAX_TOTAL_SHARDS - parity` data shards
 /// of fragments of at most `max_fragment_len` bytes.
-pub fn max_message_len(max_fragment_len: usize, parity_shards: usize) -> Result<usize, LayoutError> {
+pub fn max_message_len_for(max_fragment_len: usize, parity_shards: usize) -> Result<usize, LayoutError> {
     let capacity = crate::layout::shard_capacity(max_fragment_len)?;
     let data = MAX_TOTAL_SHARDS.saturating_sub(parity_shards);
     Ok(capacity.saturating_mul(data).min(u32::MAX as usize))

@@ -97,7 +97,6 @@ pub enum Accepted {
     },
 }
 
-#[derive(Debug)]
 struct PendingMessage {
     layout: Layout,
     deadline_ms: u64,
@@ -126,7 +125,8 @@ impl PendingMessage {
 
 /// Collects fragments into messages within hard bounds on memory, concurrent
 /// messages and time. See the crate documentation for the policy.
-#[derive(Debug)]
+///
+/// Its `Debug` output shows counts only, never message bytes.
 pub struct Reassembler {
     limits: ReassemblyLimits,
     pending: BTreeMap<MessageId, PendingMessage>,
@@ -134,6 +134,17 @@ pub struct Reassembler {
     completed: BTreeMap<MessageId, u64>,
     completed_order: VecDeque<(u64, MessageId)>,
     buffered_bytes: usize,
+}
+
+impl std::fmt::Debug for Reassembler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reassembler")
+            .field("limits", &self.limits)
+            .field("pending_messages", &self.pending.len())
+            .field("buffered_bytes", &self.buffered_bytes)
+            .field("remembered_completed", &self.completed.len())
+            .finish()
+    }
 }
 
 impl Reassembler {

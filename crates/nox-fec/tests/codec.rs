@@ -3,7 +3,7 @@
 
 use nox_fec::{
     CodecError, Fragment, HEADER_LEN, Layout, LayoutError, MessageId, Parity, ParityRatio, decode, decode_fragments,
-    encode, fragment_message, shard_capacity,
+    encode, fragment_message, max_message_len_for, shard_capacity,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -86,7 +86,7 @@ fn random_loss_patterns_larger_counts() {
 }
 
 #[test]
-fn every_single_parity_loss_combination_d11_p4_exhaustive_over_data() {
+fn every_pattern_of_exactly_p_losses_d11_p4() {
     // All C(15, 4) = 1365 patterns of exactly p losses.
     let message = message_of(11 * 20, 5);
     let layout = Layout::new(message.len(), 11, 4).unwrap();
@@ -238,4 +238,13 @@ fn layout_rules() {
         Err(LayoutError::TooManyShards { data: 255, parity: 1 })
     ));
     assert!(matches!(Layout::new(u32::MAX as usize, 1, 0), Err(LayoutError::MessageTooLarge { .. })));
+}
+
+#[test]
+fn largest_message_for_a_fragment_size() {
+    let largest = max_message_len_for(64, 4).unwrap();
+    assert_eq!(largest, 251 * 40);
+    let fits = Layout::for_message(largest, 64, Parity::Fixed(4)).unwrap();
+    assert_eq!(fits.total_shards(), 255);
+    assert!(Layout::for_message(largest + 1, 64, Parity::Fixed(4)).is_err());
 }

@@ -281,3 +281,15 @@ fn parsed_fragments_are_accepted_too() {
     }
     assert_eq!(complete(last.unwrap()), message);
 }
+
+#[test]
+fn debug_output_shows_counts_not_bytes() {
+    let layout = Layout::new(200, 4, 2).unwrap();
+    let secret = vec![0x5a; 200];
+    let fragments = encode(&secret, ID, &layout).unwrap();
+    let mut r = Reassembler::new(limits()).unwrap();
+    let _ = r.accept(&fragments[0], 0).unwrap();
+    let shown = format!("{r:?}");
+    assert!(shown.contains("pending_messages: 1"), "{shown}");
+    assert!(!shown.contains("90, 90"), "shard bytes leaked: {shown}");
+}

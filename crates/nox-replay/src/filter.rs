@@ -59,12 +59,11 @@ impl BitArray {
         let mut newly_set = 0;
         for position in bit_positions(tag, params.bits(), params.hashes()) {
             let (word, mask) = locate(position);
-            if let Some(value) = self.words.get_mut(word) {
-                if *value & mask == 0 {
+            if let Some(value) = self.words.get_mut(word)
+                && *value & mask == 0 {
                     *value |= mask;
                     newly_set += 1;
                 }
-            }
         }
         self.set_bits += u64::from(newly_set);
         newly_set

@@ -51,7 +51,7 @@ impl BloomParameters {
         if bits > MAX_FILTER_BITS {
             return Err(ParameterError::TooLarge(bits));
         }
-        if bits == 0 || bits % 64 != 0 || hashes == 0 || hashes > MAX_HASHES {
+        if bits == 0 || !bits.is_multiple_of(64) || hashes == 0 || hashes > MAX_HASHES {
             return Err(ParameterError::Shape { bits, hashes });
         }
         if design_capacity == 0 {

@@ -131,7 +131,7 @@ impl ReplayCache {
         let map_start = SNAPSHOT_HEADER_LEN;
         let map_end = map_start + pages.div_ceil(8);
         let page_map = bytes.get(map_start..map_end).ok_or(SnapshotError::Truncated)?;
-        if pages % 8 != 0 && page_map.last().is_some_and(|last| last >> (pages % 8) != 0) {
+        if !pages.is_multiple_of(8) && page_map.last().is_some_and(|last| last >> (pages % 8) != 0) {
             return Err(SnapshotError::PageMapOverflow);
         }
         let is_present = |page: usize| page_map[page / 8] & (1 << (page % 8)) != 0;

@@ -59,10 +59,11 @@ impl Lioness {
         ks
     }
 
-    /// Encrypts `block` in place. `block` must be longer than 32 bytes; the
-    /// geometry guarantees it for bodies.
+    /// Encrypts `block` in place. Callers pass bodies, which the geometry
+    /// makes longer than 32 bytes; a shorter block is left unchanged rather
+    /// than panicking.
     pub(crate) fn encrypt(&self, block: &mut [u8]) {
-        let (right, left) = block.split_at_mut(R_LEN);
+        let Some((right, left)) = block.split_at_mut_checked(R_LEN) else { return };
         stream_round(&self.k1, right, left);
         hash_round(&self.k2, left, right);
         stream_round(&self.k3, right, left);
@@ -71,7 +72,7 @@ impl Lioness {
 
     /// Decrypts `block` in place (inverse of [`Lioness::encrypt`]).
     pub(crate) fn decrypt(&self, block: &mut [u8]) {
-        let (right, left) = block.split_at_mut(R_LEN);
+        let Some((right, left)) = block.split_at_mut_checked(R_LEN) else { return };
         hash_round(&self.k4, left, right);
         stream_round(&self.k3, right, left);
         hash_round(&self.k2, left, right);

@@ -104,6 +104,8 @@ impl Surb {
 pub struct SurbRecovery {
     #[zeroize(skip)]
     id: SurbId,
+    #[zeroize(skip)]
+    body_len: usize,
     reply_key: [u8; 32],
     hop_body_keys: Vec<Lioness>,
 }
@@ -126,6 +128,9 @@ impl SurbRecovery {
     pub fn open(&self, surb_id: &SurbId, body: &[u8]) -> Result<Vec<u8>, SphinxError> {
         if *surb_id != self.id {
             return Err(SphinxError::SurbMismatch);
+        }
+        if body.len() != self.body_len {
+            return Err(SphinxError::WrongLength { what: "reply body", expected: self.body_len, actual: body.len() });
         }
         let mut plain = Zeroizing::new(body.to_vec());
         for cipher in self.hop_body_keys.iter().rev() {
@@ -155,7 +160,7 @@ pub fn build_surb<R: RngCore + CryptoRng>(
     let mut reply_key = [0u8; 32];
     rng.fill_bytes(&mut reply_key);
     let surb = Surb { first_hop: path[0].node.0, reply_key, header: built.header.clone() };
-    let recovery = SurbRecovery { id, reply_key, hop_body_keys: built.body_keys };
+    let recovery = SurbRecovery { id, body_len: geometry.body_len(), reply_key, hop_body_keys: built.body_keys };
     reply_key.zeroize();
     Ok((surb, recovery))
 }

@@ -163,6 +163,10 @@ fn surb_round_trip_and_single_use_shape() {
         other => panic!("unexpected {other:?}"),
     }
     assert!(Surb::from_bytes(&geometry, &wire[1..]).is_err());
+    // Short or long bodies are refused, not a panic (found by fuzzing).
+    let id = recovery.id();
+    assert!(matches!(recovery.open(&id, &[0u8; 5]), Err(SphinxError::WrongLength { .. })));
+    assert!(matches!(recovery.open(&id, &vec![0u8; geometry.body_len() + 1]), Err(SphinxError::WrongLength { .. })));
 }
 
 #[test]

@@ -166,8 +166,11 @@ pub fn run(args: &DemoArgs) -> Result<(), DemoError> {
     report("body bit flipped before entry-1 (refused at exit-1)", result);
     let mut header_flip = original.clone();
     header_flip[60] ^= 1;
-    report("header bit flipped", forward[0].receive(&geometry, &mut header_flip, d));
-    let other = Geometry::new(16_384, 3)?;
+    report("header bit flipped (PoW check)", forward[0].receive(&geometry, &mut header_flip, d));
+    let mut header_flip = original.clone();
+    header_flip[60] ^= 1;
+    report("header bit flipped (MAC check, PoW not required)", forward[0].receive(&geometry, &mut header_flip, 0));
+    let other = Geometry::new(geometry.packet_len(), 4)?;
     let mut small = build_forward(&other, &BuildOptions::new(EPOCH), &path, b"x", &mut rng)?;
     report("packet of another geometry", forward[0].receive(&geometry, &mut small, d));
     let mut lazy: Vec<PathHop> = path.clone();

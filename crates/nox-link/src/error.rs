@@ -1,0 +1,80 @@
+//! Errors of the sans-I/O core.
+
+use crate::config::{CipherSuite, LinkKind};
+
+/// Why a handshake or a record was refused. Every variant closes the link;
+/// none carries key material or addresses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// The geometry's packet does not fit in one Noise message with its tag.
+    #[error("packet length {packet_len} exceeds the link maximum {max} (one Noise message per packet)")]
+    PacketTooLarge {
+        /// The geometry's packet length.
+        packet_len: usize,
+        /// [`crate::MAX_PACKET_LEN`].
+        max: usize,
+    },
+    /// The stream does not start with `NOX1`.
+    #[error("not a NOX link (bad magic)")]
+    BadMagic,
+    /// A link protocol version this build does not speak.
+    #[error("unsupported link protocol version {0}")]
+    UnsupportedVersion(u8),
+    /// An unknown link kind byte.
+    #[error("unknown link kind {0:#04x}")]
+    UnknownKind(u8),
+    /// A known link kind this listener does not accept (e.g. clients on a mix-only port).
+    #[error("link kind {0:?} not accepted here")]
+    KindNotAccepted(LinkKind),
+    /// An unknown cipher byte.
+    #[error("unknown cipher {0:#04x}")]
+    UnknownCipher(u8),
+    /// A known cipher this listener does not accept.
+    #[error("cipher {0:?} not accepted here")]
+    CipherNotAccepted(CipherSuite),
+    /// The peer built its link for another Sphinx geometry.
+    #[error("peer uses another Sphinx geometry")]
+    WrongGeometry,
+    /// A handshake message failed to decrypt: wrong static key, wrong
+    /// prologue, or tampering.
+    #[error("handshake message failed to authenticate")]
+    HandshakeAuth,
+    /// Any other Noise failure (malformed message, bad key length).
+    #[error("noise handshake error: {0}")]
+    Noise(String),
+    /// The handshake object was used after it finished or failed.
+    #[error("handshake already finished or failed")]
+    HandshakeSpent,
+    /// A packet of the wrong length was given to seal.
+    #[error("packet has {got} bytes, the link carries exactly {expected}")]
+    WrongLength {
+        /// Length given.
+        got: usize,
+        /// The geometry's packet length.
+        expected: usize,
+    },
+    /// A record failed to authenticate: garbage, tampering or desynchronised
+    /// nonces. The link must be closed.
+    #[error("record failed to authenticate")]
+    Decrypt,
+    /// The stream ended inside a record.
+    #[error("stream ended {buffered} bytes into a {record_len}-byte record")]
+    Truncated {
+        /// Bytes of the partial record.
+        buffered: usize,
+        /// Full record length.
+        record_len: usize,
+    },
+    /// 2^64 − 1 records sent or received on one link (Noise forbids reuse).
+    #[error("nonce space exhausted")]
+    NonceExhausted,
+}
+
+impl LinkError {
+    pub(crate) fn from_snow(e: snow::Error) -> Self {
+        match e {
+            snow::Error::Decrypt => LinkError::HandshakeAuth,
+            other => LinkError::Noise(other.to_string()),
+        }
+    }
+}

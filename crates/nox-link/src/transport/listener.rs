@@ -1,0 +1,258 @@
+//! Inbound links: accept, authenticate, read.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tracing::debug;
+
+use super::counters::{LinkCounters, bump};
+use super::link::{LinkCtx, run_link};
+use super::{ClientId, Inbound, PeerIdentity, SendError, lock, wait_shutdown};
+use crate::config::{Accept, LinkConfig};
+use crate::error::LinkError;
+use crate::handshake::{Remote, Responder, Session};
+use crate::keys::{LinkKeypair, LinkPublicKey};
+
+/// Which node keys may open links: the current topology. Called once per
+/// handshake, after the initiator proved it holds the key.
+pub trait PeerFilter: Send + Sync + 'static {
+    /// Whether `key` belongs to a node of the current topology.
+    fn allows(&self, key: &LinkPublicKey) -> bool;
+}
+
+impl PeerFilter for HashSet<LinkPublicKey> {
+    fn allows(&self, key: &LinkPublicKey) -> bool {
+        self.contains(key)
+    }
+}
+
+impl<F: Fn(&LinkPublicKey) -> bool + Send + Sync + 'static> PeerFilter for F {
+    fn allows(&self, key: &LinkPublicKey) -> bool {
+        self(key)
+    }
+}
+
+/// Listener settings. [`ListenerConfig::new`] gives the defaults.
+#[derive(Clone)]
+pub struct ListenerConfig {
+    /// Geometry and cipher.
+    pub link: LinkConfig,
+    /// This node's static link key.
+    pub keypair: Arc<LinkKeypair>,
+    /// Node keys allowed to connect.
+    pub peers: Arc<dyn PeerFilter>,
+    /// Whether clients are accepted, and which ciphers.
+    pub accept: Accept,
+    /// Time allowed from accept to a completed handshake (default 5 s).
+    pub handshake_timeout: Duration,
+    /// Time allowed for one batched write to a client (default 10 s).
+    pub write_timeout: Duration,
+    /// Concurrent connections, handshaking or established (default 4096).
+    pub max_connections: usize,
+    /// Per-client send queue, in packets (default 64).
+    pub client_queue: usize,
+}
+
+impl ListenerConfig {
+    /// Defaults: nodes only, both ciphers, 5 s handshake timeout.
+    pub fn new(link: LinkConfig, keypair: Arc<LinkKeypair>, peers: Arc<dyn PeerFilter>) -> Self {
+        Self {
+            link,
+            keypair,
+            peers,
+            accept: Accept::default(),
+            handshake_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(10),
+            max_connections: 4096,
+            client_queue: 64,
+        }
+    }
+}
+
+type ClientTable = Mutex<HashMap<ClientId, mpsc::Sender<Vec<u8>>>>;
+
+struct Shared {
+    config: ListenerConfig,
+    inbound: mpsc::Sender<Inbound>,
+    counters: Arc<LinkCounters>,
+    clients: Arc<ClientTable>,
+    next_client: AtomicU64,
+}
+
+/// Accepts links and delivers their packets to one bounded channel. When the
+/// channel is full, packets are dropped and counted (`dropped_inbound_full`):
+/// a reader never waits for the consumer.
+pub struct Listener {
+    local_addr: SocketAddr,
+    clients: Arc<ClientTable>,
+    counters: Arc<LinkCounters>,
+    packet_len: usize,
+    task: JoinHandle<()>,
+}
+
+impl Listener {
+    /// Binds `addr` and starts accepting in a spawned task (call from a Tokio
+    /// runtime). Packets go to `inbound`; the listener stops when `shutdown`
+    /// turns `true`.
+    pub async fn bind(
+        addr: SocketAddr,
+        config: ListenerConfig,
+        inbound: mpsc::Sender<Inbound>,
+        counters: Arc<LinkCounters>,
+        shutdown: watch::Receiver<bool>,
+    ) -> io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        let clients = Arc::new(ClientTable::default());
+        let packet_len = config.link.packet_len();
+        let shared = Arc::new(Shared {
+            config,
+            inbound,
+            counters: counters.clone(),
+            clients: clients.clone(),
+            next_client: AtomicU64::new(0),
+        });
+        let task = tokio::spawn(accept_loop(listener, shared, shutdown));
+        Ok(Self { local_addr, clients, counters, packet_len, task })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Queues a packet to a connected client without waiting.
+    pub fn send_to_client(&self, client: ClientId, packet: Vec<u8>) -> Result<(), SendError> {
+        if packet.len() != self.packet_len {
+            bump(&self.counters.dropped_bad_length);
+            return Err(SendError::WrongLength { got: packet.len(), expected: self.packet_len });
+        }
+        let clients = lock(&self.clients);
+        let tx = clients.get(&client).ok_or(SendError::UnknownPeer)?;
+        match tx.try_send(packet) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                bump(&self.counters.dropped_outbound_full);
+                Err(SendError::QueueFull)
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(SendError::UnknownPeer),
+        }
+    }
+
+    /// Waits until the accept loop and every connection task have ended
+    /// (after shutdown was signalled).
+    pub async fn join(self) {
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let limit = Arc::new(Semaphore::new(shared.config.max_connections));
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = wait_shutdown(&mut shutdown) => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _addr)) => stream,
+                    Err(e) => {
+                        // E.g. out of file descriptors: back off instead of spinning.
+                        debug!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = limit.clone().try_acquire_owned() else {
+                    bump(&shared.counters.rejected_connection_limit);
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                tasks.spawn(serve(stream, shared.clone(), shutdown.clone(), permit));
+            }
+        }
+    }
+    drop(listener);
+    while tasks.join_next().await.is_some() {}
+}
+
+enum Refused {
+    Closed,
+    Io,
+    Link(LinkError),
+    Unauthorized,
+}
+
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>, _permit: OwnedSemaphorePermit) {
+    let c = &shared.counters;
+    let cfg = &shared.config;
+    let outcome = tokio::select! {
+        r = tokio::time::timeout(cfg.handshake_timeout, respond(&mut stream, cfg)) => r,
+        () = wait_shutdown(&mut shutdown) => return,
+    };
+    let session = match outcome {
+        Ok(Ok(session)) => session,
+        Ok(Err(Refused::Unauthorized)) => {
+            debug!("inbound link refused: node key not in topology");
+            bump(&c.rejected_unauthenticated);
+            return;
+        }
+        Ok(Err(reason)) => {
+            if let Refused::Link(e) = &reason {
+                debug!(error = %e, "inbound handshake failed");
+            }
+            bump(&c.handshakes_failed);
+            return;
+        }
+        Err(_) => {
+            bump(&c.handshakes_failed);
+            bump(&c.handshake_timeouts);
+            return;
+        }
+    };
+    bump(&c.handshakes_ok);
+    let ctx = LinkCtx { counters: c, inbound: &shared.inbound, write_timeout: cfg.write_timeout };
+    let end = match *session.remote() {
+        Remote::Node(key) => run_link(stream, session, PeerIdentity::Node(key), None, &ctx, &mut shutdown).await,
+        Remote::Client => {
+            let id = ClientId(shared.next_client.fetch_add(1, Ordering::Relaxed));
+            let (tx, mut rx) = mpsc::channel(cfg.client_queue.max(1));
+            lock(&shared.clients).insert(id, tx);
+            let end = run_link(stream, session, PeerIdentity::Client(id), Some(&mut rx), &ctx, &mut shutdown).await;
+            lock(&shared.clients).remove(&id);
+            end
+        }
+    };
+    debug!(?end, "inbound link closed");
+}
+
+async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session, Refused> {
+    let mut responder = Responder::new(&cfg.link, &cfg.keypair, cfg.accept);
+    let mut buf = [0u8; 256];
+    let hello = loop {
+        let want = responder.wanted().clamp(1, buf.len());
+        let n = stream.read(&mut buf[..want]).await.map_err(|_| Refused::Io)?;
+        if n == 0 {
+            return Err(Refused::Closed);
+        }
+        if let (_, Some(hello)) = responder.feed(&buf[..n]).map_err(Refused::Link)? {
+            break hello;
+        }
+    };
+    if let Remote::Node(key) = hello.remote() {
+        if !cfg.peers.allows(key) {
+            return Err(Refused::Unauthorized);
+        }
+    }
+    let (reply, session) = hello.accept().map_err(Refused::Link)?;
+    stream.write_all(&reply).await.map_err(|_| Refused::Io)?;
+    Ok(session)
+}

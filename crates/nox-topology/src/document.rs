@@ -1,0 +1,186 @@
+//! The topology document and its verification.
+
+use core::time::Duration;
+use std::collections::HashSet;
+
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use nox_sphinx::Geometry;
+
+use crate::descriptor::{MAX_EPOCH_KEYS, SignedDescriptor, check_address};
+use crate::encoding::{BodyFields, DOCUMENT_CONTEXT, encode_body, fingerprint};
+use crate::error::TopologyError;
+use crate::json::DocumentJson;
+use crate::layer::LayerCount;
+use crate::schedule::EpochSchedule;
+use crate::verified::{Fingerprint, VerifiedTopology};
+
+/// The document format version this code reads and writes.
+pub const VERSION: u16 = 1;
+/// Largest JSON document accepted by [`TopologyDocument::from_json`].
+pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
+/// Most nodes one document may list.
+pub const MAX_NODES: usize = 10_000;
+
+/// A topology document as distributed: plain data, **not** trusted until
+/// [`TopologyDocument::verify`] turns it into a [`VerifiedTopology`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyDocument {
+    /// Format version ([`VERSION`]).
+    pub version: u16,
+    /// `nox_sphinx::Geometry::identifier()` of the network's packet format.
+    pub geometry: [u8; 32],
+    /// The key-epoch schedule.
+    pub schedule: EpochSchedule,
+    /// Number of layers `L` (equal to the geometry's hop count).
+    pub layers: u8,
+    /// Unix second at which the authority issued the document.
+    pub issued_at: u64,
+    /// Self-signed node descriptors, in any order (the encoding sorts them by node id).
+    pub nodes: Vec<SignedDescriptor>,
+    /// The authority's Ed25519 signature over [`TopologyDocument::signing_message`].
+    pub signature: Signature,
+}
+
+/// What a client or node trusts when verifying a document.
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    /// The directory authority's Ed25519 key.
+    pub authority: VerifyingKey,
+    /// The geometry this client or node uses.
+    pub geometry: Geometry,
+    /// Documents issued longer ago than this are refused.
+    pub max_age: Duration,
+    /// Documents issued up to this far in the future are tolerated (clock skew).
+    pub max_clock_skew: Duration,
+}
+
+impl VerifyConfig {
+    /// Default freshness: documents at most 2 h old, 5 min of clock skew.
+    pub fn new(authority: VerifyingKey, geometry: Geometry) -> Self {
+        Self { authority, geometry, max_age: Duration::from_secs(7200), max_clock_skew: Duration::from_secs(300) }
+    }
+}
+
+impl TopologyDocument {
+    /// Parses the JSON transport format. Checks syntax, sizes, hex lengths, the version and the
+    /// key encodings; everything else is checked by [`TopologyDocument::verify`].
+    pub fn from_json(bytes: &[u8]) -> Result<Self, TopologyError> {
+        if bytes.len() > MAX_DOCUMENT_BYTES {
+            return Err(TopologyError::TooLarge(bytes.len()));
+        }
+        let json: DocumentJson = serde_json::from_slice(bytes).map_err(|e| TopologyError::Json(e.to_string()))?;
+        json.into_document()
+    }
+
+    /// The JSON transport format (pretty-printed).
+    pub fn to_json(&self) -> Result<String, TopologyError> {
+        serde_json::to_string_pretty(&DocumentJson::from_document(self)).map_err(|e| TopologyError::Json(e.to_string()))
+    }
+
+    fn fields(&self) -> BodyFields<'_> {
+        BodyFields {
+            version: self.version,
+            geometry: &self.geometry,
+            schedule: &self.schedule,
+            layers: self.layers,
+            issued_at: self.issued_at,
+            nodes: &self.nodes,
+        }
+    }
+
+    /// The canonical body encoding (docs/spec/topology.md §3.3).
+    pub fn canonical_body(&self) -> Vec<u8> {
+        encode_body(&self.fields())
+    }
+
+    /// The 32-byte message the authority signs: `BLAKE3-DK(DOCUMENT_CONTEXT, canonical_body)`.
+    pub fn signing_message(&self) -> [u8; 32] {
+        blake3::derive_key(DOCUMENT_CONTEXT, &self.canonical_body())
+    }
+
+    /// Signs (or re-signs) the document with the authority key.
+    pub fn sign(&mut self, authority: &SigningKey) {
+        self.signature = authority.sign(&self.signing_message());
+    }
+
+    /// Verifies everything, cheapest checks first and the per-node signatures last, so an
+    /// unauthenticated document costs one signature check at most:
+    ///
+    /// version, geometry, layer count, freshness against `now_unix`, node count, per-node key
+    /// count, authority signature; then per node: address, key list (ascending epochs, includes
+    /// the issue epoch), assigned layer, no duplicate id / address / link key / Sphinx key; then
+    /// every layer non-empty; then every self-signature.
+    pub fn verify(&self, config: &VerifyConfig, now_unix: u64) -> Result<VerifiedTopology, TopologyError> {
+        if self.version != VERSION {
+            return Err(TopologyError::UnsupportedVersion(self.version));
+        }
+        if self.geometry != config.geometry.identifier() {
+            return Err(TopologyError::GeometryMismatch);
+        }
+        let hops = config.geometry.hops();
+        let layers = LayerCount::new(self.layers)
+            .filter(|l| usize::from(l.get()) == hops)
+            .ok_or(TopologyError::LayerCount { layers: self.layers, hops })?;
+        let (issued_at, now) = (self.issued_at, now_unix);
+        if issued_at > now.saturating_add(config.max_clock_skew.as_secs()) {
+            return Err(TopologyError::IssuedInFuture { issued_at, now });
+        }
+        if now.saturating_sub(issued_at) > config.max_age.as_secs() {
+            return Err(TopologyError::Expired { issued_at, now });
+        }
+        if self.nodes.is_empty() || self.nodes.len() > MAX_NODES {
+            return Err(TopologyError::NodeCount(self.nodes.len()));
+        }
+        if let Some(n) = self.nodes.iter().find(|n| n.descriptor.sphinx_keys.len() > MAX_EPOCH_KEYS) {
+            return Err(TopologyError::EpochKeys(n.node_id()));
+        }
+        config
+            .authority
+            .verify_strict(&self.signing_message(), &self.signature)
+            .map_err(|_| TopologyError::BadDocumentSignature)?;
+
+        let issue_epoch = self.schedule.epoch_at(self.issued_at);
+        let mut ids = HashSet::new();
+        let mut addresses = HashSet::new();
+        let mut link_keys = HashSet::new();
+        let mut sphinx_keys = HashSet::new();
+        let mut per_layer = vec![0usize; usize::from(layers.get())];
+        for node in &self.nodes {
+            let d = &node.descriptor;
+            let id = node.node_id();
+            check_address(&d.address)?;
+            let keys = &d.sphinx_keys;
+            if keys.is_empty() || keys.windows(2).any(|w| w[0].epoch >= w[1].epoch) {
+                return Err(TopologyError::EpochKeys(id));
+            }
+            if d.sphinx_key(issue_epoch).is_none() {
+                return Err(TopologyError::MissingEpochKey { node: id, epoch: issue_epoch });
+            }
+            let computed = layers.assign(&id);
+            if d.layer != computed {
+                return Err(TopologyError::WrongLayer { node: id, claimed: d.layer, computed });
+            }
+            if !ids.insert(id) {
+                return Err(TopologyError::DuplicateNodeId(id));
+            }
+            if !addresses.insert(d.address) {
+                return Err(TopologyError::DuplicateAddress(id));
+            }
+            if !link_keys.insert(d.link_key) {
+                return Err(TopologyError::DuplicateLinkKey(id));
+            }
+            if !keys.iter().all(|k| sphinx_keys.insert(k.key.to_bytes())) {
+                return Err(TopologyError::DuplicateSphinxKey(id));
+            }
+            per_layer[computed.index()] += 1;
+        }
+        if let Some(empty) = layers.iter().find(|l| per_layer[l.index()] == 0) {
+            return Err(TopologyError::EmptyLayer(empty));
+        }
+        for node in &self.nodes {
+            node.verify_signature()?;
+        }
+        let fingerprint = Fingerprint(fingerprint(&self.fields()));
+        Ok(VerifiedTopology::new(self.clone(), layers, fingerprint))
+    }
+}

@@ -1,0 +1,156 @@
+//! The JSON transport format (docs/spec/topology.md §5). Byte strings are lowercase hex; unknown
+//! fields are refused. Parsing checks syntax and key encodings only; the semantic checks are in
+//! [`crate::TopologyDocument::verify`].
+
+use core::net::SocketAddr;
+use core::time::Duration;
+
+use ed25519_dalek::{Signature, VerifyingKey};
+use nox_sphinx::PublicKey;
+use serde::{Deserialize, Serialize};
+
+use crate::descriptor::{EpochKey, LinkPublicKey, NodeDescriptor, SignedDescriptor};
+use crate::document::TopologyDocument;
+use crate::error::TopologyError;
+use crate::layer::Layer;
+use crate::schedule::EpochSchedule;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DocumentJson {
+    version: u16,
+    geometry: String,
+    schedule: ScheduleJson,
+    layers: u8,
+    issued_at: u64,
+    nodes: Vec<NodeJson>,
+    signature: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleJson {
+    genesis_unix: u64,
+    epoch_length_secs: u64,
+    overlap_secs: u64,
+    publish_ahead: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeJson {
+    node_id: String,
+    identity_key: String,
+    link_key: String,
+    address: String,
+    layer: u8,
+    pow_difficulty: u8,
+    sphinx_keys: Vec<EpochKeyJson>,
+    signature: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EpochKeyJson {
+    epoch: u32,
+    key: String,
+}
+
+fn hex_array<const N: usize>(s: &str, field: &'static str) -> Result<[u8; N], TopologyError> {
+    let mut out = [0u8; N];
+    hex::decode_to_slice(s, &mut out).map_err(|_| TopologyError::Hex(field))?;
+    Ok(out)
+}
+
+fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
+    let identity_key = VerifyingKey::from_bytes(&hex_array(&n.identity_key, "identity_key")?)
+        .map_err(|_| TopologyError::InvalidIdentityKey)?;
+    let node_id: [u8; 32] = hex_array(&n.node_id, "node_id")?;
+    let link_key = LinkPublicKey::from_bytes(hex_array(&n.link_key, "link_key")?)?;
+    let address: SocketAddr = n.address.parse().map_err(|_| TopologyError::InvalidAddress(n.address.clone()))?;
+    let sphinx_keys = n
+        .sphinx_keys
+        .iter()
+        .map(|k| {
+            let key = PublicKey::from_bytes(&hex_array(&k.key, "sphinx_keys.key")?)
+                .map_err(|_| TopologyError::InvalidSphinxKey)?;
+            Ok(EpochKey { epoch: k.epoch, key })
+        })
+        .collect::<Result<Vec<_>, TopologyError>>()?;
+    let signature = Signature::from_bytes(&hex_array(&n.signature, "nodes.signature")?);
+    let descriptor = NodeDescriptor {
+        identity_key,
+        link_key,
+        address,
+        layer: Layer(n.layer),
+        pow_difficulty: n.pow_difficulty,
+        sphinx_keys,
+    };
+    if descriptor.node_id().0 != node_id {
+        return Err(TopologyError::NodeIdMismatch);
+    }
+    Ok(SignedDescriptor { descriptor, signature })
+}
+
+impl DocumentJson {
+    pub(crate) fn into_document(self) -> Result<TopologyDocument, TopologyError> {
+        if self.version != crate::document::VERSION {
+            return Err(TopologyError::UnsupportedVersion(self.version));
+        }
+        let schedule = EpochSchedule::new(
+            self.schedule.genesis_unix,
+            Duration::from_secs(self.schedule.epoch_length_secs),
+            Duration::from_secs(self.schedule.overlap_secs),
+            self.schedule.publish_ahead,
+        )?;
+        if self.nodes.len() > crate::MAX_NODES {
+            return Err(TopologyError::NodeCount(self.nodes.len()));
+        }
+        Ok(TopologyDocument {
+            version: self.version,
+            geometry: hex_array(&self.geometry, "geometry")?,
+            schedule,
+            layers: self.layers,
+            issued_at: self.issued_at,
+            nodes: self.nodes.into_iter().map(parse_node).collect::<Result<_, _>>()?,
+            signature: Signature::from_bytes(&hex_array(&self.signature, "signature")?),
+        })
+    }
+
+    pub(crate) fn from_document(d: &TopologyDocument) -> Self {
+        Self {
+            version: d.version,
+            geometry: hex::encode(d.geometry),
+            schedule: ScheduleJson {
+                genesis_unix: d.schedule.genesis_unix(),
+                epoch_length_secs: d.schedule.epoch_length().as_secs(),
+                overlap_secs: d.schedule.overlap().as_secs(),
+                publish_ahead: d.schedule.publish_ahead(),
+            },
+            layers: d.layers,
+            issued_at: d.issued_at,
+            nodes: d
+                .nodes
+                .iter()
+                .map(|n| {
+                    let x = &n.descriptor;
+                    NodeJson {
+                        node_id: hex::encode(x.node_id().0),
+                        identity_key: hex::encode(x.identity_key.as_bytes()),
+                        link_key: hex::encode(x.link_key.to_bytes()),
+                        address: x.address.to_string(),
+                        layer: x.layer.0,
+                        pow_difficulty: x.pow_difficulty,
+                        sphinx_keys: x
+                            .sphinx_keys
+                            .iter()
+                            .map(|k| EpochKeyJson { epoch: k.epoch, key: hex::encode(k.key.to_bytes()) })
+                            .collect(),
+                        signature: hex::encode(n.signature.to_bytes()),
+                    }
+                })
+                .collect(),
+            signature: hex::encode(d.signature.to_bytes()),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `nox bench ...`: measurement tooling that writes JSON with the machine
+//! description, commit and parameters.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::machine;
+
+/// `nox bench` subcommands.
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// Collect Criterion results (median and 95% interval of every benchmark
+    /// under a group directory) into one JSON file with the machine description.
+    /// FEC recovery curve: Theorem 1, no-FEC delivery and a Monte Carlo
+    /// measurement through the real encoder and reassembler, over a sweep of
+    /// loss rates and parity ratios.
+    FecCurve {
+        /// Data shards d.
+        #[arg(long, default_value_t = 11)]
+        data_shards: usize,
+        /// Loss rates to sweep (fractions).
+        #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.45,0.5")]
+        losses: Vec<f64>,
+        /// Parity ratios r (p = ceil(d·r)), in per mille.
+        #[arg(long, value_delimiter = ',', default_value = "0,100,200,300,500,700,1000")]
+        ratios_per_mille: Vec<u32>,
+        /// Monte Carlo trials per point (0: theory only).
+        #[arg(long, default_value_t = 1000)]
+        trials: u64,
+        /// RNG seed, recorded in the output.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output JSON path.
+        #[arg(long, default_value = "bench/data/fec_curve.json")]
+        out: PathBuf,
+    },
+    CriterionReport {
+        /// Criterion output directory, e.g. `$CARGO_TARGET_DIR/criterion`.
+        #[arg(long)]
+        criterion_dir: PathBuf,
+        /// Only benchmark groups whose name starts with one of these.
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<String>,
+        /// The command that produced the results (recorded verbatim).
+        #[arg(long)]
+        command: String,
+        /// Skip results older than this Unix time (stale runs of renamed
+        /// or filtered-out benchmarks).
+        #[arg(long, default_value_t = 0)]
+        since_unix: u64,
+        /// Output JSON path.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// Errors of the bench tooling.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The FEC parameters are invalid.
+    #[error("fec: {0}")]
+    Fec(String),
+    /// A Criterion estimates file is not what we expect.
+    #[error("{0}: unexpected Criterion estimates format")]
+    Format(PathBuf),
+}
+
+/// Runs one bench subcommand.
+pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
+    match command {
+        BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
+            let ratios = ratios_per_mille
+                .iter()
+                .map(|&r| nox_fec::ParityRatio::per_mille(r))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| BenchError::Fec(e.to_string()))?;
+            let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(*seed);
+            let started = std::time::Instant::now();
+            let curve = nox_fec::recovery_curve(*data_shards, losses, &ratios, *trials, &mut rng)
+                .map_err(|e| BenchError::Fec(e.to_string()))?;
+            let report = json!({
+                "kind": "fec-recovery-curve",
+                "parameters": { "data_shards": data_shards, "losses": losses,
+                    "ratios_per_mille": ratios_per_mille, "trials_per_point": trials, "seed": seed },
+                "machine": machine::describe(),
+                "elapsed_seconds": started.elapsed().as_secs_f64(),
+                "curve": curve,
+            });
+            write_json(out, &report)?;
+            println!("wrote {} ({} points)", out.display(), curve.points.len());
+            Ok(())
+        }
+        BenchCommand::CriterionReport { criterion_dir, groups, command, since_unix, out } => {
+            let results = collect(criterion_dir, groups, *since_unix)?;
+            let report = json!({
+                "kind": "criterion-report",
+                "command": command,
+                "machine": machine::describe(),
+                "unit": "ns",
+                "results": results,
+            });
+            write_json(out, &report)?;
+            println!("wrote {} ({} benchmarks)", out.display(), report["results"].as_array().map_or(0, Vec::len));
+            Ok(())
+        }
+    }
+}
+
+/// Reads `<dir>/<group>/<bench>/new/estimates.json` for every benchmark.
+fn collect(dir: &Path, groups: &[String], since_unix: u64) -> Result<Vec<Value>, BenchError> {
+    let mut results = Vec::new();
+    for group in sorted_dirs(dir)? {
+        let group_name = file_name(&group);
+        if !groups.is_empty() && !groups.iter().any(|g| group_name.starts_with(g.as_str())) {
+            continue;
+        }
+        for bench in sorted_dirs(&group)? {
+            let estimates = bench.join("new").join("estimates.json");
+            if !estimates.exists() || modified_unix(&estimates) < since_unix {
+                continue;
+            }
+            let text = std::fs::read_to_string(&estimates).map_err(|source| BenchError::Io { path: estimates.clone(), source })?;
+            let value: Value = serde_json::from_str(&text).map_err(|_| BenchError::Format(estimates.clone()))?;
+            let median = &value["median"];
+            let point = median["point_estimate"].as_f64().ok_or_else(|| BenchError::Format(estimates.clone()))?;
+            results.push(json!({
+                "group": group_name,
+                "benchmark": file_name(&bench),
+                "median_ns": point,
+                "median_ci95_ns": [median["confidence_interval"]["lower_bound"], median["confidence_interval"]["upper_bound"]],
+                "mean_ns": value["mean"]["point_estimate"],
+            }));
+        }
+    }
+    Ok(results)
+}
+
+fn modified_unix(path: &Path) -> u64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| BenchError::Io { path: dir.to_path_buf(), source })?;
+    let mut dirs: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Writes pretty JSON, creating parent directories.
+pub fn write_json(path: &Path, value: &Value) -> Result<(), BenchError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| BenchError::Io { path: parent.to_path_buf(), source })?;
+    }
+    let text = serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
+    std::fs::write(path, text).map_err(|source| BenchError::Io { path: path.to_path_buf(), source })
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sphinx micro-benchmarks -> bench/data/sphinx.json (medians, machine, commit).
+# Usage: scripts/bench/sphinx.sh [criterion args, e.g. --measurement-time 3]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
+args=("$@")
+start=$(date +%s)
+cargo bench -p nox-sphinx --bench sphinx -- "${args[@]}"
+cargo run --release -q -p nox -- bench criterion-report \
+  --criterion-dir "$CARGO_TARGET_DIR/criterion" --groups per_hop,create \
+  --command "scripts/bench/sphinx.sh ${args[*]}" --since-unix "$start" --out bench/data/sphinx.json
