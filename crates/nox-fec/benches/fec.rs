@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use nox_fec::{HEADER_LEN, Layout, MessageId, Reassembler, ReassemblyLimits, decode, encode};
+use nox_fec::{Encoder, HEADER_LEN, Layout, MessageId, Reassembler, ReassemblyLimits, decode, encode};
 
 const REPLY_LEN: usize = 300 * 1024;
 const DATA_SHARDS: usize = 11;
@@ -27,6 +27,10 @@ fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("fec_300KiB_d11_p4");
     group.throughput(Throughput::Bytes(REPLY_LEN as u64));
     group.bench_function("encode", |b| b.iter(|| encode(black_box(&message), id, &layout).expect("encodes")));
+    group.bench_function("encode_reused_encoder", |b| {
+        let mut encoder = Encoder::new();
+        b.iter(|| encoder.encode(black_box(&message), id, &layout).expect("encodes"))
+    });
     group.bench_function("decode_4_data_lost", |b| {
         let survivors = &shards[LOST_DATA_SHARDS..];
         b.iter(|| decode(&layout, black_box(survivors).iter().copied()).expect("decodes"))

@@ -11,7 +11,7 @@ mod reassembly;
 mod wire;
 
 pub use analysis::{CurvePoint, RecoveryCurve, SimulationResult, recovery_curve, simulate_recovery};
-pub use codec::{EncodePlanError, decode, decode_fragments, encode, fragment_message, max_message_len_for};
+pub use codec::{EncodePlanError, Encoder, decode, decode_fragments, encode, fragment_message, max_message_len_for};
 pub use error::{CodecError, FragmentError, LayoutError, LimitsError, PlanningError, ReassemblyError};
 pub use layout::{Layout, MAX_TOTAL_SHARDS, MIN_FRAGMENT_LEN, Parity, ParityRatio, data_shards_for, shard_capacity};
 pub use parity::{

@@ -248,3 +248,13 @@ fn largest_message_for_a_fragment_size() {
     assert_eq!(fits.total_shards(), 255);
     assert!(Layout::for_message(largest + 1, 64, Parity::Fixed(4)).is_err());
 }
+
+#[test]
+fn reused_encoder_matches_fresh_encoding_across_layouts() {
+    let mut encoder = nox_fec::Encoder::new();
+    for (len, d, p) in [(5000usize, 5usize, 2usize), (101, 4, 3), (30_000, 11, 4), (64, 2, 0), (9000, 3, 5)] {
+        let message = message_of(len, len as u64);
+        let layout = Layout::new(len, d, p).unwrap();
+        assert_eq!(encoder.encode(&message, ID, &layout).unwrap(), encode(&message, ID, &layout).unwrap());
+    }
+}

@@ -1,1 +1,126 @@
-fn main(){}
+//! Link cipher and throughput benchmarks. Results: docs/benchmarks/link.md.
+//!
+//! cargo bench -p nox-link --bench link -- --warm-up-time 1 --measurement-time 3
+
+use std::collections::{HashMap, HashSet};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use nox_link::transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks};
+use nox_link::{Accept, CipherSuite, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder, Session};
+use nox_sphinx::Geometry;
+use tokio::sync::{mpsc, watch};
+
+const CIPHERS: [(CipherSuite, &str); 2] = [(CipherSuite::AesGcm, "aesgcm"), (CipherSuite::ChaChaPoly, "chachapoly")];
+
+fn handshake(config: &LinkConfig, client: Option<&LinkKeypair>, server: &LinkKeypair) -> (Session, Session) {
+    let (init, first) = match client {
+        Some(kp) => Initiator::node(config, kp, &server.public()).unwrap(),
+        None => Initiator::client(config, &server.public()).unwrap(),
+    };
+    let mut r = Responder::new(config, server, Accept { clients: true, ..Accept::default() });
+    let (_, hello) = r.feed(&first).unwrap();
+    let (reply, s) = hello.unwrap().accept().unwrap();
+    (init.finish(&reply).unwrap(), s)
+}
+
+fn pair(cipher: CipherSuite) -> (FrameSealer, FrameOpener) {
+    let config = LinkConfig::new(Geometry::default()).unwrap().with_cipher(cipher);
+    let (a, b) = (LinkKeypair::generate().unwrap(), LinkKeypair::generate().unwrap());
+    let (c, s) = handshake(&config, Some(&a), &b);
+    (c.into_parts().0, s.into_parts().1)
+}
+
+fn transport(c: &mut Criterion) {
+    let mut g = c.benchmark_group("transport_32k");
+    g.throughput(Throughput::Bytes(32_768));
+    let packet = vec![0x5a; 32_768];
+    for (cipher, name) in CIPHERS {
+        let (mut tx, mut rx) = pair(cipher);
+        let mut wire = Vec::with_capacity(32_784);
+        g.bench_function(format!("seal_open/{name}"), |b| {
+            b.iter(|| {
+                wire.clear();
+                tx.seal_into(black_box(&packet), &mut wire).unwrap();
+                black_box(rx.feed(&wire).unwrap())
+            })
+        });
+        let (mut tx, _) = pair(cipher);
+        g.bench_function(format!("seal/{name}"), |b| {
+            b.iter(|| {
+                wire.clear();
+                tx.seal_into(black_box(&packet), &mut wire).unwrap();
+                black_box(wire.len())
+            })
+        });
+    }
+    g.finish();
+}
+
+fn handshakes(c: &mut Criterion) {
+    let mut g = c.benchmark_group("handshake");
+    let config = LinkConfig::new(Geometry::default()).unwrap();
+    let (a, b) = (LinkKeypair::generate().unwrap(), LinkKeypair::generate().unwrap());
+    g.bench_function("node_ik_both_sides", |bench| bench.iter(|| black_box(handshake(&config, Some(&a), &b))));
+    g.bench_function("client_nk_both_sides", |bench| bench.iter(|| black_box(handshake(&config, None, &b))));
+    g.finish();
+}
+
+/// One node-to-node link over 127.0.0.1: `OutboundLinks::send_wait` to
+/// `Listener` inbound channel, 32 KiB packets, both ends in this process on
+/// a 2-worker runtime.
+fn loopback(c: &mut Criterion) {
+    let mut g = c.benchmark_group("loopback_link");
+    g.throughput(Throughput::Elements(1));
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    for (cipher, name) in CIPHERS {
+        let config = LinkConfig::new(Geometry::default()).unwrap().with_cipher(cipher);
+        let (ka, kb) = (Arc::new(LinkKeypair::generate().unwrap()), Arc::new(LinkKeypair::generate().unwrap()));
+        let (_stop, shutdown) = watch::channel(false);
+        let (links, mut rx, peer) = rt.block_on(async {
+            let (tx, rx) = mpsc::channel(1024);
+            let allowed: HashSet<_> = [ka.public()].into_iter().collect();
+            let lc = ListenerConfig::new(config, kb.clone(), Arc::new(allowed));
+            let counters = Arc::new(LinkCounters::default());
+            let l = Listener::bind("127.0.0.1:0".parse().unwrap(), lc, tx, counters.clone(), shutdown.clone())
+                .await
+                .unwrap();
+            let dir: HashMap<_, _> = [(kb.public(), l.local_addr())].into_iter().collect();
+            let (itx, _irx) = mpsc::channel(1);
+            let links = OutboundLinks::new(
+                DialerConfig::node(config, ka.clone()),
+                Arc::new(dir),
+                itx,
+                counters,
+                shutdown.clone(),
+            )
+            .unwrap();
+            std::mem::forget(l); // keep accepting for the whole run
+            (links, rx, kb.public())
+        });
+        g.bench_function(format!("frames/{name}"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    let sender = links.clone();
+                    let send = tokio::spawn(async move {
+                        for _ in 0..iters {
+                            sender.send_wait(&peer, vec![0u8; 32_768]).await.unwrap();
+                        }
+                    });
+                    for _ in 0..iters {
+                        black_box(tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap());
+                    }
+                    send.await.unwrap();
+                    start.elapsed()
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, transport, handshakes, loopback);
+criterion_main!(benches);

@@ -138,12 +138,7 @@ pub struct FrameOpener {
 
 impl FrameOpener {
     pub(crate) fn new(suite: CipherSuite, key: Zeroizing<[u8; 32]>, packet_len: usize) -> Self {
-        Self {
-            aead: Aead::new(suite, &key),
-            nonce: 0,
-            decoder: FrameDecoder::new(packet_len + TAG_LEN),
-            failed: None,
-        }
+        Self { aead: Aead::new(suite, &key), nonce: 0, decoder: FrameDecoder::new(packet_len + TAG_LEN), failed: None }
     }
 
     /// An opener from a raw key, without a handshake: for the fuzz target only.

@@ -53,8 +53,7 @@ fn handshake_state(
     remote: Option<&LinkPublicKey>,
     initiator: bool,
 ) -> Result<HandshakeState, LinkError> {
-    let params: NoiseParams =
-        preamble.kind.protocol_name(preamble.cipher).parse().map_err(LinkError::from_snow)?;
+    let params: NoiseParams = preamble.kind.protocol_name(preamble.cipher).parse().map_err(LinkError::from_snow)?;
     let mut b = snow::Builder::new(params).prologue(prologue).map_err(LinkError::from_snow)?;
     if let Some(local) = local {
         b = b.local_private_key(local.secret_bytes()).map_err(LinkError::from_snow)?;
@@ -97,7 +96,11 @@ pub struct Initiator {
 
 impl Initiator {
     /// A node dialing node `remote` (`Noise_IK`).
-    pub fn node(config: &LinkConfig, local: &LinkKeypair, remote: &LinkPublicKey) -> Result<(Self, Vec<u8>), LinkError> {
+    pub fn node(
+        config: &LinkConfig,
+        local: &LinkKeypair,
+        remote: &LinkPublicKey,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
         Self::start(config, LinkKind::Node, Some(local), remote)
     }
 

@@ -56,9 +56,8 @@ impl LinkKeypair {
     /// The key pair of a stored 32-byte X25519 secret (clamped by X25519).
     /// The caller's array is zeroized.
     pub fn from_secret_bytes(mut secret: [u8; 32]) -> Result<Self, LinkError> {
-        let mut dh = DefaultResolver
-            .resolve_dh(&DHChoice::Curve25519)
-            .ok_or_else(|| LinkError::Noise("no X25519".into()))?;
+        let mut dh =
+            DefaultResolver.resolve_dh(&DHChoice::Curve25519).ok_or_else(|| LinkError::Noise("no X25519".into()))?;
         dh.set(&secret);
         let mut public = [0u8; 32];
         public.copy_from_slice(dh.pubkey());

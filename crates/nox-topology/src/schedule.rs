@@ -111,11 +111,13 @@ impl EpochSchedule {
         self.accepting_epochs(t).any(|e| e == epoch)
     }
 
-    /// Epochs whose public keys a node lists in its descriptor at `t`: the current one and the
-    /// next `publish_ahead` (saturating at `u32::MAX`).
+    /// Epochs whose public keys a node lists in its descriptor at `t`: every accepting epoch
+    /// (so the previous one during the overlap, which clients still build for, see
+    /// [`EpochSchedule::client_epoch`]) up to the next `publish_ahead` (saturating).
     pub fn published_epochs(&self, t: u64) -> RangeInclusive<u32> {
         let current = self.epoch_at(t);
-        current..=current.saturating_add(self.publish_ahead)
+        let oldest = self.accepting_epochs(t).min().unwrap_or(current);
+        oldest..=current.saturating_add(self.publish_ahead)
     }
 
     /// Unix second from which epoch `e`'s secret key must be erased: its end plus the overlap.

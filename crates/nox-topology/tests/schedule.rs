@@ -52,6 +52,9 @@ fn previous_epoch_is_accepted_only_during_the_overlap() {
 fn publishing_and_erasure() {
     let s = schedule();
     assert_eq!(s.published_epochs(G + 250), 2..=4);
+    // During the overlap the previous epoch's key is still listed: clients may still use it.
+    assert_eq!(s.published_epochs(G + 205), 1..=4);
+    assert_eq!(s.published_epochs(G + 5), 0..=2);
     assert_eq!(s.erase_at(1), G + 210);
     assert!(!s.is_expired(1, G + 209) && s.is_expired(1, G + 210));
 }
@@ -104,6 +107,11 @@ proptest! {
             prop_assert_eq!(acc.contains(&(e - 1)), !s.is_expired(e - 1, t));
         }
         prop_assert!(acc.len() <= 2);
-        prop_assert!(s.published_epochs(t).contains(&e));
+        let published = s.published_epochs(t);
+        prop_assert!(acc.iter().all(|a| published.contains(a)));
+        prop_assert_eq!(*published.end(), e.saturating_add(1));
+        // What a client builds for is accepted by nodes and listed in a current document.
+        let c = s.client_epoch(t);
+        prop_assert!(s.accepts(c, t) && published.contains(&c));
     }
 }

@@ -48,7 +48,10 @@ mod tests {
     fn grows_caps_and_jitters_within_bounds() {
         let b = Backoff::default();
         assert_eq!(b.delay(0, 0), Duration::from_millis(50));
-        assert_eq!(b.delay(0, u64::MAX - 1), Duration::from_millis(50) + Duration::from_nanos((u64::MAX - 1) % 50_000_001));
+        assert_eq!(
+            b.delay(0, u64::MAX - 1),
+            Duration::from_millis(50) + Duration::from_nanos((u64::MAX - 1) % 50_000_001)
+        );
         assert_eq!(b.delay(1, 0), Duration::from_millis(100));
         assert_eq!(b.delay(6, 0), Duration::from_millis(2_500)); // 6.4 s capped to 5 s
         assert_eq!(b.delay(100, 0), Duration::from_millis(2_500));

@@ -24,8 +24,9 @@ pub(crate) struct LinkCtx<'a> {
     pub write_timeout: Duration,
 }
 
-/// Why a link ended.
+/// Why a link ended (fields are read through `Debug` in debug logs).
 #[derive(Debug)]
+#[allow(dead_code)]
 pub(crate) enum LinkEnd {
     Shutdown,
     /// Our side of the send queue was dropped: nobody will send any more.

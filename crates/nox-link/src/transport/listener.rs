@@ -191,7 +191,12 @@ enum Refused {
     Unauthorized,
 }
 
-async fn serve(mut stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>, _permit: OwnedSemaphorePermit) {
+async fn serve(
+    mut stream: TcpStream,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
     let c = &shared.counters;
     let cfg = &shared.config;
     let outcome = tokio::select! {
@@ -247,10 +252,10 @@ async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session
             break hello;
         }
     };
-    if let Remote::Node(key) = hello.remote() {
-        if !cfg.peers.allows(key) {
-            return Err(Refused::Unauthorized);
-        }
+    if let Remote::Node(key) = hello.remote()
+        && !cfg.peers.allows(key)
+    {
+        return Err(Refused::Unauthorized);
     }
     let (reply, session) = hello.accept().map_err(Refused::Link)?;
     stream.write_all(&reply).await.map_err(|_| Refused::Io)?;

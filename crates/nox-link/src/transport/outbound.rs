@@ -251,7 +251,8 @@ impl PeerTask {
                 Ok((stream, session)) => {
                     bump(&c.handshakes_ok);
                     attempt = 0;
-                    let ctx = LinkCtx { counters: &c, inbound: &self.inbound, write_timeout: self.config.write_timeout };
+                    let ctx =
+                        LinkCtx { counters: &c, inbound: &self.inbound, write_timeout: self.config.write_timeout };
                     let from = PeerIdentity::Node(self.peer);
                     let end = run_link(stream, session, from, Some(&mut rx), &ctx, &mut self.shutdown).await;
                     debug!(?end, "outbound link closed");

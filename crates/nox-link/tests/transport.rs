@@ -1,0 +1,335 @@
+//! The tokio shell over loopback (127.0.0.1, port 0).
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nox_link::transport::*;
+use nox_link::*;
+use nox_sphinx::Geometry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn cfg(packet_len: usize) -> LinkConfig {
+    LinkConfig::new(Geometry::new(packet_len, 3).unwrap()).unwrap()
+}
+
+fn key() -> Arc<LinkKeypair> {
+    Arc::new(LinkKeypair::generate().unwrap())
+}
+
+struct Node {
+    listener: Listener,
+    rx: mpsc::Receiver<Inbound>,
+    counters: Arc<LinkCounters>,
+    stop: watch::Sender<bool>,
+}
+
+async fn listen_on(addr: SocketAddr, config: ListenerConfig, inbound_cap: usize) -> Node {
+    let (tx, rx) = mpsc::channel(inbound_cap);
+    let (stop, shutdown) = watch::channel(false);
+    let counters = Arc::new(LinkCounters::default());
+    let listener = Listener::bind(addr, config, tx, counters.clone(), shutdown).await.unwrap();
+    Node { listener, rx, counters, stop }
+}
+
+async fn listen(link: LinkConfig, kp: &Arc<LinkKeypair>, allowed: &[LinkPublicKey], clients: bool) -> Node {
+    let mut config = ListenerConfig::new(link, kp.clone(), Arc::new(allowed.iter().copied().collect::<HashSet<_>>()));
+    config.accept.clients = clients;
+    listen_on("127.0.0.1:0".parse().unwrap(), config, 64).await
+}
+
+struct Dialer {
+    links: OutboundLinks,
+    rx: mpsc::Receiver<Inbound>,
+    counters: Arc<LinkCounters>,
+    _stop: watch::Sender<bool>,
+}
+
+fn dialer(mut config: DialerConfig, directory: &[(LinkPublicKey, SocketAddr)]) -> Dialer {
+    config.backoff = Backoff { initial: Duration::from_millis(20), max: Duration::from_millis(200) };
+    let (tx, rx) = mpsc::channel(64);
+    let (stop, shutdown) = watch::channel(false);
+    let counters = Arc::new(LinkCounters::default());
+    let dir: HashMap<_, _> = directory.iter().copied().collect();
+    let links = OutboundLinks::new(config, Arc::new(dir), tx, counters.clone(), shutdown).unwrap();
+    Dialer { links, rx, counters, _stop: stop }
+}
+
+async fn recv(rx: &mut mpsc::Receiver<Inbound>) -> Inbound {
+    tokio::time::timeout(WAIT, rx.recv()).await.expect("packet in time").expect("channel open")
+}
+
+async fn eventually(what: &str, f: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_links_carry_packets_both_ways() {
+    let link = cfg(1024);
+    let (ka, kb) = (key(), key());
+    let mut a = listen(link, &ka, &[kb.public()], false).await;
+    let mut b = listen(link, &kb, &[ka.public()], false).await;
+    let da = dialer(DialerConfig::node(link, ka.clone()), &[(kb.public(), b.listener.local_addr())]);
+    let db = dialer(DialerConfig::node(link, kb.clone()), &[(ka.public(), a.listener.local_addr())]);
+    da.links.send(&kb.public(), vec![1; 1024]).unwrap();
+    let got = recv(&mut b.rx).await;
+    assert_eq!((got.from, got.packet), (PeerIdentity::Node(ka.public()), vec![1; 1024]));
+    db.links.send(&ka.public(), vec![2; 1024]).unwrap();
+    let got = recv(&mut a.rx).await;
+    assert_eq!((got.from, got.packet), (PeerIdentity::Node(kb.public()), vec![2; 1024]));
+    assert_eq!(b.counters.snapshot().handshakes_ok, 1);
+    // Counted just after the packet is handed over: the receiver can be first.
+    eventually("frames_in", || b.counters.snapshot().frames_in == 1).await;
+    eventually("frames_out", || da.counters.snapshot().frames_out == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_link_carries_packets_both_ways() {
+    let link = cfg(1024).with_cipher(CipherSuite::ChaChaPoly);
+    let entry = key();
+    let mut node = listen(link, &entry, &[], true).await;
+    let mut client = dialer(DialerConfig::client(link), &[(entry.public(), node.listener.local_addr())]);
+    client.links.send(&entry.public(), vec![5; 1024]).unwrap();
+    let got = recv(&mut node.rx).await;
+    let PeerIdentity::Client(id) = got.from else { panic!("client link seen as {:?}", got.from) };
+    node.listener.send_to_client(id, vec![6; 1024]).unwrap();
+    let back = recv(&mut client.rx).await;
+    assert_eq!((back.from, back.packet), (PeerIdentity::Node(entry.public()), vec![6; 1024]));
+    assert_eq!(node.listener.send_to_client(ClientId(id.0 + 1), vec![6; 1024]), Err(SendError::UnknownPeer));
+    assert_eq!(node.listener.send_to_client(id, vec![6; 10]), Err(SendError::WrongLength { got: 10, expected: 1024 }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_node_key_is_rejected_and_counted() {
+    let link = cfg(1024);
+    let (kb, stranger, friend) = (key(), key(), key());
+    let mut b = listen(link, &kb, &[friend.public()], false).await;
+    let d = dialer(DialerConfig::node(link, stranger), &[(kb.public(), b.listener.local_addr())]);
+    d.links.send(&kb.public(), vec![1; 1024]).unwrap();
+    eventually("rejection", || b.counters.snapshot().rejected_unauthenticated >= 1).await;
+    eventually("dialer sees failure", || d.counters.snapshot().handshakes_failed >= 1).await;
+    let s = b.counters.snapshot();
+    assert_eq!((s.handshakes_ok, s.frames_in), (0, 0));
+    assert!(b.rx.try_recv().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_with_other_geometry_fails_the_handshake() {
+    let (kb, ka) = (key(), key());
+    let mut b = listen(cfg(1024), &kb, &[ka.public()], false).await;
+    let d = dialer(DialerConfig::node(cfg(2048), ka), &[(kb.public(), b.listener.local_addr())]);
+    d.links.send(&kb.public(), vec![1; 2048]).unwrap();
+    eventually("listener failure", || b.counters.snapshot().handshakes_failed >= 1).await;
+    eventually("dialer failure", || d.counters.snapshot().handshakes_failed >= 1).await;
+    assert_eq!(b.counters.snapshot().handshakes_ok, 0);
+    assert!(b.rx.try_recv().is_err());
+}
+
+/// Dials `addr` as node `kp` with the core API and returns the raw stream and session.
+async fn raw_link(
+    addr: SocketAddr,
+    link: &LinkConfig,
+    kp: &LinkKeypair,
+    server: &LinkPublicKey,
+) -> (TcpStream, Session) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let (init, first) = Initiator::node(link, kp, server).unwrap();
+    s.write_all(&first).await.unwrap();
+    let mut resp = [0u8; RESPONSE_LEN];
+    s.read_exact(&mut resp).await.unwrap();
+    (s, init.finish(&resp).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_and_truncation_close_only_that_link() {
+    let link = cfg(1024);
+    let (kb, good, bad) = (key(), key(), key());
+    let mut b = listen(link, &kb, &[good.public(), bad.public()], false).await;
+    let addr = b.listener.local_addr();
+    let d = dialer(DialerConfig::node(link, good.clone()), &[(kb.public(), addr)]);
+    d.links.send(&kb.public(), vec![1; 1024]).unwrap();
+    assert_eq!(recv(&mut b.rx).await.packet, vec![1; 1024]);
+
+    // Garbage where a record should be: decrypt error, link closed by the listener.
+    let (mut s, _) = raw_link(addr, &link, &bad, &kb.public()).await;
+    s.write_all(&[0xAB; 1040]).await.unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(tokio::time::timeout(WAIT, s.read(&mut buf)).await.unwrap().unwrap_or(0), 0, "closed");
+    assert_eq!(b.counters.snapshot().dropped_decrypt, 1);
+
+    // One valid record, then half a record and a close: one in, one truncated.
+    let (mut s, session) = raw_link(addr, &link, &bad, &kb.public()).await;
+    let (mut tx, _) = session.into_parts();
+    let mut wire = Vec::new();
+    tx.seal_into(&[3; 1024], &mut wire).unwrap();
+    tx.seal_into(&[4; 1024], &mut wire).unwrap();
+    s.write_all(&wire[..1040 + 520]).await.unwrap();
+    drop(s);
+    let got = recv(&mut b.rx).await;
+    assert_eq!((got.from, got.packet), (PeerIdentity::Node(bad.public()), vec![3; 1024]));
+    eventually("truncation counted", || b.counters.snapshot().dropped_truncated == 1).await;
+
+    // Garbage instead of a handshake.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&[0x55; 200]).await.unwrap();
+    eventually("handshake failure", || b.counters.snapshot().handshakes_failed == 1).await;
+
+    // The first link is untouched.
+    d.links.send(&kb.public(), vec![2; 1024]).unwrap();
+    let got = recv(&mut b.rx).await;
+    assert_eq!((got.from, got.packet), (PeerIdentity::Node(good.public()), vec![2; 1024]));
+    assert_eq!(d.counters.snapshot().reconnects, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_inbound_channel_drops_and_counts() {
+    let link = cfg(1024);
+    let (kb, ka) = (key(), key());
+    let allowed = ka.public();
+    let config = ListenerConfig::new(link, kb.clone(), Arc::new(move |k: &LinkPublicKey| *k == allowed));
+    let b = listen_on("127.0.0.1:0".parse().unwrap(), config, 1).await;
+    let d = dialer(DialerConfig::node(link, ka), &[(kb.public(), b.listener.local_addr())]);
+    for i in 0..10u8 {
+        d.links.send_wait(&kb.public(), vec![i; 1024]).await.unwrap();
+    }
+    eventually("all 10 accounted for", || {
+        let s = b.counters.snapshot();
+        s.frames_in + s.dropped_inbound_full == 10
+    })
+    .await;
+    let s = b.counters.snapshot();
+    assert_eq!((s.frames_in, s.dropped_inbound_full), (1, 9), "nobody reads: one fits, nine dropped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_peer_does_not_stall_the_others() {
+    let link = LinkConfig::new(Geometry::default()).unwrap();
+    let (ka, good, sink) = (key(), key(), key());
+    let mut g = listen(link, &good, &[ka.public()], false).await;
+    // A peer that completes the handshake and then never reads.
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sink_addr = tcp.local_addr().unwrap();
+    let sink_key = sink.clone();
+    let hold = tokio::spawn(async move {
+        let (mut s, _) = tcp.accept().await.unwrap();
+        let mut r = Responder::new(&link, &sink_key, Accept::default());
+        let mut buf = [0u8; 256];
+        let hello = loop {
+            let n = s.read(&mut buf[..r.wanted()]).await.unwrap();
+            if let (_, Some(h)) = r.feed(&buf[..n]).unwrap() {
+                break h;
+            }
+        };
+        let (reply, _session) = hello.accept().unwrap();
+        s.write_all(&reply).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(s);
+    });
+    let mut config = DialerConfig::node(link, ka.clone());
+    config.queue_len = 4;
+    let d = dialer(config, &[(good.public(), g.listener.local_addr()), (sink.public(), sink_addr)]);
+    let packet = vec![7u8; link.packet_len()];
+    // Flood the sink until its kernel buffers and its queue are full.
+    let mut full = 0;
+    for _ in 0..2000 {
+        if d.links.send(&sink.public(), packet.clone()) == Err(SendError::QueueFull) {
+            full += 1;
+            if full > 50 {
+                break;
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(full > 50, "the sink's queue never filled");
+    assert!(d.links.queue_depths().contains(&(sink.public(), 4)));
+    // Meanwhile the good peer gets every packet.
+    for i in 0..20u8 {
+        d.links.send_wait(&good.public(), vec![i; link.packet_len()]).await.unwrap();
+        assert_eq!(recv(&mut g.rx).await.packet[0], i);
+    }
+    let s = d.counters.snapshot();
+    assert!(s.dropped_outbound_full >= 50);
+    eventually("frames_in", || g.counters.snapshot().frames_in == 20).await;
+    hold.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnects_after_the_listener_restarts() {
+    let link = cfg(1024);
+    let (kb, ka) = (key(), key());
+    let mut b = listen(link, &kb, &[ka.public()], false).await;
+    let addr = b.listener.local_addr();
+    let d = dialer(DialerConfig::node(link, ka.clone()), &[(kb.public(), addr)]);
+    d.links.send(&kb.public(), vec![1; 1024]).unwrap();
+    assert_eq!(recv(&mut b.rx).await.packet, vec![1; 1024]);
+
+    b.stop.send(true).unwrap();
+    tokio::time::timeout(WAIT, b.listener.join()).await.expect("listener stops");
+    eventually("dialer notices", || d.counters.snapshot().links_closed >= 1).await;
+
+    let config = ListenerConfig::new(link, kb.clone(), Arc::new([ka.public()].into_iter().collect::<HashSet<_>>()));
+    let mut b2 = listen_on(addr, config, 64).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let got = loop {
+        assert!(tokio::time::Instant::now() < deadline, "no packet after restart");
+        let _ = d.links.send(&kb.public(), vec![2; 1024]);
+        if let Ok(Some(p)) = tokio::time::timeout(Duration::from_millis(50), b2.rx.recv()).await {
+            break p;
+        }
+    };
+    assert_eq!(got.packet, vec![2; 1024]);
+    let s = d.counters.snapshot();
+    assert!(s.reconnects >= 1 && s.handshakes_ok == 2, "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connection_hits_the_handshake_timeout() {
+    let kb = key();
+    let mut config = ListenerConfig::new(cfg(1024), kb, Arc::new(HashSet::new()));
+    config.handshake_timeout = Duration::from_millis(100);
+    let b = listen_on("127.0.0.1:0".parse().unwrap(), config, 4).await;
+    let mut s = TcpStream::connect(b.listener.local_addr()).await.unwrap();
+    s.write_all(&b"NOX1"[..]).await.unwrap();
+    let mut buf = [0u8; 1];
+    let n = tokio::time::timeout(WAIT, s.read(&mut buf)).await.expect("closed by the listener").unwrap_or(0);
+    assert_eq!(n, 0);
+    let snap = b.counters.snapshot();
+    assert_eq!((snap.handshake_timeouts, snap.handshakes_failed), (1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_errors_are_typed_and_shutdown_is_graceful() {
+    let link = cfg(1024);
+    let (kb, ka) = (key(), key());
+    let mut b = listen(link, &kb, &[ka.public()], false).await;
+    let (tx, _rx) = mpsc::channel(4);
+    let (stop, shutdown) = watch::channel(false);
+    let counters = Arc::new(LinkCounters::default());
+    let dir: HashMap<_, _> = [(kb.public(), b.listener.local_addr())].into_iter().collect();
+    let links =
+        OutboundLinks::new(DialerConfig::node(link, ka), Arc::new(dir), tx, counters.clone(), shutdown).unwrap();
+    assert_eq!(links.send(&ka_unknown(), vec![0; 1024]), Err(SendError::UnknownPeer));
+    assert_eq!(links.send(&kb.public(), vec![0; 1025]), Err(SendError::WrongLength { got: 1025, expected: 1024 }));
+    assert_eq!(counters.snapshot().dropped_bad_length, 1);
+    links.send(&kb.public(), vec![0; 1024]).unwrap();
+    recv(&mut b.rx).await;
+
+    stop.send(true).unwrap();
+    b.stop.send(true).unwrap();
+    tokio::time::timeout(WAIT, links.join()).await.expect("peer tasks stop");
+    tokio::time::timeout(WAIT, b.listener.join()).await.expect("listener stops");
+    assert_eq!(links.send(&kb.public(), vec![0; 1024]), Err(SendError::Closed));
+}
+
+fn ka_unknown() -> LinkPublicKey {
+    LinkPublicKey([0xEE; 32])
+}
