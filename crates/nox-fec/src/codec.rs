@@ -37,7 +37,12 @@ impl Encoder {
     }
 
     /// As [`encode`], reusing this encoder's work area.
-    pub fn encode(&mut self, message: &[u8], message_id: MessageId, layout: &Layout) -> Result<Vec<Vec<u8>>, CodecError> {
+    pub fn encode(
+        &mut self,
+        message: &[u8],
+        message_id: MessageId,
+        layout: &Layout,
+    ) -> Result<Vec<Vec<u8>>, CodecError> {
         encode_with(&mut self.reed_solomon, message, message_id, layout)
     }
 }

@@ -8,8 +8,9 @@
 //! sent. Nonce 2^64 − 1 is reserved (Noise §5.1) and never used.
 
 use aes_gcm::Aes256Gcm;
-use aes_gcm::aead::{AeadInPlace, KeyInit};
+use aes_gcm::aead::{AeadInOut, KeyInit};
 use chacha20poly1305::ChaCha20Poly1305;
+use chacha20poly1305::aead::{AeadInPlace as _, KeyInit as _};
 use zeroize::Zeroizing;
 
 use crate::TAG_LEN;
@@ -33,24 +34,25 @@ impl Aead {
     }
 
     fn seal(&self, nonce: u64, buf: &mut [u8]) -> Result<[u8; TAG_LEN], LinkError> {
-        let tag = match self {
-            Aead::Aes(c) => c.encrypt_in_place_detached(&nonce_be(nonce).into(), &[], buf),
-            Aead::ChaCha(c) => c.encrypt_in_place_detached(&nonce_le(nonce).into(), &[], buf),
-        }
         // Only fails for inputs longer than the AEAD's limit (≫ 64 KiB).
-        .map_err(|_| LinkError::WrongLength { got: buf.len(), expected: crate::MAX_PACKET_LEN })?;
-        Ok(tag.into())
+        let too_long = LinkError::WrongLength { got: buf.len(), expected: crate::MAX_PACKET_LEN };
+        match self {
+            Aead::Aes(c) => {
+                c.encrypt_inout_detached(&nonce_be(nonce).into(), &[], buf.into()).map(Into::into).map_err(|_| too_long)
+            }
+            Aead::ChaCha(c) => {
+                c.encrypt_in_place_detached(&nonce_le(nonce).into(), &[], buf).map(Into::into).map_err(|_| too_long)
+            }
+        }
     }
 
     fn open(&self, nonce: u64, buf: &mut [u8], tag: &[u8]) -> Result<(), LinkError> {
-        if tag.len() != TAG_LEN {
-            return Err(LinkError::Decrypt);
-        }
-        match self {
-            Aead::Aes(c) => c.decrypt_in_place_detached(&nonce_be(nonce).into(), &[], buf, tag.into()),
-            Aead::ChaCha(c) => c.decrypt_in_place_detached(&nonce_le(nonce).into(), &[], buf, tag.into()),
-        }
-        .map_err(|_| LinkError::Decrypt)
+        let tag: [u8; TAG_LEN] = tag.try_into().map_err(|_| LinkError::Decrypt)?;
+        let ok = match self {
+            Aead::Aes(c) => c.decrypt_inout_detached(&nonce_be(nonce).into(), &[], buf.into(), &tag.into()).is_ok(),
+            Aead::ChaCha(c) => c.decrypt_in_place_detached(&nonce_le(nonce).into(), &[], buf, &tag.into()).is_ok(),
+        };
+        if ok { Ok(()) } else { Err(LinkError::Decrypt) }
     }
 }
 

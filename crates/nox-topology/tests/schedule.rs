@@ -106,6 +106,10 @@ proptest! {
         if e > 0 {
             prop_assert_eq!(acc.contains(&(e - 1)), !s.is_expired(e - 1, t));
         }
+        if e > 1 {
+            prop_assert!(s.is_expired(e - 2, t));
+        }
+        prop_assert!(!s.is_expired(e, t) && !s.is_expired(e.saturating_add(1), t));
         prop_assert!(acc.len() <= 2);
         let published = s.published_epochs(t);
         prop_assert!(acc.iter().all(|a| published.contains(a)));

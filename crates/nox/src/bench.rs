@@ -128,7 +128,8 @@ fn collect(dir: &Path, groups: &[String], since_unix: u64) -> Result<Vec<Value>,
             if !estimates.exists() || modified_unix(&estimates) < since_unix {
                 continue;
             }
-            let text = std::fs::read_to_string(&estimates).map_err(|source| BenchError::Io { path: estimates.clone(), source })?;
+            let text = std::fs::read_to_string(&estimates)
+                .map_err(|source| BenchError::Io { path: estimates.clone(), source })?;
             let value: Value = serde_json::from_str(&text).map_err(|_| BenchError::Format(estimates.clone()))?;
             let median = &value["median"];
             let point = median["point_estimate"].as_f64().ok_or_else(|| BenchError::Format(estimates.clone()))?;

@@ -1,0 +1,147 @@
+//! The per-packet relay logic, pure: ingest checks, Sphinx processing and
+//! replay recording, in the order the pipeline runs them.
+//!
+//! 1. [`Relay::admit`] (ingest, cheap): length and geometry, key epoch held,
+//!    replay tag not seen, proof of work. No public-key work happens for a
+//!    packet that fails here.
+//! 2. [`Relay::process`] (worker, ~50 µs): Sphinx processing with the epoch's
+//!    key; the MAC is verified before anything else is trusted.
+//! 3. [`Relay::record`]: the replay tag is recorded only now, after the MAC
+//!    verified, so junk cannot fill the filter; a tag recorded meanwhile by a
+//!    concurrent copy makes this one a replay.
+
+use nox_replay::{BloomParameters, EpochReplayCaches, ReplayCache};
+use nox_sphinx::{Geometry, HeaderView, Processed, ReplayTag, SecretKey, process_packet};
+
+use crate::{DropReason, EpochKeys};
+
+/// A packet that passed ingest: its key epoch and replay tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admitted {
+    /// The key epoch the packet was built for.
+    pub epoch: u32,
+    /// Its replay tag at this hop.
+    pub tag: ReplayTag,
+}
+
+/// What to do with a processed packet (the buffer was rewritten in place).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RelayOutput {
+    /// Mix, then send the buffer to the next hop.
+    Forward {
+        /// Next hop.
+        next_hop: nox_sphinx::NodeId,
+        /// Mixing delay: the builder's request or the node's own draw.
+        delay: nox_mixing::Delay,
+    },
+    /// Exit: hand `buffer[payload]` to the exit services.
+    Deliver {
+        /// Mixing delay before delivery.
+        delay: nox_mixing::Delay,
+        /// The payload's byte range in the buffer.
+        payload: core::ops::Range<usize>,
+    },
+    /// End of a SURB path: hand the body to the client `recipient`.
+    Reply {
+        /// Mixing delay before delivery.
+        delay: nox_mixing::Delay,
+        /// The client.
+        recipient: nox_sphinx::NodeId,
+        /// Lets the client find its keys.
+        surb_id: nox_sphinx::SurbId,
+        /// The body's byte range in the buffer.
+        body: core::ops::Range<usize>,
+    },
+}
+
+/// Keys, replay caches and geometry of one node.
+#[derive(Debug)]
+pub struct Relay {
+    geometry: Geometry,
+    keys: EpochKeys,
+    replay: EpochReplayCaches,
+}
+
+impl Relay {
+    /// A relay for `geometry` holding no keys yet.
+    pub fn new(geometry: Geometry) -> Self {
+        Self { geometry, keys: EpochKeys::new(), replay: EpochReplayCaches::new(4) }
+    }
+
+    /// The geometry this relay accepts.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// Starts accepting packets for `epoch` with `key`, with a fresh replay
+    /// cache whose lifetime is the key's.
+    pub fn open_epoch(&mut self, epoch: u32, key: SecretKey, bloom: BloomParameters) {
+        self.keys.insert(epoch, key);
+        if self.replay.get(epoch).is_err() {
+            // Cannot fail: the epoch was just checked to be absent; if the
+            // cache map is at its bound the oldest epoch must be retired first.
+            let _ = self.replay.open(ReplayCache::new(epoch, bloom));
+        }
+    }
+
+    /// Stops accepting epochs before `epoch`: drops (zeroizes) their keys and
+    /// their replay caches together.
+    pub fn retire_before(&mut self, epoch: u32) {
+        self.keys.retire_before(epoch);
+        self.replay.retire_before(epoch);
+    }
+
+    /// Epochs currently accepted.
+    pub fn epochs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.keys.epochs()
+    }
+
+    /// Ingest checks (no public-key work).
+    pub fn admit(&self, packet: &[u8], difficulty: u8) -> Result<Admitted, DropReason> {
+        let view = HeaderView::parse(&self.geometry, packet)?;
+        let epoch = view.key_epoch();
+        if self.keys.get(epoch).is_none() {
+            return Err(DropReason::UnknownEpoch);
+        }
+        let tag = view.replay_tag();
+        match self.replay.check(epoch, &tag.0) {
+            Ok(false) => {}
+            Ok(true) => return Err(DropReason::Replay),
+            Err(_) => return Err(DropReason::UnknownEpoch),
+        }
+        view.check_work(&tag, difficulty)?;
+        Ok(Admitted { epoch, tag })
+    }
+
+    /// Sphinx processing of an admitted packet, in place.
+    pub fn process(&self, admitted: &Admitted, packet: &mut [u8]) -> Result<RelayOutput, DropReason> {
+        let key = self.keys.get(admitted.epoch).ok_or(DropReason::UnknownEpoch)?;
+        let processed = process_packet(&self.geometry, key, packet)?;
+        let delay = |d: nox_sphinx::Delay| match d.requested() {
+            Some(given) => nox_mixing::Delay::Given(given),
+            None => nox_mixing::Delay::Sample,
+        };
+        Ok(match processed {
+            Processed::Forward { next_hop, delay: d } => RelayOutput::Forward { next_hop, delay: delay(d) },
+            Processed::Deliver { delay: d, payload } => RelayOutput::Deliver { delay: delay(d), payload },
+            Processed::Reply { delay: d, recipient, surb_id, body } => {
+                RelayOutput::Reply { delay: delay(d), recipient, surb_id, body }
+            }
+        })
+    }
+
+    /// Records the tag of a packet whose MAC verified; a replay if another
+    /// copy was recorded first.
+    pub fn record(&mut self, admitted: &Admitted) -> Result<(), DropReason> {
+        match self.replay.insert(admitted.epoch, &admitted.tag.0) {
+            Ok(outcome) if outcome.is_replay() => Err(DropReason::Replay),
+            Ok(_) => Ok(()),
+            Err(_) => Err(DropReason::UnknownEpoch),
+        }
+    }
+
+    /// The replay cache of `epoch`, for persistence and metrics.
+    pub fn replay_cache(&self, epoch: u32) -> Option<&ReplayCache> {
+        self.replay.get(epoch).ok()
+    }
+}
