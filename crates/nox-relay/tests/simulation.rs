@@ -15,7 +15,7 @@ use std::{
 };
 
 use nox_mixing::{MixingConfig, MixingScheduler};
-use nox_node::{DropReason, Relay, RelayOutput};
+use nox_relay::{DropReason, Relay, RelayOutput};
 use nox_replay::BloomParameters;
 use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop, SecretKey, build_forward};
 use rand_chacha::ChaCha20Rng;
