@@ -14,8 +14,9 @@ pub const DOCUMENT_CONTEXT: &str = "NOX topology v1 document";
 /// BLAKE3 `derive_key` context of the fingerprint.
 pub const FINGERPRINT_CONTEXT: &str = "NOX topology v1 fingerprint";
 
-/// Appends a count or length as `u32` LE. Callers bound their lengths (nodes, keys) far below
-/// `u32::MAX`; a larger value is clamped, which can only make the encoding fail to verify.
+/// Appends a count or length as `u32` LE. Verification bounds nodes (10,000) and keys per node
+/// (16) before it hashes anything, so the clamp to `u32::MAX` is never reached by a document
+/// that verifies; it only keeps this function total.
 fn put_len(out: &mut Vec<u8>, len: usize) {
     out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
 }

@@ -1,0 +1,95 @@
+//! Node counters, exported in the Prometheus text format. Aggregates only:
+//! never per-packet timing, addresses or keys.
+
+use std::{
+    fmt::Write as _,
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use nox_mixing::MixingMetrics;
+use nox_relay::DropReason;
+
+/// Counters shared by the pipeline stages.
+#[derive(Debug, Default)]
+pub struct NodeMetrics {
+    /// Frames handed to ingest.
+    pub received: AtomicU64,
+    /// Packets that passed ingest.
+    pub admitted: AtomicU64,
+    /// Packets processed by a worker (MAC verified, tag recorded).
+    pub processed: AtomicU64,
+    /// Packets released by the mixer to egress.
+    pub released: AtomicU64,
+    /// Packets dropped, by reason (index of `DropReason::ALL`).
+    drops: [AtomicU64; DropReason::ALL.len()],
+    /// Packets refused because the sender may not send to this layer.
+    pub wrong_layer: AtomicU64,
+    /// Current proof-of-work difficulty required at ingest.
+    pub pow_difficulty: AtomicU64,
+    /// Current key epoch.
+    pub epoch: AtomicU64,
+    /// Packets waiting for a worker.
+    pub worker_queue_depth: AtomicU64,
+    /// Packets held by the mixer.
+    pub mixer_held: AtomicU64,
+    /// Last mixer snapshot (counters and delay histogram).
+    pub mixing: Mutex<Option<MixingMetrics>>,
+}
+
+impl NodeMetrics {
+    /// Counts one drop.
+    pub fn count_drop(&self, reason: DropReason) {
+        if let Some(index) = DropReason::ALL.iter().position(|r| *r == reason) {
+            self.drops[index].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops so far for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        DropReason::ALL.iter().position(|r| *r == reason).map_or(0, |i| self.drops[i].load(Ordering::Relaxed))
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
+        };
+        let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
+        };
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        counter(&mut out, "nox_packets_received_total", "Frames handed to ingest.", load(&self.received));
+        counter(&mut out, "nox_packets_admitted_total", "Packets that passed ingest.", load(&self.admitted));
+        counter(&mut out, "nox_packets_processed_total", "Packets processed by a worker.", load(&self.processed));
+        counter(&mut out, "nox_packets_released_total", "Packets released by the mixer.", load(&self.released));
+        let _ = writeln!(out, "# HELP nox_packets_dropped_total Packets dropped, by reason.");
+        let _ = writeln!(out, "# TYPE nox_packets_dropped_total counter");
+        for (index, reason) in DropReason::ALL.iter().enumerate() {
+            let _ = writeln!(out, "nox_packets_dropped_total{{reason=\"{}\"}} {}", reason.label(), load(&self.drops[index]));
+        }
+        let _ = writeln!(out, "nox_packets_dropped_total{{reason=\"wrong_layer\"}} {}", load(&self.wrong_layer));
+        gauge(&mut out, "nox_pow_difficulty_bits", "Proof-of-work difficulty required at ingest.", load(&self.pow_difficulty));
+        gauge(&mut out, "nox_key_epoch", "Current key epoch.", load(&self.epoch));
+        gauge(&mut out, "nox_worker_queue_depth", "Packets waiting for a worker.", load(&self.worker_queue_depth));
+        gauge(&mut out, "nox_mixer_held_packets", "Packets held by the mixer.", load(&self.mixer_held));
+        if let Ok(guard) = self.mixing.lock()
+            && let Some(mixing) = guard.as_ref()
+        {
+            counter(&mut out, "nox_mixing_over_delayed_total", "Packets whose processing exceeded their drawn delay.", mixing.counters.over_delayed);
+            let histogram = &mixing.delay_histogram;
+            let _ = writeln!(out, "# HELP nox_mixing_delay_seconds Mixing delay from arrival to release.");
+            let _ = writeln!(out, "# TYPE nox_mixing_delay_seconds histogram");
+            for (bound, count) in histogram.bounds().iter().zip(histogram.cumulative_counts()) {
+                let _ = writeln!(out, "nox_mixing_delay_seconds_bucket{{le=\"{}\"}} {count}", bound.as_secs_f64());
+            }
+            let _ = writeln!(out, "nox_mixing_delay_seconds_bucket{{le=\"+Inf\"}} {}", histogram.count());
+            let _ = writeln!(out, "nox_mixing_delay_seconds_sum {}", histogram.sum().as_secs_f64());
+            let _ = writeln!(out, "nox_mixing_delay_seconds_count {}", histogram.count());
+        }
+        out
+    }
+}
