@@ -51,6 +51,7 @@ fn handshake_state(
     prologue: &[u8],
     local: Option<&LinkKeypair>,
     remote: Option<&LinkPublicKey>,
+    ephemeral: Option<&[u8; 32]>,
     initiator: bool,
 ) -> Result<HandshakeState, LinkError> {
     let params: NoiseParams = preamble.kind.protocol_name(preamble.cipher).parse().map_err(LinkError::from_snow)?;
@@ -60,6 +61,9 @@ fn handshake_state(
     }
     if let Some(remote) = remote {
         b = b.remote_public_key(remote.as_bytes()).map_err(LinkError::from_snow)?;
+    }
+    if let Some(e) = ephemeral {
+        b = b.fixed_ephemeral_key_for_testing_only(e);
     }
     if initiator { b.build_initiator() } else { b.build_responder() }.map_err(LinkError::from_snow)
 }
@@ -109,15 +113,37 @@ impl Initiator {
         Self::start(config, LinkKind::Client, None, remote)
     }
 
+    /// A node initiator with a fixed ephemeral key, so the fuzz target can
+    /// build a reproducible valid first flight. Never use outside fuzzing.
+    #[cfg(feature = "fuzzing")]
+    pub fn node_with_fixed_ephemeral(
+        config: &LinkConfig,
+        local: &LinkKeypair,
+        remote: &LinkPublicKey,
+        ephemeral: &[u8; 32],
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        Self::start_with(config, LinkKind::Node, Some(local), remote, Some(ephemeral))
+    }
+
     fn start(
         config: &LinkConfig,
         kind: LinkKind,
         local: Option<&LinkKeypair>,
         remote: &LinkPublicKey,
     ) -> Result<(Self, Vec<u8>), LinkError> {
+        Self::start_with(config, kind, local, remote, None)
+    }
+
+    fn start_with(
+        config: &LinkConfig,
+        kind: LinkKind,
+        local: Option<&LinkKeypair>,
+        remote: &LinkPublicKey,
+        ephemeral: Option<&[u8; 32]>,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
         let preamble = Preamble { kind, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
         let prologue = preamble.encode();
-        let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), true)?;
+        let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), ephemeral, true)?;
         let mut out = vec![0u8; PREAMBLE_LEN + kind.first_message_len()];
         out[..PREAMBLE_LEN].copy_from_slice(&prologue);
         let n = hs.write_message(&[], &mut out[PREAMBLE_LEN..]).map_err(LinkError::from_snow)?;
@@ -236,7 +262,7 @@ impl Responder {
         if !self.accept.cipher(preamble.cipher) {
             return Err(LinkError::CipherNotAccepted(preamble.cipher));
         }
-        let hs = handshake_state(&preamble, bytes, Some(&self.local), None, false)?;
+        let hs = handshake_state(&preamble, bytes, Some(&self.local), None, None, false)?;
         Ok((preamble, hs))
     }
 

@@ -2,8 +2,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod config;
 mod metrics;
 mod pipeline;
 
+pub use config::{ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};

@@ -1,0 +1,217 @@
+//! `node.toml`: the node's configuration, with `NOX_*` environment overrides.
+//! Every field is documented in docs/configuration.md.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use serde::Deserialize;
+
+/// The whole configuration file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Identity, keys and addresses.
+    pub node: NodeSection,
+    /// Where the topology comes from and who signs it.
+    pub topology: TopologySection,
+    /// Poisson mixing.
+    #[serde(default)]
+    pub mixing: MixingSection,
+    /// Pipeline sizes.
+    #[serde(default)]
+    pub pipeline: PipelineSection,
+    /// Replay cache.
+    #[serde(default)]
+    pub replay: ReplaySection,
+}
+
+/// `[node]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSection {
+    /// Directory of `identity.key`, `link.key` and `sphinx/` (mode 0700).
+    pub key_dir: PathBuf,
+    /// Link listen address (node-to-node and client-to-entry).
+    pub listen: SocketAddr,
+    /// Prometheus `/metrics` address; absent: no metrics endpoint.
+    #[serde(default)]
+    pub metrics: Option<SocketAddr>,
+    /// Proof-of-work difficulty (bits) required at ingest.
+    #[serde(default)]
+    pub pow_difficulty: u8,
+}
+
+/// `[topology]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySection {
+    /// A topology document (JSON) on disk.
+    pub file: PathBuf,
+    /// The directory authority's Ed25519 public key, hex.
+    pub authority_key: String,
+}
+
+/// `[mixing]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MixingSection {
+    /// Mean of the exponential delay, milliseconds (0: no delay).
+    pub mean_delay_ms: f64,
+    /// Packets the mixer may hold.
+    pub capacity: usize,
+}
+
+impl Default for MixingSection {
+    fn default() -> Self {
+        Self { mean_delay_ms: 1.0, capacity: 100_000 }
+    }
+}
+
+impl MixingSection {
+    /// The mean delay as a `Duration` (negative or NaN becomes zero).
+    pub fn mean_delay(&self) -> Duration {
+        Duration::try_from_secs_f64(self.mean_delay_ms / 1000.0).unwrap_or_default()
+    }
+}
+
+/// `[pipeline]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineSection {
+    /// Sphinx worker threads; 0 means one per core.
+    pub workers: usize,
+    /// Capacity of each inter-stage queue.
+    pub queue: usize,
+}
+
+impl Default for PipelineSection {
+    fn default() -> Self {
+        Self { workers: 0, queue: 4096 }
+    }
+}
+
+/// `[replay]`
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplaySection {
+    /// Tags per epoch the Bloom filter is sized for.
+    pub capacity: u64,
+    /// Target false-positive rate at capacity.
+    pub false_positive_rate: f64,
+}
+
+impl Default for ReplaySection {
+    fn default() -> Self {
+        Self { capacity: 10_000_000, false_positive_rate: 0.001 }
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The TOML is invalid or has unknown or missing fields.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// An environment override has an invalid value.
+    #[error("environment variable {name}: {message}")]
+    Env {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl NodeConfig {
+    /// Reads `path`, then applies `NOX_*` overrides from `env`.
+    pub fn load(path: &std::path::Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let mut config: NodeConfig =
+            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        config.apply_env(env)?;
+        Ok(config)
+    }
+
+    /// Environment overrides (documented in docs/configuration.md).
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
+        where
+            T::Err: std::fmt::Display,
+        {
+            value.parse().map_err(|e: T::Err| ConfigError::Env { name, message: e.to_string() })
+        }
+        if let Some(v) = env("NOX_NODE_LISTEN") {
+            self.node.listen = parse("NOX_NODE_LISTEN", v)?;
+        }
+        if let Some(v) = env("NOX_NODE_METRICS") {
+            self.node.metrics = Some(parse("NOX_NODE_METRICS", v)?);
+        }
+        if let Some(v) = env("NOX_NODE_KEY_DIR") {
+            self.node.key_dir = PathBuf::from(v);
+        }
+        if let Some(v) = env("NOX_NODE_POW_DIFFICULTY") {
+            self.node.pow_difficulty = parse("NOX_NODE_POW_DIFFICULTY", v)?;
+        }
+        if let Some(v) = env("NOX_TOPOLOGY_FILE") {
+            self.topology.file = PathBuf::from(v);
+        }
+        if let Some(v) = env("NOX_MIXING_MEAN_DELAY_MS") {
+            self.mixing.mean_delay_ms = parse("NOX_MIXING_MEAN_DELAY_MS", v)?;
+        }
+        if let Some(v) = env("NOX_PIPELINE_WORKERS") {
+            self.pipeline.workers = parse("NOX_PIPELINE_WORKERS", v)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [node]
+        key_dir = "/tmp/keys"
+        listen = "127.0.0.1:9000"
+        [topology]
+        file = "/tmp/topology.json"
+        authority_key = "00"
+    "#;
+
+    #[test]
+    fn defaults_and_overrides() {
+        let mut config: NodeConfig = toml::from_str(MINIMAL).unwrap();
+        assert_eq!(config.mixing.mean_delay(), Duration::from_millis(1));
+        assert_eq!(config.replay.capacity, 10_000_000);
+        config
+            .apply_env(|name| match name {
+                "NOX_NODE_LISTEN" => Some("127.0.0.1:9999".into()),
+                "NOX_MIXING_MEAN_DELAY_MS" => Some("5".into()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(config.node.listen.port(), 9999);
+        assert_eq!(config.mixing.mean_delay(), Duration::from_millis(5));
+        let bad = config.apply_env(|name| (name == "NOX_NODE_POW_DIFFICULTY").then(|| "lots".into()));
+        assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_NODE_POW_DIFFICULTY", .. })));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let text = format!("{MINIMAL}\n[mixing]\nmean_dealy_ms = 3\n");
+        assert!(toml::from_str::<NodeConfig>(&text).is_err());
+    }
+}
