@@ -145,10 +145,11 @@ impl LoopHealthTracker {
             return Err(RecordError::DuplicateLoopId);
         }
         if self.outstanding.len() >= self.config.max_outstanding.max(1)
-            && let Some((_, oldest)) = self.by_send_time.pop_first() {
-                self.outstanding.remove(&oldest);
-                self.evicted_loops += 1;
-            }
+            && let Some((_, oldest)) = self.by_send_time.pop_first()
+        {
+            self.outstanding.remove(&oldest);
+            self.evicted_loops += 1;
+        }
         self.outstanding.insert(id, Outstanding { sent_at: now, path: path.to_vec() });
         self.by_send_time.insert((now, id));
         Ok(())

@@ -139,8 +139,8 @@ impl NodeConfig {
     pub fn load(path: &std::path::Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        let mut config: NodeConfig =
-            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        let mut config: NodeConfig = toml::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
         config.apply_env(env)?;
         Ok(config)
     }

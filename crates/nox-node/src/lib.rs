@@ -6,6 +6,8 @@ mod config;
 mod metrics;
 mod pipeline;
 
-pub use config::{ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection};
+pub use config::{
+    ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
+};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};

@@ -69,17 +69,32 @@ impl NodeMetrics {
         let _ = writeln!(out, "# HELP nox_packets_dropped_total Packets dropped, by reason.");
         let _ = writeln!(out, "# TYPE nox_packets_dropped_total counter");
         for (index, reason) in DropReason::ALL.iter().enumerate() {
-            let _ = writeln!(out, "nox_packets_dropped_total{{reason=\"{}\"}} {}", reason.label(), load(&self.drops[index]));
+            let _ = writeln!(
+                out,
+                "nox_packets_dropped_total{{reason=\"{}\"}} {}",
+                reason.label(),
+                load(&self.drops[index])
+            );
         }
         let _ = writeln!(out, "nox_packets_dropped_total{{reason=\"wrong_layer\"}} {}", load(&self.wrong_layer));
-        gauge(&mut out, "nox_pow_difficulty_bits", "Proof-of-work difficulty required at ingest.", load(&self.pow_difficulty));
+        gauge(
+            &mut out,
+            "nox_pow_difficulty_bits",
+            "Proof-of-work difficulty required at ingest.",
+            load(&self.pow_difficulty),
+        );
         gauge(&mut out, "nox_key_epoch", "Current key epoch.", load(&self.epoch));
         gauge(&mut out, "nox_worker_queue_depth", "Packets waiting for a worker.", load(&self.worker_queue_depth));
         gauge(&mut out, "nox_mixer_held_packets", "Packets held by the mixer.", load(&self.mixer_held));
         if let Ok(guard) = self.mixing.lock()
             && let Some(mixing) = guard.as_ref()
         {
-            counter(&mut out, "nox_mixing_over_delayed_total", "Packets whose processing exceeded their drawn delay.", mixing.counters.over_delayed);
+            counter(
+                &mut out,
+                "nox_mixing_over_delayed_total",
+                "Packets whose processing exceeded their drawn delay.",
+                mixing.counters.over_delayed,
+            );
             let histogram = &mixing.delay_histogram;
             let _ = writeln!(out, "# HELP nox_mixing_delay_seconds Mixing delay from arrival to release.");
             let _ = writeln!(out, "# TYPE nox_mixing_delay_seconds histogram");

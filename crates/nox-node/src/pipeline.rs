@@ -141,7 +141,8 @@ impl Pipeline {
         let (mix_tx, mix_rx) = mpsc::channel::<Mixable>(config.mixer_queue.max(1));
         let (egress_tx, egress_rx) = mpsc::channel::<Egress>(config.egress_queue.max(1));
 
-        let ingest = tokio::spawn(ingest(inbound_rx, job_tx, relay.clone(), origin_allowed, difficulty, metrics.clone()));
+        let ingest =
+            tokio::spawn(ingest(inbound_rx, job_tx, relay.clone(), origin_allowed, difficulty, metrics.clone()));
         let job_rx = Arc::new(Mutex::new(job_rx));
         let workers = (0..config.workers.max(1))
             .map(|index| {
@@ -298,6 +299,8 @@ fn egress_of(item: Mixable) -> Egress {
     match item.output {
         RelayOutput::Forward { next_hop, .. } => Egress::Forward { to: next_hop, packet: item.packet },
         RelayOutput::Deliver { payload, .. } => Egress::Deliver { packet: item.packet, payload },
-        RelayOutput::Reply { recipient, surb_id, body, .. } => Egress::Reply { recipient, surb_id, packet: item.packet, body },
+        RelayOutput::Reply { recipient, surb_id, body, .. } => {
+            Egress::Reply { recipient, surb_id, packet: item.packet, body }
+        }
     }
 }

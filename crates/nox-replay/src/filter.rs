@@ -60,10 +60,11 @@ impl BitArray {
         for position in bit_positions(tag, params.bits(), params.hashes()) {
             let (word, mask) = locate(position);
             if let Some(value) = self.words.get_mut(word)
-                && *value & mask == 0 {
-                    *value |= mask;
-                    newly_set += 1;
-                }
+                && *value & mask == 0
+            {
+                *value |= mask;
+                newly_set += 1;
+            }
         }
         self.set_bits += u64::from(newly_set);
         newly_set
