@@ -5,9 +5,11 @@
 mod config;
 mod metrics;
 mod pipeline;
+mod runtime;
 
 pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use metrics::NodeMetrics;
+pub use runtime::{NodeError, load_topology, run};
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};

@@ -23,6 +23,12 @@ pub struct NodeMetrics {
     pub processed: AtomicU64,
     /// Packets released by the mixer to egress.
     pub released: AtomicU64,
+    /// Packets sent on to the next hop's link.
+    pub forwarded: AtomicU64,
+    /// Exit payloads handed to the exit services.
+    pub delivered: AtomicU64,
+    /// SURB replies handed to clients.
+    pub replies: AtomicU64,
     /// Packets dropped, by reason (index of `DropReason::ALL`).
     drops: [AtomicU64; DropReason::ALL.len()],
     /// Packets refused because the sender may not send to this layer.
@@ -66,6 +72,9 @@ impl NodeMetrics {
         counter(&mut out, "nox_packets_admitted_total", "Packets that passed ingest.", load(&self.admitted));
         counter(&mut out, "nox_packets_processed_total", "Packets processed by a worker.", load(&self.processed));
         counter(&mut out, "nox_packets_released_total", "Packets released by the mixer.", load(&self.released));
+        counter(&mut out, "nox_packets_forwarded_total", "Packets sent to the next hop.", load(&self.forwarded));
+        counter(&mut out, "nox_packets_delivered_total", "Exit payloads delivered.", load(&self.delivered));
+        counter(&mut out, "nox_replies_delivered_total", "SURB replies handed to clients.", load(&self.replies));
         let _ = writeln!(out, "# HELP nox_packets_dropped_total Packets dropped, by reason.");
         let _ = writeln!(out, "# TYPE nox_packets_dropped_total counter");
         for (index, reason) in DropReason::ALL.iter().enumerate() {

@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod machine;
+mod testnet;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +21,15 @@ enum Command {
     /// Build Sphinx packets and peel them through in-memory hops: a forward
     /// request, a SURB reply, and the rejections (tamper, replay, wrong key).
     Demo(demo::DemoArgs),
+    /// A local testnet of node processes on loopback.
+    #[command(subcommand)]
+    Testnet(testnet::TestnetCommand),
+    /// Run a mix node from a configuration file (docs/configuration.md).
+    Node {
+        /// Path to node.toml.
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
     /// Generate a node's long-term identity (Ed25519) and link (X25519) keys
     /// in a new directory (mode 0700, files 0600) and print the public parts.
     Keygen {
@@ -37,6 +47,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args).map_err(|e| e.to_string()),
         Command::Keygen { dir } => keygen(&dir),
+        Command::Node { config } => node(&config),
+        Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
     };
     match result {
@@ -55,4 +67,25 @@ fn keygen(dir: &std::path::Path) -> Result<(), String> {
     println!("wrote keys to {}", dir.display());
     println!("{}", identity.public());
     Ok(())
+}
+
+fn node(path: &std::path::Path) -> Result<(), String> {
+    let config = nox_node::NodeConfig::load(path, |name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+            let _ = stop_tx.send(true);
+        });
+        nox_node::run(config, stop_rx).await.map_err(|e| e.to_string())
+    })
 }

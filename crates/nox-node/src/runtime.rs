@@ -1,0 +1,319 @@
+//! `nox node`: wires keys, topology, links, the pipeline and metrics into a
+//! running node, until shutdown is signalled.
+
+use std::{
+    collections::{HashMap, HashSet},
+    net::SocketAddr,
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicU8, Ordering},
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use nox_keystore::{EpochKeyStore, NodeIdentity, load_identity};
+use nox_link::{
+    LinkConfig, LinkKeypair, LinkPublicKey,
+    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks, PeerIdentity},
+};
+use nox_mixing::MixingConfig;
+use nox_relay::Relay;
+use nox_replay::BloomParameters;
+use nox_sphinx::{Geometry, NodeId};
+use nox_topology::{Sender, TopologyDocument, VerifiedTopology, VerifyConfig, VerifyingKey};
+use rand_core::SeedableRng;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    sync::{mpsc, watch},
+};
+
+use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig};
+
+/// Why the node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// Keys could not be loaded or created.
+    #[error("keys: {0}")]
+    Keys(#[from] nox_keystore::KeystoreError),
+    /// The topology file is missing, malformed or fails verification.
+    #[error("topology: {0}")]
+    Topology(String),
+    /// This node is not in the topology (or with other keys).
+    #[error("this node ({0}) is not in the topology")]
+    NotInTopology(String),
+    /// Sockets or threads.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The link layer refused its configuration.
+    #[error("links: {0}")]
+    Link(String),
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Reads and verifies the topology document named by the configuration.
+pub fn load_topology(config: &NodeConfig, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
+    let bytes = std::fs::read(&config.topology.file)
+        .map_err(|e| NodeError::Topology(format!("{}: {e}", config.topology.file.display())))?;
+    let document = TopologyDocument::from_json(&bytes).map_err(|e| NodeError::Topology(e.to_string()))?;
+    let key_bytes: [u8; 32] = hex_32(&config.topology.authority_key)
+        .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
+    let authority =
+        VerifyingKey::from_bytes(&key_bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
+    let verify = VerifyConfig::new(authority, *geometry);
+    document.verify(&verify, now_unix()).map_err(|e| NodeError::Topology(e.to_string()))
+}
+
+fn hex_32(text: &str) -> Option<[u8; 32]> {
+    let text = text.trim();
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// What the node knows about its peers, from the topology.
+struct Peers {
+    by_link_key: HashMap<LinkPublicKey, NodeId>,
+    link_key_of: HashMap<NodeId, LinkPublicKey>,
+    address_of: HashMap<LinkPublicKey, SocketAddr>,
+}
+
+impl Peers {
+    fn from_topology(topology: &VerifiedTopology) -> Self {
+        let mut peers =
+            Peers { by_link_key: HashMap::new(), link_key_of: HashMap::new(), address_of: HashMap::new() };
+        for node in topology.nodes() {
+            let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
+            peers.by_link_key.insert(key, node.id);
+            peers.link_key_of.insert(node.id, key);
+            peers.address_of.insert(key, node.descriptor.address);
+        }
+        peers
+    }
+}
+
+/// Runs the node until `shutdown` turns true. Returns after a graceful stop:
+/// links closed, the mixer drained at its scheduled times.
+pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Result<(), NodeError> {
+    let geometry = Geometry::default();
+    let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
+    let topology = load_topology(&config, &geometry)?;
+    let me = identity.node_id();
+    let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
+    let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
+
+    // Epoch keys and the relay.
+    let schedule = *topology.schedule();
+    let mut store = EpochKeyStore::open(&config.node.key_dir.join("sphinx"), schedule)?;
+    store.rotate(now_unix(), &mut rng)?;
+    let bloom = BloomParameters::for_capacity(config.replay.capacity, config.replay.false_positive_rate)
+        .map_err(|e| NodeError::Topology(format!("replay parameters: {e}")))?;
+    let mut relay = Relay::new(geometry);
+    for epoch in store.loaded_epochs() {
+        if let Some(secret) = store.secret(epoch) {
+            relay.open_epoch(epoch, secret.clone(), bloom);
+        }
+    }
+    let relay = Arc::new(RwLock::new(relay));
+    let metrics = Arc::new(NodeMetrics::default());
+    metrics.epoch.store(u64::from(schedule.epoch_at(now_unix())), Ordering::Relaxed);
+    metrics.pow_difficulty.store(u64::from(config.node.pow_difficulty), Ordering::Relaxed);
+
+    // Links.
+    let peers = Arc::new(Peers::from_topology(&topology));
+    let keypair = Arc::new(
+        LinkKeypair::from_secret_bytes(*identity.link_secret().as_bytes()).map_err(|e| NodeError::Link(e.to_string()))?,
+    );
+    let link = LinkConfig::new(geometry).map_err(|e| NodeError::Link(e.to_string()))?;
+    let allowed: HashSet<LinkPublicKey> = peers.by_link_key.keys().copied().collect();
+    let mut listener_config = ListenerConfig::new(link.clone(), keypair.clone(), Arc::new(allowed));
+    listener_config.accept.clients = my_layer.0 == 0;
+    let link_counters = Arc::new(LinkCounters::default());
+    let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
+    let (stop_links_tx, stop_links) = watch::channel(false);
+    let listener =
+        Listener::bind(config.node.listen, listener_config, link_tx.clone(), link_counters.clone(), stop_links.clone())
+            .await?;
+    let directory: HashMap<LinkPublicKey, SocketAddr> = peers.address_of.clone();
+    let outbound =
+        OutboundLinks::new(DialerConfig::node(link, keypair), Arc::new(directory), link_tx, link_counters.clone(), stop_links)?;
+
+    // Pipeline.
+    let workers = if config.pipeline.workers == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        config.pipeline.workers
+    };
+    let queue = config.pipeline.queue.max(1);
+    let mut mixing = MixingConfig::new(config.mixing.mean_delay(), config.mixing.capacity);
+    mixing.max_given_delay = Duration::from_secs(60);
+    let pipeline_config =
+        PipelineConfig { workers, inbound_queue: queue, worker_queue: queue, mixer_queue: queue, egress_queue: queue, mixing };
+    let rule = topology.clone();
+    let origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync> = Arc::new(move |origin| match origin {
+        Origin::Client => rule.position_allowed(&me, Sender::Client),
+        Origin::Node(id) => rule.position_allowed(&me, Sender::Node(*id)),
+    });
+    let difficulty = Arc::new(AtomicU8::new(config.node.pow_difficulty));
+    let handles = Pipeline::spawn(relay.clone(), origin_allowed, difficulty, pipeline_config, metrics.clone())?;
+    let pipeline_in = handles.inbound.clone();
+    let mut egress = handles.egress;
+
+    // Link → pipeline: map the link identity to a topology node.
+    let from_links = {
+        let (peers, metrics) = (peers.clone(), metrics.clone());
+        tokio::spawn(async move {
+            while let Some(frame) = link_rx.recv().await {
+                let origin = match frame.from {
+                    PeerIdentity::Client(_) => Origin::Client,
+                    PeerIdentity::Node(key) => match peers.by_link_key.get(&key) {
+                        Some(id) => Origin::Node(*id),
+                        None => {
+                            metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    },
+                };
+                let inbound = Inbound { origin, received_at: Instant::now(), packet: frame.packet };
+                if pipeline_in.try_send(inbound).is_err() {
+                    metrics.count_drop(nox_relay::DropReason::QueueFull);
+                }
+            }
+        })
+    };
+
+    // Pipeline → links / exit / clients.
+    let to_links = {
+        let (peers, metrics, outbound) = (peers.clone(), metrics.clone(), outbound.clone());
+        tokio::spawn(async move {
+            while let Some(out) = egress.recv().await {
+                match out {
+                    Egress::Forward { to, packet } => match peers.link_key_of.get(&to) {
+                        Some(key) => {
+                            if outbound.send(key, packet).is_ok() {
+                                metrics.forwarded.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                metrics.count_drop(nox_relay::DropReason::QueueFull);
+                            }
+                        }
+                        None => metrics.count_drop(nox_relay::DropReason::Malformed),
+                    },
+                    // Exit services and client delivery arrive with the
+                    // client/exit issue; until then deliveries are counted.
+                    Egress::Deliver { .. } => {
+                        metrics.delivered.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Egress::Reply { .. } => {
+                        metrics.replies.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        })
+    };
+
+    // Epoch rotation: create, load and erase keys; open and retire replay caches.
+    let rotation = {
+        let (relay, metrics, mut shutdown) = (relay.clone(), metrics.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let period = (schedule.overlap() / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(period) => {}
+                    _ = shutdown.wait_for(|stop| *stop) => return,
+                }
+                let now = now_unix();
+                let Ok(rotation) = store.rotate(now, &mut rng) else { continue };
+                if let Ok(mut relay) = relay.write() {
+                    for epoch in store.loaded_epochs() {
+                        if let Some(secret) = store.secret(epoch)
+                            && !relay.epochs().any(|e| e == epoch)
+                        {
+                            relay.open_epoch(epoch, secret.clone(), bloom);
+                        }
+                    }
+                    if let Some(oldest) = store.loaded_epochs().min() {
+                        relay.retire_before(oldest);
+                    }
+                }
+                let _ = rotation;
+                metrics.epoch.store(u64::from(schedule.epoch_at(now)), Ordering::Relaxed);
+            }
+        })
+    };
+
+    let metrics_server = match config.node.metrics {
+        Some(addr) => Some(tokio::spawn(serve_metrics(addr, metrics.clone(), link_counters, shutdown.clone()))),
+        None => None,
+    };
+    eprintln!(
+        "nox node {} layer {} listening on {} ({} workers, mean delay {:?})",
+        short(&me),
+        my_layer.0,
+        listener.local_addr(),
+        workers,
+        config.mixing.mean_delay()
+    );
+
+    let _ = shutdown.wait_for(|stop| *stop).await;
+    eprintln!("nox node {}: shutting down", short(&me));
+    let _ = stop_links_tx.send(true);
+    from_links.abort();
+    drop(handles.inbound);
+    let _ = tokio::time::timeout(Duration::from_secs(10), handles.finished).await;
+    to_links.abort();
+    rotation.abort();
+    if let Some(server) = metrics_server {
+        server.abort();
+    }
+    outbound.join().await;
+    Ok(())
+}
+
+fn short(id: &NodeId) -> String {
+    id.0[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A minimal HTTP/1.1 responder for `GET /metrics` (and nothing else).
+async fn serve_metrics(
+    addr: SocketAddr,
+    metrics: Arc<NodeMetrics>,
+    links: Arc<LinkCounters>,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    loop {
+        let (mut stream, _) = tokio::select! {
+            accepted = listener.accept() => accepted?,
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+        };
+        let (metrics, links) = (metrics.clone(), links.clone());
+        tokio::spawn(async move {
+            let mut request = [0u8; 2048];
+            let read = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut request)).await;
+            let Ok(Ok(n)) = read else { return };
+            let ok = request[..n].starts_with(b"GET /metrics ");
+            let body = if ok { metrics.render() + &render_link_counters(&links) } else { "not found\n".into() };
+            let status = if ok { "200 OK" } else { "404 Not Found" };
+            let response = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        });
+    }
+}
+
+fn render_link_counters(links: &LinkCounters) -> String {
+    let mut out = String::from("# HELP nox_link_events_total Link-layer events by kind.\n# TYPE nox_link_events_total counter\n");
+    for (name, value) in links.snapshot().pairs() {
+        out.push_str(&format!("nox_link_events_total{{event=\"{name}\"}} {value}\n"));
+    }
+    out
+}

@@ -1,0 +1,409 @@
+//! `nox testnet up | traffic | status | down | demo`: a local mixnet of real
+//! node processes on loopback, with its keys, signed topology and configs in
+//! one state directory.
+
+use std::{
+    io::{Read, Write},
+    net::{SocketAddr, TcpStream},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use nox_keystore::{EpochKeyStore, generate_identity};
+use nox_sphinx::Geometry;
+use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
+use rand_core::{RngCore, SeedableRng};
+
+/// Options shared by the testnet subcommands.
+#[derive(clap::Args, Clone)]
+pub struct TestnetArgs {
+    /// State directory (keys, topology, configs, logs, pids).
+    #[arg(long, default_value = ".nox-testnet")]
+    dir: PathBuf,
+}
+
+/// `nox testnet ...`
+#[derive(clap::Subcommand)]
+pub enum TestnetCommand {
+    /// Generate keys and a signed topology, start the nodes, wait until ready.
+    Up {
+        #[command(flatten)]
+        args: TestnetArgs,
+        /// Layers (entry, mix, ..., exit).
+        #[arg(long, default_value_t = 3)]
+        layers: u8,
+        /// Nodes in each layer.
+        #[arg(long, default_value_t = 3)]
+        nodes_per_layer: usize,
+        /// First link port; metrics ports start at base + 100.
+        #[arg(long, default_value_t = 19_000)]
+        base_port: u16,
+        /// Mean mixing delay per hop, milliseconds.
+        #[arg(long, default_value_t = 1.0)]
+        mean_delay_ms: f64,
+    },
+    /// Show each node's process and counters.
+    Status {
+        #[command(flatten)]
+        args: TestnetArgs,
+    },
+    /// Send packets from a client through the testnet (entry → mix → exit)
+    /// and report how many the exits delivered.
+    Traffic {
+        #[command(flatten)]
+        args: TestnetArgs,
+        /// Packets to send.
+        #[arg(long, default_value_t = 1000)]
+        packets: u64,
+        /// Send rate, packets per second (0: as fast as the links take them).
+        #[arg(long, default_value_t = 0.0)]
+        rate: f64,
+    },
+    /// Up, traffic, status, down: the whole testnet in one command.
+    Demo {
+        #[command(flatten)]
+        args: TestnetArgs,
+        /// Packets to send.
+        #[arg(long, default_value_t = 2000)]
+        packets: u64,
+    },
+    /// Stop every node (SIGTERM, then SIGKILL after 15 s).
+    Down {
+        #[command(flatten)]
+        args: TestnetArgs,
+    },
+}
+
+/// Errors of the testnet tooling.
+pub type TestnetError = String;
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A node of the testnet as recorded in the state directory.
+pub struct NodeEntry {
+    /// Directory of the node (keys, config, log, pid).
+    pub dir: PathBuf,
+    /// Its metrics address.
+    pub metrics: SocketAddr,
+    /// Its layer.
+    pub layer: u8,
+}
+
+/// Runs one testnet subcommand.
+pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
+    match command {
+        TestnetCommand::Up { args, layers, nodes_per_layer, base_port, mean_delay_ms } => {
+            up(&args.dir, *layers, *nodes_per_layer, *base_port, *mean_delay_ms)
+        }
+        TestnetCommand::Status { args } => status(&args.dir),
+        TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
+        TestnetCommand::Demo { args, packets } => {
+            up(&args.dir, 3, 3, 19_000, 1.0)?;
+            let result = traffic(&args.dir, *packets, 0.0);
+            let shown = status(&args.dir);
+            down(&args.dir)?;
+            result.and(shown)
+        }
+        TestnetCommand::Down { args } => down(&args.dir),
+    }
+}
+
+/// Creates the state directory, starts the nodes and waits for them.
+pub fn up(dir: &Path, layers: u8, per_layer: usize, base_port: u16, mean_delay_ms: f64) -> Result<(), TestnetError> {
+    if nodes(dir).iter().any(|n| pid_alive(&n.dir)) {
+        return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let layer_count = LayerCount::new(layers).ok_or("layers must be between 1 and 16")?;
+    let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
+    let mut authority_seed = [0u8; 32];
+    rng.fill_bytes(&mut authority_seed);
+    let authority = SigningKey::from_bytes(&authority_seed);
+    let authority_hex = hex(authority.verifying_key().as_bytes());
+    let schedule = EpochSchedule::with_defaults(0);
+    let geometry = Geometry::default();
+    let now = unix_now();
+
+    // Layers come from the node id (topology eq. 1): draw identities until
+    // every layer has its share.
+    let mut builder = DocumentBuilder::new(geometry, schedule);
+    let mut filled = vec![0usize; usize::from(layers)];
+    let mut index = 0usize;
+    let mut attempts = 0;
+    while filled.iter().any(|f| *f < per_layer) {
+        attempts += 1;
+        if attempts > 100 * per_layer * usize::from(layers) {
+            return Err("could not fill every layer".into());
+        }
+        let node_dir = dir.join(format!("node-{index}"));
+        let keys = node_dir.join("keys");
+        let identity = generate_identity(&keys, &mut rng).map_err(|e| e.to_string())?;
+        let layer = identity.public().layer(layer_count).0;
+        if filled[usize::from(layer)] >= per_layer {
+            let _ = std::fs::remove_dir_all(&node_dir);
+            continue;
+        }
+        filled[usize::from(layer)] += 1;
+        let port = base_port + index as u16;
+        let listen: SocketAddr = ([127, 0, 0, 1], port).into();
+        let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
+        let mut store = EpochKeyStore::open(&keys.join("sphinx"), schedule).map_err(|e| e.to_string())?;
+        store.ensure(schedule.epoch_at(now), &mut rng).map_err(|e| e.to_string())?;
+        let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
+        let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
+        builder.add_node(descriptor);
+        let config = format!(
+            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n",
+            keys = keys.display().to_string(),
+            topology = dir.join("topology.json").display().to_string(),
+        );
+        write(&node_dir.join("node.toml"), config.as_bytes())?;
+        write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
+        write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
+        index += 1;
+    }
+    let topology = builder.sign(&authority, now).map_err(|e| e.to_string())?;
+    let json = topology.document().to_json().map_err(|e| e.to_string())?;
+    write(&dir.join("topology.json"), json.as_bytes())?;
+    write(&dir.join("authority.pub"), authority_hex.as_bytes())?;
+
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    for node in nodes(dir) {
+        let log = std::fs::File::create(node.dir.join("node.log")).map_err(|e| e.to_string())?;
+        let log_err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(&exe)
+            .arg("node")
+            .arg("--config")
+            .arg(node.dir.join("node.toml"))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| format!("starting a node: {e}"))?;
+        write(&node.dir.join("pid"), child.id().to_string().as_bytes())?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for node in nodes(dir) {
+        while scrape(node.metrics).is_none() {
+            if Instant::now() > deadline || !pid_alive(&node.dir) {
+                let log = std::fs::read_to_string(node.dir.join("node.log")).unwrap_or_default();
+                let _ = down(dir);
+                return Err(format!("node in {} did not start:\n{log}", node.dir.display()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    println!(
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., mean delay {mean_delay_ms} ms, state in {}",
+        index,
+        dir.display()
+    );
+    Ok(())
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The nodes recorded in the state directory, in index order.
+pub fn nodes(dir: &Path) -> Vec<NodeEntry> {
+    let mut found = Vec::new();
+    for index in 0.. {
+        let node_dir = dir.join(format!("node-{index}"));
+        let Ok(metrics) = std::fs::read_to_string(node_dir.join("metrics.addr")) else { break };
+        let Ok(metrics) = metrics.trim().parse() else { break };
+        let layer = std::fs::read_to_string(node_dir.join("layer")).ok().and_then(|l| l.trim().parse().ok());
+        found.push(NodeEntry { dir: node_dir, metrics, layer: layer.unwrap_or(0) });
+    }
+    found
+}
+
+fn pid_of(node_dir: &Path) -> Option<u32> {
+    std::fs::read_to_string(node_dir.join("pid")).ok()?.trim().parse().ok()
+}
+
+fn pid_alive(node_dir: &Path) -> bool {
+    let Some(pid) = pid_of(node_dir) else { return false };
+    // A zombie (exited, not yet reaped) is not alive.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// `GET /metrics`, or `None` if the node does not answer.
+pub fn scrape(addr: SocketAddr) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+}
+
+/// One sample of a metric without labels (or with exactly `labels`).
+pub fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            (key == name).then(|| value.parse::<f64>().ok()).flatten()
+        })
+        .map_or(0, |v| v as u64)
+}
+
+/// Prints every node's process state and counters.
+pub fn status(dir: &Path) -> Result<(), TestnetError> {
+    let all = nodes(dir);
+    if all.is_empty() {
+        return Err(format!("no testnet in {}", dir.display()));
+    }
+    println!("{:<8} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  drops", "node", "layer", "running", "received", "processed", "forwarded", "delivered", "rss_kb");
+    for node in &all {
+        let text = scrape(node.metrics).unwrap_or_default();
+        let drops: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("nox_packets_dropped_total{") && !l.ends_with(" 0"))
+            .map(|l| l.trim_start_matches("nox_packets_dropped_total").to_string())
+            .collect();
+        println!(
+            "{:<8} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+            node.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            node.layer,
+            if pid_alive(&node.dir) { "yes" } else { "no" },
+            metric(&text, "nox_packets_received_total"),
+            metric(&text, "nox_packets_processed_total"),
+            metric(&text, "nox_packets_forwarded_total"),
+            metric(&text, "nox_packets_delivered_total"),
+            rss_kb(&node.dir).map_or("-".into(), |kb| kb.to_string()),
+            if drops.is_empty() { "none".into() } else { drops.join(" ") },
+        );
+    }
+    Ok(())
+}
+
+/// Resident memory of a node's process, from /proc.
+pub fn rss_kb(node_dir: &Path) -> Option<u64> {
+    let pid = pid_of(node_dir)?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Stops every node.
+pub fn down(dir: &Path) -> Result<(), TestnetError> {
+    let all = nodes(dir);
+    for node in &all {
+        if pid_alive(&node.dir)
+            && let Some(pid) = pid_of(&node.dir)
+        {
+            let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while all.iter().any(|n| pid_alive(&n.dir)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for node in &all {
+        if pid_alive(&node.dir)
+            && let Some(pid) = pid_of(&node.dir)
+        {
+            let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+        }
+        let _ = std::fs::remove_file(node.dir.join("pid"));
+    }
+    println!("testnet down: {} nodes stopped", all.len());
+    Ok(())
+}
+
+/// Sends `packets` Sphinx packets as an anonymous client and waits for the
+/// exits to deliver them.
+pub fn traffic(dir: &Path, packets: u64, rate: f64) -> Result<(), TestnetError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(traffic_async(dir, packets, rate))
+}
+
+async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), TestnetError> {
+    use nox_link::{
+        LinkConfig, LinkPublicKey,
+        transport::{DialerConfig, LinkCounters, OutboundLinks},
+    };
+    let geometry = Geometry::default();
+    let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
+    let config = nox_node::NodeConfig {
+        node: nox_node::NodeSection { key_dir: dir.into(), listen: ([127, 0, 0, 1], 0).into(), metrics: None, pow_difficulty: 0 },
+        topology: nox_node::TopologySection { file: dir.join("topology.json"), authority_key: authority.trim().into() },
+        mixing: Default::default(),
+        pipeline: Default::default(),
+        replay: Default::default(),
+    };
+    let topology = nox_node::load_topology(&config, &geometry).map_err(|e| e.to_string())?;
+    let exits: Vec<NodeEntry> = {
+        let all = nodes(dir);
+        let last = all.iter().map(|n| n.layer).max().unwrap_or(0);
+        all.into_iter().filter(|n| n.layer == last).collect()
+    };
+    let delivered_now = || exits.iter().map(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_packets_delivered_total")).sum::<u64>();
+    let before = delivered_now();
+
+    let directory: std::collections::HashMap<LinkPublicKey, SocketAddr> = topology
+        .nodes()
+        .iter()
+        .map(|n| (LinkPublicKey(n.descriptor.link_key.to_bytes()), n.descriptor.address))
+        .collect();
+    let link = LinkConfig::new(geometry).map_err(|e| e.to_string())?;
+    let (replies_tx, _replies_rx) = tokio::sync::mpsc::channel(16);
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let links = OutboundLinks::new(
+        DialerConfig::client(link),
+        std::sync::Arc::new(directory),
+        replies_tx,
+        std::sync::Arc::new(LinkCounters::default()),
+        stop_rx,
+    )
+    .map_err(|e| e.to_string())?;
+    let epoch = topology.schedule().client_epoch(unix_now());
+    let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
+    let options = nox_sphinx::BuildOptions::new(epoch);
+    let started = Instant::now();
+    let mut payload = [0u8; 256];
+    for sent in 0..packets {
+        let path = topology.random_path(&mut rng, epoch, &|_| false).map_err(|e| e.to_string())?;
+        rng.fill_bytes(&mut payload);
+        let packet = nox_sphinx::build_forward(&geometry, &options, &path, &payload, &mut rng).map_err(|e| e.to_string())?;
+        let entry = topology.node(&path[0].node).ok_or("entry node vanished")?;
+        let key = LinkPublicKey(entry.descriptor.link_key.to_bytes());
+        links.send_wait(&key, packet).await.map_err(|e| e.to_string())?;
+        if rate > 0.0 {
+            let due = started + Duration::from_secs_f64((sent + 1) as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
+    }
+    let sent_in = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut delivered = delivered_now() - before;
+    while delivered < packets && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        delivered = delivered_now() - before;
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "traffic: sent {packets} packets (32 KiB, 3 hops, epoch {epoch}) in {:.2} s; exits delivered {delivered} ({:.1} %) within {:.2} s: {:.0} packets/s end to end",
+        sent_in.as_secs_f64(),
+        100.0 * delivered as f64 / packets.max(1) as f64,
+        elapsed.as_secs_f64(),
+        delivered as f64 / elapsed.as_secs_f64()
+    );
+    Ok(())
+}
