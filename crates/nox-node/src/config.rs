@@ -97,11 +97,13 @@ pub struct ReplaySection {
     pub capacity: u64,
     /// Target false-positive rate at capacity.
     pub false_positive_rate: f64,
+    /// Snapshots and journals; default `<key_dir>/replay`.
+    pub dir: Option<PathBuf>,
 }
 
 impl Default for ReplaySection {
     fn default() -> Self {
-        Self { capacity: 10_000_000, false_positive_rate: 0.001 }
+        Self { capacity: 10_000_000, false_positive_rate: 0.001, dir: None }
     }
 }
 

@@ -5,6 +5,7 @@
 mod config;
 mod metrics;
 mod pipeline;
+mod replay_store;
 mod runtime;
 
 pub use config::{
@@ -12,4 +13,5 @@ pub use config::{
 };
 pub use metrics::NodeMetrics;
 pub use runtime::{NodeError, load_topology, run};
+pub use replay_store::ReplayStore;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};

@@ -29,7 +29,7 @@ use nox_sphinx::{NodeId, SurbId};
 use rand_core::SeedableRng;
 use tokio::sync::mpsc;
 
-use crate::NodeMetrics;
+use crate::{NodeMetrics, ReplayStore};
 
 /// Who handed us a frame, as authenticated by the link layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +131,7 @@ impl Pipeline {
     /// the proof of work required at ingest (updated by the admission policy).
     pub fn spawn(
         relay: Arc<RwLock<Relay>>,
+        journal: Option<Arc<ReplayStore>>,
         origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync>,
         difficulty: Arc<AtomicU8>,
         config: PipelineConfig,
@@ -147,9 +148,10 @@ impl Pipeline {
         let workers = (0..config.workers.max(1))
             .map(|index| {
                 let (job_rx, mix_tx, relay, metrics) = (job_rx.clone(), mix_tx.clone(), relay.clone(), metrics.clone());
+                let journal = journal.clone();
                 std::thread::Builder::new()
                     .name(format!("nox-worker-{index}"))
-                    .spawn(move || worker(&job_rx, &mix_tx, &relay, &metrics))
+                    .spawn(move || worker(&job_rx, &mix_tx, &relay, journal.as_deref(), &metrics))
             })
             .collect::<std::io::Result<Vec<JoinHandle<()>>>>()?;
         drop(mix_tx);
@@ -207,6 +209,7 @@ fn worker(
     jobs: &Mutex<std_mpsc::Receiver<Job>>,
     mixer: &mpsc::Sender<Mixable>,
     relay: &RwLock<Relay>,
+    journal: Option<&ReplayStore>,
     metrics: &NodeMetrics,
 ) {
     loop {
@@ -223,7 +226,13 @@ fn worker(
         let processed = relay.read().map_err(|_| DropReason::Malformed).and_then(|r| r.process(&admitted, &mut packet));
         let recorded = processed.and_then(|output| {
             let mut relay = relay.write().map_err(|_| DropReason::Malformed)?;
-            relay.record(&admitted).map(|()| output)
+            relay.record(&admitted)?;
+            drop(relay);
+            // The tag must be on record before the packet can leave.
+            if let Some(journal) = journal {
+                journal.append(admitted.epoch, &admitted.tag.0).map_err(|_| DropReason::JournalError)?;
+            }
+            Ok(output)
         });
         match recorded {
             Ok(output) => {

@@ -27,7 +27,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig};
+use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -115,10 +115,16 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     store.rotate(now_unix(), &mut rng)?;
     let bloom = BloomParameters::for_capacity(config.replay.capacity, config.replay.false_positive_rate)
         .map_err(|e| NodeError::Topology(format!("replay parameters: {e}")))?;
+    let replay_dir = config.replay.dir.clone().unwrap_or_else(|| config.node.key_dir.join("replay"));
+    let journal = Arc::new(ReplayStore::open(&replay_dir)?);
     let mut relay = Relay::new(geometry);
-    for epoch in store.loaded_epochs() {
+    for epoch in store.loaded_epochs().collect::<Vec<_>>() {
         if let Some(secret) = store.secret(epoch) {
-            relay.open_epoch(epoch, secret.clone(), bloom);
+            let (cache, recovered) = journal.load(epoch, bloom)?;
+            if recovered > 0 {
+                eprintln!("replay cache of epoch {epoch}: {recovered} tags recovered from the journal");
+            }
+            relay.open_epoch_with(epoch, secret.clone(), cache);
         }
     }
     let relay = Arc::new(RwLock::new(relay));
@@ -162,7 +168,7 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         Origin::Node(id) => rule.position_allowed(&me, Sender::Node(*id)),
     });
     let difficulty = Arc::new(AtomicU8::new(config.node.pow_difficulty));
-    let handles = Pipeline::spawn(relay.clone(), origin_allowed, difficulty, pipeline_config, metrics.clone())?;
+    let handles = Pipeline::spawn(relay.clone(), Some(journal.clone()), origin_allowed, difficulty, pipeline_config, metrics.clone())?;
     let pipeline_in = handles.inbound.clone();
     let mut egress = handles.egress;
 
@@ -220,7 +226,7 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
 
     // Epoch rotation: create, load and erase keys; open and retire replay caches.
     let rotation = {
-        let (relay, metrics, mut shutdown) = (relay.clone(), metrics.clone(), shutdown.clone());
+        let (relay, metrics, mut shutdown, journal) = (relay.clone(), metrics.clone(), shutdown.clone(), journal.clone());
         tokio::spawn(async move {
             let period = (schedule.overlap() / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
             loop {
@@ -230,19 +236,23 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
                 }
                 let now = now_unix();
                 let Ok(rotation) = store.rotate(now, &mut rng) else { continue };
-                if let Ok(mut relay) = relay.write() {
-                    for epoch in store.loaded_epochs() {
-                        if let Some(secret) = store.secret(epoch)
-                            && !relay.epochs().any(|e| e == epoch)
-                        {
-                            relay.open_epoch(epoch, secret.clone(), bloom);
-                        }
-                    }
-                    if let Some(oldest) = store.loaded_epochs().min() {
-                        relay.retire_before(oldest);
+                let fresh: Vec<u32> = match relay.read() {
+                    Ok(relay) => store.loaded_epochs().filter(|e| !relay.epochs().any(|have| have == *e)).collect(),
+                    Err(_) => return,
+                };
+                for epoch in fresh {
+                    let (Some(secret), Ok((cache, _))) = (store.secret(epoch), journal.load(epoch, bloom)) else { continue };
+                    if let Ok(mut relay) = relay.write() {
+                        relay.open_epoch_with(epoch, secret.clone(), cache);
                     }
                 }
-                let _ = rotation;
+                if let (Some(oldest), Ok(mut relay)) = (store.loaded_epochs().min(), relay.write()) {
+                    relay.retire_before(oldest);
+                }
+                for epoch in rotation.erased {
+                    journal.retire(epoch);
+                }
+                let _ = journal.sync();
                 metrics.epoch.store(u64::from(schedule.epoch_at(now)), Ordering::Relaxed);
             }
         })
@@ -267,6 +277,16 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     from_links.abort();
     drop(handles.inbound);
     let _ = tokio::time::timeout(Duration::from_secs(10), handles.finished).await;
+    // Every worker has stopped: snapshot the replay caches for the restart.
+    if let Ok(relay) = relay.read() {
+        for epoch in relay.epochs().collect::<Vec<_>>() {
+            if let Some(cache) = relay.replay_cache(epoch)
+                && let Err(error) = journal.snapshot(cache)
+            {
+                eprintln!("replay snapshot of epoch {epoch} failed: {error} (the journal still holds its tags)");
+            }
+        }
+    }
     to_links.abort();
     rotation.abort();
     if let Some(server) = metrics_server {

@@ -42,6 +42,7 @@ fn start(index: u8, geometry: Geometry, rng: &mut ChaCha20Rng, allowed: Origin, 
     let check: Arc<dyn Fn(&Origin) -> bool + Send + Sync> = Arc::new(move |origin| *origin == allowed);
     let handles = Pipeline::spawn(
         Arc::new(RwLock::new(relay)),
+        None,
         check,
         Arc::new(AtomicU8::new(0)),
         config(queue),

@@ -25,11 +25,14 @@ pub enum DropReason {
     QueueFull,
     /// The requested mixing delay exceeds the node's maximum.
     DelayTooLong,
+    /// The replay tag could not be written to the journal; forwarding the
+    /// packet could let a replay through after a restart.
+    JournalError,
 }
 
 impl DropReason {
     /// Every reason, for exporting zero-valued series.
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::WrongLength,
         DropReason::WrongGeometry,
         DropReason::UnknownEpoch,
@@ -40,6 +43,7 @@ impl DropReason {
         DropReason::PayloadIntegrity,
         DropReason::QueueFull,
         DropReason::DelayTooLong,
+        DropReason::JournalError,
     ];
 
     /// The metrics label.
@@ -55,6 +59,7 @@ impl DropReason {
             DropReason::PayloadIntegrity => "payload_integrity",
             DropReason::QueueFull => "queue_full",
             DropReason::DelayTooLong => "delay_too_long",
+            DropReason::JournalError => "journal_error",
         }
     }
 }

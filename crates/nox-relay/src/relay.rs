@@ -84,6 +84,14 @@ impl Relay {
         }
     }
 
+    /// Starts accepting packets for `epoch` with `key` and an existing replay
+    /// cache (restored from disk), replacing any cache held for that epoch.
+    pub fn open_epoch_with(&mut self, epoch: u32, key: SecretKey, cache: ReplayCache) {
+        self.keys.insert(epoch, key);
+        self.replay.retire(epoch);
+        let _ = self.replay.open(cache);
+    }
+
     /// Stops accepting epochs before `epoch`: drops (zeroizes) their keys and
     /// their replay caches together.
     pub fn retire_before(&mut self, epoch: u32) {
