@@ -12,6 +12,6 @@ pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use metrics::NodeMetrics;
-pub use runtime::{NodeError, load_topology, run};
-pub use replay_store::ReplayStore;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
+pub use replay_store::ReplayStore;
+pub use runtime::{NodeError, load_topology, run};

@@ -45,8 +45,9 @@ impl ReplayStore {
     pub fn load(&self, epoch: u32, params: BloomParameters) -> io::Result<(ReplayCache, usize)> {
         let snapshot = self.snapshot_path(epoch);
         let mut cache = match std::fs::read(&snapshot) {
-            Ok(bytes) => ReplayCache::from_bytes(&bytes)
-                .map_err(|e| io::Error::other(format!("{}: {e}", snapshot.display())))?,
+            Ok(bytes) => {
+                ReplayCache::from_bytes(&bytes).map_err(|e| io::Error::other(format!("{}: {e}", snapshot.display())))?
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => ReplayCache::new(epoch, params),
             Err(e) => return Err(e),
         };

@@ -87,8 +87,7 @@ struct Peers {
 
 impl Peers {
     fn from_topology(topology: &VerifiedTopology) -> Self {
-        let mut peers =
-            Peers { by_link_key: HashMap::new(), link_key_of: HashMap::new(), address_of: HashMap::new() };
+        let mut peers = Peers { by_link_key: HashMap::new(), link_key_of: HashMap::new(), address_of: HashMap::new() };
         for node in topology.nodes() {
             let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
             peers.by_link_key.insert(key, node.id);
@@ -135,11 +134,12 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     // Links.
     let peers = Arc::new(Peers::from_topology(&topology));
     let keypair = Arc::new(
-        LinkKeypair::from_secret_bytes(*identity.link_secret().as_bytes()).map_err(|e| NodeError::Link(e.to_string()))?,
+        LinkKeypair::from_secret_bytes(*identity.link_secret().as_bytes())
+            .map_err(|e| NodeError::Link(e.to_string()))?,
     );
     let link = LinkConfig::new(geometry).map_err(|e| NodeError::Link(e.to_string()))?;
     let allowed: HashSet<LinkPublicKey> = peers.by_link_key.keys().copied().collect();
-    let mut listener_config = ListenerConfig::new(link.clone(), keypair.clone(), Arc::new(allowed));
+    let mut listener_config = ListenerConfig::new(link, keypair.clone(), Arc::new(allowed));
     listener_config.accept.clients = my_layer.0 == 0;
     let link_counters = Arc::new(LinkCounters::default());
     let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
@@ -148,8 +148,13 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         Listener::bind(config.node.listen, listener_config, link_tx.clone(), link_counters.clone(), stop_links.clone())
             .await?;
     let directory: HashMap<LinkPublicKey, SocketAddr> = peers.address_of.clone();
-    let outbound =
-        OutboundLinks::new(DialerConfig::node(link, keypair), Arc::new(directory), link_tx, link_counters.clone(), stop_links)?;
+    let outbound = OutboundLinks::new(
+        DialerConfig::node(link, keypair),
+        Arc::new(directory),
+        link_tx,
+        link_counters.clone(),
+        stop_links,
+    )?;
 
     // Pipeline.
     let workers = if config.pipeline.workers == 0 {
@@ -160,15 +165,28 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     let queue = config.pipeline.queue.max(1);
     let mut mixing = MixingConfig::new(config.mixing.mean_delay(), config.mixing.capacity);
     mixing.max_given_delay = Duration::from_secs(60);
-    let pipeline_config =
-        PipelineConfig { workers, inbound_queue: queue, worker_queue: queue, mixer_queue: queue, egress_queue: queue, mixing };
+    let pipeline_config = PipelineConfig {
+        workers,
+        inbound_queue: queue,
+        worker_queue: queue,
+        mixer_queue: queue,
+        egress_queue: queue,
+        mixing,
+    };
     let rule = topology.clone();
     let origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync> = Arc::new(move |origin| match origin {
         Origin::Client => rule.position_allowed(&me, Sender::Client),
         Origin::Node(id) => rule.position_allowed(&me, Sender::Node(*id)),
     });
     let difficulty = Arc::new(AtomicU8::new(config.node.pow_difficulty));
-    let handles = Pipeline::spawn(relay.clone(), Some(journal.clone()), origin_allowed, difficulty, pipeline_config, metrics.clone())?;
+    let handles = Pipeline::spawn(
+        relay.clone(),
+        Some(journal.clone()),
+        origin_allowed,
+        difficulty,
+        pipeline_config,
+        metrics.clone(),
+    )?;
     let pipeline_in = handles.inbound.clone();
     let mut egress = handles.egress;
 
@@ -226,7 +244,8 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
 
     // Epoch rotation: create, load and erase keys; open and retire replay caches.
     let rotation = {
-        let (relay, metrics, mut shutdown, journal) = (relay.clone(), metrics.clone(), shutdown.clone(), journal.clone());
+        let (relay, metrics, mut shutdown, journal) =
+            (relay.clone(), metrics.clone(), shutdown.clone(), journal.clone());
         tokio::spawn(async move {
             let period = (schedule.overlap() / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
             loop {
@@ -241,7 +260,9 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
                     Err(_) => return,
                 };
                 for epoch in fresh {
-                    let (Some(secret), Ok((cache, _))) = (store.secret(epoch), journal.load(epoch, bloom)) else { continue };
+                    let (Some(secret), Ok((cache, _))) = (store.secret(epoch), journal.load(epoch, bloom)) else {
+                        continue;
+                    };
                     if let Ok(mut relay) = relay.write() {
                         relay.open_epoch_with(epoch, secret.clone(), cache);
                     }
@@ -258,10 +279,10 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         })
     };
 
-    let metrics_server = match config.node.metrics {
-        Some(addr) => Some(tokio::spawn(serve_metrics(addr, metrics.clone(), link_counters, shutdown.clone()))),
-        None => None,
-    };
+    let metrics_server = config
+        .node
+        .metrics
+        .map(|addr| tokio::spawn(serve_metrics(addr, metrics.clone(), link_counters, shutdown.clone())));
     eprintln!(
         "nox node {} layer {} listening on {} ({} workers, mean delay {:?})",
         short(&me),
@@ -331,7 +352,8 @@ async fn serve_metrics(
 }
 
 fn render_link_counters(links: &LinkCounters) -> String {
-    let mut out = String::from("# HELP nox_link_events_total Link-layer events by kind.\n# TYPE nox_link_events_total counter\n");
+    let mut out =
+        String::from("# HELP nox_link_events_total Link-layer events by kind.\n# TYPE nox_link_events_total counter\n");
     for (name, value) in links.snapshot().pairs() {
         out.push_str(&format!("nox_link_events_total{{event=\"{name}\"}} {value}\n"));
     }

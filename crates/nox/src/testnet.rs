@@ -266,7 +266,10 @@ pub fn status(dir: &Path) -> Result<(), TestnetError> {
     if all.is_empty() {
         return Err(format!("no testnet in {}", dir.display()));
     }
-    println!("{:<8} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  drops", "node", "layer", "running", "received", "processed", "forwarded", "delivered", "rss_kb");
+    println!(
+        "{:<8} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  drops",
+        "node", "layer", "running", "received", "processed", "forwarded", "delivered", "rss_kb"
+    );
     for node in &all {
         let text = scrape(node.metrics).unwrap_or_default();
         let drops: Vec<String> = text
@@ -342,7 +345,12 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
     let geometry = Geometry::default();
     let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
     let config = nox_node::NodeConfig {
-        node: nox_node::NodeSection { key_dir: dir.into(), listen: ([127, 0, 0, 1], 0).into(), metrics: None, pow_difficulty: 0 },
+        node: nox_node::NodeSection {
+            key_dir: dir.into(),
+            listen: ([127, 0, 0, 1], 0).into(),
+            metrics: None,
+            pow_difficulty: 0,
+        },
         topology: nox_node::TopologySection { file: dir.join("topology.json"), authority_key: authority.trim().into() },
         mixing: Default::default(),
         pipeline: Default::default(),
@@ -354,7 +362,9 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
         let last = all.iter().map(|n| n.layer).max().unwrap_or(0);
         all.into_iter().filter(|n| n.layer == last).collect()
     };
-    let delivered_now = || exits.iter().map(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_packets_delivered_total")).sum::<u64>();
+    let delivered_now = || {
+        exits.iter().map(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_packets_delivered_total")).sum::<u64>()
+    };
     let before = delivered_now();
 
     let directory: std::collections::HashMap<LinkPublicKey, SocketAddr> = topology
@@ -381,7 +391,8 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
     for sent in 0..packets {
         let path = topology.random_path(&mut rng, epoch, &|_| false).map_err(|e| e.to_string())?;
         rng.fill_bytes(&mut payload);
-        let packet = nox_sphinx::build_forward(&geometry, &options, &path, &payload, &mut rng).map_err(|e| e.to_string())?;
+        let packet =
+            nox_sphinx::build_forward(&geometry, &options, &path, &payload, &mut rng).map_err(|e| e.to_string())?;
         let entry = topology.node(&path[0].node).ok_or("entry node vanished")?;
         let key = LinkPublicKey(entry.descriptor.link_key.to_bytes());
         links.send_wait(&key, packet).await.map_err(|e| e.to_string())?;
