@@ -27,11 +27,17 @@ const NOX: &str = env!("CARGO_BIN_EXE_nox");
 
 struct Testnet {
     dir: PathBuf,
+    /// Nodes this test restarted itself (reaped after `down`).
+    restarted: Vec<std::process::Child>,
 }
 
 impl Drop for Testnet {
     fn drop(&mut self) {
         let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
+        for child in &mut self.restarted {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -47,7 +53,7 @@ fn up() -> Testnet {
         .status()
         .expect("run nox");
     assert!(status.success(), "testnet up failed");
-    Testnet { dir }
+    Testnet { dir, restarted: Vec::new() }
 }
 
 fn node_dirs(dir: &Path) -> Vec<PathBuf> {
@@ -168,7 +174,7 @@ fn dir_of(net: &Testnet, client: &Client, id: &nox_sphinx::NodeId) -> PathBuf {
         .unwrap()
 }
 
-fn restart(node: &Path) {
+fn restart(node: &Path) -> std::process::Child {
     let pid = std::fs::read_to_string(node.join("pid")).unwrap();
     let _ = Command::new("kill").arg("-TERM").arg(pid.trim()).status();
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -189,11 +195,12 @@ fn restart(node: &Path) {
     while scrape(metrics_addr(node)).is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    child
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_processes_carry_traffic_and_refuse_every_attack() {
-    let net = up();
+    let mut net = up();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let anonymous = client(&net.dir, None);
     let (path, packet) = anonymous.packet(&mut rng);
@@ -242,7 +249,8 @@ async fn real_processes_carry_traffic_and_refuse_every_attack() {
     assert_eq!(wait_metric(&exit, "nox_packets_dropped_total{reason=\"wrong_layer\"}", 1), 1);
 
     // Restart the entry: it still refuses the packet it processed before.
-    restart(&entry);
+    let child = restart(&entry);
+    net.restarted.push(child);
     let again = client(&net.dir, None);
     again.send(&path[0].node, packet.clone()).await;
     assert_eq!(
