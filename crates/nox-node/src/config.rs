@@ -22,6 +22,19 @@ pub struct NodeConfig {
     /// Replay cache.
     #[serde(default)]
     pub replay: ReplaySection,
+    /// What an exit does with delivered payloads.
+    #[serde(default)]
+    pub exit: ExitSection,
+}
+
+/// `[exit]`
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExitSection {
+    /// Send the first 64 bytes of every delivered payload, as one UDP
+    /// datagram, to this address: a measurement sink for benchmarks and
+    /// tests (the exit services of the client/exit work replace it).
+    pub sink: Option<SocketAddr>,
 }
 
 /// `[node]`

@@ -53,12 +53,12 @@ fn now_unix() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// Reads and verifies the topology document named by the configuration.
-pub fn load_topology(config: &NodeConfig, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
-    let bytes = std::fs::read(&config.topology.file)
-        .map_err(|e| NodeError::Topology(format!("{}: {e}", config.topology.file.display())))?;
+/// Reads a topology document and verifies it against the authority's key
+/// (hex) and our geometry, at the current time.
+pub fn load_topology(file: &std::path::Path, authority_key: &str, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
+    let bytes = std::fs::read(file).map_err(|e| NodeError::Topology(format!("{}: {e}", file.display())))?;
     let document = TopologyDocument::from_json(&bytes).map_err(|e| NodeError::Topology(e.to_string()))?;
-    let key_bytes: [u8; 32] = hex_32(&config.topology.authority_key)
+    let key_bytes: [u8; 32] = hex_32(authority_key)
         .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
     let authority =
         VerifyingKey::from_bytes(&key_bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
@@ -103,7 +103,7 @@ impl Peers {
 pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Result<(), NodeError> {
     let geometry = Geometry::default();
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
-    let topology = load_topology(&config, &geometry)?;
+    let topology = load_topology(&config.topology.file, &config.topology.authority_key, &geometry)?;
     let me = identity.node_id();
     let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
@@ -214,6 +214,10 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     };
 
     // Pipeline → links / exit / clients.
+    let sink = match config.exit.sink {
+        Some(address) => Some((tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await?, address)),
+        None => None,
+    };
     let to_links = {
         let (peers, metrics, outbound) = (peers.clone(), metrics.clone(), outbound.clone());
         tokio::spawn(async move {
@@ -231,8 +235,11 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
                     },
                     // Exit services and client delivery arrive with the
                     // client/exit issue; until then deliveries are counted.
-                    Egress::Deliver { .. } => {
+                    Egress::Deliver { packet, payload } => {
                         metrics.delivered.fetch_add(1, Ordering::Relaxed);
+                        if let (Some((socket, address)), Some(bytes)) = (&sink, packet.get(payload)) {
+                            let _ = socket.try_send_to(&bytes[..bytes.len().min(64)], *address);
+                        }
                     }
                     Egress::Reply { .. } => {
                         metrics.replies.fetch_add(1, Ordering::Relaxed);

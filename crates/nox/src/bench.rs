@@ -10,8 +10,6 @@ use crate::machine;
 /// `nox bench` subcommands.
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
-    /// Collect Criterion results (median and 95% interval of every benchmark
-    /// under a group directory) into one JSON file with the machine description.
     /// FEC recovery curve: Theorem 1, no-FEC delivery and a Monte Carlo
     /// measurement through the real encoder and reassembler, over a sweep of
     /// loss rates and parity ratios.
@@ -35,6 +33,12 @@ pub enum BenchCommand {
         #[arg(long, default_value = "bench/data/fec_curve.json")]
         out: PathBuf,
     },
+    /// Throughput and latency of the multi-process testnet (9 nodes, 3
+    /// layers): a sweep of offered rates, one-way latency via the exits'
+    /// measurement sink, RSS idle and under load.
+    Testnet(crate::bench_net::NetworkBenchArgs),
+    /// Collect Criterion results (median and 95% interval of every benchmark
+    /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
         /// Criterion output directory, e.g. `$CARGO_TARGET_DIR/criterion`.
         #[arg(long)]
@@ -66,9 +70,9 @@ pub enum BenchError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The FEC parameters are invalid.
-    #[error("fec: {0}")]
-    Fec(String),
+    /// The experiment could not run.
+    #[error("{0}")]
+    Failed(String),
     /// A Criterion estimates file is not what we expect.
     #[error("{0}: unexpected Criterion estimates format")]
     Format(PathBuf),
@@ -77,16 +81,17 @@ pub enum BenchError {
 /// Runs one bench subcommand.
 pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
     match command {
+        BenchCommand::Testnet(args) => crate::bench_net::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()
                 .map(|&r| nox_fec::ParityRatio::per_mille(r))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| BenchError::Fec(e.to_string()))?;
+                .map_err(|e| BenchError::Failed(e.to_string()))?;
             let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(*seed);
             let started = std::time::Instant::now();
             let curve = nox_fec::recovery_curve(*data_shards, losses, &ratios, *trials, &mut rng)
-                .map_err(|e| BenchError::Fec(e.to_string()))?;
+                .map_err(|e| BenchError::Failed(e.to_string()))?;
             let report = json!({
                 "kind": "fec-recovery-curve",
                 "parameters": { "data_shards": data_shards, "losses": losses,

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod bench_net;
 mod demo;
 mod machine;
 mod testnet;

@@ -42,6 +42,10 @@ pub enum TestnetCommand {
         /// Mean mixing delay per hop, milliseconds.
         #[arg(long, default_value_t = 1.0)]
         mean_delay_ms: f64,
+        /// Exits send the first 64 bytes of each delivered payload to this
+        /// UDP address (a measurement sink).
+        #[arg(long)]
+        exit_sink: Option<SocketAddr>,
     },
     /// Show each node's process and counters.
     Status {
@@ -95,13 +99,13 @@ pub struct NodeEntry {
 /// Runs one testnet subcommand.
 pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
     match command {
-        TestnetCommand::Up { args, layers, nodes_per_layer, base_port, mean_delay_ms } => {
-            up(&args.dir, *layers, *nodes_per_layer, *base_port, *mean_delay_ms)
+        TestnetCommand::Up { args, layers, nodes_per_layer, base_port, mean_delay_ms, exit_sink } => {
+            up(&args.dir, &Layout { layers: *layers, per_layer: *nodes_per_layer, base_port: *base_port, mean_delay_ms: *mean_delay_ms, exit_sink: *exit_sink })
         }
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
         TestnetCommand::Demo { args, packets } => {
-            up(&args.dir, 3, 3, 19_000, 1.0)?;
+            up(&args.dir, &Layout::default())?;
             let result = traffic(&args.dir, *packets, 0.0);
             let shown = status(&args.dir);
             down(&args.dir)?;
@@ -111,8 +115,30 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
     }
 }
 
+/// The shape of a testnet.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Layers.
+    pub layers: u8,
+    /// Nodes per layer.
+    pub per_layer: usize,
+    /// First link port (metrics at +100).
+    pub base_port: u16,
+    /// Mean mixing delay per hop.
+    pub mean_delay_ms: f64,
+    /// Exit measurement sink.
+    pub exit_sink: Option<SocketAddr>,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Self { layers: 3, per_layer: 3, base_port: 19_000, mean_delay_ms: 1.0, exit_sink: None }
+    }
+}
+
 /// Creates the state directory, starts the nodes and waits for them.
-pub fn up(dir: &Path, layers: u8, per_layer: usize, base_port: u16, mean_delay_ms: f64) -> Result<(), TestnetError> {
+pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
+    let Layout { layers, per_layer, base_port, mean_delay_ms, exit_sink } = layout.clone();
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
@@ -157,7 +183,8 @@ pub fn up(dir: &Path, layers: u8, per_layer: usize, base_port: u16, mean_delay_m
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
         let config = format!(
-            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n",
+            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n{sink}",
+            sink = exit_sink.map(|a| format!("\n[exit]\nsink = \"{a}\"\n")).unwrap_or_default(),
             keys = keys.display().to_string(),
             topology = dir.join("topology.json").display().to_string(),
         );
@@ -337,26 +364,65 @@ pub fn traffic(dir: &Path, packets: u64, rate: f64) -> Result<(), TestnetError> 
     runtime.block_on(traffic_async(dir, packets, rate))
 }
 
+/// An anonymous client of a testnet: its verified topology and links to
+/// the entry nodes.
+pub struct TestnetClient {
+    /// The verified topology.
+    pub topology: nox_topology::VerifiedTopology,
+    geometry: Geometry,
+    links: nox_link::transport::OutboundLinks,
+    _stop: tokio::sync::watch::Sender<bool>,
+    rng: rand_chacha::ChaCha20Rng,
+}
+
+impl TestnetClient {
+    /// Loads the testnet's topology; call inside a tokio runtime.
+    pub fn connect(dir: &Path) -> Result<Self, TestnetError> {
+        use nox_link::{
+            LinkConfig, LinkPublicKey,
+            transport::{DialerConfig, LinkCounters, OutboundLinks},
+        };
+        let geometry = Geometry::default();
+        let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
+        let topology = nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry)
+            .map_err(|e| e.to_string())?;
+        let directory: std::collections::HashMap<LinkPublicKey, SocketAddr> = topology
+            .nodes()
+            .iter()
+            .map(|n| (LinkPublicKey(n.descriptor.link_key.to_bytes()), n.descriptor.address))
+            .collect();
+        let link = LinkConfig::new(geometry).map_err(|e| e.to_string())?;
+        let (replies_tx, _replies_rx) = tokio::sync::mpsc::channel(16);
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let links = OutboundLinks::new(
+            DialerConfig::client(link),
+            std::sync::Arc::new(directory),
+            replies_tx,
+            std::sync::Arc::new(LinkCounters::default()),
+            stop_rx,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Self { topology, geometry, links, _stop: stop, rng: rand_chacha::ChaCha20Rng::from_os_rng() })
+    }
+
+    /// A packet carrying `payload` on a fresh random path, and its entry's link key.
+    pub fn build(&mut self, payload: &[u8]) -> Result<(nox_link::LinkPublicKey, Vec<u8>), TestnetError> {
+        let epoch = self.topology.schedule().client_epoch(unix_now());
+        let path = self.topology.random_path(&mut self.rng, epoch, &|_| false).map_err(|e| e.to_string())?;
+        let packet = nox_sphinx::build_forward(&self.geometry, &nox_sphinx::BuildOptions::new(epoch), &path, payload, &mut self.rng)
+            .map_err(|e| e.to_string())?;
+        let entry = self.topology.node(&path[0].node).ok_or("entry node vanished")?;
+        Ok((nox_link::LinkPublicKey(entry.descriptor.link_key.to_bytes()), packet))
+    }
+
+    /// Queues a packet for its entry node, waiting for queue space.
+    pub async fn send(&self, entry: &nox_link::LinkPublicKey, packet: Vec<u8>) -> Result<(), TestnetError> {
+        self.links.send_wait(entry, packet).await.map_err(|e| e.to_string())
+    }
+}
+
 async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), TestnetError> {
-    use nox_link::{
-        LinkConfig, LinkPublicKey,
-        transport::{DialerConfig, LinkCounters, OutboundLinks},
-    };
-    let geometry = Geometry::default();
-    let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
-    let config = nox_node::NodeConfig {
-        node: nox_node::NodeSection {
-            key_dir: dir.into(),
-            listen: ([127, 0, 0, 1], 0).into(),
-            metrics: None,
-            pow_difficulty: 0,
-        },
-        topology: nox_node::TopologySection { file: dir.join("topology.json"), authority_key: authority.trim().into() },
-        mixing: Default::default(),
-        pipeline: Default::default(),
-        replay: Default::default(),
-    };
-    let topology = nox_node::load_topology(&config, &geometry).map_err(|e| e.to_string())?;
+    let mut client = TestnetClient::connect(dir)?;
     let exits: Vec<NodeEntry> = {
         let all = nodes(dir);
         let last = all.iter().map(|n| n.layer).max().unwrap_or(0);
@@ -366,36 +432,13 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
         exits.iter().map(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_packets_delivered_total")).sum::<u64>()
     };
     let before = delivered_now();
-
-    let directory: std::collections::HashMap<LinkPublicKey, SocketAddr> = topology
-        .nodes()
-        .iter()
-        .map(|n| (LinkPublicKey(n.descriptor.link_key.to_bytes()), n.descriptor.address))
-        .collect();
-    let link = LinkConfig::new(geometry).map_err(|e| e.to_string())?;
-    let (replies_tx, _replies_rx) = tokio::sync::mpsc::channel(16);
-    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let links = OutboundLinks::new(
-        DialerConfig::client(link),
-        std::sync::Arc::new(directory),
-        replies_tx,
-        std::sync::Arc::new(LinkCounters::default()),
-        stop_rx,
-    )
-    .map_err(|e| e.to_string())?;
-    let epoch = topology.schedule().client_epoch(unix_now());
-    let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
-    let options = nox_sphinx::BuildOptions::new(epoch);
+    let epoch = client.topology.schedule().client_epoch(unix_now());
     let started = Instant::now();
     let mut payload = [0u8; 256];
     for sent in 0..packets {
-        let path = topology.random_path(&mut rng, epoch, &|_| false).map_err(|e| e.to_string())?;
-        rng.fill_bytes(&mut payload);
-        let packet =
-            nox_sphinx::build_forward(&geometry, &options, &path, &payload, &mut rng).map_err(|e| e.to_string())?;
-        let entry = topology.node(&path[0].node).ok_or("entry node vanished")?;
-        let key = LinkPublicKey(entry.descriptor.link_key.to_bytes());
-        links.send_wait(&key, packet).await.map_err(|e| e.to_string())?;
+        payload[..8].copy_from_slice(&sent.to_be_bytes());
+        let (entry, packet) = client.build(&payload)?;
+        client.send(&entry, packet).await?;
         if rate > 0.0 {
             let due = started + Duration::from_secs_f64((sent + 1) as f64 / rate);
             tokio::time::sleep_until(due.into()).await;

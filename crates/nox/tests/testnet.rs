@@ -101,19 +101,7 @@ struct Client {
 
 fn topology(dir: &Path) -> VerifiedTopology {
     let authority = std::fs::read_to_string(dir.join("authority.pub")).unwrap();
-    let config = nox_node::NodeConfig {
-        node: nox_node::NodeSection {
-            key_dir: dir.into(),
-            listen: ([127, 0, 0, 1], 0).into(),
-            metrics: None,
-            pow_difficulty: 0,
-        },
-        topology: nox_node::TopologySection { file: dir.join("topology.json"), authority_key: authority.trim().into() },
-        mixing: Default::default(),
-        pipeline: Default::default(),
-        replay: Default::default(),
-    };
-    nox_node::load_topology(&config, &Geometry::default()).unwrap()
+        nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &Geometry::default()).unwrap()
 }
 
 /// A dialer: anonymous client (`identity: None`) or a node's link key.

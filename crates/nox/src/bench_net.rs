@@ -1,0 +1,178 @@
+//! `nox bench testnet`: throughput and one-way latency of the multi-process
+//! testnet. The bench is the client and, through the exits' UDP sink, the
+//! observer of deliveries: send and receive instants come from one clock.
+//!
+//! For each offered rate it pre-builds the packets (client-side Sphinx cost
+//! is not network throughput), paces them onto the entry links, and records
+//! which sequence numbers the exits delivered and when. Throughput at 0 %
+//! loss is the highest offered rate whose packets were all delivered.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    bench::{BenchError, write_json},
+    machine,
+    testnet::{self, Layout, TestnetClient},
+};
+
+/// Options of `nox bench testnet`.
+#[derive(clap::Args)]
+pub struct NetworkBenchArgs {
+    /// Offered rates to try, packets per second.
+    #[arg(long, value_delimiter = ',', default_value = "500,1000,2000,3000,4000,5000")]
+    rates: Vec<f64>,
+    /// Seconds of traffic per rate.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Mean mixing delay per hop, milliseconds.
+    #[arg(long, default_value_t = 1.0)]
+    mean_delay_ms: f64,
+    /// Testnet state directory.
+    #[arg(long, default_value = ".nox-bench-testnet")]
+    dir: PathBuf,
+    /// Output JSON.
+    #[arg(long, default_value = "bench/data/network.json")]
+    out: PathBuf,
+}
+
+const MAGIC: &[u8; 8] = b"NOXBENCH";
+
+fn err(e: impl std::fmt::Display) -> BenchError {
+    BenchError::Failed(e.to_string())
+}
+
+fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted.get(index).copied()
+}
+
+/// Runs the benchmark: up, idle RSS, the rate sweep, down.
+pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().map_err(err)?;
+    let sink = std::net::UdpSocket::bind(("127.0.0.1", 0)).map_err(err)?;
+    let layout = Layout { mean_delay_ms: args.mean_delay_ms, exit_sink: Some(sink.local_addr().map_err(err)?), ..Layout::default() };
+    testnet::up(&args.dir, &layout).map_err(err)?;
+    let result = runtime.block_on(sweep(args, sink));
+    let _ = testnet::down(&args.dir);
+    let (results, idle_rss) = result?;
+    let best = results
+        .iter()
+        .filter(|r| r["lost"] == 0 && r["achieved_send_rate"].as_f64().unwrap_or(0.0) >= 0.95 * r["offered_rate"].as_f64().unwrap_or(0.0))
+        .filter_map(|r| r["delivered_rate"].as_f64())
+        .fold(0.0f64, f64::max);
+    let report = json!({
+        "kind": "testnet-network",
+        "command": format!("nox bench testnet --rates {} --seconds {} --mean-delay-ms {}",
+            args.rates.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","), args.seconds, args.mean_delay_ms),
+        "parameters": { "nodes": 9, "layers": 3, "hops": 3, "packet_bytes": 32768, "payload_bytes": 256,
+            "mean_delay_ms": args.mean_delay_ms, "seconds_per_rate": args.seconds, "workers_per_node": 1 },
+        "machine": machine::describe(),
+        "idle_rss_kb_per_node": idle_rss,
+        "throughput_at_zero_loss_pps": best,
+        "rates": results,
+    });
+    write_json(&args.out, &report)?;
+    println!("throughput at 0 % loss: {best:.0} packets/s; wrote {}", args.out.display());
+    Ok(())
+}
+
+async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Vec<Value>, Vec<u64>), BenchError> {
+    sink.set_nonblocking(true).map_err(err)?;
+    let sink = tokio::net::UdpSocket::from_std(sink).map_err(err)?;
+    let mut client = TestnetClient::connect(&args.dir).map_err(err)?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle_rss: Vec<u64> = testnet::nodes(&args.dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).collect();
+    println!("{:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>10}", "offered", "sent/s", "deliv/s", "lost", "p50 ms", "p90 ms", "p99 ms", "max rss kB");
+    let mut results = Vec::new();
+    let mut next_seq = 0u64;
+    for &rate in &args.rates {
+        let count = ((rate * args.seconds).ceil() as u64).max(1);
+        let mut packets = Vec::with_capacity(count as usize);
+        let mut payload = [0u8; 256];
+        payload[..8].copy_from_slice(MAGIC);
+        for seq in next_seq..next_seq + count {
+            payload[8..16].copy_from_slice(&seq.to_be_bytes());
+            packets.push((seq, client.build(&payload).map_err(err)?));
+        }
+        next_seq += count;
+        let first_seq = packets.first().map_or(0, |p| p.0);
+        let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
+        let mut received: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
+        let mut buffer = [0u8; 128];
+        let started = Instant::now();
+        let mut peak_rss = 0u64;
+        for (index, (seq, (entry, packet))) in packets.into_iter().enumerate() {
+            let due = started + Duration::from_secs_f64(index as f64 / rate);
+            let now = Instant::now();
+            if due > now + Duration::from_millis(1) {
+                tokio::time::sleep_until(due.into()).await;
+            }
+            sent_at.insert(seq, Instant::now());
+            client.send(&entry, packet).await.map_err(err)?;
+            while let Ok((n, _)) = sink.try_recv_from(&mut buffer) {
+                record(&buffer[..n], &mut received);
+            }
+            if index % 500 == 0 {
+                peak_rss = peak_rss.max(testnet::nodes(&args.dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).max().unwrap_or(0));
+            }
+        }
+        let send_elapsed = started.elapsed().as_secs_f64();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while received.len() < sent_at.len() && Instant::now() < deadline {
+            if let Ok(Ok((n, _))) = tokio::time::timeout(Duration::from_millis(50), sink.recv_from(&mut buffer)).await {
+                record(&buffer[..n], &mut received);
+            }
+        }
+        let mut latencies: Vec<f64> = received
+            .iter()
+            .filter(|(seq, _)| **seq >= first_seq)
+            .filter_map(|(seq, at)| sent_at.get(seq).map(|sent| at.duration_since(*sent).as_secs_f64() * 1e3))
+            .collect();
+        latencies.sort_by(f64::total_cmp);
+        let last_delivery = received.values().max().map_or(send_elapsed, |t| t.duration_since(started).as_secs_f64());
+        let lost = sent_at.len() - latencies.len();
+        let row = json!({
+            "offered_rate": rate,
+            "sent": sent_at.len(),
+            "achieved_send_rate": sent_at.len() as f64 / send_elapsed,
+            "delivered": latencies.len(),
+            "lost": lost,
+            "delivered_rate": latencies.len() as f64 / last_delivery.max(1e-9),
+            "latency_ms": { "p50": percentile(&latencies, 0.5), "p90": percentile(&latencies, 0.9),
+                "p99": percentile(&latencies, 0.99), "max": latencies.last() },
+            "peak_rss_kb": peak_rss,
+            "latency_samples_ms": latencies,
+        });
+        println!(
+            "{:>8.0} {:>10.0} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>10}",
+            rate,
+            row["achieved_send_rate"].as_f64().unwrap_or(0.0),
+            row["delivered_rate"].as_f64().unwrap_or(0.0),
+            lost,
+            percentile(&latencies, 0.5).unwrap_or(f64::NAN),
+            percentile(&latencies, 0.9).unwrap_or(f64::NAN),
+            percentile(&latencies, 0.99).unwrap_or(f64::NAN),
+            peak_rss
+        );
+        results.push(row);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok((results, idle_rss))
+}
+
+fn record(datagram: &[u8], received: &mut HashMap<u64, Instant>) {
+    if datagram.len() >= 16 && &datagram[..8] == MAGIC {
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&datagram[8..16]);
+        received.entry(u64::from_be_bytes(seq)).or_insert_with(Instant::now);
+    }
+}
