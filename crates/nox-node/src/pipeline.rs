@@ -8,8 +8,9 @@
 //!   geometry, epoch, early replay check, proof of work. No public-key work.
 //! - **workers** (`workers` OS threads, off the async reactor): Sphinx
 //!   processing ([`Relay::process`]), then [`Relay::record`] of the replay tag.
-//! - **mixer** (tokio task): `nox-mixing`'s scheduler; the time since the
-//!   frame was received counts toward the delay (seed 003).
+//! - **mixer** (an OS thread, for sub-millisecond timing): `nox-mixing`'s
+//!   scheduler; the time since the frame was received counts toward the
+//!   delay (seed 003).
 //! - **egress**: a channel the caller drains (links, exit services, clients).
 
 use std::{
@@ -139,7 +140,7 @@ impl Pipeline {
     ) -> std::io::Result<PipelineHandles> {
         let (inbound_tx, inbound_rx) = mpsc::channel::<Inbound>(config.inbound_queue.max(1));
         let (job_tx, job_rx) = std_mpsc::sync_channel::<Job>(config.worker_queue.max(1));
-        let (mix_tx, mix_rx) = mpsc::channel::<Mixable>(config.mixer_queue.max(1));
+        let (mix_tx, mix_rx) = std_mpsc::sync_channel::<Mixable>(config.mixer_queue.max(1));
         let (egress_tx, egress_rx) = mpsc::channel::<Egress>(config.egress_queue.max(1));
 
         let ingest =
@@ -155,16 +156,19 @@ impl Pipeline {
             })
             .collect::<std::io::Result<Vec<JoinHandle<()>>>>()?;
         drop(mix_tx);
-        let mixer = tokio::spawn(mixer(mix_rx, egress_tx, config.mixing, metrics));
+        let mixing = config.mixing;
+        let mixer = std::thread::Builder::new()
+            .name("nox-mixer".into())
+            .spawn(move || mixer(&mix_rx, &egress_tx, mixing, &metrics))?;
         let finished = tokio::spawn(async move {
             let _ = ingest.await;
             let _ = tokio::task::spawn_blocking(move || {
                 for worker in workers {
                     let _ = worker.join();
                 }
+                let _ = mixer.join();
             })
             .await;
-            let _ = mixer.await;
         });
         Ok(PipelineHandles { inbound: inbound_tx, egress: egress_rx, finished })
     }
@@ -207,7 +211,7 @@ async fn ingest(
 
 fn worker(
     jobs: &Mutex<std_mpsc::Receiver<Job>>,
-    mixer: &mpsc::Sender<Mixable>,
+    mixer: &std_mpsc::SyncSender<Mixable>,
     relay: &RwLock<Relay>,
     journal: Option<&ReplayStore>,
     metrics: &NodeMetrics,
@@ -240,8 +244,8 @@ fn worker(
                 let item = Mixable { output, packet, received_at: inbound.received_at };
                 if let Err(error) = mixer.try_send(item) {
                     match error {
-                        mpsc::error::TrySendError::Full(_) => metrics.count_drop(DropReason::QueueFull),
-                        mpsc::error::TrySendError::Closed(_) => return,
+                        std_mpsc::TrySendError::Full(_) => metrics.count_drop(DropReason::QueueFull),
+                        std_mpsc::TrySendError::Disconnected(_) => return,
                     }
                 }
             }
@@ -250,57 +254,54 @@ fn worker(
     }
 }
 
-async fn mixer(
-    mut input: mpsc::Receiver<Mixable>,
-    egress: mpsc::Sender<Egress>,
-    config: MixingConfig,
-    metrics: Arc<NodeMetrics>,
-) {
+/// The mixer runs on its own OS thread: `recv_timeout` wakes it within tens
+/// of microseconds of a deadline, where the async runtime's timer wheel has a
+/// 1 ms granularity — a whole mean delay at μ = 1 ms.
+fn mixer(input: &std_mpsc::Receiver<Mixable>, egress: &mpsc::Sender<Egress>, config: MixingConfig, metrics: &NodeMetrics) {
     let mut scheduler: MixingScheduler<Mixable> = MixingScheduler::new(config);
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
     let mut open = true;
     while open || !scheduler.is_empty() {
-        let deadline = scheduler.next_deadline();
-        tokio::select! {
-            received = input.recv(), if open => match received {
-                Some(item) => {
-                    let delay = match &item.output {
-                        RelayOutput::Forward { delay, .. }
-                        | RelayOutput::Deliver { delay, .. }
-                        | RelayOutput::Reply { delay, .. } => *delay,
-                    };
-                    let received_at = item.received_at;
-                    if let Err(refused) = scheduler.insert(item, delay, received_at, Instant::now(), &mut rng) {
-                        metrics.count_drop(match refused.reason {
-                            nox_mixing::RefusalReason::Full => DropReason::QueueFull,
-                            nox_mixing::RefusalReason::DelayTooLong => DropReason::DelayTooLong,
-                        });
-                    }
-                }
-                None => open = false,
-            },
-            () = sleep_until(deadline) => {
-                let now = Instant::now();
-                while let Some(item) = scheduler.pop_expired(now) {
-                    metrics.released.fetch_add(1, Ordering::Relaxed);
-                    if egress.try_send(egress_of(item)).is_err() {
-                        metrics.count_drop(DropReason::QueueFull);
-                    }
-                }
-                if let Ok(mut snapshot) = metrics.mixing.lock() {
-                    *snapshot = Some(scheduler.metrics());
+        let received = match (open, scheduler.next_deadline()) {
+            (true, Some(deadline)) => input.recv_timeout(deadline.saturating_duration_since(Instant::now())),
+            (true, None) => input.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+            (false, Some(deadline)) => {
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                Err(std_mpsc::RecvTimeoutError::Timeout)
+            }
+            (false, None) => break,
+        };
+        match received {
+            Ok(item) => {
+                let delay = match &item.output {
+                    RelayOutput::Forward { delay, .. }
+                    | RelayOutput::Deliver { delay, .. }
+                    | RelayOutput::Reply { delay, .. } => *delay,
+                };
+                let received_at = item.received_at;
+                if let Err(refused) = scheduler.insert(item, delay, received_at, Instant::now(), &mut rng) {
+                    metrics.count_drop(match refused.reason {
+                        nox_mixing::RefusalReason::Full => DropReason::QueueFull,
+                        nox_mixing::RefusalReason::DelayTooLong => DropReason::DelayTooLong,
+                    });
                 }
             }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => open = false,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        let mut released = false;
+        while let Some(item) = scheduler.pop_expired(now) {
+            released = true;
+            metrics.released.fetch_add(1, Ordering::Relaxed);
+            if egress.try_send(egress_of(item)).is_err() {
+                metrics.count_drop(DropReason::QueueFull);
+            }
+        }
+        if released && let Ok(mut snapshot) = metrics.mixing.lock() {
+            *snapshot = Some(scheduler.metrics());
         }
         metrics.mixer_held.store(scheduler.len() as u64, Ordering::Relaxed);
-    }
-}
-
-/// Sleeps until `deadline`, or forever when there is none.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
-        None => std::future::pending().await,
     }
 }
 
