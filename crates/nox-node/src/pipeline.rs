@@ -257,7 +257,12 @@ fn worker(
 /// The mixer runs on its own OS thread: `recv_timeout` wakes it within tens
 /// of microseconds of a deadline, where the async runtime's timer wheel has a
 /// 1 ms granularity — a whole mean delay at μ = 1 ms.
-fn mixer(input: &std_mpsc::Receiver<Mixable>, egress: &mpsc::Sender<Egress>, config: MixingConfig, metrics: &NodeMetrics) {
+fn mixer(
+    input: &std_mpsc::Receiver<Mixable>,
+    egress: &mpsc::Sender<Egress>,
+    config: MixingConfig,
+    metrics: &NodeMetrics,
+) {
     let mut scheduler: MixingScheduler<Mixable> = MixingScheduler::new(config);
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
     let mut open = true;

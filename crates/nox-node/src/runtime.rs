@@ -55,11 +55,15 @@ fn now_unix() -> u64 {
 
 /// Reads a topology document and verifies it against the authority's key
 /// (hex) and our geometry, at the current time.
-pub fn load_topology(file: &std::path::Path, authority_key: &str, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
+pub fn load_topology(
+    file: &std::path::Path,
+    authority_key: &str,
+    geometry: &Geometry,
+) -> Result<VerifiedTopology, NodeError> {
     let bytes = std::fs::read(file).map_err(|e| NodeError::Topology(format!("{}: {e}", file.display())))?;
     let document = TopologyDocument::from_json(&bytes).map_err(|e| NodeError::Topology(e.to_string()))?;
-    let key_bytes: [u8; 32] = hex_32(authority_key)
-        .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
+    let key_bytes: [u8; 32] =
+        hex_32(authority_key).ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
     let authority =
         VerifyingKey::from_bytes(&key_bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
     let verify = VerifyConfig::new(authority, *geometry);

@@ -99,9 +99,16 @@ pub struct NodeEntry {
 /// Runs one testnet subcommand.
 pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
     match command {
-        TestnetCommand::Up { args, layers, nodes_per_layer, base_port, mean_delay_ms, exit_sink } => {
-            up(&args.dir, &Layout { layers: *layers, per_layer: *nodes_per_layer, base_port: *base_port, mean_delay_ms: *mean_delay_ms, exit_sink: *exit_sink })
-        }
+        TestnetCommand::Up { args, layers, nodes_per_layer, base_port, mean_delay_ms, exit_sink } => up(
+            &args.dir,
+            &Layout {
+                layers: *layers,
+                per_layer: *nodes_per_layer,
+                base_port: *base_port,
+                mean_delay_ms: *mean_delay_ms,
+                exit_sink: *exit_sink,
+            },
+        ),
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
         TestnetCommand::Demo { args, packets } => {
@@ -409,8 +416,14 @@ impl TestnetClient {
     pub fn build(&mut self, payload: &[u8]) -> Result<(nox_link::LinkPublicKey, Vec<u8>), TestnetError> {
         let epoch = self.topology.schedule().client_epoch(unix_now());
         let path = self.topology.random_path(&mut self.rng, epoch, &|_| false).map_err(|e| e.to_string())?;
-        let packet = nox_sphinx::build_forward(&self.geometry, &nox_sphinx::BuildOptions::new(epoch), &path, payload, &mut self.rng)
-            .map_err(|e| e.to_string())?;
+        let packet = nox_sphinx::build_forward(
+            &self.geometry,
+            &nox_sphinx::BuildOptions::new(epoch),
+            &path,
+            payload,
+            &mut self.rng,
+        )
+        .map_err(|e| e.to_string())?;
         let entry = self.topology.node(&path[0].node).ok_or("entry node vanished")?;
         Ok((nox_link::LinkPublicKey(entry.descriptor.link_key.to_bytes()), packet))
     }

@@ -101,7 +101,7 @@ struct Client {
 
 fn topology(dir: &Path) -> VerifiedTopology {
     let authority = std::fs::read_to_string(dir.join("authority.pub")).unwrap();
-        nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &Geometry::default()).unwrap()
+    nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &Geometry::default()).unwrap()
 }
 
 /// A dialer: anonymous client (`identity: None`) or a node's link key.
