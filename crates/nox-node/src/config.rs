@@ -25,6 +25,9 @@ pub struct NodeConfig {
     /// What an exit does with delivered payloads.
     #[serde(default)]
     pub exit: ExitSection,
+    /// Loop and drop cover traffic.
+    #[serde(default)]
+    pub cover: crate::CoverSection,
 }
 
 /// `[exit]`
@@ -185,6 +188,12 @@ impl NodeConfig {
         }
         if let Some(v) = env("NOX_MIXING_MEAN_DELAY_MS") {
             self.mixing.mean_delay_ms = parse("NOX_MIXING_MEAN_DELAY_MS", v)?;
+        }
+        if let Some(v) = env("NOX_COVER_LOOP_RATE") {
+            self.cover.loop_rate = parse("NOX_COVER_LOOP_RATE", v)?;
+        }
+        if let Some(v) = env("NOX_COVER_DROP_RATE") {
+            self.cover.drop_rate = parse("NOX_COVER_DROP_RATE", v)?;
         }
         if let Some(v) = env("NOX_PIPELINE_WORKERS") {
             self.pipeline.workers = parse("NOX_PIPELINE_WORKERS", v)?;

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 mod config;
+mod cover;
 mod metrics;
 mod pipeline;
 mod replay_store;
@@ -11,6 +12,7 @@ mod runtime;
 pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
+pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::ReplayStore;

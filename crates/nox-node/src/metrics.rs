@@ -29,6 +29,18 @@ pub struct NodeMetrics {
     pub delivered: AtomicU64,
     /// SURB replies handed to clients.
     pub replies: AtomicU64,
+    /// Loop cover packets sent.
+    pub loops_sent: AtomicU64,
+    /// Loop cover packets that came back in time.
+    pub loops_returned: AtomicU64,
+    /// Loop cover packets that did not come back in time.
+    pub loops_lost: AtomicU64,
+    /// Nodes currently marked degraded by loop health.
+    pub degraded_nodes: AtomicU64,
+    /// Drop cover packets sent.
+    pub drops_sent: AtomicU64,
+    /// Drop cover packets received (as an exit) and discarded.
+    pub drops_received: AtomicU64,
     /// Packets dropped, by reason (index of `DropReason::ALL`).
     drops: [AtomicU64; DropReason::ALL.len()],
     /// Packets refused because the sender may not send to this layer.
@@ -75,6 +87,27 @@ impl NodeMetrics {
         counter(&mut out, "nox_packets_forwarded_total", "Packets sent to the next hop.", load(&self.forwarded));
         counter(&mut out, "nox_packets_delivered_total", "Exit payloads delivered.", load(&self.delivered));
         counter(&mut out, "nox_replies_delivered_total", "SURB replies handed to clients.", load(&self.replies));
+        counter(&mut out, "nox_cover_loops_sent_total", "Loop cover packets sent.", load(&self.loops_sent));
+        counter(
+            &mut out,
+            "nox_cover_loops_returned_total",
+            "Loop cover packets back in time.",
+            load(&self.loops_returned),
+        );
+        counter(&mut out, "nox_cover_loops_lost_total", "Loop cover packets not back in time.", load(&self.loops_lost));
+        gauge(
+            &mut out,
+            "nox_cover_degraded_nodes",
+            "Nodes marked degraded by loop health.",
+            load(&self.degraded_nodes),
+        );
+        counter(&mut out, "nox_cover_drops_sent_total", "Drop cover packets sent.", load(&self.drops_sent));
+        counter(
+            &mut out,
+            "nox_cover_drops_received_total",
+            "Drop cover packets discarded at this exit.",
+            load(&self.drops_received),
+        );
         let _ = writeln!(out, "# HELP nox_packets_dropped_total Packets dropped, by reason.");
         let _ = writeln!(out, "# TYPE nox_packets_dropped_total counter");
         for (index, reason) in DropReason::ALL.iter().enumerate() {

@@ -222,8 +222,9 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         Some(address) => Some((tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await?, address)),
         None => None,
     };
+    let health = crate::cover::health(&config.cover);
     let to_links = {
-        let (peers, metrics, outbound) = (peers.clone(), metrics.clone(), outbound.clone());
+        let (peers, metrics, outbound, health) = (peers.clone(), metrics.clone(), outbound.clone(), health.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
@@ -240,6 +241,12 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
                     // Exit services and client delivery arrive with the
                     // client/exit issue; until then deliveries are counted.
                     Egress::Deliver { packet, payload } => {
+                        if packet
+                            .get(payload.clone())
+                            .is_some_and(|p| crate::cover::consume_delivery(p, &health, &metrics))
+                        {
+                            continue;
+                        }
                         metrics.delivered.fetch_add(1, Ordering::Relaxed);
                         if let (Some((socket, address)), Some(bytes)) = (&sink, packet.get(payload)) {
                             let _ = socket.try_send_to(&bytes[..bytes.len().min(64)], *address);
@@ -290,6 +297,18 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         })
     };
 
+    let cover = tokio::spawn(
+        crate::cover::CoverTask {
+            section: config.cover.clone(),
+            me,
+            topology: topology.clone(),
+            geometry,
+            outbound: outbound.clone(),
+            health,
+            metrics: metrics.clone(),
+        }
+        .run(shutdown.clone()),
+    );
     let metrics_server = config
         .node
         .metrics
@@ -321,6 +340,7 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     }
     to_links.abort();
     rotation.abort();
+    cover.abort();
     if let Some(server) = metrics_server {
         server.abort();
     }

@@ -46,6 +46,15 @@ pub enum TestnetCommand {
         /// UDP address (a measurement sink).
         #[arg(long)]
         exit_sink: Option<SocketAddr>,
+        /// Loop cover packets per second per node (λ_L).
+        #[arg(long, default_value_t = 0.05)]
+        loop_rate: f64,
+        /// Drop cover packets per second per node (λ_D).
+        #[arg(long, default_value_t = 0.05)]
+        drop_rate: f64,
+        /// Seconds before a loop counts as lost.
+        #[arg(long, default_value_t = 30.0)]
+        loop_timeout_s: f64,
     },
     /// Show each node's process and counters.
     Status {
@@ -99,7 +108,17 @@ pub struct NodeEntry {
 /// Runs one testnet subcommand.
 pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
     match command {
-        TestnetCommand::Up { args, layers, nodes_per_layer, base_port, mean_delay_ms, exit_sink } => up(
+        TestnetCommand::Up {
+            args,
+            layers,
+            nodes_per_layer,
+            base_port,
+            mean_delay_ms,
+            exit_sink,
+            loop_rate,
+            drop_rate,
+            loop_timeout_s,
+        } => up(
             &args.dir,
             &Layout {
                 layers: *layers,
@@ -107,6 +126,9 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
                 base_port: *base_port,
                 mean_delay_ms: *mean_delay_ms,
                 exit_sink: *exit_sink,
+                loop_rate: *loop_rate,
+                drop_rate: *drop_rate,
+                loop_timeout_s: *loop_timeout_s,
             },
         ),
         TestnetCommand::Status { args } => status(&args.dir),
@@ -135,17 +157,33 @@ pub struct Layout {
     pub mean_delay_ms: f64,
     /// Exit measurement sink.
     pub exit_sink: Option<SocketAddr>,
+    /// Loop cover rate per node.
+    pub loop_rate: f64,
+    /// Drop cover rate per node.
+    pub drop_rate: f64,
+    /// Loop timeout, seconds.
+    pub loop_timeout_s: f64,
 }
 
 impl Default for Layout {
     fn default() -> Self {
-        Self { layers: 3, per_layer: 3, base_port: 19_000, mean_delay_ms: 1.0, exit_sink: None }
+        Self {
+            layers: 3,
+            per_layer: 3,
+            base_port: 19_000,
+            mean_delay_ms: 1.0,
+            exit_sink: None,
+            loop_rate: 0.05,
+            drop_rate: 0.05,
+            loop_timeout_s: 30.0,
+        }
     }
 }
 
 /// Creates the state directory, starts the nodes and waits for them.
 pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
-    let Layout { layers, per_layer, base_port, mean_delay_ms, exit_sink } = layout.clone();
+    let Layout { layers, per_layer, base_port, mean_delay_ms, exit_sink, loop_rate, drop_rate, loop_timeout_s } =
+        layout.clone();
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
@@ -190,7 +228,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
         let config = format!(
-            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n{sink}",
+            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}",
             sink = exit_sink.map(|a| format!("\n[exit]\nsink = \"{a}\"\n")).unwrap_or_default(),
             keys = keys.display().to_string(),
             topology = dir.join("topology.json").display().to_string(),

@@ -43,10 +43,18 @@ impl Drop for Testnet {
 }
 
 fn up() -> Testnet {
-    let dir = std::env::temp_dir().join(format!("nox-it-{}", std::process::id()));
-    let base = 20_000 + (std::process::id() % 400) as u16 * 10;
+    up_with("a", 0, &["--nodes-per-layer", "1"])
+}
+
+/// `nox testnet up` in its own directory and port range (`slot` separates
+/// the tests of one run, which run in parallel).
+fn up_with(name: &str, slot: u16, extra: &[&str]) -> Testnet {
+    let dir = std::env::temp_dir().join(format!("nox-it-{name}-{}", std::process::id()));
+    let base = 20_000 + (std::process::id() % 200) as u16 * 20 + slot * 10;
     let status = Command::new(NOX)
-        .args(["testnet", "up", "--nodes-per-layer", "1", "--mean-delay-ms", "1", "--base-port"])
+        .args(["testnet", "up", "--mean-delay-ms", "1"])
+        .args(extra)
+        .arg("--base-port")
         .arg(base.to_string())
         .arg("--dir")
         .arg(&dir)
@@ -80,9 +88,13 @@ fn metric(node: &Path, series: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
-/// Waits until `series` on `node` reaches `at_least`.
+/// Waits (up to 10 s) until `series` on `node` reaches `at_least`.
 fn wait_metric(node: &Path, series: &str, at_least: u64) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    wait_metric_for(node, series, at_least, Duration::from_secs(10))
+}
+
+fn wait_metric_for(node: &Path, series: &str, at_least: u64, patience: Duration) -> u64 {
+    let deadline = Instant::now() + patience;
     loop {
         let value = metric(node, series);
         if value >= at_least || Instant::now() > deadline {
@@ -279,4 +291,28 @@ async fn real_processes_carry_traffic_and_refuse_every_attack() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(rss_kb < 300_000, "entry RSS {rss_kb} kB after a flood");
+}
+
+#[test]
+fn cover_loops_return_and_a_dead_node_is_marked_degraded() {
+    let net = up_with(
+        "cover",
+        1,
+        &["--nodes-per-layer", "2", "--loop-rate", "10", "--drop-rate", "5", "--loop-timeout-s", "3"],
+    );
+    let nodes = node_dirs(&net.dir);
+    let layer_of = |d: &Path| std::fs::read_to_string(d.join("layer")).unwrap().trim().parse::<u8>().unwrap();
+    let watcher = nodes.iter().find(|d| layer_of(d) == 0).unwrap().clone();
+    let patience = Duration::from_secs(30);
+    assert!(wait_metric_for(&watcher, "nox_cover_loops_returned_total", 20, patience) >= 20, "loops do not return");
+    let exits: Vec<&PathBuf> = nodes.iter().filter(|d| layer_of(d) == 2).collect();
+    assert!(exits.iter().map(|d| metric(d, "nox_cover_drops_received_total")).sum::<u64>() >= 1);
+    assert_eq!(metric(&watcher, "nox_cover_degraded_nodes"), 0);
+
+    // Kill one mix-layer node: loops through it stop returning.
+    let victim = nodes.iter().find(|d| layer_of(d) == 1).unwrap();
+    let pid = std::fs::read_to_string(victim.join("pid")).unwrap();
+    let _ = Command::new("kill").arg("-KILL").arg(pid.trim()).status();
+    assert!(wait_metric_for(&watcher, "nox_cover_degraded_nodes", 1, patience) >= 1, "dead node not marked degraded");
+    assert!(metric(&watcher, "nox_cover_loops_lost_total") >= 5);
 }
