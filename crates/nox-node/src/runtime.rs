@@ -125,7 +125,7 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         if let Some(secret) = store.secret(epoch) {
             let (cache, recovered) = journal.load(epoch, bloom)?;
             if recovered > 0 {
-                eprintln!("replay cache of epoch {epoch}: {recovered} tags recovered from the journal");
+                tracing::info!(epoch, recovered, "replay cache restored from its journal");
             }
             relay.open_epoch_with(epoch, secret.clone(), cache);
         }
@@ -313,17 +313,19 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         .node
         .metrics
         .map(|addr| tokio::spawn(serve_metrics(addr, metrics.clone(), link_counters, shutdown.clone())));
-    eprintln!(
-        "nox node {} layer {} listening on {} ({} workers, mean delay {:?})",
-        short(&me),
-        my_layer.0,
-        listener.local_addr(),
+    tracing::info!(
+        node = %short(&me),
+        layer = my_layer.0,
+        listen = %listener.local_addr(),
         workers,
-        config.mixing.mean_delay()
+        mean_delay_ms = config.mixing.mean_delay_ms,
+        loop_rate = config.cover.loop_rate,
+        drop_rate = config.cover.drop_rate,
+        "node started"
     );
 
     let _ = shutdown.wait_for(|stop| *stop).await;
-    eprintln!("nox node {}: shutting down", short(&me));
+    tracing::info!(node = %short(&me), "shutting down");
     let _ = stop_links_tx.send(true);
     from_links.abort();
     drop(handles.inbound);
@@ -334,7 +336,7 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
             if let Some(cache) = relay.replay_cache(epoch)
                 && let Err(error) = journal.snapshot(cache)
             {
-                eprintln!("replay snapshot of epoch {epoch} failed: {error} (the journal still holds its tags)");
+                tracing::warn!(epoch, %error, "replay snapshot failed; the journal still holds the tags");
             }
         }
     }

@@ -70,7 +70,16 @@ fn keygen(dir: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Structured logs on stderr. `NOX_LOG` = error | warn | info (default) |
+/// debug | trace. Nothing logs keys, packet contents or client addresses.
+fn init_logging() {
+    let level =
+        std::env::var("NOX_LOG").ok().and_then(|v| v.parse::<tracing::Level>().ok()).unwrap_or(tracing::Level::INFO);
+    let _ = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_ansi(false).try_init();
+}
+
 fn node(path: &std::path::Path) -> Result<(), String> {
+    init_logging();
     let config = nox_node::NodeConfig::load(path, |name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
