@@ -333,3 +333,54 @@ async fn send_errors_are_typed_and_shutdown_is_graceful() {
 fn ka_unknown() -> LinkPublicKey {
     LinkPublicKey([0xEE; 32])
 }
+
+/// A gate that refuses after `allow` admissions and records what it hears.
+#[derive(Default)]
+struct RecordingGate {
+    allow: usize,
+    admitted: std::sync::Mutex<usize>,
+    offences: std::sync::atomic::AtomicUsize,
+    closed: std::sync::atomic::AtomicUsize,
+}
+
+impl ConnectionGate for RecordingGate {
+    fn admit(&self, _peer: std::net::IpAddr) -> bool {
+        let mut admitted = self.admitted.lock().unwrap();
+        *admitted += 1;
+        *admitted <= self.allow
+    }
+    fn offence(&self, _peer: std::net::IpAddr) {
+        self.offences.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn closed(&self, _peer: std::net::IpAddr) {
+        self.closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gate_refuses_before_the_handshake_and_hears_offences() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let link = cfg(1024);
+    let kb = key();
+    let gate = Arc::new(RecordingGate { allow: 1, ..RecordingGate::default() });
+    let mut config = ListenerConfig::new(link, kb.clone(), Arc::new(HashSet::new()));
+    config.gate = gate.clone();
+    let b = listen_on("127.0.0.1:0".parse().unwrap(), config, 8).await;
+    let addr = b.listener.local_addr();
+
+    // First connection admitted: garbage is an offence, then it closes.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&[0x55; 200]).await.unwrap();
+    let mut buf = [0u8; 1];
+    let _ = tokio::time::timeout(WAIT, s.read(&mut buf)).await;
+    eventually("offence heard", || gate.offences.load(SeqCst) == 1).await;
+    eventually("close heard", || gate.closed.load(SeqCst) == 1).await;
+
+    // Second connection: refused by the gate, before any handshake.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let read = tokio::time::timeout(WAIT, s.read(&mut buf)).await.unwrap().unwrap_or(0);
+    assert_eq!(read, 0, "refused connection must be closed");
+    eventually("refusal counted", || b.counters.snapshot().rejected_by_gate == 1).await;
+    assert_eq!(b.counters.snapshot().handshakes_failed, 1);
+    let _ = b.stop.send(true);
+}

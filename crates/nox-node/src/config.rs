@@ -28,6 +28,9 @@ pub struct NodeConfig {
     /// Loop and drop cover traffic.
     #[serde(default)]
     pub cover: crate::CoverSection,
+    /// Connection limits and bans.
+    #[serde(default)]
+    pub admission: crate::AdmissionSection,
 }
 
 /// `[exit]`

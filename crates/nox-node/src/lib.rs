@@ -4,6 +4,7 @@
 
 mod config;
 mod cover;
+mod gate;
 mod metrics;
 mod pipeline;
 mod replay_store;
@@ -13,6 +14,7 @@ pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
+pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::ReplayStore;

@@ -145,6 +145,8 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     let allowed: HashSet<LinkPublicKey> = peers.by_link_key.keys().copied().collect();
     let mut listener_config = ListenerConfig::new(link, keypair.clone(), Arc::new(allowed));
     listener_config.accept.clients = my_layer.0 == 0;
+    let node_ips = peers.address_of.values().map(|a| a.ip()).collect();
+    listener_config.gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
     let link_counters = Arc::new(LinkCounters::default());
     let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
     let (stop_links_tx, stop_links) = watch::channel(false);

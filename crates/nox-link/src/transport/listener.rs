@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,6 +40,32 @@ impl<F: Fn(&LinkPublicKey) -> bool + Send + Sync + 'static> PeerFilter for F {
     }
 }
 
+/// Decides which remote addresses may connect, and hears how they behave.
+/// The node backs it with `nox-admission` (connection limits per address
+/// and per subnet, graduated bans); the default admits everyone.
+pub trait ConnectionGate: Send + Sync + 'static {
+    /// Called on accept, before any handshake work; `false` closes the
+    /// connection (counted as `rejected_by_gate`).
+    fn admit(&self, peer: IpAddr) -> bool;
+    /// The peer failed or timed out its handshake, or presented a node key
+    /// that is not in the topology.
+    fn offence(&self, peer: IpAddr);
+    /// An admitted connection ended.
+    fn closed(&self, peer: IpAddr);
+}
+
+/// A gate that admits every address.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenGate;
+
+impl ConnectionGate for OpenGate {
+    fn admit(&self, _peer: IpAddr) -> bool {
+        true
+    }
+    fn offence(&self, _peer: IpAddr) {}
+    fn closed(&self, _peer: IpAddr) {}
+}
+
 /// Listener settings. [`ListenerConfig::new`] gives the defaults.
 #[derive(Clone)]
 pub struct ListenerConfig {
@@ -59,6 +85,8 @@ pub struct ListenerConfig {
     pub max_connections: usize,
     /// Per-client send queue, in packets (default 64).
     pub client_queue: usize,
+    /// Which addresses may connect (default: all).
+    pub gate: Arc<dyn ConnectionGate>,
 }
 
 impl ListenerConfig {
@@ -73,6 +101,7 @@ impl ListenerConfig {
             write_timeout: Duration::from_secs(10),
             max_connections: 4096,
             client_queue: 64,
+            gate: Arc::new(OpenGate),
         }
     }
 }
@@ -162,8 +191,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
             () = wait_shutdown(&mut shutdown) => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _addr)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok((stream, addr)) => (stream, addr.ip()),
                     Err(e) => {
                         // E.g. out of file descriptors: back off instead of spinning.
                         debug!(error = %e, "accept failed");
@@ -175,8 +204,16 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
                     bump(&shared.counters.rejected_connection_limit);
                     continue;
                 };
+                if !shared.config.gate.admit(peer) {
+                    bump(&shared.counters.rejected_by_gate);
+                    continue;
+                }
                 let _ = stream.set_nodelay(true);
-                tasks.spawn(serve(stream, shared.clone(), shutdown.clone(), permit));
+                let (shared, shutdown) = (shared.clone(), shutdown.clone());
+                tasks.spawn(async move {
+                    serve(stream, peer, shared.clone(), shutdown, permit).await;
+                    shared.config.gate.closed(peer);
+                });
             }
         }
     }
@@ -193,6 +230,7 @@ enum Refused {
 
 async fn serve(
     mut stream: TcpStream,
+    peer: IpAddr,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
@@ -208,6 +246,7 @@ async fn serve(
         Ok(Err(Refused::Unauthorized)) => {
             debug!("inbound link refused: node key not in topology");
             bump(&c.rejected_unauthenticated);
+            cfg.gate.offence(peer);
             return;
         }
         Ok(Err(reason)) => {
@@ -215,11 +254,13 @@ async fn serve(
                 debug!(error = %e, "inbound handshake failed");
             }
             bump(&c.handshakes_failed);
+            cfg.gate.offence(peer);
             return;
         }
         Err(_) => {
             bump(&c.handshakes_failed);
             bump(&c.handshake_timeouts);
+            cfg.gate.offence(peer);
             return;
         }
     };

@@ -15,7 +15,7 @@ use crate::keys::LinkPublicKey;
 
 pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
-pub use listener::{Listener, ListenerConfig, PeerFilter};
+pub use listener::{ConnectionGate, Listener, ListenerConfig, OpenGate, PeerFilter};
 pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory};
 
 /// A local, per-connection number for an anonymous client link. It is not
