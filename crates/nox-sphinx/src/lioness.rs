@@ -101,11 +101,11 @@ fn hash_round(key: &[u8; 32], left: &[u8], right: &mut [u8]) {
     hasher.update(&left[..whole]);
     let rest = &left[whole..];
     if !rest.is_empty() {
-        // Copy the tail and zero only the padding (not a whole 16 KiB).
-        let mut scratch = Vec::with_capacity(WIDE_LEN);
-        scratch.extend_from_slice(rest);
-        scratch.resize(rest.len().div_ceil(CHUNK_LEN) * CHUNK_LEN, 0);
-        hasher.update(&scratch);
+        // On the stack: a heap buffer here costs more (allocator, page
+        // faults) than zeroing 16 KiB.
+        let mut scratch = [0u8; WIDE_LEN];
+        scratch[..rest.len()].copy_from_slice(rest);
+        hasher.update(&scratch[..rest.len().div_ceil(CHUNK_LEN) * CHUNK_LEN]);
     }
     let digest = hasher.finalize();
     for (r, d) in right.iter_mut().zip(digest.as_bytes()) {
