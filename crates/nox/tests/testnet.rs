@@ -42,8 +42,9 @@ impl Drop for Testnet {
     }
 }
 
+/// One node per layer, no cover traffic (the test counts packets exactly).
 fn up() -> Testnet {
-    up_with("a", 0, &["--nodes-per-layer", "1"])
+    up_with("a", 0, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"])
 }
 
 /// `nox testnet up` in its own directory and port range (`slot` separates
