@@ -223,7 +223,11 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let listen: SocketAddr = ([127, 0, 0, 1], port).into();
         let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
         let mut store = EpochKeyStore::open(&keys.join("sphinx"), schedule).map_err(|e| e.to_string())?;
-        store.ensure(schedule.epoch_at(now), &mut rng).map_err(|e| e.to_string())?;
+        // Clients build with `client_epoch`, which lags the current epoch
+        // for half an overlap after each boundary: publish that key too.
+        for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
+            store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
+        }
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
