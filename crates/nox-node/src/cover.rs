@@ -152,7 +152,7 @@ impl CoverTask {
 
     fn epoch(&self) -> u32 {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.topology.schedule().client_epoch(now)
+        self.topology.client_epoch(now)
     }
 
     /// Loop: through the following layers in order, wrapping around, back to

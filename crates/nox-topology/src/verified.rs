@@ -135,6 +135,20 @@ impl VerifiedTopology {
         }
     }
 
+    /// The key epoch a client should build packets for at `now_unix`: the
+    /// schedule's [`crate::EpochSchedule::client_epoch`] (which lags the
+    /// current epoch by half an overlap, to tolerate clock skew) when every
+    /// layer has a node publishing a key for it, else the current epoch (a
+    /// network created just after a boundary has no key for the lagging one).
+    pub fn client_epoch(&self, now_unix: u64) -> u32 {
+        let lagging = self.schedule().client_epoch(now_unix);
+        let covered = self
+            .layers
+            .iter()
+            .all(|layer| self.nodes_in_layer(layer).any(|n| n.descriptor.sphinx_key(lagging).is_some()));
+        if covered { lagging } else { self.schedule().epoch_at(now_unix) }
+    }
+
     /// A random path for `epoch`: one node per layer, 0 to L−1, each uniform among the layer's
     /// nodes that list a key for `epoch` and for which `avoid(id)` is false. Hops carry the
     /// node's advertised PoW difficulty and `Delay(0)` (the node draws its own delay).

@@ -132,3 +132,18 @@ fn a_selected_path_carries_a_real_packet() {
         previous = Sender::Node(hop.node);
     }
 }
+
+#[test]
+fn client_epoch_falls_back_to_the_current_one_when_the_lagging_one_has_no_keys() {
+    // Nodes publish keys for epochs 5 and 6 (60 s epochs, 10 s overlap).
+    let topo = network(30, 2).verified();
+    let start_of = |e: u64| GENESIS + 60 * e;
+    // 2 s into epoch 5 the schedule still says 4, for which no key exists.
+    assert_eq!(topo.schedule().client_epoch(start_of(5) + 2), EPOCH - 1);
+    assert_eq!(topo.client_epoch(start_of(5) + 2), EPOCH);
+    // 2 s into epoch 6 the lagging epoch 5 has keys: it is kept.
+    assert_eq!(topo.client_epoch(start_of(6) + 2), EPOCH);
+    assert_eq!(topo.client_epoch(start_of(5) + 30), EPOCH);
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    assert!(topo.random_path(&mut rng, topo.client_epoch(start_of(5) + 2), &|_| false).is_ok());
+}

@@ -456,7 +456,7 @@ impl TestnetClient {
 
     /// A packet carrying `payload` on a fresh random path, and its entry's link key.
     pub fn build(&mut self, payload: &[u8]) -> Result<(nox_link::LinkPublicKey, Vec<u8>), TestnetError> {
-        let epoch = self.topology.schedule().client_epoch(unix_now());
+        let epoch = self.topology.client_epoch(unix_now());
         let path = self.topology.random_path(&mut self.rng, epoch, &|_| false).map_err(|e| e.to_string())?;
         let packet = nox_sphinx::build_forward(
             &self.geometry,
@@ -487,7 +487,7 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
         exits.iter().map(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_packets_delivered_total")).sum::<u64>()
     };
     let before = delivered_now();
-    let epoch = client.topology.schedule().client_epoch(unix_now());
+    let epoch = client.topology.client_epoch(unix_now());
     let started = Instant::now();
     let mut payload = [0u8; 256];
     for sent in 0..packets {

@@ -140,7 +140,7 @@ fn client(dir: &Path, identity: Option<LinkKeypair>) -> Client {
 
 impl Client {
     fn path(&self, rng: &mut rand_chacha::ChaCha20Rng) -> (u32, Vec<PathHop>) {
-        let epoch = self.topology.schedule().client_epoch(unix_now());
+        let epoch = self.topology.client_epoch(unix_now());
         (epoch, self.topology.random_path(rng, epoch, &|_| false).unwrap())
     }
 
