@@ -71,15 +71,7 @@ pub fn load_topology(
 }
 
 fn hex_32(text: &str) -> Option<[u8; 32]> {
-    let text = text.trim();
-    if text.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
+    hex::decode(text.trim()).ok()?.try_into().ok()
 }
 
 /// What the node knows about its peers, from the topology.

@@ -1,11 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-mod bench;
-mod bench_net;
-mod demo;
-mod machine;
-mod testnet;
+use nox::{bench, demo, testnet};
 
 use clap::{Parser, Subcommand};
 

@@ -194,7 +194,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let mut authority_seed = [0u8; 32];
     rng.fill_bytes(&mut authority_seed);
     let authority = SigningKey::from_bytes(&authority_seed);
-    let authority_hex = hex(authority.verifying_key().as_bytes());
+    let authority_hex = hex::encode(authority.verifying_key().as_bytes());
     let schedule = EpochSchedule::with_defaults(0);
     let geometry = Geometry::default();
     let now = unix_now();
@@ -283,10 +283,6 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
     std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The nodes recorded in the state directory, in index order.

@@ -7,7 +7,7 @@
 
 use std::{
     collections::HashMap,
-    io::{Read, Write},
+    io::Write,
     net::{SocketAddr, TcpStream},
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -15,6 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use nox::testnet::scrape;
 use nox_link::{
     LinkConfig, LinkKeypair, LinkPublicKey,
     transport::{DialerConfig, LinkCounters, OutboundLinks},
@@ -73,20 +74,8 @@ fn metrics_addr(node: &Path) -> SocketAddr {
     std::fs::read_to_string(node.join("metrics.addr")).unwrap().trim().parse().unwrap()
 }
 
-fn scrape(addr: SocketAddr) -> Option<String> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    stream.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    Some(text.split_once("\r\n\r\n")?.1.to_string())
-}
-
 fn metric(node: &Path, series: &str) -> u64 {
-    let text = scrape(metrics_addr(node)).unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse::<f64>().ok()))
-        .map_or(0, |v| v as u64)
+    nox::testnet::metric(&scrape(metrics_addr(node)).unwrap_or_default(), series)
 }
 
 /// Waits (up to 10 s) until `series` on `node` reaches `at_least`.

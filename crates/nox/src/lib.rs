@@ -1,0 +1,9 @@
+//! The `nox` command's subcommands as a library, so that integration tests
+//! drive the same testnet tooling as the binary.
+#![forbid(unsafe_code)]
+
+pub mod bench;
+pub mod bench_net;
+pub mod demo;
+pub mod machine;
+pub mod testnet;
