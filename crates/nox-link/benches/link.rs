@@ -18,7 +18,7 @@ const CIPHERS: [(CipherSuite, &str); 2] = [(CipherSuite::AesGcm, "aesgcm"), (Cip
 fn handshake(config: &LinkConfig, client: Option<&LinkKeypair>, server: &LinkKeypair) -> (Session, Session) {
     let (init, first) = match client {
         Some(kp) => Initiator::node(config, kp, &server.public()).unwrap(),
-        None => Initiator::client(config, &server.public()).unwrap(),
+        None => Initiator::client(config, &server.public(), None).unwrap(),
     };
     let mut r = Responder::new(config, server, Accept { clients: true, ..Accept::default() });
     let (_, hello) = r.feed(&first).unwrap();

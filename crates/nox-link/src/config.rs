@@ -79,13 +79,21 @@ impl LinkKind {
             LinkKind::Client => "NK",
         }
     }
-    /// Length of the initiator's Noise message (empty payload).
+    /// Length of the initiator's Noise message.
     pub fn first_message_len(self) -> usize {
         match self {
             // e(32) ‖ enc(s)(32+16) ‖ enc(empty)(16)
             LinkKind::Node => 32 + 48 + 16,
-            // e(32) ‖ enc(empty)(16)
-            LinkKind::Client => 32 + 16,
+            // e(32) ‖ enc(mailbox)(32+16)
+            LinkKind::Client => 32 + crate::MAILBOX_LEN + 16,
+        }
+    }
+    /// Length of the initiator's handshake payload: none for nodes, the
+    /// mailbox (all zero: none) for clients.
+    pub fn first_payload_len(self) -> usize {
+        match self {
+            LinkKind::Node => 0,
+            LinkKind::Client => crate::MAILBOX_LEN,
         }
     }
     /// Full Noise protocol name for `cipher`.

@@ -68,6 +68,10 @@ pub enum LinkError {
     /// 2^64 − 1 records sent or received on one link (Noise forbids reuse).
     #[error("nonce space exhausted")]
     NonceExhausted,
+    /// A record a node sent down a client link is not a valid downstream
+    /// frame (`docs/spec/link.md` §2.5).
+    #[error("malformed downstream frame: {0}")]
+    MalformedDownstream(&'static str),
 }
 
 impl LinkError {

@@ -2,7 +2,8 @@
 //!
 //! Initiator → responder: `preamble ‖ noise message 1` (39 + 96 bytes for
 //! nodes, 39 + 48 for clients). Responder → initiator: `noise message 2`
-//! (48 bytes). Both payloads are empty. Then records flow both ways.
+//! (48 bytes). The client's first payload is its 32-byte reply mailbox (all
+//! zero: none); every other payload is empty. Then records flow both ways.
 
 use snow::HandshakeState;
 use snow::params::NoiseParams;
@@ -12,6 +13,7 @@ use crate::cipher::{FrameOpener, FrameSealer};
 use crate::config::{Accept, CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
 use crate::error::LinkError;
 use crate::keys::{LinkKeypair, LinkPublicKey};
+use crate::mailbox::{MAILBOX_LEN, Mailbox};
 use crate::preamble::{PREAMBLE_LEN, Preamble};
 
 /// Who is at the other end of an established link.
@@ -26,6 +28,7 @@ pub enum Remote {
 /// An established link: the remote and the two directions.
 pub struct Session {
     remote: Remote,
+    mailbox: Option<Mailbox>,
     cipher: CipherSuite,
     sealer: FrameSealer,
     opener: FrameOpener,
@@ -35,6 +38,11 @@ impl Session {
     /// The authenticated remote.
     pub fn remote(&self) -> &Remote {
         &self.remote
+    }
+    /// The reply mailbox a client registered (responder side of a client
+    /// link that named one).
+    pub fn mailbox(&self) -> Option<Mailbox> {
+        self.mailbox
     }
     /// The cipher in use.
     pub fn cipher(&self) -> CipherSuite {
@@ -72,6 +80,7 @@ fn into_session(
     mut hs: HandshakeState,
     initiator: bool,
     remote: Remote,
+    mailbox: Option<Mailbox>,
     cipher: CipherSuite,
     packet_len: usize,
 ) -> Result<Session, LinkError> {
@@ -83,6 +92,7 @@ fn into_session(
     let (send, recv) = if initiator { (k1, k2) } else { (k2, k1) };
     Ok(Session {
         remote,
+        mailbox,
         cipher,
         sealer: FrameSealer::new(cipher, send, packet_len),
         opener: FrameOpener::new(cipher, recv, packet_len),
@@ -108,9 +118,16 @@ impl Initiator {
         Self::start(config, LinkKind::Node, Some(local), remote)
     }
 
-    /// A client dialing entry node `remote` (`Noise_NK`): no client key.
-    pub fn client(config: &LinkConfig, remote: &LinkPublicKey) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start(config, LinkKind::Client, None, remote)
+    /// A client dialing node `remote` (`Noise_NK`): no client key. With a
+    /// `mailbox`, the node delivers SURB replies addressed to it on this
+    /// link (the client's reply gateway, a last-layer node).
+    pub fn client(
+        config: &LinkConfig,
+        remote: &LinkPublicKey,
+        mailbox: Option<&Mailbox>,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        let payload = mailbox.map_or([0u8; MAILBOX_LEN], |m| m.0);
+        Self::start_with(config, LinkKind::Client, None, remote, None, &payload)
     }
 
     /// A node initiator with a fixed ephemeral key, so the fuzz target can
@@ -122,7 +139,7 @@ impl Initiator {
         remote: &LinkPublicKey,
         ephemeral: &[u8; 32],
     ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start_with(config, LinkKind::Node, Some(local), remote, Some(ephemeral))
+        Self::start_with(config, LinkKind::Node, Some(local), remote, Some(ephemeral), &[])
     }
 
     fn start(
@@ -131,7 +148,7 @@ impl Initiator {
         local: Option<&LinkKeypair>,
         remote: &LinkPublicKey,
     ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start_with(config, kind, local, remote, None)
+        Self::start_with(config, kind, local, remote, None, &[])
     }
 
     fn start_with(
@@ -140,13 +157,14 @@ impl Initiator {
         local: Option<&LinkKeypair>,
         remote: &LinkPublicKey,
         ephemeral: Option<&[u8; 32]>,
+        payload: &[u8],
     ) -> Result<(Self, Vec<u8>), LinkError> {
         let preamble = Preamble { kind, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
         let prologue = preamble.encode();
         let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), ephemeral, true)?;
         let mut out = vec![0u8; PREAMBLE_LEN + kind.first_message_len()];
         out[..PREAMBLE_LEN].copy_from_slice(&prologue);
-        let n = hs.write_message(&[], &mut out[PREAMBLE_LEN..]).map_err(LinkError::from_snow)?;
+        let n = hs.write_message(payload, &mut out[PREAMBLE_LEN..]).map_err(LinkError::from_snow)?;
         out.truncate(PREAMBLE_LEN + n);
         let me = Self { hs: Box::new(hs), remote: *remote, cipher: config.cipher(), packet_len: config.packet_len() };
         Ok((me, out))
@@ -168,7 +186,7 @@ impl Initiator {
         if n != 0 {
             return Err(LinkError::Noise("unexpected handshake payload".into()));
         }
-        into_session(*self.hs, true, Remote::Node(self.remote), self.cipher, self.packet_len)
+        into_session(*self.hs, true, Remote::Node(self.remote), None, self.cipher, self.packet_len)
     }
 }
 
@@ -269,18 +287,24 @@ impl Responder {
     fn read_first(&self, preamble: Preamble, mut hs: HandshakeState, msg: &[u8]) -> Result<Hello, LinkError> {
         let mut payload = [0u8; 128];
         let n = hs.read_message(msg, &mut payload).map_err(LinkError::from_snow)?;
-        if n != 0 {
+        if n != preamble.kind.first_payload_len() {
             return Err(LinkError::Noise("unexpected handshake payload".into()));
         }
+        let mut mailbox = None;
         let remote = match preamble.kind {
-            LinkKind::Client => Remote::Client,
+            LinkKind::Client => {
+                let mut id = [0u8; MAILBOX_LEN];
+                id.copy_from_slice(&payload[..MAILBOX_LEN]);
+                mailbox = Some(Mailbox(id)).filter(|m| !m.is_none());
+                Remote::Client
+            }
             LinkKind::Node => {
                 let rs = hs.get_remote_static().ok_or_else(|| LinkError::Noise("no initiator static key".into()))?;
                 let key: [u8; 32] = rs.try_into().map_err(|_| LinkError::Noise("bad static key length".into()))?;
                 Remote::Node(LinkPublicKey(key))
             }
         };
-        Ok(Hello { hs: Box::new(hs), remote, cipher: preamble.cipher, packet_len: self.config.packet_len() })
+        Ok(Hello { hs: Box::new(hs), remote, mailbox, cipher: preamble.cipher, packet_len: self.config.packet_len() })
     }
 }
 
@@ -290,6 +314,7 @@ impl Responder {
 pub struct Hello {
     hs: Box<HandshakeState>,
     remote: Remote,
+    mailbox: Option<Mailbox>,
     cipher: CipherSuite,
     packet_len: usize,
 }
@@ -304,12 +329,16 @@ impl Hello {
     pub fn cipher(&self) -> CipherSuite {
         self.cipher
     }
+    /// The reply mailbox a client named, if any.
+    pub fn mailbox(&self) -> Option<Mailbox> {
+        self.mailbox
+    }
     /// Completes the handshake: the answer to send, and the session.
     pub fn accept(mut self) -> Result<(Vec<u8>, Session), LinkError> {
         let mut out = vec![0u8; RESPONSE_LEN];
         let n = self.hs.write_message(&[], &mut out).map_err(LinkError::from_snow)?;
         out.truncate(n);
-        let session = into_session(*self.hs, false, self.remote, self.cipher, self.packet_len)?;
+        let session = into_session(*self.hs, false, self.remote, self.mailbox, self.cipher, self.packet_len)?;
         Ok((out, session))
     }
 }

@@ -8,6 +8,7 @@ mod error;
 mod frame;
 mod handshake;
 mod keys;
+mod mailbox;
 mod preamble;
 pub mod transport;
 
@@ -17,6 +18,9 @@ pub use error::LinkError;
 pub use frame::FrameDecoder;
 pub use handshake::{Hello, Initiator, Remote, Responder, Session};
 pub use keys::{LinkKeypair, LinkPublicKey};
+pub use mailbox::{
+    Downstream, MAILBOX_LEN, Mailbox, SURB_ID_LEN, encode_difficulty, encode_reply_in_place, parse_downstream,
+};
 pub use preamble::{PREAMBLE_LEN, Preamble};
 
 /// Bytes of the AEAD tag that every record adds to its packet.

@@ -20,7 +20,7 @@ fn handshake(
 ) -> Result<(Session, Session), LinkError> {
     let (init, first) = match client {
         Some(kp) => Initiator::node(config, kp, &server.public())?,
-        None => Initiator::client(config, &server.public())?,
+        None => Initiator::client(config, &server.public(), None)?,
     };
     let mut responder = Responder::new(server_config, server, accept);
     let mut hello = None;
@@ -88,8 +88,25 @@ fn wire_sizes_are_fixed() {
     let (_, first) = Initiator::node(&small(), &node, &server.public()).unwrap();
     assert_eq!(first.len(), PREAMBLE_LEN + 96);
     assert_eq!(&first[..4], b"NOX1");
-    let (_, first) = Initiator::client(&small(), &server.public()).unwrap();
-    assert_eq!(first.len(), PREAMBLE_LEN + 48);
+    let (_, first) = Initiator::client(&small(), &server.public(), None).unwrap();
+    assert_eq!(first.len(), PREAMBLE_LEN + 80);
+    let (_, with_mailbox) = Initiator::client(&small(), &server.public(), Some(&Mailbox([3; 32]))).unwrap();
+    assert_eq!(with_mailbox.len(), first.len(), "a mailbox must not change the message size");
+}
+
+#[test]
+fn the_responder_learns_the_clients_mailbox_and_nothing_for_zero() {
+    let server = LinkKeypair::generate().unwrap();
+    for (mailbox, expected) in [(Some(Mailbox([3; 32])), Some(Mailbox([3; 32]))), (None, None)] {
+        let (init, first) = Initiator::client(&small(), &server.public(), mailbox.as_ref()).unwrap();
+        let mut responder = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
+        let (_, hello) = responder.feed(&first).unwrap();
+        let hello = hello.expect("first message complete");
+        assert_eq!(hello.mailbox(), expected);
+        let (reply, session) = hello.accept().unwrap();
+        assert_eq!(session.mailbox(), expected);
+        assert!(init.finish(&reply).is_ok());
+    }
 }
 
 #[test]

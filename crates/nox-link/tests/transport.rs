@@ -109,6 +109,43 @@ async fn client_link_carries_packets_both_ways() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_reach_the_client_that_registered_the_mailbox() {
+    let link = cfg(1024);
+    let gateway = key();
+    let node = listen(link, &gateway, &[], true).await;
+    let addr = node.listener.local_addr();
+    let mailbox = Mailbox([0x5a; 32]);
+    let mut with = DialerConfig::client(link);
+    with.mailbox = Some(mailbox);
+    let mut receiver = dialer(with, &[(gateway.public(), addr)]);
+    let mut other = dialer(DialerConfig::client(link), &[(gateway.public(), addr)]);
+    receiver.links.connect(&gateway.public()).unwrap();
+    other.links.connect(&gateway.public()).unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let record = |b: u8| {
+        let mut r = vec![b; 1024];
+        encode_reply_in_place(&mut r, 256, &[b; 16]).unwrap();
+        r
+    };
+    // The link comes up asynchronously: retry until the mailbox is known.
+    while node.listener.send_to_mailbox(&mailbox, record(1)).is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "mailbox never registered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let got = recv(&mut receiver.rx).await;
+    assert_eq!(got.from, PeerIdentity::Node(gateway.public()));
+    match parse_downstream(&got.packet, 256).unwrap() {
+        Downstream::Reply { surb_id, body } => assert_eq!((surb_id, body), ([1; 16], &[1u8; 768][..])),
+        other => panic!("expected a reply, got {other:?}"),
+    }
+    assert_eq!(node.listener.send_to_mailbox(&Mailbox([9; 32]), record(2)), Err(SendError::UnknownPeer));
+    assert_eq!(node.listener.broadcast_to_clients(&encode_difficulty(1024, 12)), 2);
+    assert_eq!(parse_downstream(&recv(&mut other.rx).await.packet, 256).unwrap(), Downstream::Difficulty(12));
+    assert_eq!(parse_downstream(&recv(&mut receiver.rx).await.packet, 256).unwrap(), Downstream::Difficulty(12));
+    assert!(other.rx.try_recv().is_err(), "the reply went only to the mailbox's link");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_node_key_is_rejected_and_counted() {
     let link = cfg(1024);
     let (kb, stranger, friend) = (key(), key(), key());

@@ -20,6 +20,7 @@ use crate::config::{Accept, LinkConfig};
 use crate::error::LinkError;
 use crate::handshake::{Remote, Responder, Session};
 use crate::keys::{LinkKeypair, LinkPublicKey};
+use crate::mailbox::Mailbox;
 
 /// Which node keys may open links: the current topology. Called once per
 /// handshake, after the initiator proved it holds the key.
@@ -107,12 +108,16 @@ impl ListenerConfig {
 }
 
 type ClientTable = Mutex<HashMap<ClientId, mpsc::Sender<Vec<u8>>>>;
+/// Registered reply mailboxes; the newest link naming a mailbox wins (a
+/// reconnecting client), and a closing link removes only its own entry.
+type MailboxTable = Mutex<HashMap<Mailbox, ClientId>>;
 
 struct Shared {
     config: ListenerConfig,
     inbound: mpsc::Sender<Inbound>,
     counters: Arc<LinkCounters>,
     clients: Arc<ClientTable>,
+    mailboxes: Arc<MailboxTable>,
     next_client: AtomicU64,
 }
 
@@ -122,6 +127,7 @@ struct Shared {
 pub struct Listener {
     local_addr: SocketAddr,
     clients: Arc<ClientTable>,
+    mailboxes: Arc<MailboxTable>,
     counters: Arc<LinkCounters>,
     packet_len: usize,
     task: JoinHandle<()>,
@@ -141,16 +147,18 @@ impl Listener {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let clients = Arc::new(ClientTable::default());
+        let mailboxes = Arc::new(MailboxTable::default());
         let packet_len = config.link.packet_len();
         let shared = Arc::new(Shared {
             config,
             inbound,
             counters: counters.clone(),
             clients: clients.clone(),
+            mailboxes: mailboxes.clone(),
             next_client: AtomicU64::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, shared, shutdown));
-        Ok(Self { local_addr, clients, counters, packet_len, task })
+        Ok(Self { local_addr, clients, mailboxes, counters, packet_len, task })
     }
 
     /// The bound address (useful with port 0).
@@ -174,6 +182,20 @@ impl Listener {
             }
             Err(mpsc::error::TrySendError::Closed(_)) => Err(SendError::UnknownPeer),
         }
+    }
+
+    /// Queues a record for the client link that registered `mailbox`
+    /// (`UnknownPeer` if no connected client named it).
+    pub fn send_to_mailbox(&self, mailbox: &Mailbox, record: Vec<u8>) -> Result<(), SendError> {
+        let client = lock(&self.mailboxes).get(mailbox).copied().ok_or(SendError::UnknownPeer)?;
+        self.send_to_client(client, record)
+    }
+
+    /// Queues `record` for every connected client, without waiting; returns
+    /// how many queues took it (full queues are skipped and counted).
+    pub fn broadcast_to_clients(&self, record: &[u8]) -> usize {
+        let ids: Vec<ClientId> = lock(&self.clients).keys().copied().collect();
+        ids.into_iter().filter(|id| self.send_to_client(*id, record.to_vec()).is_ok()).count()
     }
 
     /// Waits until the accept loop and every connection task have ended
@@ -272,7 +294,17 @@ async fn serve(
             let id = ClientId(shared.next_client.fetch_add(1, Ordering::Relaxed));
             let (tx, mut rx) = mpsc::channel(cfg.client_queue.max(1));
             lock(&shared.clients).insert(id, tx);
+            let mailbox = session.mailbox();
+            if let Some(mailbox) = mailbox {
+                lock(&shared.mailboxes).insert(mailbox, id);
+            }
             let end = run_link(stream, session, PeerIdentity::Client(id), Some(&mut rx), &ctx, &mut shutdown).await;
+            if let Some(mailbox) = mailbox {
+                let mut table = lock(&shared.mailboxes);
+                if table.get(&mailbox) == Some(&id) {
+                    table.remove(&mailbox);
+                }
+            }
             lock(&shared.clients).remove(&id);
             end
         }

@@ -21,6 +21,7 @@ use super::{Inbound, PeerIdentity, SendError, lock, wait_shutdown};
 use crate::config::{LinkConfig, RESPONSE_LEN};
 use crate::handshake::{Initiator, Session};
 use crate::keys::{LinkKeypair, LinkPublicKey};
+use crate::mailbox::Mailbox;
 
 /// Where to reach a node: the topology's link address for a key. Asked on
 /// every (re)connect, so address changes apply at the next reconnect, and a
@@ -62,6 +63,10 @@ pub struct DialerConfig {
     pub write_timeout: Duration,
     /// Reconnect delays.
     pub backoff: Backoff,
+    /// Client links only: the reply mailbox to register with the nodes
+    /// dialed (a client's link to its reply gateway). `None` for links that
+    /// only send.
+    pub mailbox: Option<Mailbox>,
 }
 
 impl DialerConfig {
@@ -79,6 +84,7 @@ impl DialerConfig {
             handshake_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
             backoff: Backoff::default(),
+            mailbox: None,
         }
     }
 }
@@ -156,6 +162,16 @@ impl OutboundLinks {
             self.sender_for(&mut map, peer)?.clone()
         };
         tx.send(packet).await.map_err(|_| SendError::Closed)
+    }
+
+    /// Opens (and keeps reconnecting) the link to `peer` without sending:
+    /// a client's link to its reply gateway, which only receives.
+    pub fn connect(&self, peer: &LinkPublicKey) -> Result<(), SendError> {
+        if *self.inner.shutdown.borrow() {
+            return Err(SendError::Closed);
+        }
+        let mut map = lock(&self.inner.peers);
+        self.sender_for(&mut map, peer).map(|_| ())
     }
 
     /// Packets queued per peer, for metrics.
@@ -296,7 +312,7 @@ impl PeerTask {
         let handshake = async {
             let (init, first) = match &cfg.identity {
                 Some(kp) => Initiator::node(&cfg.link, kp, &self.peer),
-                None => Initiator::client(&cfg.link, &self.peer),
+                None => Initiator::client(&cfg.link, &self.peer, cfg.mailbox.as_ref()),
             }
             .map_err(|_| DialError::Handshake)?;
             stream.write_all(&first).await.map_err(|_| DialError::Handshake)?;
