@@ -51,9 +51,9 @@ const fn v6(base: Ipv6Addr, prefix: u8, class: &'static str, network: &'static s
 /// most precise one (255.255.255.255 before 240.0.0.0/4).
 const V4_REFUSED: &[V4Range] = &[
     v4(Ipv4Addr::new(0, 0, 0, 0), 8, "\"this network\"", "0.0.0.0/8"), // RFC 791, RFC 6890
-    v4(Ipv4Addr::new(10, 0, 0, 0), 8, "private-use", "10.0.0.0/8"),   // RFC 1918
+    v4(Ipv4Addr::new(10, 0, 0, 0), 8, "private-use", "10.0.0.0/8"),    // RFC 1918
     v4(Ipv4Addr::new(100, 64, 0, 0), 10, "shared address space (CGNAT)", "100.64.0.0/10"), // RFC 6598
-    v4(Ipv4Addr::new(127, 0, 0, 0), 8, "loopback", "127.0.0.0/8"),   // RFC 1122
+    v4(Ipv4Addr::new(127, 0, 0, 0), 8, "loopback", "127.0.0.0/8"),     // RFC 1122
     v4(Ipv4Addr::new(169, 254, 0, 0), 16, "link-local", "169.254.0.0/16"), // RFC 3927
     v4(Ipv4Addr::new(172, 16, 0, 0), 12, "private-use", "172.16.0.0/12"), // RFC 1918
     v4(Ipv4Addr::new(192, 0, 0, 0), 24, "IETF protocol assignments", "192.0.0.0/24"), // RFC 6890
@@ -63,9 +63,9 @@ const V4_REFUSED: &[V4Range] = &[
     v4(Ipv4Addr::new(198, 18, 0, 0), 15, "benchmarking", "198.18.0.0/15"), // RFC 2544
     v4(Ipv4Addr::new(198, 51, 100, 0), 24, "documentation (TEST-NET-2)", "198.51.100.0/24"), // RFC 5737
     v4(Ipv4Addr::new(203, 0, 113, 0), 24, "documentation (TEST-NET-3)", "203.0.113.0/24"), // RFC 5737
-    v4(Ipv4Addr::new(224, 0, 0, 0), 4, "multicast", "224.0.0.0/4"), // RFC 5771
+    v4(Ipv4Addr::new(224, 0, 0, 0), 4, "multicast", "224.0.0.0/4"),    // RFC 5771
     v4(Ipv4Addr::new(255, 255, 255, 255), 32, "limited broadcast", "255.255.255.255/32"), // RFC 919
-    v4(Ipv4Addr::new(240, 0, 0, 0), 4, "reserved", "240.0.0.0/4"), // RFC 1112
+    v4(Ipv4Addr::new(240, 0, 0, 0), 4, "reserved", "240.0.0.0/4"),     // RFC 1112
 ];
 
 /// Refused IPv6 ranges, most specific first. Everything outside 2000::/3 is refused afterwards.
@@ -77,7 +77,7 @@ const V6_REFUSED: &[V6Range] = &[
     v6(Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96, "NAT64 well-known prefix", "64:ff9b::/96"), // RFC 6052
     v6(Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0), 48, "NAT64 local-use", "64:ff9b:1::/48"), // RFC 8215
     v6(Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64, "discard-only", "100::/64"), // RFC 6666
-    v6(Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 32, "Teredo", "2001::/32"),     // RFC 4380
+    v6(Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 32, "Teredo", "2001::/32"), // RFC 4380
     v6(Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 23, "IETF protocol assignments", "2001::/23"), // RFC 2928
     v6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32, "documentation", "2001:db8::/32"), // RFC 3849
     v6(Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16, "6to4", "2002::/16"), // RFC 3056
@@ -143,5 +143,26 @@ impl AddressPolicy {
             return Ok(());
         }
         classify(addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `network` strings are what clients read; they must match the ranges matched.
+    #[test]
+    fn table_labels_match_the_ranges() {
+        for r in V4_REFUSED {
+            let net: IpNet = r.network.parse().unwrap();
+            assert_eq!((net.addr(), net.prefix_len()), (IpAddr::V4(r.base), r.prefix), "{}", r.network);
+            assert_eq!(net.network(), IpAddr::V4(r.base), "{} base is the network address", r.network);
+        }
+        for r in V6_REFUSED.iter().chain([&V6_GLOBAL_UNICAST]) {
+            let label = r.network.trim_start_matches("outside ");
+            let net: IpNet = label.parse().unwrap();
+            assert_eq!((net.addr(), net.prefix_len()), (IpAddr::V6(r.base), r.prefix), "{}", r.network);
+            assert_eq!(net.network(), IpAddr::V6(r.base), "{} base is the network address", r.network);
+        }
     }
 }

@@ -95,7 +95,10 @@ impl RpcPolicy {
         }
         let limit = self.config.max_log_block_range;
         if to - from >= limit {
-            return Err(bad(format!("eth_getLogs: range of {} blocks exceeds the limit of {limit}", (to - from) as u128 + 1)));
+            return Err(bad(format!(
+                "eth_getLogs: range of {} blocks exceeds the limit of {limit}",
+                (to - from) as u128 + 1
+            )));
         }
         Ok(())
     }

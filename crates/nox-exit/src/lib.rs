@@ -157,7 +157,9 @@ impl Inner {
         let unavailable = |why: String| ExitError::Upstream(format!("JSON-RPC upstream unavailable: {why}"));
         let addrs = match target.ip {
             Some(ip) => vec![std::net::SocketAddr::new(ip, target.port)],
-            None => self.resolver.resolve(&target.host, target.port).await.map_err(|e| unavailable(e.kind().to_string()))?,
+            None => {
+                self.resolver.resolve(&target.host, target.port).await.map_err(|e| unavailable(e.kind().to_string()))?
+            }
         };
         let request = Request::builder()
             .method(Method::POST)
@@ -166,12 +168,11 @@ impl Inner {
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::copy_from_slice(body)))
             .map_err(|e| unavailable(e.to_string()))?;
-        let fetched = transport::exchange(&*self.dialer, &self.tls, target, &addrs, request, cap).await.map_err(
-            |e| match e {
+        let fetched =
+            transport::exchange(&*self.dialer, &self.tls, target, &addrs, request, cap).await.map_err(|e| match e {
                 ExitError::Upstream(why) => unavailable(why),
                 other => other,
-            },
-        )?;
+            })?;
         if !fetched.status.is_success() {
             return Err(unavailable(format!("HTTP status {}", fetched.status.as_u16())));
         }

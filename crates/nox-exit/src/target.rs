@@ -141,3 +141,48 @@ pub(crate) fn resolve_location(base: &Target, location: &str) -> Result<Target, 
         other => other,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Target {
+        parse("https://Example.COM:8443/a/b/c?x=1").unwrap()
+    }
+
+    #[test]
+    fn parse_normalises_host_port_path() {
+        let t = base();
+        assert_eq!((t.tls, t.host.as_str(), t.port, t.path.as_str()), (true, "example.com", 8443, "/a/b/c?x=1"));
+        assert_eq!(t.host_header, "example.com:8443");
+        let v6 = parse("http://[2001:db8::1]/").unwrap();
+        assert_eq!((v6.host.as_str(), v6.host_header.as_str(), v6.port), ("2001:db8::1", "[2001:db8::1]", 80));
+        assert!(v6.ip.is_some());
+        assert_eq!(parse("http://example.com").unwrap().path, "/");
+        assert_eq!(parse("HTTPS://example.com:443").unwrap().host_header, "example.com");
+    }
+
+    #[test]
+    fn locations_resolve_against_the_base() {
+        let cases = [
+            ("/x", "https://example.com:8443/x"),
+            ("d", "https://example.com:8443/a/b/d"),
+            ("?y=2", "https://example.com:8443/a/b/c?y=2"),
+            ("//other.example/p", "https://other.example/p"),
+            ("http://third.example:81/q", "http://third.example:81/q"),
+        ];
+        for (location, expected) in cases {
+            let t = resolve_location(&base(), location).unwrap();
+            assert_eq!(format!("{}{}", t.origin(), t.path), expected, "{location}");
+        }
+        let err = resolve_location(&base(), "ftp://example.com/").unwrap_err();
+        assert!(matches!(err, ExitError::Upstream(_)), "{err}");
+        assert!(resolve_location(&base(), "  ").is_err());
+    }
+
+    #[test]
+    fn clip_respects_char_boundaries() {
+        assert_eq!(clip("ééé", 2), "éé…");
+        assert_eq!(clip("ab", 2), "ab");
+    }
+}

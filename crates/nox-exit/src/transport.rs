@@ -69,10 +69,7 @@ pub(crate) async fn exchange(
     }
     let name = ServerName::try_from(target.host.clone())
         .map_err(|_| ExitError::BadRequest(format!("{} is not a valid TLS server name", target.host)))?;
-    let stream = tls
-        .connect(name, stream)
-        .await
-        .map_err(|e| upstream(format!("TLS handshake failed: {e}")))?;
+    let stream = tls.connect(name, stream).await.map_err(|e| upstream(format!("TLS handshake failed: {e}")))?;
     send(stream, request, cap).await
 }
 

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Reply, RecordingDialer, ScriptedResolver, canned, loopback_allowed, response, serve};
+use common::{RecordingDialer, Reply, ScriptedResolver, canned, loopback_allowed, response, serve};
 use nox_exit::{ErrorKind, ExitConfig, ExitError, ExitServices, HttpRequest, SystemResolver};
 
 const CAP: usize = 64 * 1024;
@@ -89,7 +89,8 @@ async fn redirect_to_cloud_metadata_is_forbidden() {
 #[tokio::test]
 async fn relative_redirects_are_followed_up_to_the_limit() {
     let server = serve(Arc::new(|req: &str| {
-        let hop: usize = req.split_whitespace().nth(1).and_then(|p| p.trim_start_matches("/r").parse().ok()).unwrap_or(0);
+        let hop: usize =
+            req.split_whitespace().nth(1).and_then(|p| p.trim_start_matches("/r").parse().ok()).unwrap_or(0);
         if hop < 2 {
             Reply::Bytes(response("301 Moved", &[("Location", &format!("/r{}", hop + 1))], b""))
         } else {
@@ -216,7 +217,8 @@ async fn malformed_requests_are_bad_requests() {
     assert_eq!(exit.http(bad_method, CAP).await.unwrap_err().kind(), ErrorKind::BadRequest);
     let connect = HttpRequest { method: "CONNECT".into(), ..get("http://example.com/") };
     assert_eq!(exit.http(connect, CAP).await.unwrap_err().kind(), ErrorKind::Unsupported);
-    let bad_header = HttpRequest { headers: vec![("X-A".into(), "a\r\nInjected: 1".into())], ..get("http://example.com/") };
+    let bad_header =
+        HttpRequest { headers: vec![("X-A".into(), "a\r\nInjected: 1".into())], ..get("http://example.com/") };
     assert_eq!(exit.http(bad_header, CAP).await.unwrap_err().kind(), ErrorKind::BadRequest);
 }
 

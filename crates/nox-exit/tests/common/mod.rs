@@ -116,7 +116,8 @@ pub struct ScriptedResolver {
 
 impl ScriptedResolver {
     pub fn new(host: &str, answers: Vec<Vec<&str>>) -> Arc<Self> {
-        let answers = answers.into_iter().map(|a| a.into_iter().map(|s| s.parse::<IpAddr>().unwrap()).collect()).collect();
+        let answers =
+            answers.into_iter().map(|a| a.into_iter().map(|s| s.parse::<IpAddr>().unwrap()).collect()).collect();
         Arc::new(Self { answers: HashMap::from([(host.to_owned(), answers)]), calls: AtomicUsize::new(0) })
     }
     pub fn calls(&self) -> usize {
