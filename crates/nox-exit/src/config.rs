@@ -55,6 +55,11 @@ impl Default for HttpConfig {
     }
 }
 
+/// Largest accepted `max_concurrent`.
+pub const MAX_CONCURRENT: usize = 1_000_000;
+/// Largest accepted timeout.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// The read-only (plus `eth_sendRawTransaction`) method allow-list used by default.
 pub const DEFAULT_JSON_RPC_METHODS: &[&str] = &[
     "eth_chainId",
@@ -119,12 +124,12 @@ impl Default for JsonRpcConfig {
 /// A configuration the exit cannot run with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// `max_concurrent` is zero.
-    #[error("exit max_concurrent must be at least 1")]
-    ZeroConcurrency,
-    /// A timeout is zero.
-    #[error("exit {0} timeout must be positive")]
-    ZeroTimeout(&'static str),
+    /// `max_concurrent` is zero or above [`MAX_CONCURRENT`].
+    #[error("exit max_concurrent must be between 1 and {MAX_CONCURRENT}, got {0}")]
+    Concurrency(usize),
+    /// A timeout is zero or above [`MAX_TIMEOUT`].
+    #[error("exit {0} timeout must be between 1 ms and 1 hour")]
+    Timeout(&'static str),
     /// The JSON-RPC upstream is not an `http://` or `https://` URL.
     #[error("invalid JSON-RPC upstream URL: {0}")]
     Upstream(String),

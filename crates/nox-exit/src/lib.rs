@@ -21,7 +21,9 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsConnector;
 
 pub use address::{AddressPolicy, NonGlobal, classify};
-pub use config::{ConfigError, DEFAULT_JSON_RPC_METHODS, ExitConfig, HttpConfig, JsonRpcConfig};
+pub use config::{
+    ConfigError, DEFAULT_JSON_RPC_METHODS, ExitConfig, HttpConfig, JsonRpcConfig, MAX_CONCURRENT, MAX_TIMEOUT,
+};
 pub use error::{ErrorKind, ExitError};
 pub use http::{HttpRequest, HttpResponse};
 pub use ipnet::IpNet;
@@ -80,17 +82,18 @@ impl ExitServices {
         resolver: Arc<dyn Resolver>,
         dialer: Arc<dyn Dialer>,
     ) -> Result<Self, ConfigError> {
-        if config.max_concurrent == 0 {
-            return Err(ConfigError::ZeroConcurrency);
+        if !(1..=MAX_CONCURRENT).contains(&config.max_concurrent) {
+            return Err(ConfigError::Concurrency(config.max_concurrent));
         }
-        if config.http.timeout.is_zero() {
-            return Err(ConfigError::ZeroTimeout("http"));
+        let timeout_ok = |t: Duration| !t.is_zero() && t <= MAX_TIMEOUT;
+        if !timeout_ok(config.http.timeout) {
+            return Err(ConfigError::Timeout("http"));
         }
         let rpc = match &config.json_rpc {
             None => None,
             Some(rpc) => {
-                if rpc.timeout.is_zero() {
-                    return Err(ConfigError::ZeroTimeout("json_rpc"));
+                if !timeout_ok(rpc.timeout) {
+                    return Err(ConfigError::Timeout("json_rpc"));
                 }
                 let target = target::parse(&rpc.upstream).map_err(|e| ConfigError::Upstream(e.to_string()))?;
                 Some((RpcPolicy::new(rpc.clone()), target))

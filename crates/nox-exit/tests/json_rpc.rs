@@ -173,7 +173,12 @@ fn config_is_validated_and_deserialized_with_defaults() {
     assert!(matches!(ExitServices::new(rpc("ftp://node:8545")), Err(ConfigError::Upstream(_))));
     assert!(matches!(ExitServices::new(rpc("node:8545")), Err(ConfigError::Upstream(_))));
     let zero = ExitConfig { max_concurrent: 0, ..Default::default() };
-    assert!(matches!(ExitServices::new(zero), Err(ConfigError::ZeroConcurrency)));
+    assert_eq!(ExitServices::new(zero).err(), Some(ConfigError::Concurrency(0)));
+    let huge = ExitConfig { max_concurrent: usize::MAX, ..Default::default() };
+    assert_eq!(ExitServices::new(huge).err(), Some(ConfigError::Concurrency(usize::MAX)));
+    let mut forever = ExitConfig::default();
+    forever.http.timeout = Duration::from_millis(u64::MAX);
+    assert_eq!(ExitServices::new(forever).err(), Some(ConfigError::Timeout("http")));
 
     let json = r#"{"http":{"allow":["127.0.0.0/8","::1/128"],"timeout_ms":250},"json_rpc":{"upstream":"http://10.1.2.3:8545","max_batch":4}}"#;
     let config: ExitConfig = serde_json::from_str(json).unwrap();
