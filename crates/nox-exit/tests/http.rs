@@ -294,3 +294,21 @@ async fn https_sends_the_url_host_as_sni_to_the_pinned_address() {
     assert!(client_hello.windows(8).any(|w| w == b"sni.test"), "SNI carries the URL host");
     assert_eq!(resolver.calls(), 1);
 }
+
+#[tokio::test]
+async fn see_other_becomes_get_and_credentials_stay_with_their_origin() {
+    let target = canned(hello()).await;
+    let location = target.url("/landing");
+    let origin = canned(response("303 See Other", &[("Location", &location)], b"")).await;
+    let exit = ExitServices::new(loopback_allowed()).unwrap();
+    let headers = vec![("Authorization".into(), "Bearer secret".into()), ("X-Kept".into(), "1".into())];
+    let post = HttpRequest { method: "POST".into(), headers, body: b"form=1".to_vec(), ..get(&origin.url("/submit")) };
+    let res = exit.http(post, CAP).await.unwrap();
+    assert_eq!(res.body, b"hello");
+    let first = origin.request(0).to_ascii_lowercase();
+    assert!(first.starts_with("post /submit") && first.contains("authorization: bearer secret"), "{first}");
+    let second = target.request(0).to_ascii_lowercase();
+    assert!(second.starts_with("get /landing http/1.1\r\n"), "{second}");
+    assert!(!second.contains("authorization") && !second.contains("form=1"), "{second}");
+    assert!(second.contains("x-kept: 1"), "{second}");
+}
