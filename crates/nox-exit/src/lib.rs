@@ -1,0 +1,184 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod address;
+mod config;
+mod error;
+mod http;
+mod jsonrpc;
+mod resolver;
+mod target;
+mod transport;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::http::{Method, Request, header};
+use bytes::Bytes;
+use http_body_util::Full;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsConnector;
+
+pub use address::{AddressPolicy, NonGlobal, classify};
+pub use config::{
+    ConfigError, DEFAULT_JSON_RPC_METHODS, ExitConfig, HttpConfig, JsonRpcConfig, MAX_CONCURRENT, MAX_TIMEOUT,
+};
+pub use error::{ErrorKind, ExitError};
+pub use http::{HttpRequest, HttpResponse};
+pub use ipnet::IpNet;
+pub use resolver::{BoxFuture, Dialer, Resolver, SystemResolver, TcpDialer};
+
+use jsonrpc::RpcPolicy;
+use target::Target;
+
+/// The exit services. Cheap to clone (one `Arc`); `Send + Sync`.
+#[derive(Clone)]
+pub struct ExitServices {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    config: ExitConfig,
+    policy: AddressPolicy,
+    resolver: Arc<dyn Resolver>,
+    dialer: Arc<dyn Dialer>,
+    tls: TlsConnector,
+    permits: Semaphore,
+    rpc: Option<(RpcPolicy, Target)>,
+}
+
+fn tls_connector() -> Result<TlsConnector, ConfigError> {
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ConfigError::Tls(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+fn timeout_error(limit: Duration) -> ExitError {
+    ExitError::Timeout(limit.as_millis())
+}
+
+impl ExitServices {
+    /// Services with the system resolver and plain TCP connections.
+    pub fn new(config: ExitConfig) -> Result<Self, ConfigError> {
+        Self::with_resolver(config, Arc::new(SystemResolver))
+    }
+
+    /// Services with an injected resolver (tests, or a resolver the operator trusts).
+    pub fn with_resolver(config: ExitConfig, resolver: Arc<dyn Resolver>) -> Result<Self, ConfigError> {
+        Self::with_hooks(config, resolver, Arc::new(TcpDialer))
+    }
+
+    /// Services with an injected resolver and dialer. The dialer only ever receives addresses
+    /// that passed the address policy, so it cannot undo the pinning.
+    pub fn with_hooks(
+        config: ExitConfig,
+        resolver: Arc<dyn Resolver>,
+        dialer: Arc<dyn Dialer>,
+    ) -> Result<Self, ConfigError> {
+        if !(1..=MAX_CONCURRENT).contains(&config.max_concurrent) {
+            return Err(ConfigError::Concurrency(config.max_concurrent));
+        }
+        let timeout_ok = |t: Duration| !t.is_zero() && t <= MAX_TIMEOUT;
+        if !timeout_ok(config.http.timeout) {
+            return Err(ConfigError::Timeout("http"));
+        }
+        let rpc = match &config.json_rpc {
+            None => None,
+            Some(rpc) => {
+                if !timeout_ok(rpc.timeout) {
+                    return Err(ConfigError::Timeout("json_rpc"));
+                }
+                let target = target::parse(&rpc.upstream).map_err(|e| ConfigError::Upstream(e.to_string()))?;
+                Some((RpcPolicy::new(rpc.clone()), target))
+            }
+        };
+        let inner = Inner {
+            policy: AddressPolicy::new(config.http.allow.clone()),
+            permits: Semaphore::new(config.max_concurrent),
+            tls: tls_connector()?,
+            rpc,
+            resolver,
+            dialer,
+            config,
+        };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &ExitConfig {
+        &self.inner.config
+    }
+
+    /// Echo: the body back, unchanged.
+    pub async fn echo(&self, body: Vec<u8>) -> Vec<u8> {
+        body
+    }
+
+    fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ExitError> {
+        self.inner.permits.try_acquire().map_err(|_| ExitError::Busy(self.inner.config.max_concurrent))
+    }
+
+    /// Perform an HTTP(S) request for a client. The response (headers plus body) is capped at
+    /// the smaller of `max_response_len` and `http.max_response_bytes`; the whole request,
+    /// redirects included, at `http.timeout`.
+    pub async fn http(&self, request: HttpRequest, max_response_len: usize) -> Result<HttpResponse, ExitError> {
+        let _permit = self.permit()?;
+        let config = &self.inner.config.http;
+        let cap = max_response_len.min(config.max_response_bytes);
+        tokio::time::timeout(config.timeout, self.inner.fetch(request, cap))
+            .await
+            .map_err(|_| timeout_error(config.timeout))?
+    }
+
+    /// Forward a JSON-RPC request or batch to the operator's upstream after validation, and
+    /// return the upstream's response body (capped like [`ExitServices::http`]).
+    pub async fn json_rpc(&self, body: &[u8], max_response_len: usize) -> Result<Vec<u8>, ExitError> {
+        let Some((policy, target)) = &self.inner.rpc else {
+            return Err(ExitError::Unsupported("this exit does not offer JSON-RPC".into()));
+        };
+        let _permit = self.permit()?;
+        policy.validate(body)?;
+        let config = &policy.config;
+        let cap = max_response_len.min(config.max_response_bytes);
+        tokio::time::timeout(config.timeout, self.inner.forward_rpc(target, body, cap))
+            .await
+            .map_err(|_| timeout_error(config.timeout))?
+    }
+}
+
+impl Inner {
+    /// The upstream is the operator's own: resolved without the address policy. Error messages
+    /// do not name it.
+    async fn forward_rpc(&self, target: &Target, body: &[u8], cap: usize) -> Result<Vec<u8>, ExitError> {
+        let unavailable = |why: String| ExitError::Upstream(format!("JSON-RPC upstream unavailable: {why}"));
+        let addrs = match target.ip {
+            Some(ip) => vec![std::net::SocketAddr::new(ip, target.port)],
+            None => {
+                self.resolver.resolve(&target.host, target.port).await.map_err(|e| unavailable(e.kind().to_string()))?
+            }
+        };
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(target.path.as_str())
+            .header(header::HOST, target.host_header.as_str())
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::copy_from_slice(body)))
+            .map_err(|e| unavailable(e.to_string()))?;
+        let fetched =
+            transport::exchange(&*self.dialer, &self.tls, target, &addrs, request, cap).await.map_err(|e| match e {
+                ExitError::Upstream(why) => unavailable(why),
+                other => other,
+            })?;
+        if !fetched.status.is_success() {
+            return Err(unavailable(format!("HTTP status {}", fetched.status.as_u16())));
+        }
+        Ok(fetched.body)
+    }
+}
