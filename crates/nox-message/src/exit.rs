@@ -39,15 +39,24 @@ impl RequestAssembler {
 
     /// Feeds one fragment; returns the decoded request once any d distinct
     /// fragments of it are in. A completed message that is not a valid
-    /// request is an error (its fragments are not kept).
+    /// request is an error and is dropped; an exit that wants to answer such
+    /// requests uses [`Self::accept_raw`] and [`Request::decode_surbs`].
     pub fn accept(
         &mut self,
         geometry: &Geometry,
         fragment: &[u8],
         now_ms: u64,
     ) -> Result<Option<Request>, MessageError> {
+        match self.accept_raw(fragment, now_ms)? {
+            Some(message) => Ok(Some(Request::decode(geometry, &message)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// As [`Self::accept`], but returns the encoded request undecoded.
+    pub fn accept_raw(&mut self, fragment: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, MessageError> {
         match self.inner.accept(fragment, now_ms)? {
-            Accepted::Complete { message, .. } => Ok(Some(Request::decode(geometry, &message)?)),
+            Accepted::Complete { message, .. } => Ok(Some(message)),
             Accepted::Pending { .. } | Accepted::Duplicate { .. } | Accepted::AlreadyComplete { .. } => Ok(None),
         }
     }

@@ -107,22 +107,8 @@ impl Request {
 
     /// Decodes a request whose SURBs are of `geometry`.
     pub fn decode(geometry: &Geometry, bytes: &[u8]) -> Result<Self, MessageError> {
-        let mut r = Reader::new(bytes);
-        let version = r.u8("version")?;
-        if version != VERSION {
-            return Err(MessageError::UnknownVersion(version));
-        }
-        let kind = Kind::try_from(r.u8("kind")?)?;
-        let n_surbs = usize::from(r.u8("surb count")?);
-        let surb_len = Surb::encoded_len(geometry);
-        // Bounds-check all SURBs before parsing (and allocating) any.
-        let surb_area = r.take("surbs", n_surbs.saturating_mul(surb_len))?;
-        let surbs = surb_area
-            .chunks_exact(surb_len.max(1))
-            .map(|chunk| Surb::from_bytes(geometry, chunk))
-            .collect::<Result<Vec<_>, _>>()?;
-        let rest = r.rest();
-        let body = match kind {
+        let (kind, surbs, rest) = split(geometry, bytes)?;
+        let body = match Kind::try_from(kind)? {
             Kind::Echo => RequestBody::Echo(rest.to_vec()),
             Kind::Http => RequestBody::Http(HttpRequestMsg::decode(rest)?),
             Kind::JsonRpc => {
@@ -133,4 +119,30 @@ impl Request {
         };
         Ok(Self { surbs, body })
     }
+
+    /// Only the SURBs of a request, whatever its kind or body: lets an exit
+    /// answer `BadRequest` or `Unsupported` to a request that
+    /// [`Request::decode`] refuses for its kind or body.
+    pub fn decode_surbs(geometry: &Geometry, bytes: &[u8]) -> Result<Vec<Surb>, MessageError> {
+        split(geometry, bytes).map(|(_, surbs, _)| surbs)
+    }
+}
+
+/// Version check, then the kind byte (unchecked), the SURBs and the body bytes.
+fn split<'a>(geometry: &Geometry, bytes: &'a [u8]) -> Result<(u8, Vec<Surb>, &'a [u8]), MessageError> {
+    let mut r = Reader::new(bytes);
+    let version = r.u8("version")?;
+    if version != VERSION {
+        return Err(MessageError::UnknownVersion(version));
+    }
+    let kind = r.u8("kind")?;
+    let n_surbs = usize::from(r.u8("surb count")?);
+    let surb_len = Surb::encoded_len(geometry);
+    // Bounds-check all SURBs before parsing (and allocating) any.
+    let surb_area = r.take("surbs", n_surbs.saturating_mul(surb_len))?;
+    let surbs = surb_area
+        .chunks_exact(surb_len.max(1))
+        .map(|chunk| Surb::from_bytes(geometry, chunk))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((kind, surbs, r.rest()))
 }

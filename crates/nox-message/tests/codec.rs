@@ -211,3 +211,20 @@ fn surbs_of_another_geometry_are_refused() {
     let too_many = Request { surbs: vec![fake_surb(&geometry, 0); 256], body: RequestBody::Echo(vec![]) };
     assert!(matches!(too_many.validate(), Err(MessageError::FieldTooLong { len: 256, max: 255, .. })));
 }
+
+#[test]
+fn surbs_of_a_request_with_an_unknown_kind_or_bad_body_can_still_be_read() {
+    let geometry = Geometry::default();
+    let mut bytes = request(&geometry, 2, RequestBody::Http(http_request())).encode();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff; // still valid: the body is opaque bytes
+    bytes.push(0); // trailing byte: Http decode fails
+    assert_eq!(Request::decode(&geometry, &bytes).unwrap_err(), MessageError::TrailingBytes { extra: 1 });
+    assert_eq!(Request::decode_surbs(&geometry, &bytes).unwrap().len(), 2);
+    bytes[1] = 0x7f;
+    assert_eq!(Request::decode(&geometry, &bytes).unwrap_err(), MessageError::UnknownKind(0x7f));
+    let surbs = Request::decode_surbs(&geometry, &bytes).unwrap();
+    assert_eq!(surbs[1].to_bytes(), fake_surb(&geometry, 1).to_bytes());
+    bytes[0] = 2;
+    assert_eq!(Request::decode_surbs(&geometry, &bytes).unwrap_err(), MessageError::UnknownVersion(2));
+}

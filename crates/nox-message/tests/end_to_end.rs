@@ -193,3 +193,18 @@ fn surbs_needed_bounds() {
     assert!(matches!(surbs_needed(&geometry, 9 << 20, 0.1, 0.99), Err(MessageError::MessageTooLarge { .. })));
     assert!(matches!(surbs_needed(&geometry, 10, 2.0, 0.99), Err(MessageError::Planning(_))));
 }
+
+#[test]
+fn an_exit_can_answer_a_request_it_cannot_decode() {
+    let geometry = Geometry::default();
+    let mut rng = rng(21);
+    let mut bytes = request(&geometry, 1, RequestBody::Echo(vec![])).encode();
+    bytes[1] = 0x42; // a kind this exit does not know
+    let fragments = request_fragments(&geometry, &bytes, 30, &mut rng).unwrap();
+    let mut exit = RequestAssembler::new(REQUEST_LIMITS).unwrap();
+    let raw = exit.accept_raw(&fragments[0], 0).unwrap().expect("one fragment");
+    assert_eq!(Request::decode(&geometry, &raw).unwrap_err(), MessageError::UnknownKind(0x42));
+    assert_eq!(Request::decode_surbs(&geometry, &raw).unwrap().len(), 1);
+    // The same fragment again is a late duplicate of a completed message.
+    assert_eq!(exit.accept(&geometry, &fragments[0], 1).unwrap().map(|r| r.surbs.len()), None);
+}
