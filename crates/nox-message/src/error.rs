@@ -85,3 +85,33 @@ pub enum MessageError {
     #[error("parity planning: {0}")]
     Planning(#[from] PlanningError),
 }
+
+impl MessageError {
+    /// The status an exit answers with when handling a request fails with
+    /// this error: malformed input is `BadRequest`, an unknown kind
+    /// `Unsupported`, size limits `TooLarge`, full reassembly buffers `Busy`,
+    /// too few SURBs `NotEnoughSurbs`; anything else (a local failure) is
+    /// `Upstream`.
+    pub fn status(&self) -> crate::Status {
+        use crate::Status;
+        match self {
+            Self::Truncated { .. }
+            | Self::TrailingBytes { .. }
+            | Self::UnknownVersion(_)
+            | Self::UnknownStatus(_)
+            | Self::FieldTooLong { .. }
+            | Self::InvalidField { .. }
+            | Self::Sphinx(_) => Status::BadRequest,
+            Self::UnknownKind(_) => Status::Unsupported,
+            Self::MessageTooLarge { .. } | Self::Reassembly(ReassemblyError::MessageTooLarge { .. }) => {
+                Status::TooLarge
+            }
+            Self::Reassembly(ReassemblyError::TooManyMessages { .. } | ReassemblyError::MemoryFull { .. }) => {
+                Status::Busy
+            }
+            Self::Reassembly(_) => Status::BadRequest,
+            Self::NotEnoughSurbs { .. } => Status::NotEnoughSurbs,
+            Self::Layout(_) | Self::Codec(_) | Self::Limits(_) | Self::Planning(_) => Status::Upstream,
+        }
+    }
+}

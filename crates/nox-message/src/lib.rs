@@ -17,6 +17,8 @@ pub use http::{
     HttpRequestMsg, HttpResponseMsg, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_HEADERS, MAX_METHOD_LEN,
     MAX_URL_LEN,
 };
+/// The limits type of [`RequestAssembler::new`] and [`ReplyAssembler::new`].
+pub use nox_fec::ReassemblyLimits;
 pub use request::{Kind, MAX_SURBS, Request, RequestBody};
 pub use response::{MAX_ERROR_MESSAGE_LEN, RESPONSE_HEADER_LEN, Response, Status};
 

@@ -228,3 +228,17 @@ fn surbs_of_a_request_with_an_unknown_kind_or_bad_body_can_still_be_read() {
     bytes[0] = 2;
     assert_eq!(Request::decode_surbs(&geometry, &bytes).unwrap_err(), MessageError::UnknownVersion(2));
 }
+
+#[test]
+fn errors_map_to_the_status_an_exit_answers_with() {
+    let geometry = Geometry::default();
+    let status = |bytes: &[u8]| Request::decode(&geometry, bytes).unwrap_err().status();
+    assert_eq!(status(&[1, 1]), Status::BadRequest);
+    assert_eq!(status(&[2, 1, 0]), Status::BadRequest);
+    assert_eq!(status(&[1, 9, 0]), Status::Unsupported);
+    assert_eq!(status(&[1, 3, 0]), Status::BadRequest);
+    assert_eq!(MessageError::NotEnoughSurbs { needed: 2, have: 1 }.status(), Status::NotEnoughSurbs);
+    assert_eq!(MessageError::MessageTooLarge { len: 2, max: 1 }.status(), Status::TooLarge);
+    let full = nox_fec::ReassemblyError::TooManyMessages { max: 1 };
+    assert_eq!(MessageError::Reassembly(full).status(), Status::Busy);
+}
