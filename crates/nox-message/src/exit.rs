@@ -1,0 +1,130 @@
+//! Exit side: reassembling requests, planning and building SURB replies.
+
+use nox_fec::{
+    Accepted, Layout, MAX_TOTAL_SHARDS, MessageId, PlanningError, Reassembler, ReassemblyLimits, plan_reply,
+    shard_capacity,
+};
+use nox_sphinx::{Geometry, NodeId, Surb};
+use rand_core::{CryptoRng, RngCore};
+
+use crate::{MessageError, Request};
+
+/// Largest request a [`RequestAssembler`] with [`REQUEST_LIMITS`] accepts
+/// (and [`crate::request_fragments`] sends): 1 MiB.
+pub const MAX_REQUEST_LEN: usize = 1 << 20;
+
+/// Reassembly limits for requests at an exit: 1 MiB requests, 64 MiB
+/// buffered, 1024 pending requests kept 30 s, 4096 completed ids
+/// remembered 60 s.
+pub const REQUEST_LIMITS: ReassemblyLimits = ReassemblyLimits {
+    max_message_len: MAX_REQUEST_LEN,
+    max_buffered_bytes: 64 << 20,
+    max_pending_messages: 1024,
+    pending_ttl_ms: 30_000,
+    max_remembered_completed: 4096,
+    completed_ttl_ms: 60_000,
+};
+
+/// Reassembles request fragments (forward payloads) into requests.
+#[derive(Debug)]
+pub struct RequestAssembler {
+    inner: Reassembler,
+}
+
+impl RequestAssembler {
+    /// An assembler with `limits` (usually [`REQUEST_LIMITS`]).
+    pub fn new(limits: ReassemblyLimits) -> Result<Self, MessageError> {
+        Ok(Self { inner: Reassembler::new(limits)? })
+    }
+
+    /// Feeds one fragment; returns the decoded request once any d distinct
+    /// fragments of it are in. A completed message that is not a valid
+    /// request is an error and is dropped; an exit that wants to answer such
+    /// requests uses [`Self::accept_raw`] and [`Request::decode_surbs`].
+    pub fn accept(
+        &mut self,
+        geometry: &Geometry,
+        fragment: &[u8],
+        now_ms: u64,
+    ) -> Result<Option<Request>, MessageError> {
+        match self.accept_raw(fragment, now_ms)? {
+            Some(message) => Ok(Some(Request::decode(geometry, &message)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// As [`Self::accept`], but returns the encoded request undecoded.
+    pub fn accept_raw(&mut self, fragment: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, MessageError> {
+        match self.inner.accept(fragment, now_ms)? {
+            Accepted::Complete { message, .. } => Ok(Some(message)),
+            Accepted::Pending { .. } | Accepted::Duplicate { .. } | Accepted::AlreadyComplete { .. } => Ok(None),
+        }
+    }
+
+    /// Drops incomplete requests past their deadline; returns how many.
+    pub fn expire(&mut self, now_ms: u64) -> usize {
+        self.inner.expire(now_ms)
+    }
+
+    /// When [`Self::expire`] next has work, if ever.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.inner.next_deadline()
+    }
+
+    /// Incomplete requests held.
+    pub fn pending(&self) -> usize {
+        self.inner.pending_messages()
+    }
+}
+
+/// Shard bytes one SURB reply carries: a reply body has the same payload
+/// capacity as a forward packet, less the fragment header.
+fn reply_shard_capacity(geometry: &Geometry) -> usize {
+    shard_capacity(geometry.payload_capacity()).unwrap_or(0)
+}
+
+/// The largest encoded response that fits `n_surbs` SURBs with no parity
+/// (at most 255 are used).
+pub fn max_reply_len(geometry: &Geometry, n_surbs: usize) -> usize {
+    reply_shard_capacity(geometry).saturating_mul(n_surbs.min(MAX_TOTAL_SHARDS))
+}
+
+/// Builds the reply packets for an encoded `response`, one fragment per
+/// SURB: `(first hop, packet)` pairs. d is the fewest data shards for the
+/// response; p is the least parity meeting `target` at `loss` within the
+/// SURBs held, or all remaining SURBs (up to 255 shards) when the target is
+/// out of reach. Unused SURBs are dropped.
+///
+/// Fails with [`MessageError::NotEnoughSurbs`] when the response needs more
+/// data shards than there are SURBs: send `Response::error(NotEnoughSurbs, ..)`
+/// instead, which always fits one SURB.
+pub fn reply_packets<R: RngCore + CryptoRng>(
+    geometry: &Geometry,
+    response: &[u8],
+    surbs: Vec<Surb>,
+    loss: f64,
+    target: f64,
+    rng: &mut R,
+) -> Result<Vec<(NodeId, Vec<u8>)>, MessageError> {
+    let capacity = reply_shard_capacity(geometry).max(1);
+    let needed = response.len().div_ceil(capacity).max(1);
+    if needed > surbs.len() || needed > MAX_TOTAL_SHARDS {
+        return Err(MessageError::NotEnoughSurbs { needed, have: surbs.len() });
+    }
+    let layout = match plan_reply(response.len(), geometry.payload_capacity(), surbs.len(), loss, target) {
+        Ok(plan) => plan.layout,
+        Err(PlanningError::TargetUnreachable { best, .. }) => {
+            Layout::new(response.len(), best.data_shards, best.parity_shards)?
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let fragments = nox_fec::encode(response, MessageId::random(rng), &layout)?;
+    fragments
+        .iter()
+        .zip(surbs)
+        .map(|(fragment, surb)| {
+            let hop = surb.first_hop();
+            Ok((hop, surb.into_reply(geometry, fragment)?))
+        })
+        .collect()
+}
