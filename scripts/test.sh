@@ -19,6 +19,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
+step "test tools: Anvil and Cast from npm (tools/package-lock.json)"
+if [ ! -x tools/node_modules/.bin/anvil ] || [ ! -x tools/node_modules/.bin/cast ]; then
+  npm ci --prefix tools --no-audit --no-fund
+fi
+command -v curl >/dev/null || { echo "error: curl is needed by the SOCKS5 end-to-end test" >&2; exit 1; }
+
 step "format"
 cargo fmt --all -- --check
 

@@ -39,8 +39,13 @@ pub struct NodeConfig {
 pub struct ExitSection {
     /// Send the first 64 bytes of every delivered payload, as one UDP
     /// datagram, to this address: a measurement sink for benchmarks and
-    /// tests (the exit services of the client/exit work replace it).
+    /// tests. Independent of the services below.
     pub sink: Option<SocketAddr>,
+    /// `[exit.services]`: the exit services' own settings (HTTP fetch
+    /// limits and allow-list, JSON-RPC upstream and method allow-list),
+    /// read by the `nox` binary with the `nox-exit` crate. Absent: the exit
+    /// answers echo requests only.
+    pub services: Option<toml::Table>,
 }
 
 /// `[node]`

@@ -4,6 +4,7 @@
 
 mod config;
 mod cover;
+mod exit;
 mod gate;
 mod metrics;
 mod pipeline;
@@ -14,8 +15,9 @@ pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
+pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, deliver_to_mailbox};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::ReplayStore;
-pub use runtime::{NodeError, load_topology, run};
+pub use runtime::{NodeError, load_topology, run, run_with};

@@ -94,9 +94,20 @@ impl Peers {
     }
 }
 
-/// Runs the node until `shutdown` turns true. Returns after a graceful stop:
+/// Runs the node until `shutdown` turns true, answering exit requests with
+/// the echo service only. See [`run_with`].
+pub async fn run(config: NodeConfig, shutdown: watch::Receiver<bool>) -> Result<(), NodeError> {
+    run_with(config, Arc::new(crate::EchoOnly), shutdown).await
+}
+
+/// Runs the node until `shutdown` turns true; as an exit (last layer) it
+/// performs requests with `exit_handler`. Returns after a graceful stop:
 /// links closed, the mixer drained at its scheduled times.
-pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Result<(), NodeError> {
+pub async fn run_with(
+    config: NodeConfig,
+    exit_handler: Arc<dyn crate::ExitHandler>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), NodeError> {
     let geometry = Geometry::default();
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
     let topology = load_topology(&config.topology.file, &config.topology.authority_key, &geometry)?;
@@ -136,15 +147,21 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     let link = LinkConfig::new(geometry).map_err(|e| NodeError::Link(e.to_string()))?;
     let allowed: HashSet<LinkPublicKey> = peers.by_link_key.keys().copied().collect();
     let mut listener_config = ListenerConfig::new(link, keypair.clone(), Arc::new(allowed));
-    listener_config.accept.clients = my_layer.0 == 0;
+    // Clients send to entries (layer 0) and receive replies from their
+    // gateway (last layer); the position rule drops anything a client sends
+    // to a last-layer node.
+    let last_layer = topology.layers().get().saturating_sub(1);
+    let is_exit = my_layer.0 == last_layer;
+    listener_config.accept.clients = my_layer.0 == 0 || is_exit;
     let node_ips = peers.address_of.values().map(|a| a.ip()).collect();
     listener_config.gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
     let link_counters = Arc::new(LinkCounters::default());
     let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
     let (stop_links_tx, stop_links) = watch::channel(false);
-    let listener =
+    let listener = Arc::new(
         Listener::bind(config.node.listen, listener_config, link_tx.clone(), link_counters.clone(), stop_links.clone())
-            .await?;
+            .await?,
+    );
     let directory: HashMap<LinkPublicKey, SocketAddr> = peers.address_of.clone();
     let outbound = OutboundLinks::new(
         DialerConfig::node(link, keypair),
@@ -217,8 +234,20 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         None => None,
     };
     let health = crate::cover::health(&config.cover);
+    let exit_metrics = Arc::new(crate::ExitMetrics::default());
+    let exit_front = is_exit.then(|| {
+        let peers = peers.clone();
+        Arc::new(crate::ExitFront::new(
+            geometry,
+            exit_handler,
+            outbound.clone(),
+            Arc::new(move |id: &NodeId| peers.link_key_of.get(id).copied()),
+            exit_metrics.clone(),
+        ))
+    });
     let to_links = {
         let (peers, metrics, outbound, health) = (peers.clone(), metrics.clone(), outbound.clone(), health.clone());
+        let (listener, exit_metrics) = (listener.clone(), exit_metrics.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
@@ -232,22 +261,30 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
                         }
                         None => metrics.count_drop(nox_relay::DropReason::Malformed),
                     },
-                    // Exit services and client delivery arrive with the
-                    // client/exit issue; until then deliveries are counted.
                     Egress::Deliver { packet, payload } => {
-                        if packet
-                            .get(payload.clone())
-                            .is_some_and(|p| crate::cover::consume_delivery(p, &health, &metrics))
-                        {
+                        let Some(bytes) = packet.get(payload) else { continue };
+                        if crate::cover::consume_delivery(bytes, &health, &metrics) {
                             continue;
                         }
                         metrics.delivered.fetch_add(1, Ordering::Relaxed);
-                        if let (Some((socket, address)), Some(bytes)) = (&sink, packet.get(payload)) {
+                        if let Some((socket, address)) = &sink {
                             let _ = socket.try_send_to(&bytes[..bytes.len().min(64)], *address);
                         }
+                        if let Some(exit) = &exit_front {
+                            exit.deliver(bytes);
+                        }
                     }
-                    Egress::Reply { .. } => {
-                        metrics.replies.fetch_add(1, Ordering::Relaxed);
+                    Egress::Reply { recipient, surb_id, packet, .. } => {
+                        if crate::exit::deliver_to_mailbox(
+                            &listener,
+                            &geometry,
+                            &recipient,
+                            &surb_id,
+                            packet,
+                            &exit_metrics,
+                        ) {
+                            metrics.replies.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
             }
@@ -303,10 +340,10 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
         }
         .run(shutdown.clone()),
     );
-    let metrics_server = config
-        .node
-        .metrics
-        .map(|addr| tokio::spawn(serve_metrics(addr, metrics.clone(), link_counters, shutdown.clone())));
+    let metrics_server = config.node.metrics.map(|addr| {
+        let exit_metrics = exit_metrics.clone();
+        tokio::spawn(serve_metrics(addr, metrics.clone(), exit_metrics, link_counters, shutdown.clone()))
+    });
     tracing::info!(
         node = %short(&me),
         layer = my_layer.0,
@@ -352,6 +389,7 @@ fn short(id: &NodeId) -> String {
 async fn serve_metrics(
     addr: SocketAddr,
     metrics: Arc<NodeMetrics>,
+    exit_metrics: Arc<crate::ExitMetrics>,
     links: Arc<LinkCounters>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
@@ -361,13 +399,17 @@ async fn serve_metrics(
             accepted = listener.accept() => accepted?,
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
         };
-        let (metrics, links) = (metrics.clone(), links.clone());
+        let (metrics, links, exit_metrics) = (metrics.clone(), links.clone(), exit_metrics.clone());
         tokio::spawn(async move {
             let mut request = [0u8; 2048];
             let read = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut request)).await;
             let Ok(Ok(n)) = read else { return };
             let ok = request[..n].starts_with(b"GET /metrics ");
-            let body = if ok { metrics.render() + &render_link_counters(&links) } else { "not found\n".into() };
+            let body = if ok {
+                metrics.render() + &exit_metrics.render() + &render_link_counters(&links)
+            } else {
+                "not found\n".into()
+            };
             let status = if ok { "200 OK" } else { "404 Not Found" };
             let response = format!(
                 "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -5,5 +5,6 @@
 pub mod bench;
 pub mod bench_net;
 pub mod demo;
+pub mod exit_glue;
 pub mod machine;
 pub mod testnet;

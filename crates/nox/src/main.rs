@@ -92,6 +92,10 @@ fn node(path: &std::path::Path) -> Result<(), String> {
             }
             let _ = stop_tx.send(true);
         });
-        nox_node::run(config, stop_rx).await.map_err(|e| e.to_string())
+        let handler: std::sync::Arc<dyn nox_node::ExitHandler> = match &config.exit.services {
+            Some(table) => std::sync::Arc::new(nox::exit_glue::ExitAdapter::from_table(table)?),
+            None => std::sync::Arc::new(nox_node::EchoOnly),
+        };
+        nox_node::run_with(config, handler, stop_rx).await.map_err(|e| e.to_string())
     })
 }

@@ -55,6 +55,10 @@ pub enum TestnetCommand {
         /// Seconds before a loop counts as lost.
         #[arg(long, default_value_t = 30.0)]
         loop_timeout_s: f64,
+        /// Exits forward Ethereum JSON-RPC to this node (e.g. a local Anvil
+        /// at http://127.0.0.1:8545); absent: no JSON-RPC service.
+        #[arg(long)]
+        rpc_upstream: Option<String>,
     },
     /// Show each node's process and counters.
     Status {
@@ -118,6 +122,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
             loop_rate,
             drop_rate,
             loop_timeout_s,
+            rpc_upstream,
         } => up(
             &args.dir,
             &Layout {
@@ -129,6 +134,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
                 loop_rate: *loop_rate,
                 drop_rate: *drop_rate,
                 loop_timeout_s: *loop_timeout_s,
+                rpc_upstream: rpc_upstream.clone(),
             },
         ),
         TestnetCommand::Status { args } => status(&args.dir),
@@ -163,6 +169,8 @@ pub struct Layout {
     pub drop_rate: f64,
     /// Loop timeout, seconds.
     pub loop_timeout_s: f64,
+    /// The exits' JSON-RPC upstream (an Ethereum node), if any.
+    pub rpc_upstream: Option<String>,
 }
 
 impl Default for Layout {
@@ -176,14 +184,24 @@ impl Default for Layout {
             loop_rate: 0.05,
             drop_rate: 0.05,
             loop_timeout_s: 30.0,
+            rpc_upstream: None,
         }
     }
 }
 
 /// Creates the state directory, starts the nodes and waits for them.
 pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
-    let Layout { layers, per_layer, base_port, mean_delay_ms, exit_sink, loop_rate, drop_rate, loop_timeout_s } =
-        layout.clone();
+    let Layout {
+        layers,
+        per_layer,
+        base_port,
+        mean_delay_ms,
+        exit_sink,
+        loop_rate,
+        drop_rate,
+        loop_timeout_s,
+        rpc_upstream,
+    } = layout.clone();
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
@@ -232,8 +250,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
         let config = format!(
-            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}",
+            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
             sink = exit_sink.map(|a| format!("\n[exit]\nsink = \"{a}\"\n")).unwrap_or_default(),
+            services = if layer + 1 == layers { exit_services(rpc_upstream.as_deref()) } else { String::new() },
             keys = keys.display().to_string(),
             topology = dir.join("topology.json").display().to_string(),
         );
@@ -279,6 +298,19 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         dir.display()
     );
     Ok(())
+}
+
+/// The `[exit.services]` of a testnet exit: loopback destinations are
+/// allowed (a testnet's HTTP targets run on this machine; a real exit keeps
+/// the default, which refuses every non-global address).
+fn exit_services(rpc_upstream: Option<&str>) -> String {
+    let mut section = String::from(
+        "\n[exit.services]\nmax_concurrent = 64\n\n[exit.services.http]\nallow = [\"127.0.0.0/8\", \"::1/128\"]\n",
+    );
+    if let Some(upstream) = rpc_upstream {
+        section.push_str(&format!("\n[exit.services.json_rpc]\nupstream = {upstream:?}\n"));
+    }
+    section
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {

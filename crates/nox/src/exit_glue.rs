@@ -1,0 +1,88 @@
+//! Wires the exit services (`nox-exit`) into the node's exit end
+//! (`nox_node::ExitHandler`): message types in, message types out. The node
+//! core knows nothing of HTTP or Ethereum; this adapter is the only place
+//! the two meet.
+
+use std::{future::Future, pin::Pin, sync::Arc};
+
+use nox_exit::{ExitConfig, ExitError, ExitServices, HttpRequest};
+use nox_message::{HttpResponseMsg, RequestBody, Response, Status};
+
+/// Bytes a response message adds around its body (version, status).
+const RESPONSE_OVERHEAD: usize = 2;
+
+/// The exit services behind the node's [`nox_node::ExitHandler`].
+#[derive(Clone)]
+pub struct ExitAdapter {
+    services: Arc<ExitServices>,
+}
+
+impl ExitAdapter {
+    /// Services built from the node's `[exit.services]` table.
+    pub fn from_table(table: &toml::Table) -> Result<Self, String> {
+        let config: ExitConfig =
+            table.clone().try_into().map_err(|e: toml::de::Error| format!("[exit.services]: {}", e.message()))?;
+        Self::new(config)
+    }
+
+    /// Services built from `config`.
+    pub fn new(config: ExitConfig) -> Result<Self, String> {
+        let services = ExitServices::new(config).map_err(|e| format!("[exit.services]: {e}"))?;
+        Ok(Self { services: Arc::new(services) })
+    }
+}
+
+fn status_of(error: &ExitError) -> Status {
+    Status::try_from(error.kind() as u8).unwrap_or(Status::Upstream)
+}
+
+fn error_response(error: &ExitError) -> Response {
+    Response::error(status_of(error), &error.to_string())
+}
+
+impl nox_node::ExitHandler for ExitAdapter {
+    fn handle(&self, body: RequestBody, max_reply_len: usize) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+        let services = self.services.clone();
+        let budget = max_reply_len.saturating_sub(RESPONSE_OVERHEAD);
+        Box::pin(async move {
+            match body {
+                RequestBody::Echo(data) => {
+                    let echoed = services.echo(data).await;
+                    if echoed.len() > budget {
+                        Response::error(Status::TooLarge, "echo larger than the SURBs can carry")
+                    } else {
+                        Response::ok(echoed)
+                    }
+                }
+                RequestBody::Http(message) => {
+                    let request = HttpRequest {
+                        method: message.method,
+                        url: message.url,
+                        headers: message.headers,
+                        body: message.body,
+                    };
+                    match services.http(request, budget).await {
+                        Ok(response) => {
+                            let encoded = HttpResponseMsg {
+                                status: response.status,
+                                headers: response.headers,
+                                body: response.body,
+                            }
+                            .encode();
+                            if encoded.len() > budget {
+                                Response::error(Status::TooLarge, "the HTTP response does not fit the SURBs sent")
+                            } else {
+                                Response::ok(encoded)
+                            }
+                        }
+                        Err(error) => error_response(&error),
+                    }
+                }
+                RequestBody::JsonRpc(json) => match services.json_rpc(&json, budget).await {
+                    Ok(answer) => Response::ok(answer),
+                    Err(error) => error_response(&error),
+                },
+            }
+        })
+    }
+}
