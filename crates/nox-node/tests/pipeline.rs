@@ -4,12 +4,12 @@
 //! capacity is dropped at bounded queues while the node keeps serving.
 
 use std::{
-    sync::{Arc, RwLock, atomic::AtomicU8, atomic::Ordering},
+    sync::{Arc, RwLock, atomic::Ordering},
     time::{Duration, Instant},
 };
 
 use nox_mixing::MixingConfig;
-use nox_node::{Egress, Inbound, NodeMetrics, Origin, Pipeline, PipelineConfig, PipelineHandles};
+use nox_node::{Egress, Inbound, IngestAdmission, NodeMetrics, Origin, Pipeline, PipelineConfig, PipelineHandles};
 use nox_relay::{DropReason, Relay};
 use nox_replay::BloomParameters;
 use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop, SecretKey, build_forward};
@@ -44,7 +44,7 @@ fn start(index: u8, geometry: Geometry, rng: &mut ChaCha20Rng, allowed: Origin, 
         Arc::new(RwLock::new(relay)),
         None,
         check,
-        Arc::new(AtomicU8::new(0)),
+        Arc::new(IngestAdmission::fixed(0)),
         config(queue),
         metrics.clone(),
     )
@@ -60,7 +60,7 @@ fn path(nodes: &[&TestNode]) -> Vec<PathHop> {
 }
 
 fn inbound(origin: Origin, packet: Vec<u8>) -> Inbound {
-    Inbound { origin, received_at: Instant::now(), packet }
+    Inbound { origin, received_at: Instant::now(), packet, client_ip: None }
 }
 
 async fn expect_egress(node: &mut TestNode) -> Egress {
