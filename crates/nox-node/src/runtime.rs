@@ -143,7 +143,7 @@ pub async fn run(config: NodeConfig, mut shutdown: watch::Receiver<bool>) -> Res
     let ids = peers.link_key_of.keys().copied();
     let admission =
         Arc::new(crate::IngestAdmission::new(&config.admission, config.node.pow_difficulty, ids)?.with_offences(gate));
-    if listener_config.accept.clients && config.admission.adaptive_pow {
+    if listener_config.accept.clients {
         listener_config.client_greeting = Some(crate::difficulty_greeting(admission.clone(), link.packet_len()));
     }
     let link_counters = Arc::new(LinkCounters::default());
