@@ -22,6 +22,47 @@ fn key() -> Arc<LinkKeypair> {
     Arc::new(LinkKeypair::generate().unwrap())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_client_links_get_the_greeting_first_then_broadcasts() {
+    let link = cfg(1024);
+    let entry = key();
+    let difficulty = Arc::new(std::sync::atomic::AtomicU8::new(7));
+    let mut config = ListenerConfig::new(link, entry.clone(), Arc::new(HashSet::new()));
+    config.accept.clients = true;
+    let current = difficulty.clone();
+    config.client_greeting = Some(Arc::new(move || {
+        Some(nox_link::encode_difficulty(1024, current.load(std::sync::atomic::Ordering::Relaxed)))
+    }));
+    let mut node = listen_on("127.0.0.1:0".parse().unwrap(), config, 64).await;
+    let mut client = dialer(DialerConfig::client(link), &[(entry.public(), node.listener.local_addr())]);
+    client.links.send(&entry.public(), vec![5; 1024]).unwrap();
+    let got = recv(&mut node.rx).await;
+    assert!(matches!(got.from, PeerIdentity::Client(..)));
+    // The greeting was queued right after the handshake, before anything else.
+    let first = recv(&mut client.rx).await;
+    assert_eq!(first.packet, nox_link::encode_difficulty(1024, 7));
+    // A change is broadcast to every connected client.
+    difficulty.store(11, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(node.listener.broadcast_to_clients(&nox_link::encode_difficulty(1024, 11)), 1);
+    assert_eq!(recv(&mut client.rx).await.packet, nox_link::encode_difficulty(1024, 11));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_greeting_of_the_wrong_length_is_dropped_and_counted() {
+    let link = cfg(1024);
+    let entry = key();
+    let mut config = ListenerConfig::new(link, entry.clone(), Arc::new(HashSet::new()));
+    config.accept.clients = true;
+    config.client_greeting = Some(Arc::new(|| Some(vec![2, 9])));
+    let mut node = listen_on("127.0.0.1:0".parse().unwrap(), config, 64).await;
+    let mut client = dialer(DialerConfig::client(link), &[(entry.public(), node.listener.local_addr())]);
+    client.links.send(&entry.public(), vec![5; 1024]).unwrap();
+    let PeerIdentity::Client(id, _) = recv(&mut node.rx).await.from else { panic!("not a client link") };
+    node.listener.send_to_client(id, vec![6; 1024]).unwrap();
+    assert_eq!(recv(&mut client.rx).await.packet, vec![6; 1024]);
+    assert!(node.counters.snapshot().dropped_bad_length >= 1);
+}
+
 struct Node {
     listener: Listener,
     rx: mpsc::Receiver<Inbound>,
@@ -100,7 +141,8 @@ async fn client_link_carries_packets_both_ways() {
     let mut client = dialer(DialerConfig::client(link), &[(entry.public(), node.listener.local_addr())]);
     client.links.send(&entry.public(), vec![5; 1024]).unwrap();
     let got = recv(&mut node.rx).await;
-    let PeerIdentity::Client(id) = got.from else { panic!("client link seen as {:?}", got.from) };
+    let PeerIdentity::Client(id, ip) = got.from else { panic!("client link seen as {:?}", got.from) };
+    assert_eq!(ip, std::net::IpAddr::from([127, 0, 0, 1]), "the client's remote address, for its rate limit");
     node.listener.send_to_client(id, vec![6; 1024]).unwrap();
     let back = recv(&mut client.rx).await;
     assert_eq!((back.from, back.packet), (PeerIdentity::Node(entry.public()), vec![6; 1024]));

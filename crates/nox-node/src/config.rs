@@ -150,6 +150,14 @@ pub enum ConfigError {
         /// What the parser said.
         message: String,
     },
+    /// A section's values are inconsistent or out of range.
+    #[error("[{section}]: {message}")]
+    Invalid {
+        /// The section.
+        section: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// An environment override has an invalid value.
     #[error("environment variable {name}: {message}")]
     Env {
@@ -206,6 +214,22 @@ impl NodeConfig {
         if let Some(v) = env("NOX_PIPELINE_WORKERS") {
             self.pipeline.workers = parse("NOX_PIPELINE_WORKERS", v)?;
         }
+        if let Some(v) = env("NOX_ADMISSION_NODE_RATE_PPS") {
+            self.admission.node_rate_pps = parse("NOX_ADMISSION_NODE_RATE_PPS", v)?;
+        }
+        if let Some(v) = env("NOX_ADMISSION_CLIENT_RATE_PPS") {
+            self.admission.client_rate_pps = parse("NOX_ADMISSION_CLIENT_RATE_PPS", v)?;
+        }
+        if let Some(v) = env("NOX_ADMISSION_PENALIZED_RATE_PPS") {
+            self.admission.penalized_rate_pps = parse("NOX_ADMISSION_PENALIZED_RATE_PPS", v)?;
+        }
+        if let Some(v) = env("NOX_ADMISSION_ADAPTIVE_POW") {
+            self.admission.adaptive_pow = parse("NOX_ADMISSION_ADAPTIVE_POW", v)?;
+        }
+        if let Some(v) = env("NOX_ADMISSION_EXPECTED_CLIENT_RATE") {
+            self.admission.expected_client_rate = parse("NOX_ADMISSION_EXPECTED_CLIENT_RATE", v)?;
+        }
+        self.admission.validate().map_err(|e| ConfigError::Invalid { section: "admission", message: e.to_string() })?;
         Ok(())
     }
 }
@@ -239,6 +263,32 @@ mod tests {
         assert_eq!(config.mixing.mean_delay(), Duration::from_millis(5));
         let bad = config.apply_env(|name| (name == "NOX_NODE_POW_DIFFICULTY").then(|| "lots".into()));
         assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_NODE_POW_DIFFICULTY", .. })));
+    }
+
+    #[test]
+    fn admission_rates_defaults_overrides_and_validation() {
+        let mut config: NodeConfig = toml::from_str(MINIMAL).unwrap();
+        assert_eq!(config.admission.node_rate_pps, 50_000.0);
+        assert_eq!(config.admission.client_rate_pps, 5_000.0);
+        assert!(config.admission.adaptive_pow);
+        let text = format!("{MINIMAL}\n[admission]\nclient_rate_pps = 300.0\nadaptive_pow = false\n");
+        let parsed: NodeConfig = toml::from_str(&text).unwrap();
+        assert_eq!((parsed.admission.client_rate_pps, parsed.admission.adaptive_pow), (300.0, false));
+        config
+            .apply_env(|name| match name {
+                "NOX_ADMISSION_CLIENT_RATE_PPS" => Some("700".into()),
+                "NOX_ADMISSION_ADAPTIVE_POW" => Some("false".into()),
+                "NOX_ADMISSION_EXPECTED_CLIENT_RATE" => Some("50".into()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(config.admission.client_rate_pps, 700.0);
+        assert_eq!(config.admission.expected_client_rate, 50.0);
+        assert!(!config.admission.adaptive_pow);
+        let zero = config.apply_env(|name| (name == "NOX_ADMISSION_NODE_RATE_PPS").then(|| "0".into()));
+        assert!(matches!(zero, Err(ConfigError::Invalid { section: "admission", .. })), "{zero:?}");
+        let bad = config.apply_env(|name| (name == "NOX_ADMISSION_ADAPTIVE_POW").then(|| "sometimes".into()));
+        assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_ADMISSION_ADAPTIVE_POW", .. })));
     }
 
     #[test]

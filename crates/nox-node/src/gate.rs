@@ -23,13 +23,41 @@ pub struct AdmissionSection {
     pub max_connections_per_address: u32,
     /// Open connections per subnet (IPv4 /24 or IPv6 /48).
     pub max_connections_per_subnet: u32,
-    /// Ban addresses whose handshakes fail (1 min, doubling up to 24 h).
+    /// Ban addresses whose handshakes fail (1 min, doubling up to 24 h),
+    /// and clients that keep exceeding their penalized rate.
     pub ban_on_offence: bool,
+    /// Packets per second from each topology node (the trusted tier).
+    pub node_rate_pps: f64,
+    /// Packets per second from each client address (the unknown tier).
+    pub client_rate_pps: f64,
+    /// Packets per second from a demoted peer (the penalized tier).
+    pub penalized_rate_pps: f64,
+    /// Bucket depth, in seconds of the tier's rate.
+    pub rate_burst_s: f64,
+    /// Entry nodes raise the proof of work required of client packets under
+    /// load (base: `node.pow_difficulty`; +4, +8, +12 bits at 2×, 5×, 10× the
+    /// expected rate) and announce it to their clients.
+    pub adaptive_pow: bool,
+    /// Client packets per second an entry node expects at normal load.
+    pub expected_client_rate: f64,
 }
 
 impl Default for AdmissionSection {
+    /// Rates per peer sized so that the testnet benchmark (~5,000 packets/s
+    /// from one client through three entries) is never limited; reasoning in
+    /// docs/design/admission.md.
     fn default() -> Self {
-        Self { max_connections_per_address: 2, max_connections_per_subnet: 50, ban_on_offence: true }
+        Self {
+            max_connections_per_address: 2,
+            max_connections_per_subnet: 50,
+            ban_on_offence: true,
+            node_rate_pps: 50_000.0,
+            client_rate_pps: 5_000.0,
+            penalized_rate_pps: 1_250.0,
+            rate_burst_s: 1.0,
+            adaptive_pow: true,
+            expected_client_rate: 2_000.0,
+        }
     }
 }
 

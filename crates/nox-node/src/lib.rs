@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod admission;
 mod config;
 mod cover;
 mod exit;
@@ -11,6 +12,9 @@ mod pipeline;
 mod replay_store;
 mod runtime;
 
+pub use admission::{
+    AdaptivePow, AdmissionError, DIFFICULTY_UPDATE_PERIOD, IngestAdmission, difficulty_greeting, run_adaptive_pow,
+};
 pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };

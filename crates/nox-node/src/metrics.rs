@@ -45,8 +45,12 @@ pub struct NodeMetrics {
     drops: [AtomicU64; DropReason::ALL.len()],
     /// Packets refused because the sender may not send to this layer.
     pub wrong_layer: AtomicU64,
-    /// Current proof-of-work difficulty required at ingest.
+    /// Current proof-of-work difficulty required at ingest (of client
+    /// packets at an entry node, adaptive).
     pub pow_difficulty: AtomicU64,
+    /// Client packets per second reaching ingest within their rate limits
+    /// (entry nodes with adaptive proof of work; 2 s window).
+    pub pow_client_arrival_rate: AtomicU64,
     /// Current key epoch.
     pub epoch: AtomicU64,
     /// Packets waiting for a worker.
@@ -122,8 +126,14 @@ impl NodeMetrics {
         gauge(
             &mut out,
             "nox_pow_difficulty_bits",
-            "Proof-of-work difficulty required at ingest.",
+            "Proof-of-work difficulty required at ingest (of client packets at an entry).",
             load(&self.pow_difficulty),
+        );
+        gauge(
+            &mut out,
+            "nox_pow_client_arrival_rate",
+            "Client packets per second within their rate limits (adaptive PoW load).",
+            load(&self.pow_client_arrival_rate),
         );
         gauge(&mut out, "nox_key_epoch", "Current key epoch.", load(&self.epoch));
         gauge(&mut out, "nox_worker_queue_depth", "Packets waiting for a worker.", load(&self.worker_queue_depth));

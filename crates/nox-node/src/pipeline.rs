@@ -4,8 +4,10 @@
 //! is full the packet is dropped deliberately and counted; no stage blocks
 //! another and memory stays bounded.
 //!
-//! - **ingest** (tokio task): layer check, then [`Relay::admit`] — length,
-//!   geometry, epoch, early replay check, proof of work. No public-key work.
+//! - **ingest** (tokio task): the peer's rate tier and the difficulty its
+//!   packets must meet ([`IngestAdmission`]), layer check, then
+//!   [`Relay::admit`] — length, geometry, epoch, early replay check, proof of
+//!   work. No public-key work.
 //! - **workers** (`workers` OS threads, off the async reactor): Sphinx
 //!   processing ([`Relay::process`]), then [`Relay::record`] of the replay tag.
 //! - **mixer** (an OS thread, for sub-millisecond timing): `nox-mixing`'s
@@ -14,12 +16,9 @@
 //! - **egress**: a channel the caller drains (links, exit services, clients).
 
 use std::{
+    net::IpAddr,
     ops::Range,
-    sync::{
-        Arc, Mutex, RwLock,
-        atomic::{AtomicU8, Ordering},
-        mpsc as std_mpsc,
-    },
+    sync::{Arc, Mutex, RwLock, atomic::Ordering, mpsc as std_mpsc},
     thread::JoinHandle,
     time::Instant,
 };
@@ -30,7 +29,7 @@ use nox_sphinx::{NodeId, SurbId};
 use rand_core::SeedableRng;
 use tokio::sync::mpsc;
 
-use crate::{NodeMetrics, ReplayStore};
+use crate::{IngestAdmission, NodeMetrics, ReplayStore};
 
 /// Who handed us a frame, as authenticated by the link layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +49,10 @@ pub struct Inbound {
     pub received_at: Instant,
     /// The packet bytes.
     pub packet: Vec<u8>,
+    /// Client links: the connection's remote address, the key of the
+    /// client's rate limit (`None`: an in-memory link; such clients share
+    /// one bucket). Never logged.
+    pub client_ip: Option<IpAddr>,
 }
 
 /// What the pipeline hands to the outside after mixing.
@@ -128,13 +131,14 @@ pub struct Pipeline;
 
 impl Pipeline {
     /// Spawns the stages on the current tokio runtime and `config.workers`
-    /// OS threads. `origin_allowed` enforces the layer rule; `difficulty` is
-    /// the proof of work required at ingest (updated by the admission policy).
+    /// OS threads. `origin_allowed` enforces the layer rule; `admission`
+    /// charges each frame to its peer's rate tier and gives the proof of work
+    /// it must carry (client difficulty updated by [`crate::AdaptivePow`]).
     pub fn spawn(
         relay: Arc<RwLock<Relay>>,
         journal: Option<Arc<ReplayStore>>,
         origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync>,
-        difficulty: Arc<AtomicU8>,
+        admission: Arc<IngestAdmission>,
         config: PipelineConfig,
         metrics: Arc<NodeMetrics>,
     ) -> std::io::Result<PipelineHandles> {
@@ -144,7 +148,7 @@ impl Pipeline {
         let (egress_tx, egress_rx) = mpsc::channel::<Egress>(config.egress_queue.max(1));
 
         let ingest =
-            tokio::spawn(ingest(inbound_rx, job_tx, relay.clone(), origin_allowed, difficulty, metrics.clone()));
+            tokio::spawn(ingest(inbound_rx, job_tx, relay.clone(), origin_allowed, admission, metrics.clone()));
         let job_rx = Arc::new(Mutex::new(job_rx));
         let workers = (0..config.workers.max(1))
             .map(|index| {
@@ -179,16 +183,23 @@ async fn ingest(
     jobs: std_mpsc::SyncSender<Job>,
     relay: Arc<RwLock<Relay>>,
     origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync>,
-    difficulty: Arc<AtomicU8>,
+    admission: Arc<IngestAdmission>,
     metrics: Arc<NodeMetrics>,
 ) {
     while let Some(frame) = inbound.recv().await {
         metrics.received.fetch_add(1, Ordering::Relaxed);
+        // Charged to the peer first: a flooder's frames cost a token check.
+        let required = match admission.check(&frame.origin, frame.client_ip, Instant::now()) {
+            Ok(required) => required,
+            Err(reason) => {
+                metrics.count_drop(reason);
+                continue;
+            }
+        };
         if !origin_allowed(&frame.origin) {
             metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        let required = difficulty.load(Ordering::Relaxed);
         let admitted = match relay.read() {
             Ok(relay) => relay.admit(&frame.packet, required),
             Err(_) => return, // a worker panicked while holding the lock: stop

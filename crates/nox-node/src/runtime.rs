@@ -4,10 +4,7 @@
 use std::{
     collections::{HashMap, HashSet},
     net::SocketAddr,
-    sync::{
-        Arc, RwLock,
-        atomic::{AtomicU8, Ordering},
-    },
+    sync::{Arc, RwLock, atomic::Ordering},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
@@ -47,6 +44,9 @@ pub enum NodeError {
     /// The link layer refused its configuration.
     #[error("links: {0}")]
     Link(String),
+    /// The `[admission]` section is unusable.
+    #[error("{0}")]
+    Admission(#[from] crate::AdmissionError),
 }
 
 fn now_unix() -> u64 {
@@ -154,7 +154,14 @@ pub async fn run_with(
     let is_exit = my_layer.0 == last_layer;
     listener_config.accept.clients = my_layer.0 == 0 || is_exit;
     let node_ips = peers.address_of.values().map(|a| a.ip()).collect();
-    listener_config.gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
+    let gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
+    listener_config.gate = gate.clone();
+    let ids = peers.link_key_of.keys().copied();
+    let admission =
+        Arc::new(crate::IngestAdmission::new(&config.admission, config.node.pow_difficulty, ids)?.with_offences(gate));
+    if listener_config.accept.clients {
+        listener_config.client_greeting = Some(crate::difficulty_greeting(admission.clone(), link.packet_len()));
+    }
     let link_counters = Arc::new(LinkCounters::default());
     let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
     let (stop_links_tx, stop_links) = watch::channel(false);
@@ -193,16 +200,25 @@ pub async fn run_with(
         Origin::Client => rule.position_allowed(&me, Sender::Client),
         Origin::Node(id) => rule.position_allowed(&me, Sender::Node(*id)),
     });
-    let difficulty = Arc::new(AtomicU8::new(config.node.pow_difficulty));
     let handles = Pipeline::spawn(
         relay.clone(),
         Some(journal.clone()),
         origin_allowed,
-        difficulty,
+        admission.clone(),
         pipeline_config,
         metrics.clone(),
     )?;
     let pipeline_in = handles.inbound.clone();
+    let adaptive_pow = crate::admission::spawn_entry_pow(
+        my_layer.0 == 0,
+        &config.admission,
+        config.node.pow_difficulty,
+        admission,
+        listener.clone(),
+        metrics.clone(),
+        link.packet_len(),
+        shutdown.clone(),
+    )?;
     let mut egress = handles.egress;
 
     // Link → pipeline: map the link identity to a topology node.
@@ -210,17 +226,17 @@ pub async fn run_with(
         let (peers, metrics) = (peers.clone(), metrics.clone());
         tokio::spawn(async move {
             while let Some(frame) = link_rx.recv().await {
-                let origin = match frame.from {
-                    PeerIdentity::Client(_) => Origin::Client,
+                let (origin, client_ip) = match frame.from {
+                    PeerIdentity::Client(_, ip) => (Origin::Client, Some(ip)),
                     PeerIdentity::Node(key) => match peers.by_link_key.get(&key) {
-                        Some(id) => Origin::Node(*id),
+                        Some(id) => (Origin::Node(*id), None),
                         None => {
                             metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
                     },
                 };
-                let inbound = Inbound { origin, received_at: Instant::now(), packet: frame.packet };
+                let inbound = Inbound { origin, received_at: Instant::now(), packet: frame.packet, client_ip };
                 if pipeline_in.try_send(inbound).is_err() {
                     metrics.count_drop(nox_relay::DropReason::QueueFull);
                 }
@@ -374,6 +390,9 @@ pub async fn run_with(
     to_links.abort();
     rotation.abort();
     cover.abort();
+    if let Some(task) = adaptive_pow {
+        task.abort();
+    }
     if let Some(server) = metrics_server {
         server.abort();
     }

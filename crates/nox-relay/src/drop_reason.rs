@@ -28,11 +28,14 @@ pub enum DropReason {
     /// The replay tag could not be written to the journal; forwarding the
     /// packet could let a replay through after a restart.
     JournalError,
+    /// The link peer exceeded its rate tier (paper §4.9 (2)); refused at
+    /// ingest before any public-key work.
+    RateLimited,
 }
 
 impl DropReason {
     /// Every reason, for exporting zero-valued series.
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::WrongLength,
         DropReason::WrongGeometry,
         DropReason::UnknownEpoch,
@@ -44,6 +47,7 @@ impl DropReason {
         DropReason::QueueFull,
         DropReason::DelayTooLong,
         DropReason::JournalError,
+        DropReason::RateLimited,
     ];
 
     /// The metrics label.
@@ -60,6 +64,7 @@ impl DropReason {
             DropReason::QueueFull => "queue_full",
             DropReason::DelayTooLong => "delay_too_long",
             DropReason::JournalError => "journal_error",
+            DropReason::RateLimited => "rate_limited",
         }
     }
 }

@@ -448,6 +448,9 @@ pub struct TestnetClient {
     pub topology: nox_topology::VerifiedTopology,
     geometry: Geometry,
     links: nox_link::transport::OutboundLinks,
+    /// Records entry nodes send down (difficulty notices). Kept open: a
+    /// client link whose receiver is gone closes on its first record.
+    pub downstream: tokio::sync::mpsc::Receiver<nox_link::transport::Inbound>,
     _stop: tokio::sync::watch::Sender<bool>,
     rng: rand_chacha::ChaCha20Rng,
 }
@@ -469,7 +472,7 @@ impl TestnetClient {
             .map(|n| (LinkPublicKey(n.descriptor.link_key.to_bytes()), n.descriptor.address))
             .collect();
         let link = LinkConfig::new(geometry).map_err(|e| e.to_string())?;
-        let (replies_tx, _replies_rx) = tokio::sync::mpsc::channel(16);
+        let (replies_tx, downstream) = tokio::sync::mpsc::channel(16);
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let links = OutboundLinks::new(
             DialerConfig::client(link),
@@ -479,7 +482,7 @@ impl TestnetClient {
             stop_rx,
         )
         .map_err(|e| e.to_string())?;
-        Ok(Self { topology, geometry, links, _stop: stop, rng: rand_chacha::ChaCha20Rng::from_os_rng() })
+        Ok(Self { topology, geometry, links, downstream, _stop: stop, rng: rand_chacha::ChaCha20Rng::from_os_rng() })
     }
 
     /// A packet carrying `payload` on a fresh random path, and its entry's link key.

@@ -98,6 +98,9 @@ struct Client {
     topology: VerifiedTopology,
     geometry: Geometry,
     links: OutboundLinks,
+    /// What nodes send down the links (an entry's difficulty notices). Kept
+    /// open: a link whose receiver is gone closes on the first record.
+    downstream: tokio::sync::mpsc::Receiver<nox_link::transport::Inbound>,
     _stop: tokio::sync::watch::Sender<bool>,
 }
 
@@ -120,11 +123,11 @@ fn client(dir: &Path, identity: Option<LinkKeypair>) -> Client {
         Some(keypair) => DialerConfig::node(link, Arc::new(keypair)),
         None => DialerConfig::client(link),
     };
-    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let (tx, downstream) = tokio::sync::mpsc::channel(16);
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let links =
         OutboundLinks::new(config, Arc::new(directory), tx, Arc::new(LinkCounters::default()), stop_rx).unwrap();
-    Client { topology, geometry, links, _stop: stop }
+    Client { topology, geometry, links, downstream, _stop: stop }
 }
 
 impl Client {
@@ -281,6 +284,34 @@ async fn real_processes_carry_traffic_and_refuse_every_attack() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(rss_kb < 300_000, "entry RSS {rss_kb} kB after a flood");
+}
+
+/// An entry node greets each new client link with its current client
+/// proof-of-work difficulty (a downstream difficulty notice), and exports
+/// the adaptive-PoW gauges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_greets_a_new_client_link_with_its_difficulty() {
+    let net = up_with("pow", 2, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
+    let mut anonymous = client(&net.dir, None);
+    let (path, packet) = anonymous.packet(&mut rng);
+    let entry = dir_of(&net, &anonymous, &path[0].node);
+    anonymous.send(&path[0].node, packet).await;
+    let notice = tokio::time::timeout(Duration::from_secs(10), anonymous.downstream.recv())
+        .await
+        .expect("a difficulty notice in time")
+        .expect("link open");
+    assert_eq!(notice.from, nox_link::transport::PeerIdentity::Node(anonymous.link_key(&path[0].node)));
+    let parsed = nox_link::parse_downstream(&notice.packet, anonymous.geometry.header_len()).unwrap();
+    let nox_link::Downstream::Difficulty(bits) = parsed else { panic!("not a difficulty notice: {parsed:?}") };
+    assert_eq!(u64::from(bits), metric(&entry, "nox_pow_difficulty_bits"));
+    assert_eq!(bits, path[0].pow_difficulty, "the entry asks what the topology advertises at normal load");
+    let text = scrape(metrics_addr(&entry)).unwrap_or_default();
+    assert!(text.contains("nox_pow_client_arrival_rate"), "{text}");
+    assert!(text.contains("nox_packets_dropped_total{reason=\"rate_limited\"} 0"), "{text}");
+    // The link stayed up: the packet crossed to the exit.
+    let exit = dir_of(&net, &anonymous, &path[2].node);
+    assert_eq!(wait_metric(&exit, "nox_packets_delivered_total", 1), 1, "not delivered");
 }
 
 #[test]

@@ -88,7 +88,17 @@ pub struct ListenerConfig {
     pub client_queue: usize,
     /// Which addresses may connect (default: all).
     pub gate: Arc<dyn ConnectionGate>,
+    /// Client links only: a downstream record queued first on each new
+    /// client link, right after its handshake (an entry node's current
+    /// proof-of-work difficulty, `mailbox::encode_difficulty`). `None`, or a
+    /// call returning `None`, sends nothing. A record of the wrong length is
+    /// dropped and counted (`dropped_bad_length`).
+    pub client_greeting: Option<ClientGreeting>,
 }
+
+/// Builds the record greeting a new client link (see
+/// [`ListenerConfig::client_greeting`]).
+pub type ClientGreeting = Arc<dyn Fn() -> Option<Vec<u8>> + Send + Sync>;
 
 impl ListenerConfig {
     /// Defaults: nodes only, both ciphers, 5 s handshake timeout.
@@ -103,6 +113,7 @@ impl ListenerConfig {
             max_connections: 4096,
             client_queue: 64,
             gate: Arc::new(OpenGate),
+            client_greeting: None,
         }
     }
 }
@@ -293,12 +304,20 @@ async fn serve(
         Remote::Client => {
             let id = ClientId(shared.next_client.fetch_add(1, Ordering::Relaxed));
             let (tx, mut rx) = mpsc::channel(cfg.client_queue.max(1));
-            lock(&shared.clients).insert(id, tx);
+            // The greeting is queued before the link joins the broadcast
+            // table, so it is the first record; asked again after joining,
+            // a value that changed in between (and whose broadcast missed
+            // this link) is queued too, so the client ends on the latest.
+            let first = greet(&shared, &tx, None);
+            lock(&shared.clients).insert(id, tx.clone());
+            greet(&shared, &tx, first.as_deref());
+            drop(tx);
             let mailbox = session.mailbox();
             if let Some(mailbox) = mailbox {
                 lock(&shared.mailboxes).insert(mailbox, id);
             }
-            let end = run_link(stream, session, PeerIdentity::Client(id), Some(&mut rx), &ctx, &mut shutdown).await;
+            let end =
+                run_link(stream, session, PeerIdentity::Client(id, peer), Some(&mut rx), &ctx, &mut shutdown).await;
             if let Some(mailbox) = mailbox {
                 let mut table = lock(&shared.mailboxes);
                 if table.get(&mailbox) == Some(&id) {
@@ -310,6 +329,20 @@ async fn serve(
         }
     };
     debug!(?end, "inbound link closed");
+}
+
+/// Queues the greeting record on a new client link unless it equals
+/// `unless`; returns the record queued.
+fn greet(shared: &Shared, tx: &mpsc::Sender<Vec<u8>>, unless: Option<&[u8]>) -> Option<Vec<u8>> {
+    let record = shared.config.client_greeting.as_ref().and_then(|greeting| greeting())?;
+    if unless == Some(record.as_slice()) {
+        return None;
+    }
+    if record.len() != shared.config.link.packet_len() {
+        bump(&shared.counters.dropped_bad_length);
+        return None;
+    }
+    tx.try_send(record.clone()).ok().map(|()| record)
 }
 
 async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session, Refused> {

@@ -15,7 +15,7 @@ use crate::keys::LinkPublicKey;
 
 pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
-pub use listener::{ConnectionGate, Listener, ListenerConfig, OpenGate, PeerFilter};
+pub use listener::{ClientGreeting, ConnectionGate, Listener, ListenerConfig, OpenGate, PeerFilter};
 pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory};
 
 /// A local, per-connection number for an anonymous client link. It is not
@@ -28,8 +28,10 @@ pub struct ClientId(pub u64);
 pub enum PeerIdentity {
     /// A node, authenticated by its static link key.
     Node(LinkPublicKey),
-    /// An anonymous client connected to this listener.
-    Client(ClientId),
+    /// An anonymous client connected to this listener, and the remote IP
+    /// address of its connection: the key of its per-address rate limit
+    /// (`nox-admission`). Never log it.
+    Client(ClientId, std::net::IpAddr),
 }
 
 /// One received packet (exactly `packet_len` bytes) and its link.
