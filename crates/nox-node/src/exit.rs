@@ -25,6 +25,9 @@ use std::{
 use nox_link::{LinkPublicKey, Mailbox, transport::OutboundLinks};
 use nox_message::{Request, RequestAssembler, RequestBody, Response, Status};
 
+/// Finds the link key of a topology node (the first hop of a SURB).
+pub type LinkKeyLookup = Arc<dyn Fn(&NodeId) -> Option<LinkPublicKey> + Send + Sync>;
+
 /// What a completed message asks of the exit.
 enum Work {
     /// A valid request: perform it, answer on its SURBs.
@@ -153,7 +156,7 @@ pub struct ExitFront {
     assembler: Mutex<RequestAssembler>,
     handler: Arc<dyn ExitHandler>,
     outbound: OutboundLinks,
-    link_key_of: Arc<dyn Fn(&NodeId) -> Option<LinkPublicKey> + Send + Sync>,
+    link_key_of: LinkKeyLookup,
     metrics: Arc<ExitMetrics>,
     epoch: Instant,
 }
@@ -164,7 +167,7 @@ impl ExitFront {
         geometry: Geometry,
         handler: Arc<dyn ExitHandler>,
         outbound: OutboundLinks,
-        link_key_of: Arc<dyn Fn(&NodeId) -> Option<LinkPublicKey> + Send + Sync>,
+        link_key_of: LinkKeyLookup,
         metrics: Arc<ExitMetrics>,
     ) -> Self {
         // REQUEST_LIMITS are valid constants; the fallback is unreachable
