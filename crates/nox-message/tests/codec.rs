@@ -242,3 +242,16 @@ fn errors_map_to_the_status_an_exit_answers_with() {
     let full = nox_fec::ReassemblyError::TooManyMessages { max: 1 };
     assert_eq!(MessageError::Reassembly(full).status(), Status::Busy);
 }
+
+#[test]
+fn http_response_bounds_at_max_pass_and_max_plus_one_fail() {
+    let with_headers = |headers| HttpResponseMsg { headers, ..http_response() };
+    let ok = with_headers(vec![("a".into(), "v".repeat(MAX_HEADER_VALUE_LEN)); MAX_HEADERS]);
+    assert!(ok.validate().is_ok());
+    assert_eq!(HttpResponseMsg::decode(&ok.encode()).unwrap(), ok);
+    let over = with_headers(vec![("a".into(), "v".into()); MAX_HEADERS + 1]);
+    assert!(over.validate().is_err());
+    assert!(matches!(HttpResponseMsg::decode(&over.encode()), Err(MessageError::FieldTooLong { len: 65, .. })));
+    let long_name = with_headers(vec![("n".repeat(MAX_HEADER_NAME_LEN + 1), String::new())]);
+    assert!(matches!(HttpResponseMsg::decode(&long_name.encode()), Err(MessageError::FieldTooLong { .. })));
+}
