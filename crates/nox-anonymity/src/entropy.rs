@@ -27,7 +27,8 @@ pub struct SenderPosterior {
 impl SenderPosterior {
     /// Shannon entropy `H = −Σ p log₂ p` in bits.
     pub fn entropy_bits(&self) -> f64 {
-        self.probabilities.iter().filter(|(_, p)| *p > 0.0).map(|(_, p)| -p * p.log2()).sum()
+        let h: f64 = self.probabilities.iter().filter(|(_, p)| *p > 0.0).map(|(_, p)| -p * p.log2()).sum();
+        if h > 0.0 { h } else { 0.0 } // no −0.0 for a point mass
     }
 
     /// The probability given to `client` (0 if absent).

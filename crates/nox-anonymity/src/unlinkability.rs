@@ -12,7 +12,8 @@ use crate::{AnonymityError, Endpoint, Observation};
 pub struct UnlinkabilityReport {
     /// Client sends (real and cover: the adversary cannot tell them apart).
     pub inputs: usize,
-    /// Exit→destination emissions with at least one earlier input.
+    /// Exit→destination emissions scored: those inside the sending window (after the first
+    /// send, not after the last).
     pub outputs: usize,
     /// Lags in the null sample (`shifts × outputs`, minus any without an earlier input).
     pub null_samples: usize,
@@ -61,10 +62,14 @@ pub fn unlinkability<R: RngCore + ?Sized>(
         }
     }
     inputs.sort_by(f64::total_cmp);
-    let (Some(&first), Some(&last_out)) = (inputs.first(), outputs.iter().max_by(|a, b| a.total_cmp(b))) else {
-        return Err(AnonymityError::Empty("no sends or no emissions"));
+    let (Some(&first), Some(&last)) = (inputs.first(), inputs.last()) else {
+        return Err(AnonymityError::Empty("no sends"));
     };
-    let span = (last_out.max(*inputs.last().unwrap_or(&first)) - first).max(1.0);
+    // Only emissions inside the sending window are scored, and the null shifts wrap within
+    // it: an emission after the last send (the drain at the end of a run) would have a long
+    // lag for reasons that have nothing to do with linkability.
+    outputs.retain(|&o| o > first && o <= last);
+    let span = (last - first).max(1.0);
     let observed: Vec<f64> = outputs.iter().filter_map(|&o| lag(&inputs, o)).collect();
     let mut null = Vec::with_capacity(shifts * observed.len());
     for _ in 0..shifts {
