@@ -5,5 +5,5 @@ mod intersection;
 mod n_minus_one;
 
 pub use compromise::{CompromiseModel, CompromiseReport, compromised_paths};
-pub use intersection::{IntersectionConfig, IntersectionReport, intersection_attack};
+pub use intersection::{Direction, IntersectionConfig, IntersectionReport, intersection_attack};
 pub use n_minus_one::{NMinusOneConfig, NMinusOneReport, n_minus_one, n_minus_one_sweep};
