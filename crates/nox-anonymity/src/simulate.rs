@@ -6,7 +6,8 @@
 //! (M/M/∞), as in the Poisson mixing scheduler. Real messages leave each client as a Poisson
 //! process and go to the client's partner destination `client % destinations`; client drop
 //! cover (λ_P) traverses the layers and is discarded at the exit; node loop cover (λ_L) goes
-//! once round every layer and back to its node. Links have no propagation delay beyond the
+//! once round every layer and back to its node; node drop cover (λ_D) goes once round every
+//! layer and is discarded. Links have no propagation delay beyond the
 //! processing time.
 
 use std::collections::HashMap;
@@ -40,6 +41,9 @@ pub struct SimConfig {
     pub client_cover_rate_per_s: f64,
     /// Node loop-cover packets per second per node (λ_L; 0 = none).
     pub node_cover_rate_per_s: f64,
+    /// Node drop-cover packets per second per node (λ_D; 0 = none): sent through the
+    /// following layers and discarded by the last node.
+    pub node_drop_rate_per_s: f64,
     /// Sending window (µs); packets in flight at the end still complete.
     pub duration_us: u64,
 }
@@ -58,6 +62,7 @@ impl Default for SimConfig {
             message_rate_per_s: 5.0,
             client_cover_rate_per_s: 0.0,
             node_cover_rate_per_s: 0.0,
+            node_drop_rate_per_s: 0.0,
             duration_us: 2_000_000,
         }
     }
@@ -127,6 +132,12 @@ pub fn simulate<R: RngCore + ?Sized>(config: &SimConfig, rng: &mut R) -> Simulat
                 let path = random_path(rng, &topology, layer + 1);
                 let home = Endpoint::Node(node);
                 trace(config, rng, start, home, &path, Some(home), packet, None, &mut pending);
+                packet += 1;
+            }
+            for start in poisson_times(rng, config.node_drop_rate_per_s, span) {
+                let path = random_path(rng, &topology, layer + 1);
+                let home = Endpoint::Node(node);
+                trace(config, rng, start, home, &path, None, packet, None, &mut pending);
                 packet += 1;
             }
         }

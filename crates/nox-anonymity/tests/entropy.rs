@@ -85,7 +85,9 @@ fn cover_traffic_raises_entropy() {
     let base = small(SimConfig::default());
     let plain = mean_entropy(&base);
     let client_cover = mean_entropy(&SimConfig { client_cover_rate_per_s: 5.0, ..base.clone() });
-    let node_cover = mean_entropy(&SimConfig { node_cover_rate_per_s: 20.0, ..base });
+    let node_cover = mean_entropy(&SimConfig { node_cover_rate_per_s: 20.0, ..base.clone() });
+    let drop_cover = mean_entropy(&SimConfig { node_drop_rate_per_s: 20.0, ..base });
+    assert!(drop_cover > plain, "{plain} vs node drop cover {drop_cover}");
     assert!(client_cover > plain, "{plain} vs client cover {client_cover}");
     assert!(node_cover > plain, "{plain} vs node cover {node_cover}");
 }
