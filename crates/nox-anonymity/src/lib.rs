@@ -1,0 +1,22 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod attacks;
+mod correlation;
+mod delays;
+mod entropy;
+mod error;
+mod observation;
+mod random;
+pub mod simulate;
+mod unlinkability;
+
+pub use correlation::{CorrelationReport, PairCorrelation, timing_correlation};
+pub use delays::{
+    ExponentialityReport, OverDelayReport, delay_exponentiality, expected_over_delayed_fraction, over_delayed_fraction,
+};
+pub use entropy::{EntropyReport, MessageScore, SenderPosterior, sender_entropy, sender_posteriors};
+pub use error::AnonymityError;
+pub use observation::{DelayModel, Endpoint, GroundTruth, LinkEvent, MessageId, Observation, Topology};
+pub use unlinkability::{UnlinkabilityReport, unlinkability};
