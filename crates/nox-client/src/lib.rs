@@ -18,4 +18,4 @@ pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, Re
 pub use error::ClientError;
 pub use proxy::{SocksConfig, serve_socks};
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
-pub use shell::{Client, ClientHandle, ShellConfig};
+pub use shell::{Client, ClientHandle, Requester, ShellConfig};

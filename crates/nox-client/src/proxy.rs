@@ -9,7 +9,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::ClientError;
 use crate::http1::{self, HttpError, HttpLimits};
-use crate::shell::ClientHandle;
+use crate::shell::Requester;
 use crate::socks::{self, SocksError};
 
 /// Settings of the SOCKS endpoint.
@@ -30,7 +30,7 @@ impl Default for SocksConfig {
 }
 
 /// Serves SOCKS5 connections until the listener fails.
-pub async fn serve_socks(listener: TcpListener, client: ClientHandle, config: SocksConfig) -> std::io::Result<()> {
+pub async fn serve_socks(listener: TcpListener, client: impl Requester, config: SocksConfig) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         let client = client.clone();
@@ -75,7 +75,7 @@ async fn fill(
     Ok(())
 }
 
-async fn handle(mut stream: TcpStream, client: ClientHandle, config: SocksConfig) -> Result<(), ProxyError> {
+async fn handle(mut stream: TcpStream, client: impl Requester, config: SocksConfig) -> Result<(), ProxyError> {
     let deadline = tokio::time::Instant::now() + config.read_timeout;
     let mut buf = Vec::new();
     let greeting_len = loop {

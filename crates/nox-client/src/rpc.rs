@@ -13,7 +13,7 @@ use hyper_util::rt::TokioIo;
 use nox_message::{RequestBody, Status};
 use tokio::net::TcpListener;
 
-use crate::shell::ClientHandle;
+use crate::shell::Requester;
 
 /// Settings of the RPC endpoint.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +31,7 @@ impl Default for RpcConfig {
 }
 
 /// Serves JSON-RPC over HTTP/1.1 until the listener fails.
-pub async fn serve_rpc(listener: TcpListener, client: ClientHandle, config: RpcConfig) -> std::io::Result<()> {
+pub async fn serve_rpc(listener: TcpListener, client: impl Requester, config: RpcConfig) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         let client = client.clone();
@@ -48,7 +48,7 @@ pub async fn serve_rpc(listener: TcpListener, client: ClientHandle, config: RpcC
 }
 
 async fn handle(
-    client: ClientHandle,
+    client: impl Requester,
     config: RpcConfig,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {

@@ -72,6 +72,27 @@ impl Shared {
     }
 }
 
+/// Something that carries a request through the mixnet: [`ClientHandle`],
+/// or a stand-in in tests of the endpoints.
+pub trait Requester: Clone + Send + Sync + 'static {
+    /// Sends `body` and waits for its response.
+    fn request(
+        &self,
+        body: RequestBody,
+        expected_reply_len: usize,
+    ) -> impl Future<Output = Result<Response, ClientError>> + Send;
+}
+
+impl Requester for ClientHandle {
+    fn request(
+        &self,
+        body: RequestBody,
+        expected_reply_len: usize,
+    ) -> impl Future<Output = Result<Response, ClientError>> + Send {
+        ClientHandle::request(self, body, expected_reply_len)
+    }
+}
+
 /// The client: start it once, then share the handle.
 pub struct Client;
 
