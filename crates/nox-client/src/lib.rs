@@ -12,6 +12,7 @@ mod rpc;
 mod shell;
 pub mod socks;
 mod surbs;
+mod types;
 
 pub use config::ClientConfig;
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
