@@ -175,12 +175,17 @@ impl ClientHandle {
     /// timeout). Never retransmits.
     pub async fn request(&self, body: RequestBody, expected_reply_len: usize) -> Result<Response, ClientError> {
         let (tx, rx) = oneshot::channel();
-        let packets = {
-            let mut state = self.shared.lock();
+        // Building SURBs and packets (with proof of work) is CPU work: keep
+        // it off the async workers.
+        let shared = self.shared.clone();
+        let packets = tokio::task::spawn_blocking(move || {
+            let mut state = shared.lock();
             let (id, packets) = state.core.request(body, expected_reply_len, Now::system())?;
             state.waiters.insert(id, tx);
-            packets
-        };
+            Ok::<_, ClientError>(packets)
+        })
+        .await
+        .map_err(|_| ClientError::Closed)??;
         for out in packets {
             let key = self.shared.link_keys.get(&out.entry).ok_or(ClientError::NoRoute("entry link".into()))?;
             self.shared.entries.send_wait(key, out.packet).await.map_err(|_| ClientError::Closed)?;

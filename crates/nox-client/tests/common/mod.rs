@@ -11,7 +11,7 @@ use nox_message::{REQUEST_LIMITS, Request, RequestAssembler, Response, reply_pac
 use nox_sphinx::{Geometry, HeaderView, NodeId, Processed, SecretKey, process_packet};
 use nox_topology::{
     DocumentBuilder, EpochKey, EpochSchedule, Layer, LayerCount, LinkPublicKey, NodeDescriptor, SigningKey,
-    VerifiedTopology,
+    VerifiedTopology, node_id_of,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -43,43 +43,57 @@ pub struct Mixnet {
     pub rng: ChaCha20Rng,
     pub drops_seen: usize,
     pub base: Instant,
+    /// Each node's link address and static link secret.
+    pub links: HashMap<NodeId, (std::net::SocketAddr, [u8; 32])>,
+    /// Unix time of the test.
+    pub unix: u64,
 }
 
 impl Mixnet {
     /// 3 nodes per layer, each with keys for EPOCH and EPOCH + 1 and the given PoW difficulty.
     pub fn new(seed: u64, geometry: Geometry, difficulty: u8) -> Self {
+        Self::with_genesis(seed, geometry, difficulty, GENESIS)
+    }
+
+    /// The same with the schedule starting at `genesis`; the test time is
+    /// `genesis + 330` (inside epoch 5).
+    pub fn with_genesis(seed: u64, geometry: Geometry, difficulty: u8, genesis: u64) -> Self {
+        let unix = genesis + UNIX - GENESIS;
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let layers = LayerCount::new(3).expect("layers");
-        let schedule = EpochSchedule::new(GENESIS, Duration::from_secs(60), Duration::from_secs(10), 1).expect("sched");
+        let schedule = EpochSchedule::new(genesis, Duration::from_secs(60), Duration::from_secs(10), 1).expect("sched");
         let authority = SigningKey::from_bytes(&key32(&mut rng));
         let mut builder = DocumentBuilder::new(geometry, schedule);
         let mut keys = HashMap::new();
         let mut counts = [0usize; 3];
-        let mut port = 9000u16;
+        let mut links = HashMap::new();
         while counts.iter().any(|&c| c < 3) {
             let identity = SigningKey::from_bytes(&key32(&mut rng));
-            let sphinx: Vec<(u32, SecretKey)> =
-                (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate(&mut rng))).collect();
-            let epoch_keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
-            port += 1;
-            let descriptor = NodeDescriptor::new(
-                identity.verifying_key(),
-                LinkPublicKey::from_secret(&key32(&mut rng)),
-                format!("127.0.0.1:{port}").parse().expect("addr"),
-                layers,
-                difficulty,
-                epoch_keys,
-            );
-            let layer = descriptor.layer.index();
+            let layer = layers.assign(&node_id_of(&identity.verifying_key())).index();
             if counts[layer] == 3 {
                 continue;
             }
             counts[layer] += 1;
+            let sphinx: Vec<(u32, SecretKey)> =
+                (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate(&mut rng))).collect();
+            let epoch_keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
+            let link_secret = key32(&mut rng);
+            // A free loopback port, for the tests that run real links.
+            let address = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port");
+            let descriptor = NodeDescriptor::new(
+                identity.verifying_key(),
+                LinkPublicKey::from_secret(&link_secret),
+                address,
+                layers,
+                difficulty,
+                epoch_keys,
+            );
             let id = descriptor.node_id();
+            links.insert(id, (address, link_secret));
             keys.insert(id, sphinx.into_iter().find(|(e, _)| *e == EPOCH).expect("key").1);
             builder.add_node(descriptor.sign(&identity).expect("sign"));
         }
-        let topology = builder.sign(&authority, UNIX).expect("topology");
+        let topology = builder.sign(&authority, unix).expect("topology");
         Self {
             geometry,
             topology,
@@ -88,6 +102,8 @@ impl Mixnet {
             rng: ChaCha20Rng::seed_from_u64(seed ^ 0xe817),
             drops_seen: 0,
             base: Instant::now(),
+            links,
+            unix,
         }
     }
 
@@ -100,7 +116,7 @@ impl Mixnet {
     }
 
     pub fn now(&self, after: Duration) -> Now {
-        Now { at: self.base + after, unix: UNIX + after.as_secs() }
+        Now { at: self.base + after, unix: self.unix + after.as_secs() }
     }
 
     pub fn client(&self, config: ClientConfig, seed: u64) -> ClientCore {
