@@ -84,6 +84,25 @@ impl ClientCore {
         })
     }
 
+    /// Switches to a newer topology (epoch keys rotate). The gateway is kept
+    /// while it is listed with a key for the client epoch and not avoided;
+    /// otherwise a new one is drawn and returned, and the shell must connect
+    /// to it (same mailbox). Requests in flight keep their SURBs.
+    pub fn set_topology(&mut self, topology: VerifiedTopology, now: Now) -> Result<Option<NodeId>, ClientError> {
+        let epoch = topology.client_epoch(now.unix);
+        let keep = !self.config.avoid.contains(&self.gateway) && hop_of(&topology, &self.gateway, epoch).is_some();
+        let gateway = if keep {
+            None
+        } else {
+            Some(random_hop(&topology, last_layer(&topology), epoch, &self.config.avoid, &mut self.rng)?.node)
+        };
+        self.topology = topology;
+        if let Some(gateway) = gateway {
+            self.gateway = gateway;
+        }
+        Ok(gateway)
+    }
+
     /// The reply gateway: the shell keeps a link to it naming [`Self::mailbox`].
     pub fn gateway(&self) -> NodeId {
         self.gateway

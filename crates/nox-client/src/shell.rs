@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerIdentity};
+use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity};
 use nox_link::{LinkConfig, LinkPublicKey};
 use nox_message::{RequestBody, Response};
 use nox_sphinx::{Geometry, NodeId};
@@ -45,8 +45,48 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     entries: OutboundLinks,
-    link_keys: HashMap<NodeId, LinkPublicKey>,
-    nodes_by_link: HashMap<LinkPublicKey, NodeId>,
+    gateway_links: OutboundLinks,
+    directory: Arc<Directory>,
+}
+
+/// Link keys and addresses of the topology's nodes; replaced on a topology update.
+#[derive(Default)]
+struct Directory {
+    nodes: Mutex<Nodes>,
+}
+
+#[derive(Default)]
+struct Nodes {
+    address: HashMap<LinkPublicKey, SocketAddr>,
+    link_key: HashMap<NodeId, LinkPublicKey>,
+    node_id: HashMap<LinkPublicKey, NodeId>,
+}
+
+impl Directory {
+    fn set(&self, topology: &VerifiedTopology) {
+        let mut nodes = Nodes::default();
+        for node in topology.nodes() {
+            let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
+            nodes.address.insert(key, node.descriptor.address);
+            nodes.link_key.insert(node.id, key);
+            nodes.node_id.insert(key, node.id);
+        }
+        *self.nodes.lock().unwrap_or_else(|p| p.into_inner()) = nodes;
+    }
+
+    fn link_key(&self, id: &NodeId) -> Option<LinkPublicKey> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).link_key.get(id).copied()
+    }
+
+    fn node_id(&self, key: &LinkPublicKey) -> Option<NodeId> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).node_id.get(key).copied()
+    }
+}
+
+impl PeerDirectory for Directory {
+    fn address(&self, peer: &LinkPublicKey) -> Option<SocketAddr> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).address.get(peer).copied()
+    }
 }
 
 impl Shared {
@@ -61,9 +101,9 @@ impl Shared {
     }
 
     fn send_now(&self, out: Outgoing) {
-        match self.link_keys.get(&out.entry) {
+        match self.directory.link_key(&out.entry) {
             Some(key) => {
-                if let Err(e) = self.entries.send(key, out.packet) {
+                if let Err(e) = self.entries.send(&key, out.packet) {
                     tracing::debug!("entry send failed: {e}");
                 }
             }
@@ -117,16 +157,8 @@ impl Client {
             ChaCha20Rng::from_os_rng(),
             Now::system(),
         )?;
-        let mut directory: HashMap<LinkPublicKey, SocketAddr> = HashMap::new();
-        let mut link_keys = HashMap::new();
-        let mut nodes_by_link = HashMap::new();
-        for node in config.topology.nodes() {
-            let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
-            directory.insert(key, node.descriptor.address);
-            link_keys.insert(node.id, key);
-            nodes_by_link.insert(key, node.id);
-        }
-        let directory = Arc::new(directory);
+        let directory = Arc::new(Directory::default());
+        directory.set(&config.topology);
         let link = LinkConfig::new(config.geometry).map_err(|e| setup(&e))?;
         let (stop, stop_rx) = watch::channel(false);
         let (inbound_tx, inbound_rx) = mpsc::channel(1024);
@@ -141,22 +173,22 @@ impl Client {
         let gateway_counters = Arc::new(LinkCounters::default());
         let gateway_links = OutboundLinks::new(
             DialerConfig { mailbox: Some(core.mailbox()), ..DialerConfig::client(link) },
-            directory,
+            directory.clone(),
             inbound_tx,
             gateway_counters.clone(),
             stop_rx.clone(),
         )
         .map_err(|e| setup(&e))?;
-        let gateway = *link_keys.get(&core.gateway()).ok_or_else(|| setup(&"gateway not in the topology"))?;
+        let gateway = directory.link_key(&core.gateway()).ok_or_else(|| setup(&"gateway not in the topology"))?;
         gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
 
         let shared = Arc::new(Shared {
             state: Mutex::new(State { core, waiters: HashMap::new() }),
             entries,
-            link_keys,
-            nodes_by_link,
+            gateway_links,
+            directory,
         });
-        tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone(), gateway_links));
+        tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone()));
         tokio::spawn(timer_task(shared.clone(), stop_rx));
 
         let deadline = tokio::time::Instant::now() + GATEWAY_WAIT;
@@ -187,10 +219,24 @@ impl ClientHandle {
         .await
         .map_err(|_| ClientError::Closed)??;
         for out in packets {
-            let key = self.shared.link_keys.get(&out.entry).ok_or(ClientError::NoRoute("entry link".into()))?;
-            self.shared.entries.send_wait(key, out.packet).await.map_err(|_| ClientError::Closed)?;
+            let key = self.shared.directory.link_key(&out.entry).ok_or(ClientError::NoRoute("entry link".into()))?;
+            self.shared.entries.send_wait(&key, out.packet).await.map_err(|_| ClientError::Closed)?;
         }
         rx.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// Switches to a newer topology (see `ClientCore::set_topology`); links
+    /// to nodes still listed stay up, and a new gateway is connected with the
+    /// same mailbox.
+    pub fn set_topology(&self, topology: VerifiedTopology) -> Result<(), ClientError> {
+        self.shared.directory.set(&topology);
+        let changed = self.shared.lock().core.set_topology(topology, Now::system())?;
+        if let Some(gateway) = changed {
+            let key = self.shared.directory.link_key(&gateway).ok_or(ClientError::NoRoute("gateway link".into()))?;
+            self.shared.gateway_links.connect(&key).map_err(|e| ClientError::Setup(e.to_string()))?;
+            tracing::info!("reply gateway changed with the topology");
+        }
+        Ok(())
     }
 
     /// The core's counters.
@@ -199,19 +245,14 @@ impl ClientHandle {
     }
 }
 
-async fn inbound_task(
-    shared: Arc<Shared>,
-    mut inbound: mpsc::Receiver<Inbound>,
-    mut stop: watch::Receiver<bool>,
-    _gateway: OutboundLinks,
-) {
+async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>, mut stop: watch::Receiver<bool>) {
     loop {
         let record = tokio::select! {
             r = inbound.recv() => match r { Some(r) => r, None => return },
             _ = stop.changed() => return,
         };
         let from = match record.from {
-            PeerIdentity::Node(key) => shared.nodes_by_link.get(&key).copied(),
+            PeerIdentity::Node(key) => shared.directory.node_id(&key),
             PeerIdentity::Client(_) => None,
         };
         let mut state = shared.lock();

@@ -191,3 +191,24 @@ fn avoided_nodes_are_never_used() {
         assert!(!avoid.contains(&exit));
     }
 }
+
+#[test]
+fn a_new_topology_keeps_or_replaces_the_gateway() {
+    let net = Mixnet::new(9, Geometry::new(4096, 3).unwrap(), 0);
+    let mut core = net.client(ClientConfig::default(), 18);
+    let gateway = core.gateway();
+    let now = net.now(Duration::ZERO);
+    assert_eq!(core.set_topology(net.topology.clone(), now).unwrap(), None, "same nodes: same gateway");
+    assert_eq!(core.gateway(), gateway);
+    // Entirely new nodes: a new gateway from the new last layer, same mailbox.
+    let mut other = Mixnet::new(10, Geometry::new(4096, 3).unwrap(), 0);
+    let mailbox = core.mailbox();
+    let new = core.set_topology(other.topology.clone(), now).unwrap().expect("gateway replaced");
+    assert_eq!(core.gateway(), new);
+    assert_eq!(other.layer(&new), 2);
+    assert_eq!(core.mailbox(), mailbox);
+    let (_, packets) = core.request(RequestBody::Echo(b"x".to_vec()), 8, now).unwrap();
+    let (_, request) = other.forward(packets, 0).pop().unwrap();
+    let records = other.answer(request, &Response::ok(b"x".to_vec()));
+    assert_eq!(deliver(&mut core, &other, records).len(), 1);
+}

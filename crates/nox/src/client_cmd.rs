@@ -9,6 +9,9 @@ use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, Soc
 use nox_message::{RequestBody, Status};
 use nox_sphinx::Geometry;
 
+/// How often the topology file is checked for changes.
+const TOPOLOGY_POLL: Duration = Duration::from_secs(5);
+
 /// Where the topology comes from.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TopologyArgs {
@@ -94,7 +97,30 @@ async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, Str
     };
     let topology = nox_node::load_topology(&file, &authority, &geometry).map_err(|e| e.to_string())?;
     let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
-    Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())
+    let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+    tokio::spawn(reload_topology(client.clone(), file, authority, geometry));
+    Ok(client)
+}
+
+/// Re-reads the topology file when it changes (keys rotate every epoch).
+async fn reload_topology(client: ClientHandle, file: PathBuf, authority: String, geometry: Geometry) {
+    let modified = |file: &PathBuf| std::fs::metadata(file).and_then(|m| m.modified()).ok();
+    let mut seen = modified(&file);
+    loop {
+        tokio::time::sleep(TOPOLOGY_POLL).await;
+        let now = modified(&file);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        match nox_node::load_topology(&file, &authority, &geometry) {
+            Ok(topology) => match client.set_topology(topology) {
+                Ok(()) => tracing::info!("topology reloaded"),
+                Err(e) => tracing::warn!("new topology not usable: {e}"),
+            },
+            Err(e) => tracing::warn!("topology reload failed: {e}"),
+        }
+    }
 }
 
 async fn echo(args: &TopologyArgs, cover_rate: f64, text: String) -> Result<(), String> {
