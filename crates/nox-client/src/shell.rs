@@ -194,7 +194,9 @@ impl Client {
         let deadline = tokio::time::Instant::now() + GATEWAY_WAIT;
         while gateway_counters.handshakes_ok.load(Ordering::Relaxed) == 0 {
             if tokio::time::Instant::now() >= deadline {
-                return Err(ClientError::Setup("reply gateway unreachable".into()));
+                return Err(ClientError::Setup(
+                    "reply gateway unreachable within 5 s (it must accept client links naming a mailbox)".into(),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
