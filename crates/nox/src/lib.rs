@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod bench_net;
+pub mod client_cmd;
 pub mod demo;
 pub mod exit_glue;
 pub mod machine;

@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{bench, demo, testnet};
+use nox::{bench, client_cmd, demo, testnet};
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +37,9 @@ enum Command {
     /// Measurement tooling: every result is JSON with machine and commit.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// An anonymous client: SOCKS5 and Ethereum JSON-RPC endpoints through
+    /// the mixnet (`--socks`, `--rpc`), or a one-shot `echo`.
+    Client(client_cmd::ClientArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +50,10 @@ fn main() -> std::process::ExitCode {
         Command::Node { config } => node(&config),
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
+        Command::Client(args) => {
+            init_logging();
+            client_cmd::run(args)
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

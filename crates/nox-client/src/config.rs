@@ -1,0 +1,50 @@
+//! Settings of the client core.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use nox_sphinx::NodeId;
+
+/// What the core needs to know besides the topology.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Assumed loss rate of a reply packet, for sizing the SURB budget
+    /// (default 0.05).
+    pub loss: f64,
+    /// Probability that a reply is recoverable that the budget aims at
+    /// (default 0.99).
+    pub target: f64,
+    /// Parity shards added to a multi-fragment request, in percent of its
+    /// data shards (default 25).
+    pub parity_percent: u16,
+    /// Time after which a request without a complete reply fails with
+    /// `ClientError::Timeout` (default 30 s). It is never retransmitted.
+    pub timeout: Duration,
+    /// Loopix λ_P in packets per second; 0 disables cover traffic and sends
+    /// real packets at once (default 0 in the core; the daemon uses 2).
+    pub cover_rate: f64,
+    /// Real packets the send queue holds while waiting for a slot (default 4096).
+    pub queue_capacity: usize,
+    /// Requests in flight at most (default 1024).
+    pub max_pending: usize,
+    /// Nodes not to use (degraded by loop-cover health, or distrusted).
+    pub avoid: BTreeSet<NodeId>,
+    /// Threads for proof-of-work solving (1: deterministic).
+    pub pow_threads: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            loss: 0.05,
+            target: 0.99,
+            parity_percent: 25,
+            timeout: Duration::from_secs(30),
+            cover_rate: 0.0,
+            queue_capacity: 4096,
+            max_pending: 1024,
+            avoid: BTreeSet::new(),
+            pow_threads: 1,
+        }
+    }
+}

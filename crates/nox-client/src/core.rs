@@ -1,0 +1,350 @@
+//! The sans-I/O client: requests out, downstream records in, timeouts and
+//! cover slots on demand. Time and randomness are injected.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use nox_cover::{Payload, SendQueue};
+use nox_link::Mailbox;
+use nox_message::{REPLY_LIMITS, ReplyAssembler, Request, RequestBody, request_fragments, surbs_needed};
+use nox_sphinx::{BuildOptions, Geometry, NodeId, PathHop, SurbId, SurbRecovery, build_forward, build_surb};
+use nox_topology::VerifiedTopology;
+use rand_chacha::ChaCha20Rng;
+use rand_core::RngCore;
+
+use crate::config::ClientConfig;
+use crate::error::ClientError;
+use crate::paths::{hop_of, last_layer, path_ending_at, random_hop};
+use crate::surbs::{Retired, SurbTable};
+pub use crate::types::{ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
+
+struct Pending {
+    deadline: Instant,
+    surbs: Vec<SurbId>,
+    assembler: ReplyAssembler,
+}
+
+/// The client state machine. See the crate documentation.
+pub struct ClientCore {
+    topology: VerifiedTopology,
+    geometry: Geometry,
+    config: ClientConfig,
+    mailbox: Mailbox,
+    gateway: NodeId,
+    rng: ChaCha20Rng,
+    base: Instant,
+    next_id: u64,
+    pending: HashMap<RequestId, Pending>,
+    surbs: SurbTable,
+    notices: HashMap<NodeId, u8>,
+    queue: Option<SendQueue<Outgoing, ChaCha20Rng>>,
+    stats: ClientStats,
+}
+
+impl ClientCore {
+    /// A client with a fresh random mailbox and a random reply gateway (a
+    /// last-layer node with a key for the client epoch, not avoided).
+    /// `rng` builds packets; `timer_rng` draws only the cover schedule, so
+    /// emission times cannot depend on traffic.
+    pub fn new(
+        topology: VerifiedTopology,
+        geometry: Geometry,
+        config: ClientConfig,
+        mut rng: ChaCha20Rng,
+        timer_rng: ChaCha20Rng,
+        now: Now,
+    ) -> Result<Self, ClientError> {
+        let epoch = topology.client_epoch(now.unix);
+        let gateway = random_hop(&topology, last_layer(&topology), epoch, &config.avoid, &mut rng)?.node;
+        let mut mailbox = [0u8; 32];
+        while mailbox == [0u8; 32] {
+            rng.fill_bytes(&mut mailbox);
+        }
+        let queue = if config.cover_rate > 0.0 {
+            let queue = SendQueue::new(config.cover_rate, config.queue_capacity, now.at, timer_rng)
+                .map_err(|e| ClientError::Setup(e.to_string()))?;
+            Some(queue)
+        } else {
+            None
+        };
+        Ok(Self {
+            topology,
+            geometry,
+            config,
+            mailbox: Mailbox(mailbox),
+            gateway,
+            rng,
+            base: now.at,
+            next_id: 0,
+            pending: HashMap::new(),
+            surbs: SurbTable::default(),
+            notices: HashMap::new(),
+            queue,
+            stats: ClientStats::default(),
+        })
+    }
+
+    /// Switches to a newer topology (epoch keys rotate). The gateway is kept
+    /// while it is listed with a key for the client epoch and not avoided;
+    /// otherwise a new one is drawn and returned, and the shell must connect
+    /// to it (same mailbox). Requests in flight keep their SURBs.
+    pub fn set_topology(&mut self, topology: VerifiedTopology, now: Now) -> Result<Option<NodeId>, ClientError> {
+        let epoch = topology.client_epoch(now.unix);
+        let keep = !self.config.avoid.contains(&self.gateway) && hop_of(&topology, &self.gateway, epoch).is_some();
+        let gateway = if keep {
+            None
+        } else {
+            Some(random_hop(&topology, last_layer(&topology), epoch, &self.config.avoid, &mut self.rng)?.node)
+        };
+        self.topology = topology;
+        if let Some(gateway) = gateway {
+            self.gateway = gateway;
+        }
+        Ok(gateway)
+    }
+
+    /// The reply gateway: the shell keeps a link to it naming [`Self::mailbox`].
+    pub fn gateway(&self) -> NodeId {
+        self.gateway
+    }
+
+    /// The mailbox every SURB of this client names as recipient.
+    pub fn mailbox(&self) -> Mailbox {
+        self.mailbox
+    }
+
+    /// The topology in use.
+    pub fn topology(&self) -> &VerifiedTopology {
+        &self.topology
+    }
+
+    /// The geometry in use.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// Requests in flight.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// SURB keys held (one per unused SURB of a request in flight).
+    pub fn surbs_held(&self) -> usize {
+        self.surbs.len()
+    }
+
+    /// Sends `body` to one random exit with enough SURBs for a reply of about
+    /// `expected_reply_len` bytes. With cover traffic off the packets are
+    /// returned for sending now; with it on they are queued for the Poisson
+    /// slots ([`Self::poll_transmit`]) and the list is empty.
+    pub fn request(
+        &mut self,
+        body: RequestBody,
+        expected_reply_len: usize,
+        now: Now,
+    ) -> Result<(RequestId, Vec<Outgoing>), ClientError> {
+        if self.pending.len() >= self.config.max_pending {
+            return Err(ClientError::Busy("too many requests in flight"));
+        }
+        body.validate()?;
+        let epoch = self.topology.client_epoch(now.unix);
+        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
+        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, &self.config.avoid, &mut self.rng)?;
+        let gateway = hop_of(&self.topology, &self.gateway, epoch)
+            .ok_or_else(|| ClientError::NoRoute(format!("reply gateway has no key for epoch {epoch}")))?;
+        let n_surbs = surbs_needed(&self.geometry, expected_reply_len, self.config.loss, self.config.target)?;
+
+        let recipient = NodeId(self.mailbox.0);
+        let mut surbs = Vec::with_capacity(n_surbs);
+        let mut recoveries: Vec<SurbRecovery> = Vec::with_capacity(n_surbs);
+        for _ in 0..n_surbs {
+            let path = path_ending_at(&self.topology, epoch, &self.config.avoid, gateway, &mut self.rng)?;
+            let (surb, recovery) = build_surb(&self.geometry, &options, &path, recipient, &mut self.rng)?;
+            surbs.push(surb);
+            recoveries.push(recovery);
+        }
+        let request = Request { surbs, body };
+        request.validate()?;
+        let fragments =
+            request_fragments(&self.geometry, &request.encode(), self.config.parity_percent, &mut self.rng)?;
+        drop(request);
+        if let Some(queue) = &self.queue
+            && queue.len() + fragments.len() > self.config.queue_capacity
+        {
+            return Err(ClientError::Busy("send queue full"));
+        }
+        let mut packets = Vec::with_capacity(fragments.len());
+        for fragment in &fragments {
+            let path = path_ending_at(&self.topology, epoch, &self.config.avoid, exit, &mut self.rng)?;
+            packets.push(self.build(&options, path, fragment)?);
+        }
+
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        let assembler = ReplyAssembler::new(REPLY_LIMITS)?;
+        let ids = recoveries.iter().map(SurbRecovery::id).collect();
+        for recovery in recoveries {
+            self.surbs.insert(recovery.id(), id, recovery);
+        }
+        self.pending.insert(id, Pending { deadline: now.at + self.config.timeout, surbs: ids, assembler });
+        self.stats.requests += 1;
+        self.stats.real_packets += packets.len() as u64;
+        match &mut self.queue {
+            None => Ok((id, packets)),
+            Some(queue) => {
+                for packet in packets {
+                    // Capacity was checked above; a refusal cannot happen.
+                    let _ = queue.push(packet);
+                }
+                Ok((id, Vec::new()))
+            }
+        }
+    }
+
+    /// Builds one forward packet; the entry hop's proof of work is at least
+    /// the difficulty the entry last announced.
+    fn build(
+        &mut self,
+        options: &BuildOptions,
+        mut path: Vec<PathHop>,
+        payload: &[u8],
+    ) -> Result<Outgoing, ClientError> {
+        let entry = path.first_mut().ok_or_else(|| ClientError::NoRoute("empty path".into()))?;
+        if let Some(&notice) = self.notices.get(&entry.node) {
+            entry.pow_difficulty = entry.pow_difficulty.max(notice);
+        }
+        let entry = entry.node;
+        let packet = build_forward(&self.geometry, options, &path, payload, &mut self.rng)?;
+        Ok(Outgoing { entry, packet })
+    }
+
+    /// A drop cover packet on a fresh random path.
+    pub fn cover_packet(&mut self, now: Now) -> Result<Outgoing, ClientError> {
+        let epoch = self.topology.client_epoch(now.unix);
+        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
+        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, &self.config.avoid, &mut self.rng)?;
+        let path = path_ending_at(&self.topology, epoch, &self.config.avoid, exit, &mut self.rng)?;
+        let mut payload = DROP_MAGIC.to_vec();
+        payload.extend_from_slice(&self.rng.next_u64().to_be_bytes());
+        let out = self.build(&options, path, &payload)?;
+        self.stats.cover_packets += 1;
+        Ok(out)
+    }
+
+    /// When the next Poisson slot is due (`None` with cover traffic off).
+    pub fn next_transmit_at(&self) -> Option<Instant> {
+        self.queue.as_ref().and_then(SendQueue::next_emission_at)
+    }
+
+    /// The packet for the next due slot, if one is due: the oldest queued
+    /// real packet, or a fresh cover packet. Call until `None`.
+    pub fn poll_transmit(&mut self, now: Now) -> Option<Result<Outgoing, ClientError>> {
+        let emission = self.queue.as_mut()?.poll(now.at)?;
+        Some(match emission.payload {
+            Payload::Real(packet) => Ok(packet),
+            Payload::Cover => self.cover_packet(now),
+        })
+    }
+
+    /// Real packets waiting for a slot.
+    pub fn queued(&self) -> usize {
+        self.queue.as_ref().map_or(0, SendQueue::len)
+    }
+
+    /// Handles one record from a node link (`from`: the sending node, if
+    /// known). Returns the request it completed, if any.
+    pub fn on_downstream(&mut self, from: Option<NodeId>, record: &[u8], now: Now) -> Option<Completed> {
+        let parsed = match nox_link::parse_downstream(record, self.geometry.header_len()) {
+            Ok(parsed) => parsed,
+            Err(_) => {
+                self.stats.malformed_downstream += 1;
+                return None;
+            }
+        };
+        let (surb_id, body) = match parsed {
+            nox_link::Downstream::Difficulty(d) => {
+                if let Some(node) = from {
+                    self.notices.insert(node, d);
+                }
+                return None;
+            }
+            nox_link::Downstream::Reply { surb_id, body } => (SurbId(surb_id), body),
+        };
+        let (id, recovery) = match self.surbs.take(&surb_id) {
+            Ok(found) => found,
+            Err(Some(Retired::Used)) => {
+                self.stats.reused_surb += 1;
+                return None;
+            }
+            Err(Some(Retired::Dropped)) => {
+                self.stats.late_replies += 1;
+                return None;
+            }
+            Err(None) => {
+                self.stats.unknown_surb += 1;
+                return None;
+            }
+        };
+        let fragment = recovery.open(&surb_id, body);
+        drop(recovery);
+        let Ok(fragment) = fragment else {
+            self.stats.bad_replies += 1;
+            return None;
+        };
+        let now_ms = now.at.saturating_duration_since(self.base).as_millis() as u64;
+        let pending = self.pending.get_mut(&id)?;
+        let encoded = match pending.assembler.accept(&fragment, now_ms) {
+            Ok(Some(encoded)) => encoded,
+            Ok(None) => {
+                self.stats.replies += 1;
+                return None;
+            }
+            Err(_) => {
+                self.stats.bad_replies += 1;
+                return None;
+            }
+        };
+        self.stats.replies += 1;
+        self.finish(id);
+        let result = nox_message::Response::decode(&encoded).map_err(ClientError::from);
+        if result.is_ok() {
+            self.stats.completed += 1;
+        }
+        Some(Completed { id, result })
+    }
+
+    /// Removes a request and drops (zeroizes) its unused SURB keys.
+    fn finish(&mut self, id: RequestId) {
+        if let Some(pending) = self.pending.remove(&id) {
+            for surb in pending.surbs {
+                self.surbs.retire(&surb);
+            }
+        }
+    }
+
+    /// When the earliest request in flight times out.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    /// Fails every request whose deadline has passed with
+    /// `ClientError::Timeout`. Nothing is resent (see the crate docs).
+    pub fn poll_timeouts(&mut self, now: Now) -> Vec<Completed> {
+        let mut expired: Vec<RequestId> =
+            self.pending.iter().filter(|(_, p)| p.deadline <= now.at).map(|(id, _)| *id).collect();
+        expired.sort();
+        expired
+            .into_iter()
+            .map(|id| {
+                self.finish(id);
+                self.stats.timeouts += 1;
+                Completed { id, result: Err(ClientError::Timeout) }
+            })
+            .collect()
+    }
+}

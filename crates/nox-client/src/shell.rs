@@ -1,0 +1,294 @@
+//! The async shell: links, tasks and waiters around a [`ClientCore`].
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity};
+use nox_link::{LinkConfig, LinkPublicKey};
+use nox_message::{RequestBody, Response};
+use nox_sphinx::{Geometry, NodeId};
+use nox_topology::VerifiedTopology;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::config::ClientConfig;
+use crate::core::{ClientCore, ClientStats, Completed, Now, Outgoing, RequestId};
+use crate::error::ClientError;
+
+/// How long [`Client::start`] waits for the reply gateway's link.
+const GATEWAY_WAIT: Duration = Duration::from_secs(5);
+/// Longest sleep of the timer task (it also re-reads the schedule).
+const MAX_TICK: Duration = Duration::from_millis(200);
+
+/// What [`Client::start`] needs.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    /// The verified topology.
+    pub topology: VerifiedTopology,
+    /// The network's geometry.
+    pub geometry: Geometry,
+    /// Core settings.
+    pub core: ClientConfig,
+}
+
+type Waiters = HashMap<RequestId, oneshot::Sender<Result<Response, ClientError>>>;
+
+struct State {
+    core: ClientCore,
+    waiters: Waiters,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    entries: OutboundLinks,
+    gateway_links: OutboundLinks,
+    directory: Arc<Directory>,
+}
+
+/// Link keys and addresses of the topology's nodes; replaced on a topology update.
+#[derive(Default)]
+struct Directory {
+    nodes: Mutex<Nodes>,
+}
+
+#[derive(Default)]
+struct Nodes {
+    address: HashMap<LinkPublicKey, SocketAddr>,
+    link_key: HashMap<NodeId, LinkPublicKey>,
+    node_id: HashMap<LinkPublicKey, NodeId>,
+}
+
+impl Directory {
+    fn set(&self, topology: &VerifiedTopology) {
+        let mut nodes = Nodes::default();
+        for node in topology.nodes() {
+            let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
+            nodes.address.insert(key, node.descriptor.address);
+            nodes.link_key.insert(node.id, key);
+            nodes.node_id.insert(key, node.id);
+        }
+        *self.nodes.lock().unwrap_or_else(|p| p.into_inner()) = nodes;
+    }
+
+    fn link_key(&self, id: &NodeId) -> Option<LinkPublicKey> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).link_key.get(id).copied()
+    }
+
+    fn node_id(&self, key: &LinkPublicKey) -> Option<NodeId> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).node_id.get(key).copied()
+    }
+}
+
+impl PeerDirectory for Directory {
+    fn address(&self, peer: &LinkPublicKey) -> Option<SocketAddr> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).address.get(peer).copied()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn complete(state: &mut State, done: Completed) {
+        if let Some(waiter) = state.waiters.remove(&done.id) {
+            let _ = waiter.send(done.result);
+        }
+    }
+
+    fn send_now(&self, out: Outgoing) {
+        match self.directory.link_key(&out.entry) {
+            Some(key) => {
+                if let Err(e) = self.entries.send(&key, out.packet) {
+                    tracing::debug!("entry send failed: {e}");
+                }
+            }
+            None => tracing::warn!("entry node missing from the topology"),
+        }
+    }
+}
+
+/// Something that carries a request through the mixnet: [`ClientHandle`],
+/// or a stand-in in tests of the endpoints.
+pub trait Requester: Clone + Send + Sync + 'static {
+    /// Sends `body` and waits for its response.
+    fn request(
+        &self,
+        body: RequestBody,
+        expected_reply_len: usize,
+    ) -> impl Future<Output = Result<Response, ClientError>> + Send;
+}
+
+impl Requester for ClientHandle {
+    fn request(
+        &self,
+        body: RequestBody,
+        expected_reply_len: usize,
+    ) -> impl Future<Output = Result<Response, ClientError>> + Send {
+        ClientHandle::request(self, body, expected_reply_len)
+    }
+}
+
+/// The client: start it once, then share the handle.
+pub struct Client;
+
+/// A running client. Cheap to clone; the client stops when the last clone
+/// is dropped.
+#[derive(Clone)]
+pub struct ClientHandle {
+    shared: Arc<Shared>,
+    _stop: Arc<watch::Sender<bool>>,
+}
+
+impl Client {
+    /// Starts the links and tasks and waits (up to 5 s) for the reply
+    /// gateway's link. Call inside a tokio runtime.
+    pub async fn start(config: ShellConfig) -> Result<ClientHandle, ClientError> {
+        let setup = |e: &dyn std::fmt::Display| ClientError::Setup(e.to_string());
+        let core = ClientCore::new(
+            config.topology.clone(),
+            config.geometry,
+            config.core,
+            ChaCha20Rng::from_os_rng(),
+            ChaCha20Rng::from_os_rng(),
+            Now::system(),
+        )?;
+        let directory = Arc::new(Directory::default());
+        directory.set(&config.topology);
+        let link = LinkConfig::new(config.geometry).map_err(|e| setup(&e))?;
+        let (stop, stop_rx) = watch::channel(false);
+        let (inbound_tx, inbound_rx) = mpsc::channel(1024);
+        let entries = OutboundLinks::new(
+            DialerConfig::client(link),
+            directory.clone(),
+            inbound_tx.clone(),
+            Arc::new(LinkCounters::default()),
+            stop_rx.clone(),
+        )
+        .map_err(|e| setup(&e))?;
+        let gateway_counters = Arc::new(LinkCounters::default());
+        let gateway_links = OutboundLinks::new(
+            DialerConfig { mailbox: Some(core.mailbox()), ..DialerConfig::client(link) },
+            directory.clone(),
+            inbound_tx,
+            gateway_counters.clone(),
+            stop_rx.clone(),
+        )
+        .map_err(|e| setup(&e))?;
+        let gateway = directory.link_key(&core.gateway()).ok_or_else(|| setup(&"gateway not in the topology"))?;
+        gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
+
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State { core, waiters: HashMap::new() }),
+            entries,
+            gateway_links,
+            directory,
+        });
+        tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone()));
+        tokio::spawn(timer_task(shared.clone(), stop_rx));
+
+        let deadline = tokio::time::Instant::now() + GATEWAY_WAIT;
+        while gateway_counters.handshakes_ok.load(Ordering::Relaxed) == 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ClientError::Setup(
+                    "reply gateway unreachable within 5 s (it must accept client links naming a mailbox)".into(),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(ClientHandle { shared, _stop: Arc::new(stop) })
+    }
+}
+
+impl ClientHandle {
+    /// Sends `body` through the mixnet and waits for the response (or the
+    /// timeout). Never retransmits.
+    pub async fn request(&self, body: RequestBody, expected_reply_len: usize) -> Result<Response, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        // Building SURBs and packets (with proof of work) is CPU work: keep
+        // it off the async workers.
+        let shared = self.shared.clone();
+        let packets = tokio::task::spawn_blocking(move || {
+            let mut state = shared.lock();
+            let (id, packets) = state.core.request(body, expected_reply_len, Now::system())?;
+            state.waiters.insert(id, tx);
+            Ok::<_, ClientError>(packets)
+        })
+        .await
+        .map_err(|_| ClientError::Closed)??;
+        for out in packets {
+            let key = self.shared.directory.link_key(&out.entry).ok_or(ClientError::NoRoute("entry link".into()))?;
+            self.shared.entries.send_wait(&key, out.packet).await.map_err(|_| ClientError::Closed)?;
+        }
+        rx.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// Switches to a newer topology (see `ClientCore::set_topology`); links
+    /// to nodes still listed stay up, and a new gateway is connected with the
+    /// same mailbox.
+    pub fn set_topology(&self, topology: VerifiedTopology) -> Result<(), ClientError> {
+        self.shared.directory.set(&topology);
+        let changed = self.shared.lock().core.set_topology(topology, Now::system())?;
+        if let Some(gateway) = changed {
+            let key = self.shared.directory.link_key(&gateway).ok_or(ClientError::NoRoute("gateway link".into()))?;
+            self.shared.gateway_links.connect(&key).map_err(|e| ClientError::Setup(e.to_string()))?;
+            tracing::info!("reply gateway changed with the topology");
+        }
+        Ok(())
+    }
+
+    /// The core's counters.
+    pub fn stats(&self) -> ClientStats {
+        self.shared.lock().core.stats()
+    }
+}
+
+async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let record = tokio::select! {
+            r = inbound.recv() => match r { Some(r) => r, None => return },
+            _ = stop.changed() => return,
+        };
+        let from = match record.from {
+            PeerIdentity::Node(key) => shared.directory.node_id(&key),
+            PeerIdentity::Client(_) => None,
+        };
+        let mut state = shared.lock();
+        if let Some(done) = state.core.on_downstream(from, &record.packet, Now::system()) {
+            Shared::complete(&mut state, done);
+        }
+    }
+}
+
+async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let now = Now::system();
+        let (due, next) = {
+            let mut state = shared.lock();
+            let mut due = Vec::new();
+            while let Some(out) = state.core.poll_transmit(now) {
+                match out {
+                    Ok(out) => due.push(out),
+                    Err(e) => tracing::warn!("cover packet: {e}"),
+                }
+            }
+            for done in state.core.poll_timeouts(now) {
+                Shared::complete(&mut state, done);
+            }
+            let next = [state.core.next_transmit_at(), state.core.next_timeout()].into_iter().flatten().min();
+            (due, next)
+        };
+        for out in due {
+            shared.send_now(out);
+        }
+        let wake = next.map_or(now.at + MAX_TICK, |at| at.min(now.at + MAX_TICK));
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake.into()) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Values the core exchanges with its shell.
+
+use std::time::Instant;
+
+use nox_sphinx::NodeId;
+
+use crate::error::ClientError;
+
+/// Payload prefix of a drop cover packet: exits discard it silently (the
+/// node's `nox_node::cover::DROP_MAGIC`).
+pub const DROP_MAGIC: &[u8; 8] = b"NOXDROP1";
+
+/// The current time, as the core sees it: a monotonic instant for timers
+/// and unix seconds for choosing the key epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Now {
+    /// Monotonic time.
+    pub at: Instant,
+    /// Wall-clock unix seconds.
+    pub unix: u64,
+}
+
+impl Now {
+    /// The system clocks.
+    pub fn system() -> Self {
+        Self { at: Instant::now(), unix: nox_topology::unix_seconds(std::time::SystemTime::now()) }
+    }
+}
+
+/// Names one request of this client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u64);
+
+/// One packet for the shell to send to its entry node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The entry node (layer 0) to hand the packet to.
+    pub entry: NodeId,
+    /// One Sphinx packet.
+    pub packet: Vec<u8>,
+}
+
+/// A request that finished: its response, or why there is none.
+#[derive(Debug)]
+pub struct Completed {
+    /// Which request.
+    pub id: RequestId,
+    /// The response, or the failure.
+    pub result: Result<nox_message::Response, ClientError>,
+}
+
+/// Counters of what the core saw; nothing here identifies a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Requests sent (queued or handed out).
+    pub requests: u64,
+    /// Requests completed with a decoded response.
+    pub completed: u64,
+    /// Requests that timed out.
+    pub timeouts: u64,
+    /// Real packets built.
+    pub real_packets: u64,
+    /// Cover (drop) packets built.
+    pub cover_packets: u64,
+    /// Reply fragments accepted.
+    pub replies: u64,
+    /// Replies for a SURB id this client never issued (or long forgotten).
+    pub unknown_surb: u64,
+    /// Second replies on a SURB already used: refused.
+    pub reused_surb: u64,
+    /// Replies on SURBs of requests already completed or timed out.
+    pub late_replies: u64,
+    /// Replies that failed authentication or fragment checks.
+    pub bad_replies: u64,
+    /// Downstream records that did not parse.
+    pub malformed_downstream: u64,
+}

@@ -1,0 +1,205 @@
+//! An in-memory mixnet for the client core: a signed 3 × 3 topology, every
+//! node's Sphinx keys, hops run with `process_packet`, an exit emulated with
+//! nox-message. Deterministic: fixed seeds, virtual time.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Now, Outgoing};
+use nox_message::{REQUEST_LIMITS, Request, RequestAssembler, Response, reply_packets};
+use nox_sphinx::{Geometry, HeaderView, NodeId, Processed, SecretKey, process_packet};
+use nox_topology::{
+    DocumentBuilder, EpochKey, EpochSchedule, Layer, LayerCount, LinkPublicKey, NodeDescriptor, SigningKey,
+    VerifiedTopology, node_id_of,
+};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+
+pub const GENESIS: u64 = 1_700_000_000;
+pub const EPOCH: u32 = 5;
+/// Unix time of the test: well inside epoch 5.
+pub const UNIX: u64 = GENESIS + 5 * 60 + 30;
+
+fn key32(rng: &mut ChaCha20Rng) -> [u8; 32] {
+    let mut b = [0u8; 32];
+    rng.fill_bytes(&mut b);
+    b
+}
+
+/// What a packet turned into after its last hop.
+pub enum Outcome {
+    /// An exit delivered this payload.
+    Exit { exit: NodeId, payload: Vec<u8> },
+    /// A gateway turned a SURB reply into this downstream record for `recipient`.
+    Reply { gateway: NodeId, recipient: NodeId, record: Vec<u8> },
+}
+
+pub struct Mixnet {
+    pub geometry: Geometry,
+    pub topology: VerifiedTopology,
+    keys: HashMap<NodeId, SecretKey>,
+    exits: HashMap<NodeId, RequestAssembler>,
+    pub rng: ChaCha20Rng,
+    pub drops_seen: usize,
+    pub base: Instant,
+    /// Each node's link address and static link secret.
+    pub links: HashMap<NodeId, (std::net::SocketAddr, [u8; 32])>,
+    /// Unix time of the test.
+    pub unix: u64,
+}
+
+impl Mixnet {
+    /// 3 nodes per layer, each with keys for EPOCH and EPOCH + 1 and the given PoW difficulty.
+    pub fn new(seed: u64, geometry: Geometry, difficulty: u8) -> Self {
+        Self::with_genesis(seed, geometry, difficulty, GENESIS)
+    }
+
+    /// The same with the schedule starting at `genesis`; the test time is
+    /// `genesis + 330` (inside epoch 5).
+    pub fn with_genesis(seed: u64, geometry: Geometry, difficulty: u8, genesis: u64) -> Self {
+        let unix = genesis + UNIX - GENESIS;
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let layers = LayerCount::new(3).expect("layers");
+        let schedule = EpochSchedule::new(genesis, Duration::from_secs(60), Duration::from_secs(10), 1).expect("sched");
+        let authority = SigningKey::from_bytes(&key32(&mut rng));
+        let mut builder = DocumentBuilder::new(geometry, schedule);
+        let mut keys = HashMap::new();
+        let mut counts = [0usize; 3];
+        let mut links = HashMap::new();
+        while counts.iter().any(|&c| c < 3) {
+            let identity = SigningKey::from_bytes(&key32(&mut rng));
+            let layer = layers.assign(&node_id_of(&identity.verifying_key())).index();
+            if counts[layer] == 3 {
+                continue;
+            }
+            counts[layer] += 1;
+            let sphinx: Vec<(u32, SecretKey)> =
+                (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate(&mut rng))).collect();
+            let epoch_keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
+            let link_secret = key32(&mut rng);
+            // A free loopback port, for the tests that run real links.
+            let address = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port");
+            let descriptor = NodeDescriptor::new(
+                identity.verifying_key(),
+                LinkPublicKey::from_secret(&link_secret),
+                address,
+                layers,
+                difficulty,
+                epoch_keys,
+            );
+            let id = descriptor.node_id();
+            links.insert(id, (address, link_secret));
+            keys.insert(id, sphinx.into_iter().find(|(e, _)| *e == EPOCH).expect("key").1);
+            builder.add_node(descriptor.sign(&identity).expect("sign"));
+        }
+        let topology = builder.sign(&authority, unix).expect("topology");
+        Self {
+            geometry,
+            topology,
+            keys,
+            exits: HashMap::new(),
+            rng: ChaCha20Rng::seed_from_u64(seed ^ 0xe817),
+            drops_seen: 0,
+            base: Instant::now(),
+            links,
+            unix,
+        }
+    }
+
+    pub fn layer(&self, id: &NodeId) -> u8 {
+        self.topology.layer_of(id).expect("node").0
+    }
+
+    pub fn nodes_in(&self, layer: u8) -> Vec<NodeId> {
+        self.topology.nodes_in_layer(Layer(layer)).map(|n| n.id).collect()
+    }
+
+    pub fn now(&self, after: Duration) -> Now {
+        Now { at: self.base + after, unix: self.unix + after.as_secs() }
+    }
+
+    pub fn client(&self, config: ClientConfig, seed: u64) -> ClientCore {
+        ClientCore::new(
+            self.topology.clone(),
+            self.geometry,
+            config,
+            ChaCha20Rng::seed_from_u64(seed),
+            ChaCha20Rng::seed_from_u64(seed ^ 0x7133),
+            self.now(Duration::ZERO),
+        )
+        .expect("client")
+    }
+
+    /// Carries a packet from `first` through every hop, checking each
+    /// hop's proof of work at its advertised difficulty (`entry_min` for the first).
+    pub fn route(&mut self, first: NodeId, mut packet: Vec<u8>, entry_min: u8) -> Outcome {
+        let mut node = first;
+        let mut hop = 0;
+        loop {
+            let advertised = self.topology.node(&node).expect("node").descriptor.pow_difficulty;
+            let view = HeaderView::parse(&self.geometry, &packet).expect("header");
+            let needed = if hop == 0 { advertised.max(entry_min) } else { advertised };
+            view.check_work(&view.replay_tag(), needed).expect("proof of work");
+            let key = self.keys.get(&node).expect("key");
+            match process_packet(&self.geometry, key, &mut packet).expect("process") {
+                Processed::Forward { next_hop, .. } => {
+                    assert_eq!(self.layer(&next_hop), (self.layer(&node) + 1) % 3, "paths go layer by layer");
+                    node = next_hop;
+                    hop += 1;
+                }
+                Processed::Deliver { payload, .. } => {
+                    assert_eq!(self.layer(&node), 2, "exits are in the last layer");
+                    return Outcome::Exit { exit: node, payload: packet[payload].to_vec() };
+                }
+                Processed::Reply { recipient, surb_id, .. } => {
+                    assert_eq!(self.layer(&node), 2, "reply gateways are in the last layer");
+                    let header_len = self.geometry.header_len();
+                    nox_link::encode_reply_in_place(&mut packet, header_len, &surb_id.0).expect("frame");
+                    return Outcome::Reply { gateway: node, recipient, record: packet };
+                }
+            }
+        }
+    }
+
+    /// The exit's side: reassembles; returns the request when complete.
+    pub fn exit_accept(&mut self, exit: NodeId, payload: &[u8]) -> Option<Request> {
+        if payload.starts_with(DROP_MAGIC) {
+            self.drops_seen += 1;
+            return None;
+        }
+        let assembler =
+            self.exits.entry(exit).or_insert_with(|| RequestAssembler::new(REQUEST_LIMITS).expect("limits"));
+        assembler.accept(&self.geometry, payload, 0).expect("fragment")
+    }
+
+    /// Sends every packet; returns the requests the exits completed, with the exit.
+    pub fn forward(&mut self, packets: Vec<Outgoing>, entry_min: u8) -> Vec<(NodeId, Request)> {
+        let mut done = Vec::new();
+        for out in packets {
+            assert_eq!(self.layer(&out.entry), 0, "clients send to layer 0");
+            match self.route(out.entry, out.packet, entry_min) {
+                Outcome::Exit { exit, payload } => done.extend(self.exit_accept(exit, &payload).map(|r| (exit, r))),
+                Outcome::Reply { .. } => panic!("a forward packet ended as a reply"),
+            }
+        }
+        done
+    }
+
+    /// The exit answers `request` through its SURBs; returns the downstream
+    /// records the gateways produce, each with its gateway and recipient.
+    pub fn answer(&mut self, request: Request, response: &Response) -> Vec<(NodeId, NodeId, Vec<u8>)> {
+        let packets =
+            reply_packets(&self.geometry, &response.encode(), request.surbs, 0.05, 0.99, &mut self.rng).expect("reply");
+        packets
+            .into_iter()
+            .map(|(first, packet)| {
+                assert_eq!(self.layer(&first), 0, "replies enter at layer 0");
+                match self.route(first, packet, 0) {
+                    Outcome::Reply { gateway, recipient, record } => (gateway, recipient, record),
+                    Outcome::Exit { .. } => panic!("a reply ended at an exit"),
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,170 @@
+//! `nox client`: the client daemon (SOCKS5 and JSON-RPC endpoints) and the
+//! one-shot `nox client echo`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
+use nox_message::{RequestBody, Status};
+use nox_sphinx::Geometry;
+
+/// How often the topology file is checked for changes.
+const TOPOLOGY_POLL: Duration = Duration::from_secs(5);
+
+/// Where the topology comes from.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TopologyArgs {
+    /// A testnet state directory (`topology.json` and `authority.pub`).
+    #[arg(long, conflicts_with_all = ["topology", "authority"])]
+    pub testnet: Option<PathBuf>,
+    /// A topology document (JSON); needs `--authority`.
+    #[arg(long, requires = "authority")]
+    pub topology: Option<PathBuf>,
+    /// The directory authority's Ed25519 public key, hex.
+    #[arg(long, requires = "topology")]
+    pub authority: Option<String>,
+    /// Seconds before a request without a complete reply fails (never retried).
+    #[arg(long, default_value_t = 30)]
+    pub timeout_secs: u64,
+}
+
+/// `nox client …`
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ClientArgs {
+    #[command(subcommand)]
+    pub command: Option<ClientCommand>,
+    #[command(flatten)]
+    pub topology: Option<TopologyArgs>,
+    /// SOCKS5 endpoint (plain HTTP, one request per connection).
+    #[arg(long)]
+    pub socks: Option<SocketAddr>,
+    /// Ethereum JSON-RPC endpoint (HTTP/1.1, keep-alive).
+    #[arg(long)]
+    pub rpc: Option<SocketAddr>,
+    /// Loopix λ_P cover rate in packets per second (each 32 KiB); 0 = off.
+    #[arg(long, default_value_t = 2.0)]
+    pub cover_rate: f64,
+    /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).
+    #[arg(long, default_value_t = 16 * 1024)]
+    pub rpc_reply_len: usize,
+}
+
+/// One-shot client commands.
+#[derive(clap::Subcommand, Debug)]
+pub enum ClientCommand {
+    /// Send one echo request through the mixnet and print the reply and the round-trip time.
+    Echo {
+        #[command(flatten)]
+        topology: TopologyArgs,
+        /// Cover rate while waiting (packets per second; 0 = off).
+        #[arg(long, default_value_t = 0.0)]
+        cover_rate: f64,
+        /// The text to echo.
+        text: String,
+    },
+}
+
+/// Runs `nox client`.
+pub fn run(args: ClientArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        match args.command {
+            Some(ClientCommand::Echo { topology, cover_rate, text }) => echo(&topology, cover_rate, text).await,
+            None => {
+                let topology = args.topology.ok_or("give --testnet <dir> or --topology <file> --authority <hex>")?;
+                daemon(&topology, args.cover_rate, args.socks, args.rpc, args.rpc_reply_len).await
+            }
+        }
+    })
+}
+
+async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
+    let geometry = Geometry::default();
+    let (file, authority) = match (&args.testnet, &args.topology, &args.authority) {
+        (Some(dir), _, _) => {
+            let key = std::fs::read_to_string(dir.join("authority.pub"))
+                .map_err(|e| format!("{}: {e}", dir.join("authority.pub").display()))?;
+            (dir.join("topology.json"), key.trim().to_string())
+        }
+        (None, Some(file), Some(key)) => (file.clone(), key.clone()),
+        _ => return Err("give --testnet <dir> or --topology <file> --authority <hex>".into()),
+    };
+    let topology = nox_node::load_topology(&file, &authority, &geometry).map_err(|e| e.to_string())?;
+    let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
+    let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+    tokio::spawn(reload_topology(client.clone(), file, authority, geometry));
+    Ok(client)
+}
+
+/// Re-reads the topology file when it changes (keys rotate every epoch).
+async fn reload_topology(client: ClientHandle, file: PathBuf, authority: String, geometry: Geometry) {
+    let modified = |file: &PathBuf| std::fs::metadata(file).and_then(|m| m.modified()).ok();
+    let mut seen = modified(&file);
+    loop {
+        tokio::time::sleep(TOPOLOGY_POLL).await;
+        let now = modified(&file);
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        match nox_node::load_topology(&file, &authority, &geometry) {
+            Ok(topology) => match client.set_topology(topology) {
+                Ok(()) => tracing::info!("topology reloaded"),
+                Err(e) => tracing::warn!("new topology not usable: {e}"),
+            },
+            Err(e) => tracing::warn!("topology reload failed: {e}"),
+        }
+    }
+}
+
+async fn echo(args: &TopologyArgs, cover_rate: f64, text: String) -> Result<(), String> {
+    let client = start(args, cover_rate).await?;
+    let started = Instant::now();
+    let response = client.request(RequestBody::Echo(text.into_bytes()), 1024).await.map_err(|e| e.to_string())?;
+    let rtt = started.elapsed();
+    if response.status != Status::Ok {
+        return Err(format!("exit answered {:?}: {}", response.status, response.error_message().unwrap_or("")));
+    }
+    println!("{}", String::from_utf8_lossy(&response.body));
+    println!("round trip: {:.1} ms", rtt.as_secs_f64() * 1e3);
+    Ok(())
+}
+
+async fn daemon(
+    args: &TopologyArgs,
+    cover_rate: f64,
+    socks: Option<SocketAddr>,
+    rpc: Option<SocketAddr>,
+    rpc_reply_len: usize,
+) -> Result<(), String> {
+    if socks.is_none() && rpc.is_none() {
+        return Err("nothing to serve: give --socks and/or --rpc".into());
+    }
+    let client = start(args, cover_rate).await?;
+    eprintln!("nox client: cover {cover_rate} packets/s ({:.0} KiB/s)", cover_rate * 32.0);
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some(addr) = socks {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("socks {addr}: {e}"))?;
+        eprintln!("nox client: SOCKS5 on {}", listener.local_addr().map_err(|e| e.to_string())?);
+        tasks.spawn(nox_client::serve_socks(listener, client.clone(), SocksConfig::default()));
+    }
+    if let Some(addr) = rpc {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("rpc {addr}: {e}"))?;
+        eprintln!("nox client: JSON-RPC on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
+        let config = RpcConfig { expected_reply_len: rpc_reply_len, ..RpcConfig::default() };
+        tasks.spawn(nox_client::serve_rpc(listener, client.clone(), config));
+    }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        Some(ended) = tasks.join_next() => match ended {
+            Ok(Err(e)) => Err(format!("endpoint failed: {e}")),
+            _ => Err("endpoint stopped".into()),
+        },
+    }
+}
