@@ -255,7 +255,7 @@ async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>,
         };
         let from = match record.from {
             PeerIdentity::Node(key) => shared.directory.node_id(&key),
-            PeerIdentity::Client(_) => None,
+            PeerIdentity::Client(..) => None,
         };
         let mut state = shared.lock();
         if let Some(done) = state.core.on_downstream(from, &record.packet, Now::system()) {
