@@ -103,16 +103,17 @@ impl DirectoryServer {
     pub async fn serve(self, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
         let permits = Arc::new(Semaphore::new(self.limits.max_connections.max(1)));
         loop {
-            let (stream, _) = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
                 _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
             };
             let Ok(permit) = permits.clone().try_acquire_owned() else {
                 self.counters.count("busy");

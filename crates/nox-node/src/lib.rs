@@ -4,6 +4,7 @@
 
 mod config;
 mod cover;
+mod directory_client;
 mod gate;
 mod metrics;
 mod pipeline;
@@ -14,6 +15,7 @@ pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
+pub use directory_client::{Publisher, SharedTopology, initial_topology};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
