@@ -7,3 +7,4 @@ pub mod bench_net;
 pub mod demo;
 pub mod machine;
 pub mod testnet;
+pub mod testnet_directory;
