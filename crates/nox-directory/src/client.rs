@@ -64,7 +64,9 @@ fn request(method: &str, path: &str, body: &[u8]) -> Vec<u8> {
 fn ok_body(bytes: &[u8]) -> Result<&[u8], ClientError> {
     match parse_response(bytes)? {
         (200, body) => Ok(body),
-        (status, body) => Err(ClientError::Status { status, message: String::from_utf8_lossy(body).trim().to_string() }),
+        (status, body) => {
+            Err(ClientError::Status { status, message: String::from_utf8_lossy(body).trim().to_string() })
+        }
     }
 }
 

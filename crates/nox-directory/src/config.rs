@@ -74,7 +74,8 @@ impl DirectoryConfig {
     /// Reads and parses `path`.
     pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
         let text = read(&path.to_path_buf())?;
-        let text = String::from_utf8(text).map_err(|_| ConfigError::Invalid(format!("{}: not UTF-8", path.display())))?;
+        let text =
+            String::from_utf8(text).map_err(|_| ConfigError::Invalid(format!("{}: not UTF-8", path.display())))?;
         toml::from_str(&text).map_err(|e| ConfigError::Invalid(format!("{}: {e}", path.display())))
     }
 

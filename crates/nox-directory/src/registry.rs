@@ -125,7 +125,8 @@ impl Registry {
     ) -> Result<Self, TopologyError> {
         let config = VerifyConfig::new(authority.verifying_key(), geometry);
         let verified = initial.verify(&config, initial.issued_at)?;
-        let nodes: BTreeMap<NodeId, SignedDescriptor> = initial.nodes.iter().map(|n| (n.node_id(), n.clone())).collect();
+        let nodes: BTreeMap<NodeId, SignedDescriptor> =
+            initial.nodes.iter().map(|n| (n.node_id(), n.clone())).collect();
         let admitted = match admitted {
             Some(keys) => keys.iter().map(|k| k.to_bytes()).collect(),
             None => initial.nodes.iter().map(|n| n.descriptor.identity_key.to_bytes()).collect(),
@@ -193,7 +194,12 @@ impl Registry {
         }
     }
 
-    fn check_keys(&self, upload: &SignedDescriptor, previous: Option<&SignedDescriptor>, now: u64) -> Result<(), Refusal> {
+    fn check_keys(
+        &self,
+        upload: &SignedDescriptor,
+        previous: Option<&SignedDescriptor>,
+        now: u64,
+    ) -> Result<(), Refusal> {
         let keys = &upload.descriptor.sphinx_keys;
         if keys.is_empty() || keys.len() > MAX_EPOCH_KEYS || keys.windows(2).any(|w| w[0].epoch >= w[1].epoch) {
             return Err(Refusal::KeyList);
@@ -221,11 +227,10 @@ impl Registry {
                 None => {}
             }
         }
-        if let Some(gone) = previous
-            .descriptor
-            .sphinx_keys
-            .iter()
-            .find(|old| !self.schedule.is_expired(old.epoch, now) && upload.descriptor.sphinx_key(old.epoch).is_none())
+        if let Some(gone) =
+            previous.descriptor.sphinx_keys.iter().find(|old| {
+                !self.schedule.is_expired(old.epoch, now) && upload.descriptor.sphinx_key(old.epoch).is_none()
+            })
         {
             return Err(Refusal::KeyWithdrawn(gone.epoch));
         }

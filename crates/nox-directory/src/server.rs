@@ -81,12 +81,7 @@ impl DirectoryServer {
     /// Binds `addr` (port 0: any free port).
     pub async fn bind(addr: SocketAddr, registry: Registry, limits: Limits) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        Ok(Self {
-            listener,
-            registry: Arc::new(Mutex::new(registry)),
-            counters: Arc::new(Counters::default()),
-            limits,
-        })
+        Ok(Self { listener, registry: Arc::new(Mutex::new(registry)), counters: Arc::new(Counters::default()), limits })
     }
 
     /// The bound address.
@@ -141,7 +136,8 @@ async fn handle(mut stream: TcpStream, registry: &Mutex<Registry>, counters: &Co
         }
         Ok(Ok((head, body))) => route(&head.method, &head.path, &body, registry, counters),
     };
-    let _ = tokio::time::timeout(limits.request_timeout, stream.write_all(&response(status, content_type, &body))).await;
+    let _ =
+        tokio::time::timeout(limits.request_timeout, stream.write_all(&response(status, content_type, &body))).await;
     let _ = stream.shutdown().await;
 }
 

@@ -170,7 +170,8 @@ pub fn spawn(
     let verify = verify_config(section, geometry)?;
     let initial = shared.current();
     let me = identity.node_id();
-    let address = initial.node(&me).ok_or_else(|| NodeError::NotInTopology(hex::encode(&me.0[..4])))?.descriptor.address;
+    let address =
+        initial.node(&me).ok_or_else(|| NodeError::NotInTopology(hex::encode(&me.0[..4])))?.descriptor.address;
     let schedule = *initial.schedule();
     let period = match section.refresh_secs {
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),

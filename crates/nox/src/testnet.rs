@@ -222,9 +222,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     rng.fill_bytes(&mut authority_seed);
     let authority = SigningKey::from_bytes(&authority_seed);
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
-    let schedule =
-        EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
-            .map_err(|e| format!("epoch schedule: {e}"))?;
+    let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
+        .map_err(|e| format!("epoch schedule: {e}"))?;
     let geometry = Geometry::default();
     let now = unix_now();
 

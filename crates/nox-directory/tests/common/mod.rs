@@ -82,4 +82,3 @@ pub fn net(t0: u64) -> Net {
     let registry = Registry::from_document(authority, Geometry::default(), &initial, None, 25).unwrap();
     Net { rng, nodes, registry, schedule }
 }
-
