@@ -276,7 +276,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     write(&dir.join("authority.pub"), authority_hex.as_bytes())?;
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let directory_addr = directory::start(dir, &exe, &authority_seed)?;
+    let directory_addr = directory::start(dir, &exe, &authority_seed).inspect_err(|_| {
+        let _ = down(dir);
+    })?;
     for (path, config) in configs {
         let topology = format!(
             "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\nauthority_key = \"{authority_hex}\"\n",
@@ -533,7 +535,13 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
     let epoch = client.topology.client_epoch(unix_now());
     let started = Instant::now();
     let mut payload = [0u8; 256];
+    let mut refreshed = Instant::now();
     for sent in 0..packets {
+        // Long runs cross epochs: pick up the keys nodes publish meanwhile.
+        if refreshed.elapsed() > Duration::from_secs(1) {
+            client.refresh(dir).await?;
+            refreshed = Instant::now();
+        }
         payload[..8].copy_from_slice(&sent.to_be_bytes());
         let (entry, packet) = client.build(&payload)?;
         client.send(&entry, packet).await?;
