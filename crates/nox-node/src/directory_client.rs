@@ -230,32 +230,27 @@ struct Upload {
 }
 
 impl Upload {
+    /// Uploads the offered keys when they differ from the last accepted upload, retrying every
+    /// `retry` while it fails; also re-asserts them every `retry`, so a restarted directory
+    /// (which starts from its initial document) learns the node's current keys again.
     async fn run(self, mut keys: watch::Receiver<Vec<EpochKey>>, mut shutdown: watch::Receiver<bool>) {
         let mut accepted: Option<Vec<EpochKey>> = None;
         loop {
             let offered = keys.borrow_and_update().clone();
-            let mut wait = None;
             if !offered.is_empty() && accepted.as_ref() != Some(&offered) {
                 match self.upload(offered.clone()).await {
+                    Ok(answer) if answer == "unchanged" => accepted = Some(offered),
                     Ok(answer) => {
-                        tracing::info!(epochs = ?offered.iter().map(|k| k.epoch).collect::<Vec<_>>(), %answer, "descriptor published");
+                        let epochs: Vec<u32> = offered.iter().map(|k| k.epoch).collect();
+                        tracing::info!(?epochs, %answer, "descriptor published");
                         accepted = Some(offered);
                     }
-                    Err(error) => {
-                        tracing::warn!(%error, "descriptor upload failed; will retry");
-                        wait = Some(self.retry);
-                    }
+                    Err(error) => tracing::warn!(%error, "descriptor upload failed; will retry"),
                 }
             }
-            let retry = async {
-                match wait {
-                    Some(d) => tokio::time::sleep(d).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 changed = keys.changed() => if changed.is_err() { return },
-                () = retry => {}
+                () = tokio::time::sleep(self.retry) => accepted = None,
                 _ = shutdown.wait_for(|stop| *stop) => return,
             }
         }
