@@ -68,10 +68,19 @@ pub struct NodeSection {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TopologySection {
-    /// A topology document (JSON) on disk.
-    pub file: PathBuf,
+    /// A topology document (JSON) on disk: the source when `url` is absent, the fallback at
+    /// start when the directory cannot be reached.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// The directory (`http://IP:PORT`): fetched at start and every `refresh_secs`; the node
+    /// uploads its descriptor there when it creates new epoch keys.
+    #[serde(default)]
+    pub url: Option<String>,
     /// The directory authority's Ed25519 public key, hex.
     pub authority_key: String,
+    /// Seconds between fetches from `url`; 0: a quarter of the epoch length (1 s to 5 min).
+    #[serde(default)]
+    pub refresh_secs: u64,
 }
 
 /// `[mixing]`
@@ -200,7 +209,13 @@ impl NodeConfig {
             self.node.pow_difficulty = parse("NOX_NODE_POW_DIFFICULTY", v)?;
         }
         if let Some(v) = env("NOX_TOPOLOGY_FILE") {
-            self.topology.file = PathBuf::from(v);
+            self.topology.file = Some(PathBuf::from(v));
+        }
+        if let Some(v) = env("NOX_TOPOLOGY_URL") {
+            self.topology.url = Some(v);
+        }
+        if let Some(v) = env("NOX_TOPOLOGY_REFRESH_SECS") {
+            self.topology.refresh_secs = parse("NOX_TOPOLOGY_REFRESH_SECS", v)?;
         }
         if let Some(v) = env("NOX_MIXING_MEAN_DELAY_MS") {
             self.mixing.mean_delay_ms = parse("NOX_MIXING_MEAN_DELAY_MS", v)?;
@@ -256,11 +271,14 @@ mod tests {
             .apply_env(|name| match name {
                 "NOX_NODE_LISTEN" => Some("127.0.0.1:9999".into()),
                 "NOX_MIXING_MEAN_DELAY_MS" => Some("5".into()),
+                "NOX_TOPOLOGY_URL" => Some("http://127.0.0.1:8000".into()),
                 _ => None,
             })
             .unwrap();
         assert_eq!(config.node.listen.port(), 9999);
         assert_eq!(config.mixing.mean_delay(), Duration::from_millis(5));
+        assert_eq!(config.topology.url.as_deref(), Some("http://127.0.0.1:8000"));
+        assert_eq!(config.topology.file.as_deref(), Some(std::path::Path::new("/tmp/topology.json")));
         let bad = config.apply_env(|name| (name == "NOX_NODE_POW_DIFFICULTY").then(|| "lots".into()));
         assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_NODE_POW_DIFFICULTY", .. })));
     }

@@ -13,6 +13,8 @@ use nox_cover::{CoverKind, CoverScheduler, HealthConfig, LoopHealthTracker, Loop
 use nox_link::{LinkPublicKey, transport::OutboundLinks};
 use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop};
 use nox_topology::{Layer, VerifiedTopology};
+
+use crate::directory_client::SharedTopology;
 use rand_core::{RngCore, SeedableRng};
 use serde::Deserialize;
 use std::sync::atomic::Ordering;
@@ -84,8 +86,8 @@ pub struct CoverTask {
     pub section: CoverSection,
     /// This node.
     pub me: NodeId,
-    /// The verified topology.
-    pub topology: VerifiedTopology,
+    /// The verified topology (refreshed from the directory).
+    pub topology: SharedTopology,
     /// Packet geometry.
     pub geometry: Geometry,
     /// Links to the next layer.
@@ -107,7 +109,7 @@ impl CoverTask {
         else {
             return;
         };
-        let Some(my_layer) = self.topology.layer_of(&self.me) else { return };
+        let Some(my_layer) = self.view().layer_of(&self.me) else { return };
         loop {
             let wake = scheduler.next_event_at().unwrap_or_else(|| Instant::now() + Duration::from_secs(1));
             tokio::select! {
@@ -131,8 +133,8 @@ impl CoverTask {
 
     /// One random node of `layer` with a key for `epoch`, as a path hop.
     fn hop(&self, layer: Layer, epoch: u32, rng: &mut impl RngCore) -> Option<PathHop> {
-        let candidates: Vec<PathHop> = self
-            .topology
+        let topology = self.view();
+        let candidates: Vec<PathHop> = topology
             .nodes_in_layer(layer)
             .filter(|n| n.id != self.me)
             .filter_map(|n| {
@@ -150,15 +152,19 @@ impl CoverTask {
         Some(candidates[(rng.next_u64() % candidates.len() as u64) as usize])
     }
 
+    fn view(&self) -> Arc<VerifiedTopology> {
+        self.topology.current()
+    }
+
     fn epoch(&self) -> u32 {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.topology.client_epoch(now)
+        self.view().client_epoch(now)
     }
 
     /// Loop: through the following layers in order, wrapping around, back to
     /// this node (layers k+1, …, L−1, 0, …, k).
     fn send_loop(&self, my_layer: Layer, rng: &mut rand_chacha::ChaCha20Rng, now: Instant) {
-        let layers = self.topology.layers();
+        let layers = self.view().layers();
         let epoch = self.epoch();
         let mut path = Vec::new();
         let mut layer = layers.successor(my_layer);
@@ -167,7 +173,8 @@ impl CoverTask {
             path.push(hop);
             layer = layers.successor(layer);
         }
-        let Some(me) = self.topology.node(&self.me) else { return };
+        let topology = self.view();
+        let Some(me) = topology.node(&self.me) else { return };
         let Some(key) = me.descriptor.sphinx_key(epoch) else { return };
         path.push(PathHop { node: self.me, public_key: key, delay: Delay(0), pow_difficulty: 0 });
         let mut id = [0u8; 16];
@@ -186,7 +193,7 @@ impl CoverTask {
 
     /// Drop: through the following layers to a random exit.
     fn send_drop(&self, my_layer: Layer, rng: &mut rand_chacha::ChaCha20Rng) {
-        let layers = self.topology.layers();
+        let layers = self.view().layers();
         let exit = Layer(layers.get() - 1);
         let epoch = self.epoch();
         let mut path = Vec::new();
@@ -207,7 +214,8 @@ impl CoverTask {
     }
 
     fn send(&self, path: &[PathHop], payload: &[u8], rng: &mut rand_chacha::ChaCha20Rng) -> bool {
-        let Some(first) = path.first().and_then(|h| self.topology.node(&h.node)) else { return false };
+        let topology = self.view();
+        let Some(first) = path.first().and_then(|h| topology.node(&h.node)) else { return false };
         let options = BuildOptions::new(self.epoch());
         let Ok(packet) = nox_sphinx::build_forward(&self.geometry, &options, path, payload, rng) else { return false };
         self.outbound.send(&LinkPublicKey(first.descriptor.link_key.to_bytes()), packet).is_ok()

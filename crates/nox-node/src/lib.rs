@@ -6,6 +6,7 @@ mod admission;
 mod config;
 mod cover;
 mod exit;
+mod directory_client;
 mod gate;
 mod metrics;
 mod pipeline;
@@ -20,6 +21,7 @@ pub use config::{
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, deliver_to_mailbox};
+pub use directory_client::{Publisher, SharedTopology, initial_topology};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};

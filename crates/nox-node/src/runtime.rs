@@ -2,7 +2,7 @@
 //! running node, until shutdown is signalled.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     net::SocketAddr,
     sync::{Arc, RwLock, atomic::Ordering},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -110,7 +110,8 @@ pub async fn run_with(
 ) -> Result<(), NodeError> {
     let geometry = Geometry::default();
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
-    let topology = load_topology(&config.topology.file, &config.topology.authority_key, &geometry)?;
+    let topology = crate::directory_client::initial_topology(&config.topology, &geometry).await?;
+    let shared = crate::directory_client::SharedTopology::new(topology.clone());
     let me = identity.node_id();
     let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
@@ -119,6 +120,15 @@ pub async fn run_with(
     let schedule = *topology.schedule();
     let mut store = EpochKeyStore::open(&config.node.key_dir.join("sphinx"), schedule)?;
     store.rotate(now_unix(), &mut rng)?;
+    let publisher = crate::directory_client::spawn(
+        &config.topology,
+        &geometry,
+        identity.clone(),
+        config.node.pow_difficulty,
+        &shared,
+        &shutdown,
+    )?;
+    publisher.offer(&store, now_unix());
     let bloom = BloomParameters::for_capacity(config.replay.capacity, config.replay.false_positive_rate)
         .map_err(|e| NodeError::Topology(format!("replay parameters: {e}")))?;
     let replay_dir = config.replay.dir.clone().unwrap_or_else(|| config.node.key_dir.join("replay"));
@@ -145,8 +155,7 @@ pub async fn run_with(
             .map_err(|e| NodeError::Link(e.to_string()))?,
     );
     let link = LinkConfig::new(geometry).map_err(|e| NodeError::Link(e.to_string()))?;
-    let allowed: HashSet<LinkPublicKey> = peers.by_link_key.keys().copied().collect();
-    let mut listener_config = ListenerConfig::new(link, keypair.clone(), Arc::new(allowed));
+    let mut listener_config = ListenerConfig::new(link, keypair.clone(), Arc::new(shared.clone()));
     // Clients send to entries (layer 0) and receive replies from their
     // gateway (last layer); the position rule drops anything a client sends
     // to a last-layer node.
@@ -169,10 +178,9 @@ pub async fn run_with(
         Listener::bind(config.node.listen, listener_config, link_tx.clone(), link_counters.clone(), stop_links.clone())
             .await?,
     );
-    let directory: HashMap<LinkPublicKey, SocketAddr> = peers.address_of.clone();
     let outbound = OutboundLinks::new(
         DialerConfig::node(link, keypair),
-        Arc::new(directory),
+        Arc::new(shared.clone()),
         link_tx,
         link_counters.clone(),
         stop_links,
@@ -195,10 +203,10 @@ pub async fn run_with(
         egress_queue: queue,
         mixing,
     };
-    let rule = topology.clone();
+    let rule = shared.clone();
     let origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync> = Arc::new(move |origin| match origin {
-        Origin::Client => rule.position_allowed(&me, Sender::Client),
-        Origin::Node(id) => rule.position_allowed(&me, Sender::Node(*id)),
+        Origin::Client => rule.current().position_allowed(&me, Sender::Client),
+        Origin::Node(id) => rule.current().position_allowed(&me, Sender::Node(*id)),
     });
     let handles = Pipeline::spawn(
         relay.clone(),
@@ -320,6 +328,7 @@ pub async fn run_with(
                 }
                 let now = now_unix();
                 let Ok(rotation) = store.rotate(now, &mut rng) else { continue };
+                publisher.offer(&store, now);
                 let fresh: Vec<u32> = match relay.read() {
                     Ok(relay) => store.loaded_epochs().filter(|e| !relay.epochs().any(|have| have == *e)).collect(),
                     Err(_) => return,
@@ -348,7 +357,7 @@ pub async fn run_with(
         crate::cover::CoverTask {
             section: config.cover.clone(),
             me,
-            topology: topology.clone(),
+            topology: shared.clone(),
             geometry,
             outbound: outbound.clone(),
             health,

@@ -129,28 +129,50 @@ impl DocumentJson {
             },
             layers: d.layers,
             issued_at: d.issued_at,
-            nodes: d
-                .nodes
-                .iter()
-                .map(|n| {
-                    let x = &n.descriptor;
-                    NodeJson {
-                        node_id: hex::encode(x.node_id().0),
-                        identity_key: hex::encode(x.identity_key.as_bytes()),
-                        link_key: hex::encode(x.link_key.to_bytes()),
-                        address: x.address.to_string(),
-                        layer: x.layer.0,
-                        pow_difficulty: x.pow_difficulty,
-                        sphinx_keys: x
-                            .sphinx_keys
-                            .iter()
-                            .map(|k| EpochKeyJson { epoch: k.epoch, key: hex::encode(k.key.to_bytes()) })
-                            .collect(),
-                        signature: hex::encode(n.signature.to_bytes()),
-                    }
-                })
-                .collect(),
+            nodes: d.nodes.iter().map(node_json).collect(),
             signature: hex::encode(d.signature.to_bytes()),
         }
+    }
+}
+
+fn node_json(n: &SignedDescriptor) -> NodeJson {
+    let x = &n.descriptor;
+    NodeJson {
+        node_id: hex::encode(x.node_id().0),
+        identity_key: hex::encode(x.identity_key.as_bytes()),
+        link_key: hex::encode(x.link_key.to_bytes()),
+        address: x.address.to_string(),
+        layer: x.layer.0,
+        pow_difficulty: x.pow_difficulty,
+        sphinx_keys: x
+            .sphinx_keys
+            .iter()
+            .map(|k| EpochKeyJson { epoch: k.epoch, key: hex::encode(k.key.to_bytes()) })
+            .collect(),
+        signature: hex::encode(n.signature.to_bytes()),
+    }
+}
+
+/// Largest JSON descriptor accepted by [`SignedDescriptor::from_json`].
+pub const MAX_DESCRIPTOR_BYTES: usize = 16 << 10;
+
+impl SignedDescriptor {
+    /// Parses one node entry of the JSON transport format (docs/spec/topology.md §5), as a node
+    /// uploads it to the directory. Checks syntax, sizes and key encodings only; the signature
+    /// and the rest are checked by the caller.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, TopologyError> {
+        if bytes.len() > MAX_DESCRIPTOR_BYTES {
+            return Err(TopologyError::TooLarge(bytes.len()));
+        }
+        let json: NodeJson = serde_json::from_slice(bytes).map_err(|e| TopologyError::Json(e.to_string()))?;
+        if json.sphinx_keys.len() > crate::MAX_EPOCH_KEYS {
+            return Err(TopologyError::Json(format!("more than {} sphinx keys", crate::MAX_EPOCH_KEYS)));
+        }
+        parse_node(json)
+    }
+
+    /// The JSON transport format of one node entry (compact).
+    pub fn to_json(&self) -> Result<String, TopologyError> {
+        serde_json::to_string(&node_json(self)).map_err(|e| TopologyError::Json(e.to_string()))
     }
 }

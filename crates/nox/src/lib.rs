@@ -9,3 +9,4 @@ pub mod demo;
 pub mod exit_glue;
 pub mod machine;
 pub mod testnet;
+pub mod testnet_directory;

@@ -27,6 +27,13 @@ enum Command {
         #[arg(long)]
         config: std::path::PathBuf,
     },
+    /// Run the directory authority: serve the signed topology over HTTP and re-sign it when
+    /// admitted nodes upload new descriptors (docs/spec/directory.md).
+    Directory {
+        /// Path to directory.toml.
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
     /// Generate a node's long-term identity (Ed25519) and link (X25519) keys
     /// in a new directory (mode 0700, files 0600) and print the public parts.
     Keygen {
@@ -48,6 +55,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(&args).map_err(|e| e.to_string()),
         Command::Keygen { dir } => keygen(&dir),
         Command::Node { config } => node(&config),
+        Command::Directory { config } => directory(&config),
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
         Command::Client(args) => {
@@ -81,6 +89,20 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
+/// A watch that turns true on SIGINT or SIGTERM (call inside the runtime).
+fn stop_on_signal() -> tokio::sync::watch::Receiver<bool> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        let _ = stop_tx.send(true);
+    });
+    stop_rx
+}
+
 fn node(path: &std::path::Path) -> Result<(), String> {
     init_logging();
     let config = nox_node::NodeConfig::load(path, |name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
@@ -90,19 +112,19 @@ fn node(path: &std::path::Path) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
-            let _ = stop_tx.send(true);
-        });
         let handler: std::sync::Arc<dyn nox_node::ExitHandler> = match &config.exit.services {
             Some(table) => std::sync::Arc::new(nox::exit_glue::ExitAdapter::from_table(table)?),
             None => std::sync::Arc::new(nox_node::EchoOnly),
         };
-        nox_node::run_with(config, handler, stop_rx).await.map_err(|e| e.to_string())
+        nox_node::run_with(config, handler, stop_on_signal()).await.map_err(|e| e.to_string())
+    })
+}
+
+fn directory(path: &std::path::Path) -> Result<(), String> {
+    init_logging();
+    let config = nox_directory::DirectoryConfig::load(path).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        nox_directory::run(config, nox_sphinx::Geometry::default(), stop_on_signal()).await.map_err(|e| e.to_string())
     })
 }

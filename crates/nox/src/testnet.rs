@@ -10,6 +10,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use crate::testnet_directory as directory;
 use nox_keystore::{EpochKeyStore, generate_identity};
 use nox_sphinx::Geometry;
 use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
@@ -59,6 +60,12 @@ pub enum TestnetCommand {
         /// at http://127.0.0.1:8545); absent: no JSON-RPC service.
         #[arg(long)]
         rpc_upstream: Option<String>,
+        /// Key epoch length, seconds (short epochs exercise key rotation and re-publication).
+        #[arg(long, default_value_t = 3600)]
+        epoch_secs: u64,
+        /// Seconds an epoch's key stays accepted after the epoch ends (< epoch_secs).
+        #[arg(long, default_value_t = 300)]
+        overlap_secs: u64,
     },
     /// Show each node's process and counters.
     Status {
@@ -123,6 +130,8 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
             drop_rate,
             loop_timeout_s,
             rpc_upstream,
+            epoch_secs,
+            overlap_secs,
         } => up(
             &args.dir,
             &Layout {
@@ -135,6 +144,8 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
                 drop_rate: *drop_rate,
                 loop_timeout_s: *loop_timeout_s,
                 rpc_upstream: rpc_upstream.clone(),
+                epoch_secs: *epoch_secs,
+                overlap_secs: *overlap_secs,
             },
         ),
         TestnetCommand::Status { args } => status(&args.dir),
@@ -171,6 +182,10 @@ pub struct Layout {
     pub loop_timeout_s: f64,
     /// The exits' JSON-RPC upstream (an Ethereum node), if any.
     pub rpc_upstream: Option<String>,
+    /// Key epoch length, seconds.
+    pub epoch_secs: u64,
+    /// Epoch overlap, seconds.
+    pub overlap_secs: u64,
 }
 
 impl Default for Layout {
@@ -185,6 +200,8 @@ impl Default for Layout {
             drop_rate: 0.05,
             loop_timeout_s: 30.0,
             rpc_upstream: None,
+            epoch_secs: 3600,
+            overlap_secs: 300,
         }
     }
 }
@@ -201,8 +218,10 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         drop_rate,
         loop_timeout_s,
         rpc_upstream,
+        epoch_secs,
+        overlap_secs,
     } = layout.clone();
-    if nodes(dir).iter().any(|n| pid_alive(&n.dir)) {
+    if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -213,7 +232,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     rng.fill_bytes(&mut authority_seed);
     let authority = SigningKey::from_bytes(&authority_seed);
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
-    let schedule = EpochSchedule::with_defaults(0);
+    let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
+        .map_err(|e| format!("epoch schedule: {e}"))?;
     let geometry = Geometry::default();
     let now = unix_now();
 
@@ -223,6 +243,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let mut filled = vec![0usize; usize::from(layers)];
     let mut index = 0usize;
     let mut attempts = 0;
+    let mut configs = Vec::new();
     while filled.iter().any(|f| *f < per_layer) {
         attempts += 1;
         if attempts > 100 * per_layer * usize::from(layers) {
@@ -250,13 +271,12 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
         let config = format!(
-            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[topology]\nfile = {topology:?}\nauthority_key = \"{authority_hex}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
+            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
             sink = exit_sink.map(|a| format!("\n[exit]\nsink = \"{a}\"\n")).unwrap_or_default(),
             services = if layer + 1 == layers { exit_services(rpc_upstream.as_deref()) } else { String::new() },
             keys = keys.display().to_string(),
-            topology = dir.join("topology.json").display().to_string(),
         );
-        write(&node_dir.join("node.toml"), config.as_bytes())?;
+        configs.push((node_dir.join("node.toml"), config));
         write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
         write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
         index += 1;
@@ -267,6 +287,16 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     write(&dir.join("authority.pub"), authority_hex.as_bytes())?;
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let directory_addr = directory::start(dir, &exe, &authority_seed).inspect_err(|_| {
+        let _ = down(dir);
+    })?;
+    for (path, config) in configs {
+        let topology = format!(
+            "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\nauthority_key = \"{authority_hex}\"\n",
+            file = dir.join("topology.json").display().to_string(),
+        );
+        write(&path, topology.as_bytes())?;
+    }
     for node in nodes(dir) {
         let log = std::fs::File::create(node.dir.join("node.log")).map_err(|e| e.to_string())?;
         let log_err = log.try_clone().map_err(|e| e.to_string())?;
@@ -293,7 +323,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         }
     }
     println!(
-        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., mean delay {mean_delay_ms} ms, state in {}",
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., directory http://{directory_addr}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
         index,
         dir.display()
     );
@@ -370,6 +400,9 @@ pub fn status(dir: &Path) -> Result<(), TestnetError> {
     if all.is_empty() {
         return Err(format!("no testnet in {}", dir.display()));
     }
+    if let Some(line) = directory::status_line(dir, pid_alive(&directory::process_dir(dir))) {
+        println!("{line}");
+    }
     println!(
         "{:<8} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  drops",
         "node", "layer", "running", "received", "processed", "forwarded", "delivered", "rss_kb"
@@ -404,29 +437,31 @@ pub fn rss_kb(node_dir: &Path) -> Option<u64> {
     status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Stops every node.
+/// Stops every node, then the directory.
 pub fn down(dir: &Path) -> Result<(), TestnetError> {
     let all = nodes(dir);
-    for node in &all {
-        if pid_alive(&node.dir)
-            && let Some(pid) = pid_of(&node.dir)
+    let directory_dir = directory::process_dir(dir);
+    let processes: Vec<&Path> = all.iter().map(|n| n.dir.as_path()).chain([directory_dir.as_path()]).collect();
+    for process in &processes {
+        if pid_alive(process)
+            && let Some(pid) = pid_of(process)
         {
             let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
         }
     }
     let deadline = Instant::now() + Duration::from_secs(15);
-    while all.iter().any(|n| pid_alive(&n.dir)) && Instant::now() < deadline {
+    while processes.iter().any(|p| pid_alive(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    for node in &all {
-        if pid_alive(&node.dir)
-            && let Some(pid) = pid_of(&node.dir)
+    for process in &processes {
+        if pid_alive(process)
+            && let Some(pid) = pid_of(process)
         {
             let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
         }
-        let _ = std::fs::remove_file(node.dir.join("pid"));
+        let _ = std::fs::remove_file(process.join("pid"));
     }
-    println!("testnet down: {} nodes stopped", all.len());
+    println!("testnet down: {} nodes and the directory stopped", all.len());
     Ok(())
 }
 
@@ -463,9 +498,7 @@ impl TestnetClient {
             transport::{DialerConfig, LinkCounters, OutboundLinks},
         };
         let geometry = Geometry::default();
-        let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
-        let topology = nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry)
-            .map_err(|e| e.to_string())?;
+        let topology = directory::topology(dir)?;
         let directory: std::collections::HashMap<LinkPublicKey, SocketAddr> = topology
             .nodes()
             .iter()
@@ -483,6 +516,14 @@ impl TestnetClient {
         )
         .map_err(|e| e.to_string())?;
         Ok(Self { topology, geometry, links, downstream, _stop: stop, rng: rand_chacha::ChaCha20Rng::from_os_rng() })
+    }
+
+    /// Fetches the current topology again (from the directory when the testnet has one), so
+    /// packets use the epoch keys published since. Link keys and addresses of the nodes stay
+    /// those known at [`TestnetClient::connect`] (the directory pins them).
+    pub async fn refresh(&mut self, dir: &Path) -> Result<(), TestnetError> {
+        self.topology = directory::topology_async(dir).await?;
+        Ok(())
     }
 
     /// A packet carrying `payload` on a fresh random path, and its entry's link key.
@@ -521,7 +562,13 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
     let epoch = client.topology.client_epoch(unix_now());
     let started = Instant::now();
     let mut payload = [0u8; 256];
+    let mut refreshed = Instant::now();
     for sent in 0..packets {
+        // Long runs cross epochs: pick up the keys nodes publish meanwhile.
+        if refreshed.elapsed() > Duration::from_secs(1) {
+            client.refresh(dir).await?;
+            refreshed = Instant::now();
+        }
         payload[..8].copy_from_slice(&sent.to_be_bytes());
         let (entry, packet) = client.build(&payload)?;
         client.send(&entry, packet).await?;

@@ -1,0 +1,129 @@
+//! Fetching the document and uploading a descriptor: async (nodes) and blocking (tools and
+//! tests) helpers over the same HTTP subset as the server. Documents are returned parsed but
+//! **unverified**: the caller verifies them against its authority key and clock.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use nox_topology::{MAX_DOCUMENT_BYTES, SignedDescriptor, TopologyDocument, TopologyError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::http::{HttpError, parse_response};
+
+/// Largest response read (a maximal document plus its head).
+const MAX_RESPONSE_BYTES: usize = MAX_DOCUMENT_BYTES + (8 << 10);
+
+/// Why a fetch or upload failed.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The URL is not `http://IP:PORT` (optionally with a trailing `/`).
+    #[error("directory url {0:?}: expected http://IP:PORT")]
+    Url(String),
+    /// Connecting, writing or reading failed (or timed out).
+    #[error("directory {addr}: {message}")]
+    Io {
+        /// The directory.
+        addr: SocketAddr,
+        /// What failed.
+        message: String,
+    },
+    /// The response is not valid HTTP.
+    #[error("directory response: {0}")]
+    Http(#[from] HttpError),
+    /// The directory answered with an error status.
+    #[error("directory answered {status}: {message}")]
+    Status {
+        /// HTTP status code.
+        status: u16,
+        /// The body (the directory's explanation).
+        message: String,
+    },
+    /// The document does not parse.
+    #[error("document: {0}")]
+    Topology(#[from] TopologyError),
+}
+
+/// Parses `http://IP:PORT` (IPv6 in brackets; no host names, no path other than `/`).
+pub fn parse_url(url: &str) -> Result<SocketAddr, ClientError> {
+    let rest = url.trim().strip_prefix("http://").ok_or_else(|| ClientError::Url(url.into()))?;
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    rest.parse().map_err(|_| ClientError::Url(url.into()))
+}
+
+fn request(method: &str, path: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "{method} {path} HTTP/1.1\r\nhost: nox-directory\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn ok_body(bytes: &[u8]) -> Result<&[u8], ClientError> {
+    match parse_response(bytes)? {
+        (200, body) => Ok(body),
+        (status, body) => {
+            Err(ClientError::Status { status, message: String::from_utf8_lossy(body).trim().to_string() })
+        }
+    }
+}
+
+/// One request, the whole response (to EOF, at most `MAX_RESPONSE_BYTES`), within `timeout`.
+async fn exchange(addr: SocketAddr, raw: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, ClientError> {
+    let io = |e: std::io::Error| ClientError::Io { addr, message: e.to_string() };
+    let work = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
+        stream.write_all(&raw).await.map_err(io)?;
+        let mut out = Vec::new();
+        let limit = u64::try_from(MAX_RESPONSE_BYTES + 1).unwrap_or(u64::MAX);
+        (&mut stream).take(limit).read_to_end(&mut out).await.map_err(io)?;
+        if out.len() > MAX_RESPONSE_BYTES {
+            return Err(ClientError::Io { addr, message: "response too large".into() });
+        }
+        Ok(out)
+    };
+    tokio::time::timeout(timeout, work).await.map_err(|_| ClientError::Io { addr, message: "timed out".into() })?
+}
+
+/// `GET /topology` (async).
+pub async fn fetch_document(addr: SocketAddr, timeout: Duration) -> Result<TopologyDocument, ClientError> {
+    let response = exchange(addr, request("GET", "/topology", b""), timeout).await?;
+    Ok(TopologyDocument::from_json(ok_body(&response)?)?)
+}
+
+/// `POST /descriptor` (async). Returns the directory's confirmation text.
+pub async fn upload_descriptor(
+    addr: SocketAddr,
+    descriptor: &SignedDescriptor,
+    timeout: Duration,
+) -> Result<String, ClientError> {
+    let body = descriptor.to_json()?;
+    let response = exchange(addr, request("POST", "/descriptor", body.as_bytes()), timeout).await?;
+    Ok(String::from_utf8_lossy(ok_body(&response)?).trim().to_string())
+}
+
+/// `GET path` (blocking): the status code and body, whatever the status.
+pub fn get_blocking(addr: SocketAddr, path: &str, timeout: Duration) -> Result<(u16, Vec<u8>), ClientError> {
+    let io = |e: std::io::Error| ClientError::Io { addr, message: e.to_string() };
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
+    stream.set_read_timeout(Some(timeout)).map_err(io)?;
+    stream.set_write_timeout(Some(timeout)).map_err(io)?;
+    stream.write_all(&request("GET", path, b"")).map_err(io)?;
+    let mut out = Vec::new();
+    let limit = u64::try_from(MAX_RESPONSE_BYTES + 1).unwrap_or(u64::MAX);
+    stream.take(limit).read_to_end(&mut out).map_err(io)?;
+    let (status, body) = parse_response(&out)?;
+    Ok((status, body.to_vec()))
+}
+
+/// `GET /topology` (blocking, for tools and tests outside an async context).
+pub fn fetch_document_blocking(addr: SocketAddr, timeout: Duration) -> Result<TopologyDocument, ClientError> {
+    match get_blocking(addr, "/topology", timeout)? {
+        (200, body) => Ok(TopologyDocument::from_json(&body)?),
+        (status, body) => {
+            Err(ClientError::Status { status, message: String::from_utf8_lossy(&body).trim().to_string() })
+        }
+    }
+}

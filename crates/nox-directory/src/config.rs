@@ -1,0 +1,112 @@
+//! `directory.toml`: the authority's configuration (docs/configuration.md).
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use nox_sphinx::Geometry;
+use nox_topology::{SigningKey, TopologyDocument, VerifyingKey};
+use serde::Deserialize;
+
+use crate::registry::Registry;
+
+/// The whole file. Unknown keys are refused.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DirectoryConfig {
+    /// HTTP listen address (port 0: any free port; see `addr_file`).
+    pub listen: SocketAddr,
+    /// File holding the authority's Ed25519 secret seed: 64 hex digits.
+    pub authority_key_file: PathBuf,
+    /// An authority-signed document: the network parameters and the first descriptors.
+    pub initial_document: PathBuf,
+    /// Admitted node identity keys (hex); absent: the identities in `initial_document`.
+    #[serde(default)]
+    pub admitted: Option<Vec<String>>,
+    /// Re-issue the document at least this often, seconds (0: a quarter epoch, 1 s to 15 min).
+    #[serde(default)]
+    pub reissue_secs: u64,
+    /// Write the bound address here once listening (for tools that started it on port 0).
+    #[serde(default)]
+    pub addr_file: Option<PathBuf>,
+    /// Time allowed to send one whole request, milliseconds.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Connections served at once; more are closed unanswered (and counted).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+fn default_request_timeout_ms() -> u64 {
+    2000
+}
+
+fn default_max_connections() -> usize {
+    64
+}
+
+/// Why the directory could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("reading {path}: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        message: String,
+    },
+    /// Invalid TOML, key or document.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn read(path: &PathBuf) -> Result<Vec<u8>, ConfigError> {
+    std::fs::read(path).map_err(|e| ConfigError::Read { path: path.clone(), message: e.to_string() })
+}
+
+fn hex32(text: &str, what: &str) -> Result<[u8; 32], ConfigError> {
+    hex::decode(text.trim())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| ConfigError::Invalid(format!("{what}: expected 64 hex digits")))
+}
+
+impl DirectoryConfig {
+    /// Reads and parses `path`.
+    pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
+        let text = read(&path.to_path_buf())?;
+        let text =
+            String::from_utf8(text).map_err(|_| ConfigError::Invalid(format!("{}: not UTF-8", path.display())))?;
+        toml::from_str(&text).map_err(|e| ConfigError::Invalid(format!("{}: {e}", path.display())))
+    }
+
+    /// The request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms.max(1))
+    }
+
+    /// Reads the key and the initial document and builds the registry.
+    pub fn registry(&self, geometry: Geometry) -> Result<Registry, ConfigError> {
+        let seed = read(&self.authority_key_file)?;
+        let seed = String::from_utf8(seed).map_err(|_| ConfigError::Invalid("authority key: not UTF-8".into()))?;
+        let authority = SigningKey::from_bytes(&hex32(&seed, "authority_key_file")?);
+        let document = TopologyDocument::from_json(&read(&self.initial_document)?)
+            .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))?;
+        let admitted = match &self.admitted {
+            None => None,
+            Some(keys) => Some(
+                keys.iter()
+                    .map(|k| {
+                        VerifyingKey::from_bytes(&hex32(k, "admitted")?)
+                            .map_err(|e| ConfigError::Invalid(format!("admitted key {k}: {e}")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        let reissue = match self.reissue_secs {
+            0 => (document.schedule.epoch_length().as_secs() / 4).clamp(1, 900),
+            n => n,
+        };
+        Registry::from_document(authority, geometry, &document, admitted, reissue)
+            .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))
+    }
+}

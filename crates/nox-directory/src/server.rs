@@ -1,0 +1,201 @@
+//! The HTTP service around the [`Registry`]: `GET /topology`, `POST /descriptor`,
+//! `GET /metrics` (docs/spec/directory.md §2). One request per connection, bounded in size,
+//! time and concurrency; every outcome is counted.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use nox_topology::SignedDescriptor;
+use tokio::{
+    io::AsyncWriteExt,
+    net::{TcpListener, TcpStream},
+    sync::{Semaphore, watch},
+};
+
+use crate::http::{MAX_BODY_BYTES, read_request, response};
+use crate::registry::{Accepted, Refusal, Registry};
+
+/// Counters by outcome, rendered at `GET /metrics`.
+#[derive(Debug, Default)]
+pub struct Counters(Mutex<BTreeMap<String, u64>>);
+
+impl Counters {
+    /// Adds one to `outcome`.
+    pub fn count(&self, outcome: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            *map.entry(outcome.to_string()).or_default() += 1;
+        }
+    }
+
+    /// The count of `outcome`.
+    pub fn get(&self, outcome: &str) -> u64 {
+        self.0.lock().ok().and_then(|m| m.get(outcome).copied()).unwrap_or(0)
+    }
+
+    /// Prometheus text.
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "# HELP nox_directory_requests_total Directory requests by outcome.\n# TYPE nox_directory_requests_total counter\n",
+        );
+        if let Ok(map) = self.0.lock() {
+            for (outcome, n) in map.iter() {
+                out.push_str(&format!("nox_directory_requests_total{{outcome=\"{outcome}\"}} {n}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Limits of the service.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Time allowed to send one whole request.
+    pub request_timeout: Duration,
+    /// Connections served at once.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { request_timeout: Duration::from_secs(2), max_connections: 64 }
+    }
+}
+
+/// A bound directory service.
+pub struct DirectoryServer {
+    listener: TcpListener,
+    registry: Arc<Mutex<Registry>>,
+    counters: Arc<Counters>,
+    limits: Limits,
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl DirectoryServer {
+    /// Binds `addr` (port 0: any free port).
+    pub async fn bind(addr: SocketAddr, registry: Registry, limits: Limits) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(Self { listener, registry: Arc::new(Mutex::new(registry)), counters: Arc::new(Counters::default()), limits })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The outcome counters.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// Serves until `shutdown` turns true.
+    pub async fn serve(self, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+        let permits = Arc::new(Semaphore::new(self.limits.max_connections.max(1)));
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                self.counters.count("busy");
+                continue;
+            };
+            let (registry, counters, limits) = (self.registry.clone(), self.counters.clone(), self.limits);
+            tokio::spawn(async move {
+                handle(stream, &registry, &counters, limits).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+async fn handle(mut stream: TcpStream, registry: &Mutex<Registry>, counters: &Counters, limits: Limits) {
+    let read = tokio::time::timeout(limits.request_timeout, read_request(&mut stream, MAX_BODY_BYTES)).await;
+    let (status, content_type, body) = match read {
+        Err(_) => {
+            counters.count("timeout");
+            (408, "text/plain", b"request not received in time\n".to_vec())
+        }
+        Ok(Err(error)) => {
+            counters.count("bad_http");
+            (error.status(), "text/plain", format!("{error}\n").into_bytes())
+        }
+        Ok(Ok((head, body))) => route(&head.method, &head.path, &body, registry, counters),
+    };
+    let _ =
+        tokio::time::timeout(limits.request_timeout, stream.write_all(&response(status, content_type, &body))).await;
+    let _ = stream.shutdown().await;
+}
+
+fn route(
+    method: &str,
+    path: &str,
+    body: &[u8],
+    registry: &Mutex<Registry>,
+    counters: &Counters,
+) -> (u16, &'static str, Vec<u8>) {
+    let text = |status, outcome: &str, message: String| {
+        counters.count(outcome);
+        (status, "text/plain", (message + "\n").into_bytes())
+    };
+    let Ok(mut registry) = registry.lock() else {
+        return text(503, "unavailable", "registry unavailable".into());
+    };
+    match (method, path) {
+        ("GET", "/topology") => {
+            if let Err(error) = registry.refresh(now_unix()) {
+                tracing::warn!(%error, "re-issue failed; serving the previous document");
+                counters.count("reissue_failed");
+            }
+            match registry.current().map(|c| c.document().to_json()) {
+                Some(Ok(json)) => {
+                    counters.count("topology");
+                    (200, "application/json", json.into_bytes())
+                }
+                Some(Err(error)) => text(503, "unavailable", error.to_string()),
+                None => text(503, "unavailable", "no document yet".into()),
+            }
+        }
+        ("POST", "/descriptor") => {
+            let descriptor = match SignedDescriptor::from_json(body) {
+                Ok(d) => d,
+                Err(error) => return text(400, "refused_malformed", format!("descriptor: {error}")),
+            };
+            match registry.submit(descriptor, now_unix()) {
+                Ok(Accepted::Unchanged) => text(200, "unchanged", "unchanged".into()),
+                Ok(Accepted::Updated { issued_at }) => {
+                    text(200, "accepted", format!("accepted; document issued at {issued_at}"))
+                }
+                Err(refusal) => {
+                    let status = match refusal {
+                        Refusal::UnknownIdentity(_) | Refusal::BadSignature => 403,
+                        _ => 422,
+                    };
+                    tracing::info!(%refusal, "descriptor refused");
+                    text(status, &format!("refused_{}", refusal.kind()), format!("refused: {refusal}"))
+                }
+            }
+        }
+        ("GET", "/metrics") => {
+            drop(registry);
+            counters.count("metrics");
+            (200, "text/plain; version=0.0.4", counters.render().into_bytes())
+        }
+        (_, "/topology" | "/descriptor" | "/metrics") => text(405, "bad_method", format!("{method} not allowed here")),
+        _ => text(404, "not_found", format!("no such endpoint: {path}")),
+    }
+}

@@ -1,0 +1,266 @@
+//! The node's side of the directory (docs/spec/directory.md): a refreshable topology shared by
+//! the link layer, the layer rule and cover traffic; fetching and verifying it at start and
+//! every `refresh_secs`; uploading the node's self-signed descriptor whenever its published
+//! epoch keys change.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{Arc, RwLock},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use nox_keystore::{EpochKeyStore, NodeIdentity};
+use nox_link::{
+    LinkPublicKey,
+    transport::{PeerDirectory, PeerFilter},
+};
+use nox_sphinx::{Geometry, NodeId};
+use nox_topology::{EpochKey, VerifiedTopology, VerifyConfig, VerifyingKey};
+use tokio::sync::watch;
+
+use crate::{NodeError, TopologySection};
+
+/// Time allowed for one exchange with the directory.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+struct View {
+    topology: Arc<VerifiedTopology>,
+    address_of: HashMap<LinkPublicKey, SocketAddr>,
+}
+
+impl View {
+    fn new(topology: VerifiedTopology) -> Arc<Self> {
+        let address_of = topology
+            .nodes()
+            .iter()
+            .map(|n| (LinkPublicKey(n.descriptor.link_key.to_bytes()), n.descriptor.address))
+            .collect();
+        Arc::new(Self { topology: Arc::new(topology), address_of })
+    }
+}
+
+/// The node's current verified topology, replaced as a whole when a newer one is verified.
+/// Cheap to clone; readers take an `Arc` snapshot and never block the refresher for long.
+#[derive(Clone)]
+pub struct SharedTopology(Arc<RwLock<Arc<View>>>);
+
+impl SharedTopology {
+    /// Starts with `topology`.
+    pub fn new(topology: VerifiedTopology) -> Self {
+        Self(Arc::new(RwLock::new(View::new(topology))))
+    }
+
+    fn view(&self) -> Arc<View> {
+        match self.0.read() {
+            Ok(view) => view.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The current topology.
+    pub fn current(&self) -> Arc<VerifiedTopology> {
+        self.view().topology.clone()
+    }
+
+    /// Makes `topology` current.
+    pub fn replace(&self, topology: VerifiedTopology) {
+        let view = View::new(topology);
+        match self.0.write() {
+            Ok(mut slot) => *slot = view,
+            Err(poisoned) => *poisoned.into_inner() = view,
+        }
+    }
+}
+
+/// Links accept node keys of the current topology.
+impl PeerFilter for SharedTopology {
+    fn allows(&self, key: &LinkPublicKey) -> bool {
+        self.view().address_of.contains_key(key)
+    }
+}
+
+/// Links dial the addresses of the current topology.
+impl PeerDirectory for SharedTopology {
+    fn address(&self, peer: &LinkPublicKey) -> Option<SocketAddr> {
+        self.view().address_of.get(peer).copied()
+    }
+}
+
+fn verify_config(section: &TopologySection, geometry: &Geometry) -> Result<VerifyConfig, NodeError> {
+    let bytes: [u8; 32] = hex::decode(section.authority_key.trim())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
+    let authority = VerifyingKey::from_bytes(&bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
+    Ok(VerifyConfig::new(authority, *geometry))
+}
+
+async fn fetch_verified(addr: SocketAddr, verify: &VerifyConfig) -> Result<VerifiedTopology, String> {
+    let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
+    document.verify(verify, now_unix()).map_err(|e| e.to_string())
+}
+
+/// The topology at start: from `url` (a few tries), else from `file`.
+pub async fn initial_topology(section: &TopologySection, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
+    let verify = verify_config(section, geometry)?;
+    if let Some(url) = &section.url {
+        let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+        let tries = if section.file.is_some() { 1 } else { 10 };
+        let mut last = String::new();
+        for attempt in 0..tries {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            match fetch_verified(addr, &verify).await {
+                Ok(topology) => return Ok(topology),
+                Err(error) => last = error,
+            }
+        }
+        match &section.file {
+            Some(_) => tracing::warn!(error = %last, "directory unavailable at start; using the topology file"),
+            None => return Err(NodeError::Topology(format!("{url}: {last}"))),
+        }
+    }
+    match &section.file {
+        Some(file) => crate::load_topology(file, &section.authority_key, geometry),
+        None => Err(NodeError::Topology("[topology] needs `file` or `url`".into())),
+    }
+}
+
+/// Hands the node's published epoch keys to the uploader (a no-op without a directory).
+pub struct Publisher(Option<watch::Sender<Vec<EpochKey>>>);
+
+impl Publisher {
+    /// Offers the keys `store` publishes at `now`; uploaded if they differ from the last
+    /// accepted upload. Call after every rotation.
+    pub fn offer(&self, store: &EpochKeyStore, now: u64) {
+        let Some(tx) = &self.0 else { return };
+        match store.public_keys(store.schedule().published_epochs(now)) {
+            Ok(keys) => {
+                tx.send_if_modified(|current| {
+                    let changed = *current != keys;
+                    if changed {
+                        *current = keys;
+                    }
+                    changed
+                });
+            }
+            Err(error) => tracing::warn!(%error, "cannot read the public epoch keys to publish"),
+        }
+    }
+}
+
+/// Starts the refresh and upload tasks when `section.url` is set. `initial` is the topology the
+/// node started with (it fixes the node's address, the layer count and the schedule).
+pub fn spawn(
+    section: &TopologySection,
+    geometry: &Geometry,
+    identity: NodeIdentity,
+    pow_difficulty: u8,
+    shared: &SharedTopology,
+    shutdown: &watch::Receiver<bool>,
+) -> Result<Publisher, NodeError> {
+    let Some(url) = &section.url else { return Ok(Publisher(None)) };
+    let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+    let verify = verify_config(section, geometry)?;
+    let initial = shared.current();
+    let me = identity.node_id();
+    let address =
+        initial.node(&me).ok_or_else(|| NodeError::NotInTopology(hex::encode(&me.0[..4])))?.descriptor.address;
+    let schedule = *initial.schedule();
+    let period = match section.refresh_secs {
+        0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
+        n => Duration::from_secs(n),
+    };
+    tokio::spawn(refresh(addr, verify, shared.clone(), me, period, shutdown.clone()));
+    let (tx, rx) = watch::channel(Vec::new());
+    let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period };
+    tokio::spawn(upload.run(rx, shutdown.clone()));
+    Ok(Publisher(Some(tx)))
+}
+
+async fn refresh(
+    addr: SocketAddr,
+    verify: VerifyConfig,
+    shared: SharedTopology,
+    me: NodeId,
+    period: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(period) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let fresh = match fetch_verified(addr, &verify).await {
+            Ok(fresh) => fresh,
+            Err(error) => {
+                tracing::warn!(%error, "topology refresh failed; keeping the current one");
+                continue;
+            }
+        };
+        let current = shared.current();
+        if fresh.schedule() != current.schedule() || fresh.layers() != current.layers() {
+            tracing::warn!("the directory changed the schedule or the layers; refresh refused");
+        } else if fresh.issued_at() < current.issued_at() {
+            tracing::debug!("the directory served an older document; ignored");
+        } else if fresh.node(&me).is_none() {
+            tracing::warn!("this node is missing from the directory's document; keeping the current one");
+        } else {
+            if fresh.fingerprint() != current.fingerprint() {
+                tracing::info!(fingerprint = %fresh.fingerprint(), issued_at = fresh.issued_at(), "topology updated");
+            }
+            shared.replace(fresh);
+        }
+    }
+}
+
+struct Upload {
+    addr: SocketAddr,
+    identity: NodeIdentity,
+    address: SocketAddr,
+    pow_difficulty: u8,
+    layers: nox_topology::LayerCount,
+    retry: Duration,
+}
+
+impl Upload {
+    /// Uploads the offered keys when they differ from the last accepted upload, retrying every
+    /// `retry` while it fails; also re-asserts them every `retry`, so a restarted directory
+    /// (which starts from its initial document) learns the node's current keys again.
+    async fn run(self, mut keys: watch::Receiver<Vec<EpochKey>>, mut shutdown: watch::Receiver<bool>) {
+        let mut accepted: Option<Vec<EpochKey>> = None;
+        loop {
+            let offered = keys.borrow_and_update().clone();
+            if !offered.is_empty() && accepted.as_ref() != Some(&offered) {
+                match self.upload(offered.clone()).await {
+                    Ok(answer) if answer == "unchanged" => accepted = Some(offered),
+                    Ok(answer) => {
+                        let epochs: Vec<u32> = offered.iter().map(|k| k.epoch).collect();
+                        tracing::info!(?epochs, %answer, "descriptor published");
+                        accepted = Some(offered);
+                    }
+                    Err(error) => tracing::warn!(%error, "descriptor upload failed; will retry"),
+                }
+            }
+            tokio::select! {
+                changed = keys.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(self.retry) => accepted = None,
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+        }
+    }
+
+    async fn upload(&self, keys: Vec<EpochKey>) -> Result<String, String> {
+        let descriptor = self
+            .identity
+            .descriptor(self.address, self.layers, self.pow_difficulty, keys)
+            .map_err(|e| e.to_string())?;
+        nox_directory::upload_descriptor(self.addr, &descriptor, TIMEOUT).await.map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,150 @@
+//! The testnet's directory authority: a `nox directory` process next to the nodes, in
+//! `<state dir>/directory/`, listening on a free loopback port written to
+//! `<state dir>/directory.addr`.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use nox_sphinx::Geometry;
+use nox_topology::{VerifiedTopology, VerifyConfig, VerifyingKey};
+
+use crate::testnet::TestnetError;
+
+/// Patience for one exchange with the directory.
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The directory's process directory (config, log, pid).
+pub fn process_dir(dir: &Path) -> PathBuf {
+    dir.join("directory")
+}
+
+/// Where the directory writes its address.
+pub fn addr_file(dir: &Path) -> PathBuf {
+    dir.join("directory.addr")
+}
+
+/// The directory's address, if the testnet has one.
+pub fn addr(dir: &Path) -> Option<SocketAddr> {
+    std::fs::read_to_string(addr_file(dir)).ok()?.trim().parse().ok()
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes the authority key (0600) and `directory.toml`, starts `nox directory` and waits until
+/// it serves the document at `topology.json`. Returns its address.
+pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<SocketAddr, TestnetError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let key_file = dir.join("authority.key");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&key_file)
+        .map_err(|e| format!("{}: {e}", key_file.display()))?;
+    std::io::Write::write_all(&mut file, hex::encode(authority_seed).as_bytes()).map_err(|e| e.to_string())?;
+    let process = process_dir(dir);
+    std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
+    let config = format!(
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\n",
+        key = key_file.display().to_string(),
+        doc = dir.join("topology.json").display().to_string(),
+        addr = addr_file(dir).display().to_string(),
+    );
+    write(&process.join("directory.toml"), config.as_bytes())?;
+    let log = std::fs::File::create(process.join("directory.log")).map_err(|e| e.to_string())?;
+    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+    let child = Command::new(exe)
+        .arg("directory")
+        .arg("--config")
+        .arg(process.join("directory.toml"))
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| format!("starting the directory: {e}"))?;
+    write(&process.join("pid"), child.id().to_string().as_bytes())?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(addr) = addr(dir)
+            && nox_directory::fetch_document_blocking(addr, TIMEOUT).is_ok()
+        {
+            return Ok(addr);
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(process.join("directory.log")).unwrap_or_default();
+            return Err(format!("the directory did not start:\n{log}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn verify_config(dir: &Path) -> Result<VerifyConfig, TestnetError> {
+    let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
+    let bytes: [u8; 32] = hex::decode(authority.trim())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or("authority.pub: expected 64 hex digits")?;
+    let key = VerifyingKey::from_bytes(&bytes).map_err(|e| format!("authority.pub: {e}"))?;
+    Ok(VerifyConfig::new(key, Geometry::default()))
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The testnet's current topology, verified: from the directory when it has one, else from
+/// `topology.json` (blocking).
+pub fn topology(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
+    let verify = verify_config(dir)?;
+    let document = match addr(dir) {
+        Some(addr) => nox_directory::fetch_document_blocking(addr, TIMEOUT).map_err(|e| e.to_string())?,
+        None => {
+            let bytes = std::fs::read(dir.join("topology.json")).map_err(|e| format!("no testnet: {e}"))?;
+            nox_topology::TopologyDocument::from_json(&bytes).map_err(|e| e.to_string())?
+        }
+    };
+    document.verify(&verify, now_unix()).map_err(|e| e.to_string())
+}
+
+/// [`topology`] without blocking (inside a tokio runtime).
+pub async fn topology_async(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
+    let Some(addr) = addr(dir) else { return topology(dir) };
+    let verify = verify_config(dir)?;
+    let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
+    document.verify(&verify, now_unix()).map_err(|e| e.to_string())
+}
+
+/// One status line: address, process, current document, upload outcomes.
+pub fn status_line(dir: &Path, running: bool) -> Option<String> {
+    let addr = addr(dir)?;
+    let document = topology(dir).map_or_else(
+        |e| format!("document: {e}"),
+        |t| {
+            let epoch = t.schedule().epoch_at(t.issued_at());
+            format!("document issued_at {} (epoch {epoch}), {} nodes", t.issued_at(), t.nodes().len())
+        },
+    );
+    let metrics = nox_directory::get_blocking(addr, "/metrics", TIMEOUT)
+        .map(|(_, body)| String::from_utf8_lossy(&body).into_owned())
+        .unwrap_or_default();
+    let count = |outcome: &str| {
+        crate::testnet::metric(&metrics, &format!("nox_directory_requests_total{{outcome=\"{outcome}\"}}"))
+    };
+    let refused: u64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("nox_directory_requests_total{outcome=\"refused_"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    Some(format!(
+        "directory {addr} running {} — {document}; uploads accepted {} unchanged {} refused {refused}",
+        if running { "yes" } else { "no" },
+        count("accepted"),
+        count("unchanged"),
+    ))
+}

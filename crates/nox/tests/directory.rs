@@ -1,0 +1,107 @@
+//! A testnet with 6-second key epochs runs past two epoch boundaries: the nodes create keys for
+//! epochs that did not exist at start, publish them through the `nox directory` process, and
+//! both a client (which refreshes its topology from the directory) and the nodes (whose loop
+//! cover traffic needs the other nodes' new keys) pick them up. Traffic is delivered throughout.
+
+use std::{
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use nox::testnet::{NodeEntry, TestnetClient, metric, nodes, scrape};
+
+const NOX: &str = env!("CARGO_BIN_EXE_nox");
+const EPOCH_SECS: u64 = 6;
+
+struct Testnet(PathBuf);
+
+impl Drop for Testnet {
+    fn drop(&mut self) {
+        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.0).stdout(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn sum(nodes: &[NodeEntry], series: &str) -> u64 {
+    nodes.iter().map(|n| metric(&scrape(n.metrics).unwrap_or_default(), series)).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_through_the_directory() {
+    let dir = std::env::temp_dir().join(format!("nox-it-directory-{}", std::process::id()));
+    let base = 20_000 + (std::process::id() % 200) as u16 * 20;
+    let status = Command::new(NOX)
+        .args(["testnet", "up", "--nodes-per-layer", "1", "--mean-delay-ms", "1"])
+        .args(["--loop-rate", "4", "--drop-rate", "0", "--loop-timeout-s", "3"])
+        .args(["--epoch-secs", &EPOCH_SECS.to_string(), "--overlap-secs", "2"])
+        .arg("--base-port")
+        .arg(base.to_string())
+        .arg("--dir")
+        .arg(&dir)
+        .status()
+        .expect("run nox");
+    let net = Testnet(dir);
+    assert!(status.success(), "testnet up failed");
+    assert!(nox::testnet_directory::addr(&net.0).is_some(), "no directory address");
+
+    let mut client = TestnetClient::connect(&net.0).unwrap();
+    let schedule = *client.topology.schedule();
+    let start = schedule.epoch_at(now_unix());
+    let all = nodes(&net.0);
+    let exits: Vec<NodeEntry> = nodes(&net.0).into_iter().filter(|n| n.layer == 2).collect();
+    let delivered_before = sum(&exits, "nox_packets_delivered_total");
+
+    // Send a packet every 250 ms, refreshing the topology before each, until three packets
+    // have been built for the keys of epoch `start + 2` (created after the testnet started).
+    let deadline = Instant::now() + Duration::from_secs(3 * EPOCH_SECS + 6);
+    let (mut sent, mut in_target) = (0u64, 0u32);
+    let mut loops_at_target = None;
+    while in_target < 3 {
+        assert!(Instant::now() < deadline, "epoch {} not reached (at {sent} packets)", start + 2);
+        client.refresh(&net.0).await.unwrap();
+        let epoch = client.topology.client_epoch(now_unix());
+        let mut payload = [0u8; 64];
+        payload[..8].copy_from_slice(&sent.to_be_bytes());
+        let (entry, packet) = client.build(&payload).unwrap_or_else(|e| panic!("epoch {epoch}: {e}"));
+        client.send(&entry, packet).await.unwrap();
+        sent += 1;
+        if epoch >= start + 2 {
+            in_target += 1;
+            loops_at_target.get_or_insert_with(|| sum(&all, "nox_cover_loops_returned_total"));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Every packet arrives.
+    let wait = Instant::now() + Duration::from_secs(10);
+    let mut delivered = sum(&exits, "nox_packets_delivered_total") - delivered_before;
+    while delivered < sent && Instant::now() < wait {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        delivered = sum(&exits, "nox_packets_delivered_total") - delivered_before;
+    }
+    assert_eq!(delivered, sent, "packets lost across epoch boundaries");
+
+    // The served document lists every node's key for the new epoch...
+    let topology = nox::testnet_directory::topology(&net.0).unwrap();
+    for node in topology.nodes() {
+        assert!(node.descriptor.sphinx_key(start + 2).is_some(), "no key for epoch {} published", start + 2);
+    }
+    // ...and the nodes use the others' new keys: their loops keep coming back.
+    let loops_then = loops_at_target.unwrap();
+    let wait = Instant::now() + Duration::from_secs(5);
+    while sum(&all, "nox_cover_loops_returned_total") < loops_then + 3 && Instant::now() < wait {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(sum(&all, "nox_cover_loops_returned_total") >= loops_then + 3, "node loops stopped in the new epoch");
+
+    // The directory counted the uploads it accepted.
+    let addr = nox::testnet_directory::addr(&net.0).unwrap();
+    let (_, text) = nox_directory::get_blocking(addr, "/metrics", Duration::from_secs(2)).unwrap();
+    let accepted = metric(&String::from_utf8_lossy(&text), "nox_directory_requests_total{outcome=\"accepted\"}");
+    assert!(accepted >= 3, "only {accepted} uploads accepted");
+}
