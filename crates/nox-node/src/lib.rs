@@ -5,8 +5,8 @@
 mod admission;
 mod config;
 mod cover;
-mod exit;
 mod directory_client;
+mod exit;
 mod gate;
 mod metrics;
 mod pipeline;
@@ -20,8 +20,8 @@ pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
-pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, deliver_to_mailbox};
 pub use directory_client::{Publisher, SharedTopology, initial_topology};
+pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, deliver_to_mailbox};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
