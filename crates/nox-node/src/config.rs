@@ -34,9 +34,18 @@ pub struct NodeConfig {
 }
 
 /// `[exit]`
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExitSection {
+    /// Loss rate of reply packets the exit plans FEC parity for (Theorem 1;
+    /// default 0.05). Parity never exceeds the SURBs the request carried.
+    pub reply_loss_estimate: f64,
+    /// Delivery probability the reply parity aims at (default 0.999).
+    pub reply_target: f64,
+    /// Measurement knob, 0 in production: drop this fraction of reply
+    /// packets at the exit (counted), to measure and test FEC recovery on
+    /// the real network.
+    pub inject_reply_loss: f64,
     /// Send the first 64 bytes of every delivered payload, as one UDP
     /// datagram, to this address: a measurement sink for benchmarks and
     /// tests. Independent of the services below.
@@ -46,6 +55,12 @@ pub struct ExitSection {
     /// read by the `nox` binary with the `nox-exit` crate. Absent: the exit
     /// answers echo requests only.
     pub services: Option<toml::Table>,
+}
+
+impl Default for ExitSection {
+    fn default() -> Self {
+        Self { reply_loss_estimate: 0.05, reply_target: 0.999, inject_reply_loss: 0.0, sink: None, services: None }
+    }
 }
 
 /// `[node]`
@@ -245,6 +260,17 @@ impl NodeConfig {
             self.admission.expected_client_rate = parse("NOX_ADMISSION_EXPECTED_CLIENT_RATE", v)?;
         }
         self.admission.validate().map_err(|e| ConfigError::Invalid { section: "admission", message: e.to_string() })?;
+        let exit = &self.exit;
+        let probability = |x: f64| (0.0..1.0).contains(&x);
+        if !probability(exit.reply_loss_estimate) || !probability(exit.inject_reply_loss) {
+            return Err(ConfigError::Invalid {
+                section: "exit",
+                message: "reply_loss_estimate and inject_reply_loss must be in [0, 1)".into(),
+            });
+        }
+        if !(exit.reply_target > 0.0 && exit.reply_target < 1.0) {
+            return Err(ConfigError::Invalid { section: "exit", message: "reply_target must be in (0, 1)".into() });
+        }
         Ok(())
     }
 }
@@ -307,6 +333,19 @@ mod tests {
         assert!(matches!(zero, Err(ConfigError::Invalid { section: "admission", .. })), "{zero:?}");
         let bad = config.apply_env(|name| (name == "NOX_ADMISSION_ADAPTIVE_POW").then(|| "sometimes".into()));
         assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_ADMISSION_ADAPTIVE_POW", .. })));
+        let exit = |extra: &str| {
+            let dir = std::env::temp_dir().join(format!("nox-config-exit-{}-{}", std::process::id(), extra.len()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("node.toml");
+            let base = "[node]\nkey_dir = \"/k\"\nlisten = \"127.0.0.1:1\"\n[topology]\nfile = \"/t\"\nauthority_key = \"00\"\n";
+            std::fs::write(&path, format!("{base}[exit]\n{extra}\n")).unwrap();
+            let loaded = NodeConfig::load(&path, |_| None);
+            let _ = std::fs::remove_dir_all(&dir);
+            loaded
+        };
+        assert!(exit("inject_reply_loss = 0.2\n[exit.services.http]\nallow = [\"127.0.0.0/8\"]").is_ok());
+        assert!(matches!(exit("inject_reply_loss = 1.5"), Err(ConfigError::Invalid { section: "exit", .. })));
+        assert!(matches!(exit("reply_target = 1.0"), Err(ConfigError::Invalid { section: "exit", .. })));
     }
 
     #[test]

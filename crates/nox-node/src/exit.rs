@@ -38,10 +38,22 @@ enum Work {
 use nox_sphinx::{Geometry, NodeId};
 use rand_core::SeedableRng;
 
-/// Loss the exit plans reply parity for, and the delivery probability it
-/// aims at (Theorem 1); SURBs beyond the data shards carry parity.
-const REPLY_LOSS: f64 = 0.05;
-const REPLY_TARGET: f64 = 0.999;
+/// How the exit plans and sends replies (from `[exit]`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplyPolicy {
+    /// Loss rate the reply parity is planned for (Theorem 1).
+    pub loss_estimate: f64,
+    /// Delivery probability the parity aims at, within the SURB budget.
+    pub target: f64,
+    /// Fraction of reply packets dropped on purpose (measurement only).
+    pub inject_loss: f64,
+}
+
+impl Default for ReplyPolicy {
+    fn default() -> Self {
+        Self { loss_estimate: 0.05, target: 0.999, inject_loss: 0.0 }
+    }
+}
 
 /// Performs requests. Implementations must answer every request (errors
 /// become error responses) and never panic.
@@ -87,6 +99,8 @@ pub struct ExitMetrics {
     pub reply_packets: AtomicU64,
     /// Reply packets that could not be queued (unknown first hop, full queue).
     pub reply_packets_dropped: AtomicU64,
+    /// Reply packets dropped on purpose (`inject_reply_loss`).
+    pub reply_packets_injected_loss: AtomicU64,
     /// Reply frames handed to a client link (gateway).
     pub gateway_delivered: AtomicU64,
     /// Replies for a mailbox with no connected client (gateway).
@@ -113,6 +127,11 @@ impl ExitMetrics {
                 "nox_exit_reply_packets_dropped_total",
                 "Reply packets that could not be queued.",
                 load(&self.reply_packets_dropped),
+            ),
+            (
+                "nox_exit_reply_packets_injected_loss_total",
+                "Reply packets dropped on purpose (measurement knob).",
+                load(&self.reply_packets_injected_loss),
             ),
             ("nox_gateway_replies_total", "Replies handed to client links.", load(&self.gateway_delivered)),
             (
@@ -158,6 +177,7 @@ pub struct ExitFront {
     outbound: OutboundLinks,
     link_key_of: LinkKeyLookup,
     metrics: Arc<ExitMetrics>,
+    policy: ReplyPolicy,
     epoch: Instant,
 }
 
@@ -169,6 +189,7 @@ impl ExitFront {
         outbound: OutboundLinks,
         link_key_of: LinkKeyLookup,
         metrics: Arc<ExitMetrics>,
+        policy: ReplyPolicy,
     ) -> Self {
         // REQUEST_LIMITS are valid constants; the fallback is unreachable
         // but keeps this constructor infallible without a panic path.
@@ -182,6 +203,7 @@ impl ExitFront {
             outbound,
             link_key_of,
             metrics,
+            policy,
             epoch: Instant::now(),
         }
     }
@@ -259,21 +281,36 @@ impl ExitFront {
             count.fetch_add(1, Ordering::Relaxed);
         }
         let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
-        let packets =
-            match nox_message::reply_packets(&self.geometry, &encoded, surbs, REPLY_LOSS, REPLY_TARGET, &mut rng) {
-                Ok(packets) => packets,
-                Err(error) => {
-                    tracing::debug!(%error, "reply could not be built");
-                    self.metrics.reply_packets_dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-            };
+        let packets = match nox_message::reply_packets(
+            &self.geometry,
+            &encoded,
+            surbs,
+            self.policy.loss_estimate,
+            self.policy.target,
+            &mut rng,
+        ) {
+            Ok(packets) => packets,
+            Err(error) => {
+                tracing::debug!(%error, "reply could not be built");
+                self.metrics.reply_packets_dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
         for (first_hop, packet) in packets {
+            if self.policy.inject_loss > 0.0 && unit_interval(&mut rng) < self.policy.inject_loss {
+                self.metrics.reply_packets_injected_loss.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let sent = (self.link_key_of)(&first_hop).is_some_and(|key| self.outbound.send(&key, packet).is_ok());
             let counter = if sent { &self.metrics.reply_packets } else { &self.metrics.reply_packets_dropped };
             counter.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// A uniform draw in [0, 1).
+fn unit_interval(rng: &mut impl rand_core::RngCore) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Turns a processed reply packet into a reply frame and hands it to the

@@ -21,7 +21,7 @@ pub use config::{
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use directory_client::{Publisher, SharedTopology, initial_topology};
-pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, deliver_to_mailbox};
+pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, LinkKeyLookup, ReplyPolicy, deliver_to_mailbox};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};

@@ -267,6 +267,11 @@ pub async fn run_with(
             outbound.clone(),
             Arc::new(move |id: &NodeId| peers.link_key_of.get(id).copied()),
             exit_metrics.clone(),
+            crate::ReplyPolicy {
+                loss_estimate: config.exit.reply_loss_estimate,
+                target: config.exit.reply_target,
+                inject_loss: config.exit.inject_reply_loss,
+            },
         ))
     });
     let to_links = {

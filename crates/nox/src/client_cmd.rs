@@ -49,6 +49,11 @@ pub struct ClientArgs {
     /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).
     #[arg(long, default_value_t = 16 * 1024)]
     pub rpc_reply_len: usize,
+    /// Largest HTTP response expected through the SOCKS5 endpoint, in bytes
+    /// (sizes the SURB budget: one SURB per ~32 KB plus FEC parity; larger
+    /// responses come back as a clear 413 from the exit).
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub http_reply_len: usize,
 }
 
 /// One-shot client commands.
@@ -78,7 +83,8 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
             Some(ClientCommand::Echo { topology, cover_rate, text }) => echo(&topology, cover_rate, text).await,
             None => {
                 let topology = args.topology.ok_or("give --testnet <dir> or --topology <file> --authority <hex>")?;
-                daemon(&topology, args.cover_rate, args.socks, args.rpc, args.rpc_reply_len).await
+                let budgets = ReplyBudgets { rpc: args.rpc_reply_len, http: args.http_reply_len };
+                daemon(&topology, args.cover_rate, args.socks, args.rpc, budgets).await
             }
         }
     })
@@ -136,12 +142,19 @@ async fn echo(args: &TopologyArgs, cover_rate: f64, text: String) -> Result<(), 
     Ok(())
 }
 
+/// Expected reply sizes per endpoint, which size their SURB budgets.
+#[derive(Clone, Copy, Debug)]
+struct ReplyBudgets {
+    rpc: usize,
+    http: usize,
+}
+
 async fn daemon(
     args: &TopologyArgs,
     cover_rate: f64,
     socks: Option<SocketAddr>,
     rpc: Option<SocketAddr>,
-    rpc_reply_len: usize,
+    budgets: ReplyBudgets,
 ) -> Result<(), String> {
     if socks.is_none() && rpc.is_none() {
         return Err("nothing to serve: give --socks and/or --rpc".into());
@@ -152,12 +165,13 @@ async fn daemon(
     if let Some(addr) = socks {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("socks {addr}: {e}"))?;
         eprintln!("nox client: SOCKS5 on {}", listener.local_addr().map_err(|e| e.to_string())?);
-        tasks.spawn(nox_client::serve_socks(listener, client.clone(), SocksConfig::default()));
+        let config = SocksConfig { expected_reply_len: budgets.http, ..SocksConfig::default() };
+        tasks.spawn(nox_client::serve_socks(listener, client.clone(), config));
     }
     if let Some(addr) = rpc {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("rpc {addr}: {e}"))?;
         eprintln!("nox client: JSON-RPC on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
-        let config = RpcConfig { expected_reply_len: rpc_reply_len, ..RpcConfig::default() };
+        let config = RpcConfig { expected_reply_len: budgets.rpc, ..RpcConfig::default() };
         tasks.spawn(nox_client::serve_rpc(listener, client.clone(), config));
     }
     tokio::select! {

@@ -60,6 +60,13 @@ pub enum TestnetCommand {
         /// at http://127.0.0.1:8545); absent: no JSON-RPC service.
         #[arg(long)]
         rpc_upstream: Option<String>,
+        /// Exits drop this fraction of reply packets on purpose (measures
+        /// and tests FEC recovery on the real network; 0 = none).
+        #[arg(long, default_value_t = 0.0)]
+        inject_reply_loss: f64,
+        /// Loss rate the exits plan reply parity for.
+        #[arg(long, default_value_t = 0.05)]
+        reply_loss_estimate: f64,
         /// Key epoch length, seconds (short epochs exercise key rotation and re-publication).
         #[arg(long, default_value_t = 3600)]
         epoch_secs: u64,
@@ -130,6 +137,8 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
             drop_rate,
             loop_timeout_s,
             rpc_upstream,
+            inject_reply_loss,
+            reply_loss_estimate,
             epoch_secs,
             overlap_secs,
         } => up(
@@ -144,6 +153,8 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
                 drop_rate: *drop_rate,
                 loop_timeout_s: *loop_timeout_s,
                 rpc_upstream: rpc_upstream.clone(),
+                inject_reply_loss: *inject_reply_loss,
+                reply_loss_estimate: *reply_loss_estimate,
                 epoch_secs: *epoch_secs,
                 overlap_secs: *overlap_secs,
             },
@@ -182,6 +193,10 @@ pub struct Layout {
     pub loop_timeout_s: f64,
     /// The exits' JSON-RPC upstream (an Ethereum node), if any.
     pub rpc_upstream: Option<String>,
+    /// Fraction of reply packets the exits drop on purpose.
+    pub inject_reply_loss: f64,
+    /// Loss rate the exits plan reply parity for.
+    pub reply_loss_estimate: f64,
     /// Key epoch length, seconds.
     pub epoch_secs: u64,
     /// Epoch overlap, seconds.
@@ -200,6 +215,8 @@ impl Default for Layout {
             drop_rate: 0.05,
             loop_timeout_s: 30.0,
             rpc_upstream: None,
+            inject_reply_loss: 0.0,
+            reply_loss_estimate: 0.05,
             epoch_secs: 3600,
             overlap_secs: 300,
         }
@@ -218,6 +235,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         drop_rate,
         loop_timeout_s,
         rpc_upstream,
+        inject_reply_loss,
+        reply_loss_estimate,
         epoch_secs,
         overlap_secs,
     } = layout.clone();
@@ -272,7 +291,14 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         builder.add_node(descriptor);
         let config = format!(
             "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
-            sink = exit_sink.map(|a| format!("\n[exit]\nsink = \"{a}\"\n")).unwrap_or_default(),
+            sink = if layer + 1 == layers {
+                format!(
+                    "\n[exit]\nreply_loss_estimate = {reply_loss_estimate}\ninject_reply_loss = {inject_reply_loss}\n{}",
+                    exit_sink.map(|a| format!("sink = \"{a}\"\n")).unwrap_or_default()
+                )
+            } else {
+                String::new()
+            },
             services = if layer + 1 == layers { exit_services(rpc_upstream.as_deref()) } else { String::new() },
             keys = keys.display().to_string(),
         );

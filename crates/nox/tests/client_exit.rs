@@ -1,0 +1,254 @@
+//! End to end through real node processes (`nox testnet up`, one node per
+//! layer) with the real client (`nox-client`) in this process:
+//!
+//! - an echo round trip;
+//! - an HTTP GET to a local server through the SOCKS5 endpoint with the real
+//!   `curl` binary (`--socks5-hostname`: the name is resolved at the exit);
+//! - SSRF: private and metadata addresses refused by the exit, with a clear
+//!   error, through the mixnet;
+//! - `cast block-number`, `cast balance` and a signed raw transaction
+//!   (`cast mktx` + `cast publish`) mined on a real Anvil, through the local
+//!   JSON-RPC endpoint; a method outside the allow-list refused;
+//! - a 256 KiB reply recovered while the exits drop 20 % of reply packets.
+//!
+//! Anvil and Cast come from `tools/` (`npm ci --prefix tools`, done by
+//! `scripts/test.sh`); `curl` from the system.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
+use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
+use nox_sphinx::Geometry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NOX: &str = env!("CARGO_BIN_EXE_nox");
+/// Anvil's first default account and its well-known development key.
+const DEV_ACCOUNT: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+const DEV_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const RECIPIENT: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+
+/// A testnet in its own directory and port range; stopped on drop.
+struct Testnet {
+    dir: PathBuf,
+}
+
+impl Drop for Testnet {
+    fn drop(&mut self) {
+        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn testnet(name: &str, slot: u16, extra: &[&str]) -> Testnet {
+    let dir = std::env::temp_dir().join(format!("nox-e2e-{name}-{}", std::process::id()));
+    // Port ranges apart from tests/testnet.rs (20000..24000) and directory.rs.
+    let base = 25_000 + (std::process::id() % 150) as u16 * 30 + slot * 10;
+    let status = Command::new(NOX)
+        .args(["testnet", "up", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"])
+        .args(extra)
+        .arg("--base-port")
+        .arg(base.to_string())
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run nox testnet up");
+    assert!(status.success(), "testnet up failed");
+    Testnet { dir }
+}
+
+async fn client(dir: &Path, core: ClientConfig) -> ClientHandle {
+    let geometry = Geometry::default();
+    let authority = std::fs::read_to_string(dir.join("authority.pub")).expect("authority.pub");
+    let topology = nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry).expect("topology");
+    Client::start(ShellConfig { topology, geometry, core }).await.expect("client starts")
+}
+
+fn tool(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/node_modules/.bin").join(name);
+    assert!(path.exists(), "{} missing: run `npm ci --prefix tools` (scripts/test.sh does)", path.display());
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+struct Anvil(Child);
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn anvil(port: u16) -> Anvil {
+    let child = Command::new(tool("anvil"))
+        .args(["--port", &port.to_string(), "--silent"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start anvil");
+    let anvil = Anvil(child);
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return anvil;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("anvil did not listen on {port}");
+}
+
+/// Runs a Foundry tool (blocking, off the runtime) and returns its stdout.
+async fn run(program: PathBuf, args: Vec<String>) -> Result<String, String> {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new(&program).args(&args).output().map_err(|e| e.to_string())?;
+        let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_owned();
+        if out.status.success() { Ok(text(&out.stdout)) } else { Err(text(&out.stderr)) }
+    })
+    .await
+    .expect("tool task")
+}
+
+/// A one-route HTTP/1.1 server on loopback: `body` for every request.
+async fn http_server(body: Vec<u8>) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(&body).await;
+            });
+        }
+    });
+    addr
+}
+
+async fn http_get(client: &ClientHandle, url: &str) -> (Status, Vec<u8>) {
+    let message = HttpRequestMsg { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() };
+    let response = client.request(RequestBody::Http(message), 64 * 1024).await.expect("a reply");
+    (response.status, response.body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_http_socks_and_ethereum_through_the_mixnet() {
+    let anvil_port = free_port();
+    let _anvil = anvil(anvil_port);
+    let upstream = format!("http://127.0.0.1:{anvil_port}");
+    let net = testnet("main", 0, &["--rpc-upstream", &upstream]);
+    let client = client(&net.dir, ClientConfig::default()).await;
+
+    // Echo.
+    let response = client.request(RequestBody::Echo(b"through three hops and back".to_vec()), 1024).await.unwrap();
+    assert_eq!((response.status, response.body.as_slice()), (Status::Ok, &b"through three hops and back"[..]));
+
+    // HTTP through the exit's fetch service, and SSRF refusals.
+    let page: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    let server = http_server(page.clone()).await;
+    let (status, body) = http_get(&client, &format!("http://{server}/data")).await;
+    assert_eq!(status, Status::Ok);
+    let fetched = HttpResponseMsg::decode(&body).expect("an HTTP response");
+    assert_eq!((fetched.status, fetched.body.len()), (200, page.len()));
+    assert!(fetched.body == page, "the page came back altered");
+    for (url, class) in [("http://10.0.0.1/", "private"), ("http://169.254.169.254/latest/meta-data/", "link-local")] {
+        let (status, body) = http_get(&client, url).await;
+        let message = String::from_utf8_lossy(&body);
+        assert_eq!(status, Status::Forbidden, "{url}: {message}");
+        assert!(message.contains("not a global address") && message.contains(class), "{url}: {message}");
+    }
+
+    // SOCKS5 with the real curl: the name is resolved by the exit.
+    let socks = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let socks_addr = socks.local_addr().unwrap();
+    tokio::spawn(nox_client::serve_socks(socks, client.clone(), SocksConfig::default()));
+    let url = format!("http://localhost:{}/via-socks", server.port());
+    let saved = net.dir.join("curl.out");
+    let curl_args = ["-sS", "--fail", "--max-time", "30", "--socks5-hostname", &socks_addr.to_string(), "-o"];
+    let mut args: Vec<String> = curl_args.iter().map(|a| (*a).to_owned()).collect();
+    args.extend([saved.display().to_string(), url]);
+    run(PathBuf::from("curl"), args).await.expect("curl through the SOCKS5 endpoint");
+    assert!(std::fs::read(&saved).unwrap() == page, "curl received another body than the server sent");
+
+    // Ethereum JSON-RPC through the local endpoint, with the real cast.
+    let rpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let rpc_url = format!("http://{}", rpc.local_addr().unwrap());
+    tokio::spawn(nox_client::serve_rpc(rpc, client.clone(), RpcConfig::default()));
+    let cast = tool("cast");
+    let cast_args = |args: &[&str]| args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    let chain = run(cast.clone(), cast_args(&["chain-id", "--rpc-url", &rpc_url])).await.expect("cast chain-id");
+    assert_eq!(chain, "31337");
+    let block = run(cast.clone(), cast_args(&["block-number", "--rpc-url", &rpc_url])).await.expect("block-number");
+    assert_eq!(block, "0", "a fresh Anvil");
+    let balance = run(cast.clone(), cast_args(&["balance", DEV_ACCOUNT, "--rpc-url", &rpc_url])).await.unwrap();
+    assert_eq!(balance, "10000000000000000000000");
+    let before = run(cast.clone(), cast_args(&["balance", RECIPIENT, "--rpc-url", &rpc_url])).await.unwrap();
+    let raw = run(
+        cast.clone(),
+        cast_args(&["mktx", "--private-key", DEV_KEY, "--rpc-url", &rpc_url, RECIPIENT, "--value", "1ether"]),
+    )
+    .await
+    .expect("cast mktx (nonce, fees and chain id read through the mixnet)");
+    assert!(raw.starts_with("0x02"), "an EIP-1559 transaction: {raw}");
+    let receipt = run(cast.clone(), cast_args(&["publish", "--rpc-url", &rpc_url, &raw])).await.expect("publish");
+    assert!(receipt.contains("\"status\":\"0x1\""), "mined and successful: {receipt}");
+    let after = run(cast.clone(), cast_args(&["balance", RECIPIENT, "--rpc-url", &rpc_url])).await.unwrap();
+    let (before, after): (u128, u128) = (before.parse().unwrap(), after.parse().unwrap());
+    assert_eq!(after - before, 1_000_000_000_000_000_000, "1 ether arrived");
+    let block = run(cast.clone(), cast_args(&["block-number", "--rpc-url", &rpc_url])).await.unwrap();
+    assert_eq!(block, "1", "the transaction was mined in block 1");
+    // A method outside the allow-list: a JSON-RPC error carrying the id.
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"eth_accounts","params":[]}"#;
+    let curl = ["-sS", "-X", "POST", "-H", "content-type: application/json", "--data", call, &rpc_url];
+    let answer = run(PathBuf::from("curl"), curl.iter().map(|a| (*a).to_owned()).collect()).await.unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("a JSON-RPC answer");
+    assert_eq!(answer["id"], 7, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("eth_accounts is not allowed"), "{answer}");
+    drop(cast);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_256_kib_reply_survives_exits_dropping_a_fifth_of_the_reply_packets() {
+    let net = testnet("loss", 1, &["--inject-reply-loss", "0.2", "--reply-loss-estimate", "0.35"]);
+    // The client sizes its SURB budget for the same loss; the exit turns the
+    // spare SURBs into parity.
+    let core = ClientConfig { loss: 0.35, target: 0.9999, ..ClientConfig::default() };
+    let client = client(&net.dir, core).await;
+    let exit = net.dir.join("node-2");
+    let exit = (0..3)
+        .map(|i| net.dir.join(format!("node-{i}")))
+        .find(|d| std::fs::read_to_string(d.join("layer")).is_ok_and(|l| l.trim() == "2"))
+        .unwrap_or(exit);
+    let metrics: SocketAddr = std::fs::read_to_string(exit.join("metrics.addr")).unwrap().trim().parse().unwrap();
+    for round in 0..3u8 {
+        let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i as u8) ^ round).collect();
+        let response = client.request(RequestBody::Echo(data.clone()), data.len()).await.expect("a reply");
+        assert_eq!(response.status, Status::Ok, "{:?}", response.error_message());
+        assert!(response.body == data, "round {round}: the reply was not rebuilt exactly");
+    }
+    let text = nox::testnet::scrape(metrics).unwrap_or_default();
+    let dropped = nox::testnet::metric(&text, "nox_exit_reply_packets_injected_loss_total");
+    let sent = nox::testnet::metric(&text, "nox_exit_reply_packets_total");
+    assert!(dropped > 0, "the exit dropped no reply packet: the test proved nothing");
+    assert!(sent >= 3 * 9, "each 256 KiB reply needs at least 9 shards; sent {sent}");
+}
