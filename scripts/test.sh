@@ -21,9 +21,15 @@ fi
 
 step "test tools: Anvil and Cast from npm (tools/package-lock.json)"
 if [ ! -x tools/node_modules/.bin/anvil ] || [ ! -x tools/node_modules/.bin/cast ]; then
-  npm ci --prefix tools --no-audit --no-fund
+  # `npm install`, not `npm ci`: npm 11 leaves the other platforms' optional
+  # binary packages out of the lock file and `npm ci` then refuses it.
+  # Versions are pinned exactly in tools/package.json.
+  npm install --prefix tools --no-audit --no-fund
 fi
-command -v curl >/dev/null || { echo "error: curl is needed by the SOCKS5 end-to-end test" >&2; exit 1; }
+if ! command -v curl >/dev/null; then
+  step "installing curl (the SOCKS5 end-to-end test drives the real curl)"
+  apt-get update -qq && apt-get install -y -qq curl
+fi
 
 step "format"
 cargo fmt --all -- --check
