@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bench_net;
 pub mod client_cmd;
 pub mod demo;
+pub mod demo_requests;
 pub mod exit_glue;
 pub mod machine;
 pub mod testnet;

@@ -91,7 +91,9 @@ pub enum TestnetCommand {
         #[arg(long, default_value_t = 0.0)]
         rate: f64,
     },
-    /// Up, traffic, status, down: the whole testnet in one command.
+    /// Up, traffic, requests answered through SURBs (echo, a 256 KiB reply,
+    /// HTTP through the exit, SSRF refusals), status, down: the whole
+    /// testnet in one command.
     Demo {
         #[command(flatten)]
         args: TestnetArgs,
@@ -163,7 +165,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
         TestnetCommand::Demo { args, packets } => {
             up(&args.dir, &Layout::default())?;
-            let result = traffic(&args.dir, *packets, 0.0);
+            let result = traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir));
             let shown = status(&args.dir);
             down(&args.dir)?;
             result.and(shown)

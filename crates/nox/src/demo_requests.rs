@@ -1,0 +1,140 @@
+//! The request part of `nox testnet demo`: an anonymous client (`nox-client`)
+//! asks the running testnet's exits for things and gets the answers back
+//! through single-use reply blocks, split into FEC shards. Prints what
+//! happened: round-trip times, sizes, shards, and the exit's refusals.
+
+use std::{
+    net::SocketAddr,
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig};
+use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
+use nox_sphinx::Geometry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::testnet::TestnetError;
+
+/// Echo round trips in the demo.
+const ECHOES: usize = 50;
+/// Size of the multi-fragment echo.
+const LARGE: usize = 256 * 1024;
+
+/// Runs the requests against the testnet in `dir` (already up).
+pub fn run(dir: &Path) -> Result<(), TestnetError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(requests(dir))
+}
+
+async fn requests(dir: &Path) -> Result<(), TestnetError> {
+    let geometry = Geometry::default();
+    let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
+    let topology =
+        nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry).map_err(|e| e.to_string())?;
+    let client = Client::start(ShellConfig { topology, geometry, core: ClientConfig::default() })
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("requests: an anonymous client (reply gateway in the last layer) sends requests; answers return on SURBs");
+
+    let mut rtts = Vec::with_capacity(ECHOES);
+    for i in 0..ECHOES {
+        let text = format!("echo {i} through entry, mix, exit and back");
+        let started = Instant::now();
+        let response = request(&client, RequestBody::Echo(text.clone().into_bytes()), 1024).await?;
+        if response.body != text.as_bytes() {
+            return Err(format!("echo {i} came back altered"));
+        }
+        rtts.push(started.elapsed());
+    }
+    rtts.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "  echo ×{ECHOES}: all answered; SURB round trip p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms (6 hops, μ = 1 ms per hop)",
+        ms(rtts[ECHOES / 2]),
+        ms(rtts[ECHOES * 9 / 10]),
+        ms(rtts[ECHOES - 1])
+    );
+
+    let large: Vec<u8> = (0..LARGE).map(|i| (i % 253) as u8).collect();
+    let started = Instant::now();
+    let response = request(&client, RequestBody::Echo(large.clone()), LARGE).await?;
+    let shards = LARGE.div_ceil(nox_message::max_reply_len(&geometry, 1));
+    if response.body != large {
+        return Err("the 256 KiB echo came back altered".into());
+    }
+    println!(
+        "  echo 256 KiB: request in {} forward packets, reply rebuilt from ≥{shards} FEC shards in {:.1} ms",
+        {
+            use rand_core::SeedableRng;
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0);
+            nox_message::request_fragments(&geometry, &large, 25, &mut rng).map_or(0, |f| f.len())
+        },
+        ms(started.elapsed())
+    );
+
+    let page = b"<html><body>hello from a web server the exit may reach</body></html>".to_vec();
+    let server = serve_once(page.clone()).await?;
+    let started = Instant::now();
+    let body = http_get(&client, &format!("http://{server}/")).await?;
+    let fetched = HttpResponseMsg::decode(&body).map_err(|e| e.to_string())?;
+    println!(
+        "  HTTP GET http://{server}/ via the exit: status {}, {} bytes, {:.1} ms",
+        fetched.status,
+        fetched.body.len(),
+        ms(started.elapsed())
+    );
+    for url in ["http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/"] {
+        let message = HttpRequestMsg { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() };
+        let response = client.request(RequestBody::Http(message), 4096).await.map_err(|e| e.to_string())?;
+        println!(
+            "  HTTP GET {url}: refused by the exit ({:?}: {})",
+            response.status,
+            response.error_message().unwrap_or("")
+        );
+    }
+    let stats = client.stats();
+    println!("  client: {stats:?}");
+    Ok(())
+}
+
+async fn request(
+    client: &ClientHandle,
+    body: RequestBody,
+    expected: usize,
+) -> Result<nox_message::Response, TestnetError> {
+    let response = client.request(body, expected).await.map_err(|e| e.to_string())?;
+    if response.status != Status::Ok {
+        return Err(format!("the exit answered {:?}: {}", response.status, response.error_message().unwrap_or("")));
+    }
+    Ok(response)
+}
+
+async fn http_get(client: &ClientHandle, url: &str) -> Result<Vec<u8>, TestnetError> {
+    let message = HttpRequestMsg { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() };
+    Ok(request(client, RequestBody::Http(message), 16 * 1024).await?.body)
+}
+
+/// A loopback HTTP server answering `body` to every request (testnet exits
+/// allow loopback destinations; a real exit refuses them).
+async fn serve_once(body: Vec<u8>) -> Result<SocketAddr, TestnetError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head).await;
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+            let _ = stream.write_all(&body).await;
+        }
+    });
+    Ok(addr)
+}
