@@ -92,20 +92,43 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
 
 async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
     let geometry = Geometry::default();
-    let (file, authority) = match (&args.testnet, &args.topology, &args.authority) {
-        (Some(dir), _, _) => {
-            let key = std::fs::read_to_string(dir.join("authority.pub"))
-                .map_err(|e| format!("{}: {e}", dir.join("authority.pub").display()))?;
-            (dir.join("topology.json"), key.trim().to_string())
-        }
-        (None, Some(file), Some(key)) => (file.clone(), key.clone()),
-        _ => return Err("give --testnet <dir> or --topology <file> --authority <hex>".into()),
-    };
-    let topology = nox_node::load_topology(&file, &authority, &geometry).map_err(|e| e.to_string())?;
     let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
-    let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
-    tokio::spawn(reload_topology(client.clone(), file, authority, geometry));
-    Ok(client)
+    match (&args.testnet, &args.topology, &args.authority) {
+        // A testnet: the topology comes from its directory (refreshed, so
+        // keys published for new epochs reach the client), or its file.
+        (Some(dir), _, _) => {
+            let topology = crate::testnet_directory::topology_async(dir).await?;
+            let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+            tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
+            Ok(client)
+        }
+        (None, Some(file), Some(key)) => {
+            let topology = nox_node::load_topology(file, key, &geometry).map_err(|e| e.to_string())?;
+            let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+            tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
+            Ok(client)
+        }
+        _ => Err("give --testnet <dir> or --topology <file> --authority <hex>".into()),
+    }
+}
+
+/// Fetches the testnet's document every poll period and hands a newer one
+/// (by issue time) to the client.
+async fn refresh_from_testnet(client: ClientHandle, dir: PathBuf) {
+    let mut issued = 0;
+    loop {
+        tokio::time::sleep(TOPOLOGY_POLL).await;
+        match crate::testnet_directory::topology_async(&dir).await {
+            Ok(topology) if topology.issued_at() > issued => {
+                issued = topology.issued_at();
+                if let Err(e) = client.set_topology(topology) {
+                    tracing::warn!("new topology not usable: {e}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("topology refresh failed: {e}"),
+        }
+    }
 }
 
 /// Re-reads the topology file when it changes (keys rotate every epoch).
