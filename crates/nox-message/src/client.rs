@@ -1,8 +1,7 @@
 //! Client side: fragmenting requests, sizing the SURB budget, reassembling replies.
 
 use nox_fec::{
-    Accepted, Layout, MAX_TOTAL_SHARDS, MessageId, ParityRatio, PlanningError, Reassembler, ReassemblyLimits,
-    data_shards_for, surbs_for_reply,
+    Layout, MAX_TOTAL_SHARDS, MessageId, ParityRatio, PlanningError, ReassemblyLimits, data_shards_for, surbs_for_reply,
 };
 use nox_sphinx::Geometry;
 use rand_core::{CryptoRng, RngCore};
@@ -67,39 +66,13 @@ pub fn surbs_needed(
 }
 
 /// Reassembles reply fragments (opened from SURB replies) into responses.
-#[derive(Debug)]
-pub struct ReplyAssembler {
-    inner: Reassembler,
-}
+pub type ReplyAssembler = crate::assembler::Assembler<crate::assembler::Replies>;
 
 impl ReplyAssembler {
-    /// An assembler with `limits` (usually [`REPLY_LIMITS`]).
-    pub fn new(limits: ReassemblyLimits) -> Result<Self, MessageError> {
-        Ok(Self { inner: Reassembler::new(limits)? })
-    }
-
     /// Feeds one reply fragment; returns the encoded response once any d
     /// distinct fragments of it are in. Decode it with
     /// [`crate::Response::decode`].
     pub fn accept(&mut self, fragment: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, MessageError> {
-        match self.inner.accept(fragment, now_ms)? {
-            Accepted::Complete { message, .. } => Ok(Some(message)),
-            Accepted::Pending { .. } | Accepted::Duplicate { .. } | Accepted::AlreadyComplete { .. } => Ok(None),
-        }
-    }
-
-    /// Drops incomplete replies past their deadline; returns how many.
-    pub fn expire(&mut self, now_ms: u64) -> usize {
-        self.inner.expire(now_ms)
-    }
-
-    /// When [`Self::expire`] next has work, if ever.
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.inner.next_deadline()
-    }
-
-    /// Incomplete replies held.
-    pub fn pending(&self) -> usize {
-        self.inner.pending_messages()
+        self.accept_raw(fragment, now_ms)
     }
 }

@@ -1,9 +1,6 @@
 //! Exit side: reassembling requests, planning and building SURB replies.
 
-use nox_fec::{
-    Accepted, Layout, MAX_TOTAL_SHARDS, MessageId, PlanningError, Reassembler, ReassemblyLimits, plan_reply,
-    shard_capacity,
-};
+use nox_fec::{Layout, MAX_TOTAL_SHARDS, MessageId, PlanningError, ReassemblyLimits, plan_reply, shard_capacity};
 use nox_sphinx::{Geometry, NodeId, Surb};
 use rand_core::{CryptoRng, RngCore};
 
@@ -26,17 +23,9 @@ pub const REQUEST_LIMITS: ReassemblyLimits = ReassemblyLimits {
 };
 
 /// Reassembles request fragments (forward payloads) into requests.
-#[derive(Debug)]
-pub struct RequestAssembler {
-    inner: Reassembler,
-}
+pub type RequestAssembler = crate::assembler::Assembler<crate::assembler::Requests>;
 
 impl RequestAssembler {
-    /// An assembler with `limits` (usually [`REQUEST_LIMITS`]).
-    pub fn new(limits: ReassemblyLimits) -> Result<Self, MessageError> {
-        Ok(Self { inner: Reassembler::new(limits)? })
-    }
-
     /// Feeds one fragment; returns the decoded request once any d distinct
     /// fragments of it are in. A completed message that is not a valid
     /// request is an error and is dropped; an exit that wants to answer such
@@ -51,29 +40,6 @@ impl RequestAssembler {
             Some(message) => Ok(Some(Request::decode(geometry, &message)?)),
             None => Ok(None),
         }
-    }
-
-    /// As [`Self::accept`], but returns the encoded request undecoded.
-    pub fn accept_raw(&mut self, fragment: &[u8], now_ms: u64) -> Result<Option<Vec<u8>>, MessageError> {
-        match self.inner.accept(fragment, now_ms)? {
-            Accepted::Complete { message, .. } => Ok(Some(message)),
-            Accepted::Pending { .. } | Accepted::Duplicate { .. } | Accepted::AlreadyComplete { .. } => Ok(None),
-        }
-    }
-
-    /// Drops incomplete requests past their deadline; returns how many.
-    pub fn expire(&mut self, now_ms: u64) -> usize {
-        self.inner.expire(now_ms)
-    }
-
-    /// When [`Self::expire`] next has work, if ever.
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.inner.next_deadline()
-    }
-
-    /// Incomplete requests held.
-    pub fn pending(&self) -> usize {
-        self.inner.pending_messages()
     }
 }
 

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod assembler;
 mod client;
 mod error;
 mod exit;
@@ -10,6 +11,7 @@ mod request;
 mod response;
 mod wire;
 
+pub use assembler::{Assembler, Replies, Requests};
 pub use client::{MAX_REPLY_LEN, REPLY_LIMITS, ReplyAssembler, request_fragments, surbs_needed};
 pub use error::MessageError;
 pub use exit::{MAX_REQUEST_LEN, REQUEST_LIMITS, RequestAssembler, max_reply_len, reply_packets};
