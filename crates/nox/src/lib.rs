@@ -9,5 +9,6 @@ pub mod demo;
 pub mod demo_requests;
 pub mod exit_glue;
 pub mod machine;
+pub mod progress;
 pub mod testnet;
 pub mod testnet_directory;
