@@ -42,3 +42,10 @@ bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-10}"
 
 step "tests"
 cargo test --workspace --locked
+
+step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
+if ! bash scripts/bench/regression.sh; then
+  echo "error: the performance regression gate failed (table and reasons above)." >&2
+  echo "       Intended slow-down? scripts/bench/regression.sh --update, and commit bench/baseline.json." >&2
+  exit 1
+fi

@@ -37,6 +37,9 @@ pub enum BenchCommand {
     /// layers): a sweep of offered rates, one-way latency via the exits'
     /// measurement sink, RSS idle and under load.
     Testnet(crate::bench_net::NetworkBenchArgs),
+    /// Deterministic workload for the callgrind regression gate
+    /// (scripts/bench/regression.sh): Sphinx hops, packet creation, FEC.
+    HopInstructions(crate::bench_gate::GateArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -82,6 +85,7 @@ pub enum BenchError {
 pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
     match command {
         BenchCommand::Testnet(args) => crate::bench_net::run(args),
+        BenchCommand::HopInstructions(args) => crate::bench_gate::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod bench_gate;
 pub mod bench_net;
 pub mod client_cmd;
 pub mod demo;

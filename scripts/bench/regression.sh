@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# CI performance regression gate: instruction counts under callgrind, not
+# wall time (a shared, noisy 2-core machine moves wall time by 10-20 %;
+# instruction counts of a fixed-seed workload move by well under 1 %).
+#
+#   scripts/bench/regression.sh            compare with bench/baseline.json
+#   scripts/bench/regression.sh --update   measure and rewrite the baseline
+#
+# Each workload of `nox bench hop-instructions` runs twice under
+# `valgrind --tool=callgrind`, with --count N and --count 0; the difference
+# divided by N is the instruction count of one operation (process start-up
+# and set-up cancel out). The gate fails if any operation costs more than
+# baseline x (1 + NOX_GATE_THRESHOLD), default 0.05 (5 %).
+# Docs: docs/benchmarks/README.md, "Regression gate".
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
+
+mode=check
+case "${1:-}" in
+  "") ;;
+  --update) mode=update ;;
+  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  *) echo "usage: $0 [--update]" >&2; exit 2 ;;
+esac
+threshold="${NOX_GATE_THRESHOLD:-0.05}"
+baseline=bench/baseline.json
+
+if ! command -v valgrind >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "regression gate: valgrind missing, installing it with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+  else
+    echo "regression gate FAILED: valgrind is not installed (apt-get install valgrind)" >&2
+    exit 1
+  fi
+fi
+
+# Always the release profile of the workspace, so the counts compare.
+echo "regression gate: building the release binary (cargo build --release -p nox)"
+cargo build --release --locked -q -p nox
+bin="$CARGO_TARGET_DIR/release/nox"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# workload and N (operations counted); kept small so the gate takes ~1 minute.
+workloads="sphinx-hop:20 sphinx-create:10 fec-encode:6 fec-decode:6"
+
+count_instructions() { # workload count -> total instructions (Ir) of the run
+  local out="$work/$1.$2.cg"
+  if ! valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" bench hop-instructions \
+      --workload "$1" --count "$2" >"$work/$1.$2.log" 2>&1; then
+    echo "regression gate FAILED: the workload $1 (count $2) did not run under valgrind:" >&2
+    tail -20 "$work/$1.$2.log" >&2
+    exit 1
+  fi
+  awk '/^(summary|totals):/ {print $2; exit}' "$out"
+}
+
+: >"$work/measured.tsv"
+for item in $workloads; do
+  name=${item%%:*}
+  n=${item##*:}
+  zero=$(count_instructions "$name" 0)
+  full=$(count_instructions "$name" "$n")
+  printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$zero" "$full" >>"$work/measured.tsv"
+done
+
+python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" <<'PY'
+import json, os, platform, subprocess, sys, time
+mode, threshold, baseline_path, measured_path, valgrind = sys.argv[1:6]
+threshold = float(threshold)
+measured = {}
+for line in open(measured_path):
+    name, n, zero, full = line.split()
+    measured[name] = {"count": int(n), "instructions_per_op": (int(full) - int(zero)) // int(n)}
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+    except Exception:
+        return None
+
+if mode == "update":
+    doc = {
+        "what": "instructions per operation (callgrind Ir), scripts/bench/regression.sh",
+        "threshold": threshold,
+        "machine": {"cpu_model": cpu_model(), "valgrind": valgrind,
+                    "rustc": subprocess.run(["rustc", "-V"], capture_output=True, text=True).stdout.strip(),
+                    "git_commit": git("rev-parse", "HEAD"), "timestamp_unix": int(time.time())},
+        "workloads": measured,
+    }
+    with open(baseline_path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    for name, m in measured.items():
+        print(f"  {name:<14} {m['instructions_per_op']:>14,} instructions/op")
+    print(f"regression gate: wrote {baseline_path}")
+    sys.exit(0)
+
+if not os.path.exists(baseline_path):
+    print(f"regression gate FAILED: no baseline {baseline_path}; create it with scripts/bench/regression.sh --update", file=sys.stderr)
+    sys.exit(1)
+base = json.load(open(baseline_path))["workloads"]
+failures = []
+print(f"\n{'workload':<14} {'baseline':>14} {'measured':>14} {'change':>8}  limit +{threshold*100:.1f} %")
+for name, m in measured.items():
+    if name not in base:
+        failures.append(f"{name}: not in the baseline (run --update)")
+        print(f"{name:<14} {'-':>14} {m['instructions_per_op']:>14,} {'':>8}  NEW")
+        continue
+    b = base[name]["instructions_per_op"]
+    change = m["instructions_per_op"] / b - 1
+    verdict = "ok"
+    if change > threshold:
+        verdict = "REGRESSION"
+        failures.append(f"{name}: {m['instructions_per_op']:,} instructions/op vs baseline {b:,} (+{change*100:.1f} % > +{threshold*100:.1f} %)")
+    elif change < -threshold:
+        verdict = "faster: consider --update"
+    print(f"{name:<14} {b:>14,} {m['instructions_per_op']:>14,} {change*100:>+7.2f}%  {verdict}")
+if failures:
+    print("\nregression gate FAILED:", file=sys.stderr)
+    for f in failures:
+        print("  " + f, file=sys.stderr)
+    print("If the slow-down is intended, rewrite the baseline: scripts/bench/regression.sh --update", file=sys.stderr)
+    sys.exit(1)
+print("\nregression gate: ok")
+PY
