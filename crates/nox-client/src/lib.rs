@@ -5,6 +5,7 @@
 mod config;
 mod core;
 mod error;
+mod health;
 pub mod http1;
 mod paths;
 mod proxy;
