@@ -118,9 +118,14 @@ impl ClientCore {
         if !built.packets.is_empty() {
             return Err(ClientError::NoRoute("loop does not fit one packet".into()));
         }
-        let mut nodes = built.forward;
-        nodes.extend(built.reply);
-        if self.probes.sent(recovery, &nodes, now.at) {
+        // Each node once per loop. A loop that crosses nodes already degraded
+        // is charged to them alone: it probes whether they recovered, and its
+        // likely loss must not drag healthy nodes (the gateway, on every
+        // loop) down with them.
+        let nodes: BTreeSet<NodeId> = built.forward.into_iter().chain(built.reply).collect();
+        let suspects: Vec<NodeId> = nodes.iter().filter(|n| self.degraded.contains(n)).copied().collect();
+        let charged = if suspects.is_empty() { nodes.into_iter().collect() } else { suspects };
+        if self.probes.sent(recovery, &charged, now.at) {
             self.stats.loops_sent += 1;
         }
         Ok(out)
@@ -134,10 +139,13 @@ impl ClientCore {
             self.stats.bad_replies += 1;
             return;
         }
+        // Count overdue loops first, so the tracker's own expiry finds none.
+        self.refresh_health(now);
         if let LoopReturn::Returned { .. } = self.probes.tracker.record_returned(LoopId(id.0), now.at) {
             self.stats.loops_returned += 1;
         }
-        self.refresh_health(now);
+        self.degraded = self.probes.degraded();
+        self.stats.degraded_nodes = self.degraded.len() as u64;
     }
 
     /// Expires lost loops, updates the degraded set and, if the gateway is

@@ -18,6 +18,7 @@ mod types;
 pub use config::ClientConfig;
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 pub use error::ClientError;
+pub use nox_cover::HealthConfig;
 pub use proxy::{SocksConfig, serve_socks};
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
 pub use shell::{Client, ClientHandle, Requester, ShellConfig};
