@@ -105,7 +105,7 @@ fn a_dropping_node_is_degraded_avoided_and_recovers() {
     let mut seen = Seen::default();
     run(&mut core, &mut net, Duration::from_secs(30), 0, &mut seen);
     let stats = core.stats();
-    assert!(stats.loops_sent > 100 && stats.loops_lost > 10 && stats.loops_returned > 50, "{stats:?}");
+    assert!(stats.loops_sent > 100 && stats.loops_lost > 10 && stats.loops_returned > 30, "{stats:?}");
     assert_eq!(core.degraded_nodes(), BTreeSet::from([dead]), "{stats:?}");
     assert_eq!(stats.degraded_nodes, 1);
     assert_eq!(stats.requests, 0, "loops are not requests");
@@ -127,14 +127,15 @@ fn a_dropping_node_is_degraded_avoided_and_recovers() {
     // Loops keep probing it (the only way to see it recover).
     assert!(seen.used_by(&[Sent::Loop]).contains(&dead));
 
-    // It works again: a few returned loops (returns_to_recover = 2) restore it.
+    // It works again: once the loops it dropped have timed out (2 s), two
+    // returned loops through it (returns_to_recover) restore it.
     net.dead.clear();
     let mut seen = Seen::default();
-    run(&mut core, &mut net, Duration::from_secs(62), 0, &mut seen);
+    run(&mut core, &mut net, Duration::from_secs(66), 0, &mut seen);
     assert!(core.degraded_nodes().is_empty(), "recovered: {:?}", core.stats());
     assert_eq!(core.stats().degraded_nodes, 0);
     let mut seen = Seen::default();
-    run(&mut core, &mut net, Duration::from_secs(80), 3, &mut seen);
+    run(&mut core, &mut net, Duration::from_secs(85), 3, &mut seen);
     assert!(seen.used_by(&[Sent::Real]).contains(&dead), "chosen again once recovered");
 }
 
