@@ -253,7 +253,7 @@ impl ClientCore {
 
     /// Builds one forward packet; the entry hop's proof of work is at least
     /// the difficulty the entry last announced.
-    fn build(
+    pub(crate) fn build(
         &mut self,
         options: &BuildOptions,
         mut path: Vec<PathHop>,
@@ -266,20 +266,6 @@ impl ClientCore {
         let entry = entry.node;
         let packet = build_forward(&self.geometry, options, &path, payload, &mut self.rng)?;
         Ok(Outgoing { entry, packet })
-    }
-
-    /// A drop cover packet on a fresh random path.
-    pub fn cover_packet(&mut self, now: Now) -> Result<Outgoing, ClientError> {
-        let epoch = self.topology.client_epoch(now.unix);
-        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
-        let exclude = Exclude { avoid: &self.config.avoid, degraded: &self.degraded };
-        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng)?;
-        let path = path_ending_at(&self.topology, epoch, exclude, exit, &mut self.rng)?;
-        let mut payload = DROP_MAGIC.to_vec();
-        payload.extend_from_slice(&self.rng.next_u64().to_be_bytes());
-        let out = self.build(&options, path, &payload)?;
-        self.stats.cover_packets += 1;
-        Ok(out)
     }
 
     /// When the next Poisson slot is due (`None` with cover traffic off).

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 
 use nox_cover::{HealthConfig, LoopHealthTracker, LoopId, LoopReturn};
 use nox_message::RequestBody;
-use nox_sphinx::{NodeId, SurbId, SurbRecovery};
+use nox_sphinx::{BuildOptions, NodeId, SurbId, SurbRecovery};
 use rand_core::RngCore;
 
 use crate::core::ClientCore;
 use crate::error::ClientError;
-use crate::paths::{Exclude, keep_or_pick_gateway};
-use crate::types::{Now, Outgoing};
+use crate::paths::{Exclude, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
+use crate::types::{DROP_MAGIC, Now, Outgoing};
 
 /// Loops in flight (their SURB keys, zeroized when dropped) and the tracker.
 pub(crate) struct LoopProbes {
@@ -93,6 +93,20 @@ impl ClientCore {
     /// exit, SURB return, gateway) avoids them, besides `config.avoid`.
     pub fn degraded_nodes(&self) -> BTreeSet<NodeId> {
         self.degraded.clone()
+    }
+
+    /// A drop cover packet on a fresh random path.
+    pub fn cover_packet(&mut self, now: Now) -> Result<Outgoing, ClientError> {
+        let epoch = self.topology.client_epoch(now.unix);
+        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
+        let exclude = Exclude { avoid: &self.config.avoid, degraded: &self.degraded };
+        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng)?;
+        let path = path_ending_at(&self.topology, epoch, exclude, exit, &mut self.rng)?;
+        let mut payload = DROP_MAGIC.to_vec();
+        payload.extend_from_slice(&self.rng.next_u64().to_be_bytes());
+        let out = self.build(&options, path, &payload)?;
+        self.stats.cover_packets += 1;
+        Ok(out)
     }
 
     /// Whether the next cover slot carries a loop (drawn from the packet
