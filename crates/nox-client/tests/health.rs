@@ -59,7 +59,7 @@ fn run(core: &mut ClientCore, net: &mut Mixnet, until: Duration, request_every: 
             break;
         }
         let now = at(net, when - net.base);
-        if request_every > 0 && slot % request_every == 0 {
+        if request_every > 0 && slot.is_multiple_of(request_every) {
             core.request(RequestBody::Echo(b"user".to_vec()), 64, now).expect("request");
         }
         slot += 1;
@@ -74,8 +74,8 @@ fn run(core: &mut ClientCore, net: &mut Mixnet, until: Duration, request_every: 
             // which nodes it was sent through either way.
             (false, None) => Sent::Loop,
         };
-        if kind == Sent::Loop && request.is_some() {
-            assert_eq!(request.as_ref().unwrap().surbs.len(), 1, "a loop carries one SURB");
+        if let (Sent::Loop, Some(request)) = (kind, &request) {
+            assert_eq!(request.surbs.len(), 1, "a loop carries one SURB");
         }
         let mut nodes: BTreeSet<NodeId> = forward.into_iter().collect();
         nodes.extend(reply_paths.into_iter().flatten());
@@ -87,9 +87,8 @@ fn run(core: &mut ClientCore, net: &mut Mixnet, until: Duration, request_every: 
                 seen.completed += 1;
             }
         }
-        for done in core.poll_timeouts(now) {
-            panic!("a user request timed out: {:?}", done.id);
-        }
+        let timed_out = core.poll_timeouts(now);
+        assert!(timed_out.is_empty(), "a user request timed out");
     }
 }
 
