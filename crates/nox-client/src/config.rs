@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use nox_cover::HealthConfig;
 use nox_sphinx::NodeId;
 
 /// What the core needs to know besides the topology.
@@ -27,7 +28,17 @@ pub struct ClientConfig {
     pub queue_capacity: usize,
     /// Requests in flight at most (default 1024).
     pub max_pending: usize,
-    /// Nodes not to use (degraded by loop-cover health, or distrusted).
+    /// Share of the cover slots that carry a loop (an echo request to
+    /// ourselves, a health probe) instead of a drop (default 0.5). Without
+    /// cover traffic there are no loops.
+    pub loop_fraction: f64,
+    /// Loop-health settings: a loop not back within `return_timeout`
+    /// (default 5 s here) is lost; `losses_to_degrade` consecutive losses
+    /// (default 5) mark a node degraded, `returns_to_recover` consecutive
+    /// returns (default 2) restore it.
+    pub health: HealthConfig,
+    /// Nodes never to use (distrusted), on top of those loop health marks
+    /// degraded.
     pub avoid: BTreeSet<NodeId>,
     /// Threads for proof-of-work solving (1: deterministic).
     pub pow_threads: usize,
@@ -43,6 +54,8 @@ impl Default for ClientConfig {
             cover_rate: 0.0,
             queue_capacity: 4096,
             max_pending: 1024,
+            loop_fraction: 0.5,
+            health: HealthConfig { return_timeout: Duration::from_secs(5), ..HealthConfig::default() },
             avoid: BTreeSet::new(),
             pow_threads: 1,
         }

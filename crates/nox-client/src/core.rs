@@ -1,7 +1,7 @@
 //! The sans-I/O client: requests out, downstream records in, timeouts and
 //! cover slots on demand. Time and randomness are injected.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use nox_cover::{Payload, SendQueue};
@@ -14,7 +14,8 @@ use rand_core::RngCore;
 
 use crate::config::ClientConfig;
 use crate::error::ClientError;
-use crate::paths::{hop_of, last_layer, path_ending_at, random_hop};
+use crate::health::LoopProbes;
+use crate::paths::{Exclude, hop_of, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
 use crate::surbs::{Retired, SurbTable};
 pub use crate::types::{ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 
@@ -24,21 +25,33 @@ struct Pending {
     assembler: ReplyAssembler,
 }
 
+/// The packets of one request and what loop health needs of it.
+pub(crate) struct Built {
+    pub(crate) packets: Vec<Outgoing>,
+    pub(crate) recoveries: Vec<SurbRecovery>,
+    /// Forward path of the first fragment.
+    pub(crate) forward: Vec<NodeId>,
+    /// Return path of the first SURB (ends at the gateway).
+    pub(crate) reply: Vec<NodeId>,
+}
+
 /// The client state machine. See the crate documentation.
 pub struct ClientCore {
-    topology: VerifiedTopology,
+    pub(crate) topology: VerifiedTopology,
     geometry: Geometry,
-    config: ClientConfig,
+    pub(crate) config: ClientConfig,
     mailbox: Mailbox,
-    gateway: NodeId,
-    rng: ChaCha20Rng,
+    pub(crate) gateway: NodeId,
+    pub(crate) rng: ChaCha20Rng,
     base: Instant,
     next_id: u64,
     pending: HashMap<RequestId, Pending>,
     surbs: SurbTable,
     notices: HashMap<NodeId, u8>,
     queue: Option<SendQueue<Outgoing, ChaCha20Rng>>,
-    stats: ClientStats,
+    pub(crate) probes: LoopProbes,
+    pub(crate) degraded: BTreeSet<NodeId>,
+    pub(crate) stats: ClientStats,
 }
 
 impl ClientCore {
@@ -55,7 +68,9 @@ impl ClientCore {
         now: Now,
     ) -> Result<Self, ClientError> {
         let epoch = topology.client_epoch(now.unix);
-        let gateway = random_hop(&topology, last_layer(&topology), epoch, &config.avoid, &mut rng)?.node;
+        let none = BTreeSet::new();
+        let exclude = Exclude { avoid: &config.avoid, degraded: &none };
+        let gateway = random_hop(&topology, last_layer(&topology), epoch, exclude, &mut rng)?.node;
         let mut mailbox = [0u8; 32];
         while mailbox == [0u8; 32] {
             rng.fill_bytes(&mut mailbox);
@@ -67,6 +82,7 @@ impl ClientCore {
         } else {
             None
         };
+        let config_health = config.health;
         Ok(Self {
             topology,
             geometry,
@@ -80,22 +96,20 @@ impl ClientCore {
             surbs: SurbTable::default(),
             notices: HashMap::new(),
             queue,
+            probes: LoopProbes::new(config_health),
+            degraded: BTreeSet::new(),
             stats: ClientStats::default(),
         })
     }
 
     /// Switches to a newer topology (epoch keys rotate). The gateway is kept
-    /// while it is listed with a key for the client epoch and not avoided;
-    /// otherwise a new one is drawn and returned, and the shell must connect
-    /// to it (same mailbox). Requests in flight keep their SURBs.
+    /// while it is listed with a key for the client epoch, not avoided and
+    /// not degraded; otherwise a new one is drawn and returned, and the shell
+    /// must connect to it (same mailbox). Requests in flight keep their SURBs.
     pub fn set_topology(&mut self, topology: VerifiedTopology, now: Now) -> Result<Option<NodeId>, ClientError> {
         let epoch = topology.client_epoch(now.unix);
-        let keep = !self.config.avoid.contains(&self.gateway) && hop_of(&topology, &self.gateway, epoch).is_some();
-        let gateway = if keep {
-            None
-        } else {
-            Some(random_hop(&topology, last_layer(&topology), epoch, &self.config.avoid, &mut self.rng)?.node)
-        };
+        let exclude = Exclude { avoid: &self.config.avoid, degraded: &self.degraded };
+        let gateway = keep_or_pick_gateway(&topology, &self.gateway, exclude, epoch, &mut self.rng)?;
         self.topology = topology;
         if let Some(gateway) = gateway {
             self.gateway = gateway;
@@ -152,36 +166,17 @@ impl ClientCore {
             return Err(ClientError::Busy("too many requests in flight"));
         }
         body.validate()?;
-        let epoch = self.topology.client_epoch(now.unix);
-        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
-        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, &self.config.avoid, &mut self.rng)?;
-        let gateway = hop_of(&self.topology, &self.gateway, epoch)
-            .ok_or_else(|| ClientError::NoRoute(format!("reply gateway has no key for epoch {epoch}")))?;
         let n_surbs = surbs_needed(&self.geometry, expected_reply_len, self.config.loss, self.config.target)?;
-
-        let recipient = NodeId(self.mailbox.0);
-        let mut surbs = Vec::with_capacity(n_surbs);
-        let mut recoveries: Vec<SurbRecovery> = Vec::with_capacity(n_surbs);
-        for _ in 0..n_surbs {
-            let path = path_ending_at(&self.topology, epoch, &self.config.avoid, gateway, &mut self.rng)?;
-            let (surb, recovery) = build_surb(&self.geometry, &options, &path, recipient, &mut self.rng)?;
-            surbs.push(surb);
-            recoveries.push(recovery);
-        }
-        let request = Request { surbs, body };
-        request.validate()?;
-        let fragments =
-            request_fragments(&self.geometry, &request.encode(), self.config.parity_percent, &mut self.rng)?;
-        drop(request);
         if let Some(queue) = &self.queue
-            && queue.len() + fragments.len() > self.config.queue_capacity
+            && queue.len() >= self.config.queue_capacity
         {
             return Err(ClientError::Busy("send queue full"));
         }
-        let mut packets = Vec::with_capacity(fragments.len());
-        for fragment in &fragments {
-            let path = path_ending_at(&self.topology, epoch, &self.config.avoid, exit, &mut self.rng)?;
-            packets.push(self.build(&options, path, fragment)?);
+        let Built { packets, recoveries, .. } = self.build_request(body, n_surbs, false, now)?;
+        if let Some(queue) = &self.queue
+            && queue.len() + packets.len() > self.config.queue_capacity
+        {
+            return Err(ClientError::Busy("send queue full"));
         }
 
         let id = RequestId(self.next_id);
@@ -206,9 +201,59 @@ impl ClientCore {
         }
     }
 
+    /// Builds a request of `n_surbs` SURBs (return paths `[L0, L1, gateway]`)
+    /// and its fragments on fresh paths to one exit. `probe` (loops) ignores
+    /// loop health in path choice; real traffic avoids degraded nodes.
+    pub(crate) fn build_request(
+        &mut self,
+        body: RequestBody,
+        n_surbs: usize,
+        probe: bool,
+        now: Now,
+    ) -> Result<Built, ClientError> {
+        let epoch = self.topology.client_epoch(now.unix);
+        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
+        let none = BTreeSet::new();
+        let degraded = if probe { none } else { self.degraded.clone() };
+        let exclude = Exclude { avoid: &self.config.avoid, degraded: &degraded };
+        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng)?;
+        let gateway = hop_of(&self.topology, &self.gateway, epoch)
+            .ok_or_else(|| ClientError::NoRoute(format!("reply gateway has no key for epoch {epoch}")))?;
+
+        let recipient = NodeId(self.mailbox.0);
+        let mut surbs = Vec::with_capacity(n_surbs);
+        let mut recoveries: Vec<SurbRecovery> = Vec::with_capacity(n_surbs);
+        let mut reply = Vec::new();
+        for _ in 0..n_surbs {
+            let path = path_ending_at(&self.topology, epoch, exclude, gateway, &mut self.rng)?;
+            if reply.is_empty() {
+                reply = path.iter().map(|h| h.node).collect();
+            }
+            let (surb, recovery) = build_surb(&self.geometry, &options, &path, recipient, &mut self.rng)?;
+            surbs.push(surb);
+            recoveries.push(recovery);
+        }
+        let request = Request { surbs, body };
+        request.validate()?;
+        let fragments =
+            request_fragments(&self.geometry, &request.encode(), self.config.parity_percent, &mut self.rng)?;
+        drop(request);
+        let mut paths = Vec::with_capacity(fragments.len());
+        for _ in &fragments {
+            let exclude = Exclude { avoid: &self.config.avoid, degraded: &degraded };
+            paths.push(path_ending_at(&self.topology, epoch, exclude, exit, &mut self.rng)?);
+        }
+        let forward = paths.first().map(|p| p.iter().map(|h| h.node).collect()).unwrap_or_default();
+        let mut packets = Vec::with_capacity(fragments.len());
+        for (path, fragment) in paths.into_iter().zip(&fragments) {
+            packets.push(self.build(&options, path, fragment)?);
+        }
+        Ok(Built { packets, recoveries, forward, reply })
+    }
+
     /// Builds one forward packet; the entry hop's proof of work is at least
     /// the difficulty the entry last announced.
-    fn build(
+    pub(crate) fn build(
         &mut self,
         options: &BuildOptions,
         mut path: Vec<PathHop>,
@@ -223,30 +268,19 @@ impl ClientCore {
         Ok(Outgoing { entry, packet })
     }
 
-    /// A drop cover packet on a fresh random path.
-    pub fn cover_packet(&mut self, now: Now) -> Result<Outgoing, ClientError> {
-        let epoch = self.topology.client_epoch(now.unix);
-        let options = BuildOptions { key_epoch: epoch, pow_threads: self.config.pow_threads };
-        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, &self.config.avoid, &mut self.rng)?;
-        let path = path_ending_at(&self.topology, epoch, &self.config.avoid, exit, &mut self.rng)?;
-        let mut payload = DROP_MAGIC.to_vec();
-        payload.extend_from_slice(&self.rng.next_u64().to_be_bytes());
-        let out = self.build(&options, path, &payload)?;
-        self.stats.cover_packets += 1;
-        Ok(out)
-    }
-
     /// When the next Poisson slot is due (`None` with cover traffic off).
     pub fn next_transmit_at(&self) -> Option<Instant> {
         self.queue.as_ref().and_then(SendQueue::next_emission_at)
     }
 
     /// The packet for the next due slot, if one is due: the oldest queued
-    /// real packet, or a fresh cover packet. Call until `None`.
+    /// real packet, or a fresh cover packet: a loop (share
+    /// `config.loop_fraction`) or a drop. Call until `None`.
     pub fn poll_transmit(&mut self, now: Now) -> Option<Result<Outgoing, ClientError>> {
         let emission = self.queue.as_mut()?.poll(now.at)?;
         Some(match emission.payload {
             Payload::Real(packet) => Ok(packet),
+            Payload::Cover if self.draw_loop() => self.loop_packet(now).or_else(|_| self.cover_packet(now)),
             Payload::Cover => self.cover_packet(now),
         })
     }
@@ -275,6 +309,10 @@ impl ClientCore {
             }
             nox_link::Downstream::Reply { surb_id, body } => (SurbId(surb_id), body),
         };
+        if let Some(recovery) = self.probes.take(&surb_id) {
+            self.loop_reply(surb_id, recovery, body, now);
+            return None;
+        }
         let (id, recovery) = match self.surbs.take(&surb_id) {
             Ok(found) => found,
             Err(Some(Retired::Used)) => {
@@ -327,14 +365,17 @@ impl ClientCore {
         }
     }
 
-    /// When the earliest request in flight times out.
+    /// When the earliest request in flight, or loop, times out.
     pub fn next_timeout(&self) -> Option<Instant> {
-        self.pending.values().map(|p| p.deadline).min()
+        self.pending.values().map(|p| p.deadline).chain(self.probes.next_timeout_at()).min()
     }
 
     /// Fails every request whose deadline has passed with
     /// `ClientError::Timeout`. Nothing is resent (see the crate docs).
+    /// Also counts overdue loops as lost, which may mark nodes degraded and
+    /// change [`Self::gateway`].
     pub fn poll_timeouts(&mut self, now: Now) -> Vec<Completed> {
+        self.refresh_health(now);
         let mut expired: Vec<RequestId> =
             self.pending.iter().filter(|(_, p)| p.deadline <= now.at).map(|(id, _)| *id).collect();
         expired.sort();

@@ -5,6 +5,7 @@
 mod config;
 mod core;
 mod error;
+mod health;
 pub mod http1;
 mod paths;
 mod proxy;
@@ -17,6 +18,7 @@ mod types;
 pub use config::ClientConfig;
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 pub use error::ClientError;
+pub use nox_cover::HealthConfig;
 pub use proxy::{SocksConfig, serve_socks};
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
 pub use shell::{Client, ClientHandle, Requester, ShellConfig};

@@ -1,5 +1,6 @@
 //! Choosing hops from the topology. Every choice is uniform among the
-//! layer's nodes that list a Sphinx key for the epoch and are not avoided.
+//! layer's nodes that list a Sphinx key for the epoch, are not avoided and,
+//! where the layer has any other, are not degraded (loop-cover health).
 
 use std::collections::BTreeSet;
 
@@ -28,19 +29,31 @@ pub(crate) fn hop_of(topology: &VerifiedTopology, id: &NodeId, epoch: u32) -> Op
     Some(PathHop { node: *id, public_key, delay: Delay(0), pow_difficulty: node.descriptor.pow_difficulty })
 }
 
+/// Nodes a path choice leaves out: `avoid` always (configured), `degraded`
+/// unless that would leave a layer empty (a client whose probes all fail,
+/// e.g. while offline, must not lock itself out).
+#[derive(Clone, Copy)]
+pub(crate) struct Exclude<'a> {
+    pub(crate) avoid: &'a BTreeSet<NodeId>,
+    pub(crate) degraded: &'a BTreeSet<NodeId>,
+}
+
 /// A uniform random usable hop of `layer`.
 pub(crate) fn random_hop<R: RngCore + CryptoRng>(
     topology: &VerifiedTopology,
     layer: Layer,
     epoch: u32,
-    avoid: &BTreeSet<NodeId>,
+    exclude: Exclude<'_>,
     rng: &mut R,
 ) -> Result<PathHop, ClientError> {
-    let candidates: Vec<PathHop> = topology
+    let mut candidates: Vec<PathHop> = topology
         .nodes_in_layer(layer)
-        .filter(|n| !avoid.contains(&n.id))
+        .filter(|n| !exclude.avoid.contains(&n.id))
         .filter_map(|n| hop_of(topology, &n.id, epoch))
         .collect();
+    if candidates.iter().any(|h| !exclude.degraded.contains(&h.node)) {
+        candidates.retain(|h| !exclude.degraded.contains(&h.node));
+    }
     if candidates.is_empty() {
         return Err(ClientError::NoRoute(format!("no usable node in layer {} for epoch {epoch}", layer.0)));
     }
@@ -56,15 +69,32 @@ pub(crate) fn last_layer(topology: &VerifiedTopology) -> Layer {
 pub(crate) fn path_ending_at<R: RngCore + CryptoRng>(
     topology: &VerifiedTopology,
     epoch: u32,
-    avoid: &BTreeSet<NodeId>,
+    exclude: Exclude<'_>,
     last: PathHop,
     rng: &mut R,
 ) -> Result<Vec<PathHop>, ClientError> {
     let exit = last_layer(topology);
     let mut path = Vec::with_capacity(usize::from(topology.layers().get()));
     for layer in topology.layers().iter().filter(|l| *l != exit) {
-        path.push(random_hop(topology, layer, epoch, avoid, rng)?);
+        path.push(random_hop(topology, layer, epoch, exclude, rng)?);
     }
     path.push(last);
     Ok(path)
+}
+
+/// The reply gateway to use: `None` to keep `current` (listed with a key for
+/// `epoch`, not avoided, not degraded), or a fresh uniform last-layer node.
+pub(crate) fn keep_or_pick_gateway<R: RngCore + CryptoRng>(
+    topology: &VerifiedTopology,
+    current: &NodeId,
+    exclude: Exclude<'_>,
+    epoch: u32,
+    rng: &mut R,
+) -> Result<Option<NodeId>, ClientError> {
+    let usable = !exclude.avoid.contains(current) && hop_of(topology, current, epoch).is_some();
+    if usable && !exclude.degraded.contains(current) {
+        return Ok(None);
+    }
+    let picked = random_hop(topology, last_layer(topology), epoch, exclude, rng)?.node;
+    Ok((picked != *current || !usable).then_some(picked))
 }

@@ -40,6 +40,9 @@ type Waiters = HashMap<RequestId, oneshot::Sender<Result<Response, ClientError>>
 struct State {
     core: ClientCore,
     waiters: Waiters,
+    /// The gateway the shell last connected to; the core may move on (loop
+    /// health marks it degraded) and the timer task follows.
+    connected: NodeId,
 }
 
 struct Shared {
@@ -183,7 +186,7 @@ impl Client {
         gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
 
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { core, waiters: HashMap::new() }),
+            state: Mutex::new(State { connected: core.gateway(), core, waiters: HashMap::new() }),
             entries,
             gateway_links,
             directory,
@@ -232,7 +235,14 @@ impl ClientHandle {
     /// same mailbox.
     pub fn set_topology(&self, topology: VerifiedTopology) -> Result<(), ClientError> {
         self.shared.directory.set(&topology);
-        let changed = self.shared.lock().core.set_topology(topology, Now::system())?;
+        let changed = {
+            let mut state = self.shared.lock();
+            let changed = state.core.set_topology(topology, Now::system())?;
+            if let Some(gateway) = changed {
+                state.connected = gateway;
+            }
+            changed
+        };
         if let Some(gateway) = changed {
             let key = self.shared.directory.link_key(&gateway).ok_or(ClientError::NoRoute("gateway link".into()))?;
             self.shared.gateway_links.connect(&key).map_err(|e| ClientError::Setup(e.to_string()))?;
@@ -267,7 +277,7 @@ async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>,
 async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     loop {
         let now = Now::system();
-        let (due, next) = {
+        let (due, next, new_gateway) = {
             let mut state = shared.lock();
             let mut due = Vec::new();
             while let Some(out) = state.core.poll_transmit(now) {
@@ -280,8 +290,20 @@ async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 Shared::complete(&mut state, done);
             }
             let next = [state.core.next_transmit_at(), state.core.next_timeout()].into_iter().flatten().min();
-            (due, next)
+            let new_gateway = Some(state.core.gateway()).filter(|g| *g != state.connected);
+            if let Some(gateway) = new_gateway {
+                state.connected = gateway;
+            }
+            (due, next, new_gateway)
         };
+        if let Some(gateway) = new_gateway {
+            // Loop health marked the gateway degraded: same mailbox, new link.
+            match shared.directory.link_key(&gateway).map(|key| shared.gateway_links.connect(&key)) {
+                Some(Ok(())) => tracing::info!("reply gateway degraded; switched to another"),
+                Some(Err(e)) => tracing::warn!("new reply gateway: {e}"),
+                None => tracing::warn!("new reply gateway missing from the topology"),
+            }
+        }
         for out in due {
             shared.send_now(out);
         }

@@ -62,6 +62,14 @@ pub struct ClientStats {
     pub real_packets: u64,
     /// Cover (drop) packets built.
     pub cover_packets: u64,
+    /// Loop cover packets built (health probes; not requests).
+    pub loops_sent: u64,
+    /// Loops whose reply came back in time.
+    pub loops_returned: u64,
+    /// Loops not back within the health timeout.
+    pub loops_lost: u64,
+    /// Nodes currently marked degraded by loop health.
+    pub degraded_nodes: u64,
     /// Reply fragments accepted.
     pub replies: u64,
     /// Replies for a SURB id this client never issued (or long forgotten).

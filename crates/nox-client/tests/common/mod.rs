@@ -3,7 +3,7 @@
 //! nox-message. Deterministic: fixed seeds, virtual time.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Now, Outgoing};
@@ -47,6 +47,22 @@ pub struct Mixnet {
     pub links: HashMap<NodeId, (std::net::SocketAddr, [u8; 32])>,
     /// Unix time of the test.
     pub unix: u64,
+    /// Nodes that silently drop every packet they receive.
+    pub dead: BTreeSet<NodeId>,
+}
+
+/// One client packet carried through the mixnet by [`Mixnet::serve`].
+pub struct Served {
+    /// Nodes the forward packet reached, in order (a dead one last).
+    pub forward: Vec<NodeId>,
+    /// What the exit received, if the packet got there.
+    pub exit_payload: Option<Vec<u8>>,
+    /// The request the exit completed, if any (it answers echoes).
+    pub request: Option<Request>,
+    /// Return paths of the reply packets (a dead node last if dropped).
+    pub reply_paths: Vec<Vec<NodeId>>,
+    /// Downstream records for the client: (gateway, record).
+    pub records: Vec<(NodeId, Vec<u8>)>,
 }
 
 impl Mixnet {
@@ -104,6 +120,7 @@ impl Mixnet {
             base: Instant::now(),
             links,
             unix,
+            dead: BTreeSet::new(),
         }
     }
 
@@ -133,10 +150,26 @@ impl Mixnet {
 
     /// Carries a packet from `first` through every hop, checking each
     /// hop's proof of work at its advertised difficulty (`entry_min` for the first).
-    pub fn route(&mut self, first: NodeId, mut packet: Vec<u8>, entry_min: u8) -> Outcome {
+    pub fn route(&mut self, first: NodeId, packet: Vec<u8>, entry_min: u8) -> Outcome {
+        self.trace(first, packet, entry_min, &mut Vec::new()).expect("dropped by a dead node")
+    }
+
+    /// [`Self::route`], recording the nodes reached in `path`; `None` if a
+    /// dead node dropped the packet.
+    pub fn trace(
+        &mut self,
+        first: NodeId,
+        mut packet: Vec<u8>,
+        entry_min: u8,
+        path: &mut Vec<NodeId>,
+    ) -> Option<Outcome> {
         let mut node = first;
         let mut hop = 0;
         loop {
+            path.push(node);
+            if self.dead.contains(&node) {
+                return None;
+            }
             let advertised = self.topology.node(&node).expect("node").descriptor.pow_difficulty;
             let view = HeaderView::parse(&self.geometry, &packet).expect("header");
             let needed = if hop == 0 { advertised.max(entry_min) } else { advertised };
@@ -150,13 +183,13 @@ impl Mixnet {
                 }
                 Processed::Deliver { payload, .. } => {
                     assert_eq!(self.layer(&node), 2, "exits are in the last layer");
-                    return Outcome::Exit { exit: node, payload: packet[payload].to_vec() };
+                    return Some(Outcome::Exit { exit: node, payload: packet[payload].to_vec() });
                 }
                 Processed::Reply { recipient, surb_id, .. } => {
                     assert_eq!(self.layer(&node), 2, "reply gateways are in the last layer");
                     let header_len = self.geometry.header_len();
                     nox_link::encode_reply_in_place(&mut packet, header_len, &surb_id.0).expect("frame");
-                    return Outcome::Reply { gateway: node, recipient, record: packet };
+                    return Some(Outcome::Reply { gateway: node, recipient, record: packet });
                 }
             }
         }
@@ -201,5 +234,36 @@ impl Mixnet {
                 }
             })
             .collect()
+    }
+
+    /// Carries one client packet to its exit; an exit that completes an
+    /// echo answers it through its SURBs. Dead nodes drop what they get.
+    pub fn serve(&mut self, out: Outgoing) -> Served {
+        let mut served = Served {
+            forward: Vec::new(),
+            exit_payload: None,
+            request: None,
+            reply_paths: Vec::new(),
+            records: Vec::new(),
+        };
+        let Some(outcome) = self.trace(out.entry, out.packet, 0, &mut served.forward) else { return served };
+        let Outcome::Exit { exit, payload } = outcome else { panic!("a forward packet ended as a reply") };
+        served.exit_payload = Some(payload.clone());
+        let Some(request) = self.exit_accept(exit, &payload) else { return served };
+        let nox_message::RequestBody::Echo(text) = &request.body else { panic!("only echoes here") };
+        let response = Response::ok(text.clone());
+        served.request = Some(request.clone());
+        let packets =
+            reply_packets(&self.geometry, &response.encode(), request.surbs, 0.05, 0.99, &mut self.rng).expect("reply");
+        for (first, packet) in packets {
+            let mut path = Vec::new();
+            match self.trace(first, packet, 0, &mut path) {
+                Some(Outcome::Reply { gateway, record, .. }) => served.records.push((gateway, record)),
+                Some(Outcome::Exit { .. }) => panic!("a reply ended at an exit"),
+                None => {}
+            }
+            served.reply_paths.push(path);
+        }
+        served
     }
 }
