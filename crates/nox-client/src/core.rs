@@ -31,7 +31,7 @@ pub(crate) struct Built {
     pub(crate) recoveries: Vec<SurbRecovery>,
     /// Forward path of the first fragment.
     pub(crate) forward: Vec<NodeId>,
-    /// Return path of the first SURB (ends at the gateway).
+    /// Nodes on every SURB's return path (at least the gateway).
     pub(crate) reply: Vec<NodeId>,
 }
 
@@ -223,12 +223,15 @@ impl ClientCore {
         let recipient = NodeId(self.mailbox.0);
         let mut surbs = Vec::with_capacity(n_surbs);
         let mut recoveries: Vec<SurbRecovery> = Vec::with_capacity(n_surbs);
-        let mut reply = Vec::new();
+        let mut reply: Option<Vec<NodeId>> = None;
         for _ in 0..n_surbs {
             let path = path_ending_at(&self.topology, epoch, exclude, gateway, &mut self.rng)?;
-            if reply.is_empty() {
-                reply = path.iter().map(|h| h.node).collect();
-            }
+            // Nodes on every return path: a reply is lost only if all its
+            // SURBs are, so only these are certainly involved in a loss.
+            reply = Some(match reply {
+                None => path.iter().map(|h| h.node).collect(),
+                Some(common) => common.into_iter().filter(|n| path.iter().any(|h| h.node == *n)).collect(),
+            });
             let (surb, recovery) = build_surb(&self.geometry, &options, &path, recipient, &mut self.rng)?;
             surbs.push(surb);
             recoveries.push(recovery);
@@ -248,7 +251,7 @@ impl ClientCore {
         for (path, fragment) in paths.into_iter().zip(&fragments) {
             packets.push(self.build(&options, path, fragment)?);
         }
-        Ok(Built { packets, recoveries, forward, reply })
+        Ok(Built { packets, recoveries, forward, reply: reply.unwrap_or_default() })
     }
 
     /// Builds one forward packet; the entry hop's proof of work is at least
@@ -309,8 +312,8 @@ impl ClientCore {
             }
             nox_link::Downstream::Reply { surb_id, body } => (SurbId(surb_id), body),
         };
-        if let Some(recovery) = self.probes.take(&surb_id) {
-            self.loop_reply(surb_id, recovery, body, now);
+        if let Some((recovery, loop_id)) = self.probes.take(&surb_id) {
+            self.loop_reply(surb_id, recovery, loop_id, body, now);
             return None;
         }
         let (id, recovery) = match self.surbs.take(&surb_id) {

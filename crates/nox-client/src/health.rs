@@ -1,7 +1,7 @@
 //! Client loop cover as a health probe (NOX paper §4.4): some cover slots
-//! carry a loop, an echo request with one SURB addressed back to this
+//! carry a loop, an echo request with a small echo's SURB budget, addressed back to this
 //! client, built exactly like a real request. A loop that does not come back
-//! in time charges a loss to every node it crossed (forward path and SURB
+//! in time charges a loss to every node it certainly crossed (forward path and the nodes on every SURB
 //! return path); `nox_cover::LoopHealthTracker` turns consecutive losses into
 //! "degraded" and consecutive returns back into "healthy". Real requests and
 //! drops avoid degraded nodes; loops deliberately do not, so a degraded node
@@ -20,10 +20,16 @@ use crate::error::ClientError;
 use crate::paths::{Exclude, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
 use crate::types::{DROP_MAGIC, Now, Outgoing};
 
+/// The reply size a loop budgets its SURBs for: that of a small echo, so a
+/// loop carries as many SURBs as a typical small user request and an exit
+/// cannot single loops out by their SURB count.
+const LOOP_BUDGET_REPLY_LEN: usize = 1024;
+
 /// Loops in flight (their SURB keys, zeroized when dropped) and the tracker.
+/// A loop carries several SURBs; any one authenticated reply returns it.
 pub(crate) struct LoopProbes {
     tracker: LoopHealthTracker,
-    live: HashMap<SurbId, (Instant, SurbRecovery)>,
+    live: HashMap<SurbId, (Instant, SurbRecovery, LoopId)>,
     order: VecDeque<(Instant, SurbId)>,
     timeout: Duration,
     max: usize,
@@ -41,14 +47,18 @@ impl LoopProbes {
     }
 
     /// Records a loop sent at `now` through `nodes`; keeps its SURB keys.
-    fn sent(&mut self, recovery: SurbRecovery, nodes: &[NodeId], now: Instant) -> bool {
-        let id = recovery.id();
+    fn sent(&mut self, recoveries: Vec<SurbRecovery>, nodes: &[NodeId], now: Instant) -> bool {
+        let Some(first) = recoveries.first() else { return false };
+        let loop_id = LoopId(first.id().0);
         let path: Vec<nox_cover::NodeId> = nodes.iter().map(|n| nox_cover::NodeId(n.0)).collect();
-        if self.tracker.record_sent(LoopId(id.0), &path, now).is_err() {
+        if self.tracker.record_sent(loop_id, &path, now).is_err() {
             return false;
         }
-        self.live.insert(id, (now, recovery));
-        self.order.push_back((now, id));
+        for recovery in recoveries {
+            let id = recovery.id();
+            self.live.insert(id, (now, recovery, loop_id));
+            self.order.push_back((now, id));
+        }
         while self.live.len() > self.max || self.order.len() > 2 * self.max {
             match self.order.pop_front() {
                 Some((_, old)) => drop(self.live.remove(&old)),
@@ -58,9 +68,9 @@ impl LoopProbes {
         true
     }
 
-    /// The keys of an awaited loop, taken for its one reply.
-    pub(crate) fn take(&mut self, id: &SurbId) -> Option<SurbRecovery> {
-        self.live.remove(id).map(|(_, recovery)| recovery)
+    /// The keys of one of an awaited loop's SURBs (single use), and the loop.
+    pub(crate) fn take(&mut self, id: &SurbId) -> Option<(SurbRecovery, LoopId)> {
+        self.live.remove(id).map(|(_, recovery, loop_id)| (recovery, loop_id))
     }
 
     /// Counts every loop past its timeout as lost (returns how many) and
@@ -120,15 +130,19 @@ impl ClientCore {
         u < fraction
     }
 
-    /// A loop cover packet: an echo request with an empty body and one SURB
-    /// back to our mailbox via the gateway, on a fresh path that ignores
-    /// health (so degraded nodes keep being probed). Not a request: it is
-    /// not counted, cannot complete a waiter, and is never resent.
+    /// A loop cover packet: an echo request with an empty body and the SURB
+    /// budget of a small echo, back to our mailbox via the gateway, on a
+    /// fresh path that ignores health (so degraded nodes keep being probed).
+    /// Not a request: it is not counted, cannot complete a waiter, and is
+    /// never resent.
     pub fn loop_packet(&mut self, now: Now) -> Result<Outgoing, ClientError> {
-        let mut built = self.build_request(RequestBody::Echo(Vec::new()), 1, true, now)?;
-        let (Some(out), Some(recovery)) = (built.packets.pop(), built.recoveries.pop()) else {
-            return Err(ClientError::NoRoute("loop needs one packet and one SURB".into()));
+        let n_surbs =
+            nox_message::surbs_needed(self.geometry(), LOOP_BUDGET_REPLY_LEN, self.config.loss, self.config.target)?;
+        let mut built = self.build_request(RequestBody::Echo(Vec::new()), n_surbs, true, now)?;
+        let Some(out) = built.packets.pop() else {
+            return Err(ClientError::NoRoute("loop needs one packet".into()));
         };
+        let recoveries = std::mem::take(&mut built.recoveries);
         if !built.packets.is_empty() {
             return Err(ClientError::NoRoute("loop does not fit one packet".into()));
         }
@@ -139,14 +153,14 @@ impl ClientCore {
         let nodes: BTreeSet<NodeId> = built.forward.into_iter().chain(built.reply).collect();
         let suspects: Vec<NodeId> = nodes.iter().filter(|n| self.degraded.contains(n)).copied().collect();
         let charged = if suspects.is_empty() { nodes.into_iter().collect() } else { suspects };
-        if self.probes.sent(recovery, &charged, now.at) {
+        if self.probes.sent(recoveries, &charged, now.at) {
             self.stats.loops_sent += 1;
         }
         Ok(out)
     }
 
     /// A reply on a loop's SURB: authenticated, then counted as returned.
-    pub(crate) fn loop_reply(&mut self, id: SurbId, recovery: SurbRecovery, body: &[u8], now: Now) {
+    pub(crate) fn loop_reply(&mut self, id: SurbId, recovery: SurbRecovery, loop_id: LoopId, body: &[u8], now: Now) {
         let opened = recovery.open(&id, body).is_ok();
         drop(recovery);
         if !opened {
@@ -155,7 +169,7 @@ impl ClientCore {
         }
         // Count overdue loops first, so the tracker's own expiry finds none.
         self.refresh_health(now);
-        if let LoopReturn::Returned { .. } = self.probes.tracker.record_returned(LoopId(id.0), now.at) {
+        if let LoopReturn::Returned { .. } = self.probes.tracker.record_returned(loop_id, now.at) {
             self.stats.loops_returned += 1;
         }
         self.degraded = self.probes.degraded();
