@@ -3,7 +3,11 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod bench_common;
+pub mod bench_http;
 pub mod bench_net;
+pub mod bench_surb;
+pub mod bench_sweeps;
 pub mod client_cmd;
 pub mod demo;
 pub mod exit_glue;
