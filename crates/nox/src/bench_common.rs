@@ -60,8 +60,9 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
 pub fn stats(samples: &mut [f64]) -> Value {
     samples.sort_by(f64::total_cmp);
     let mean = if samples.is_empty() { None } else { Some(samples.iter().sum::<f64>() / samples.len() as f64) };
-    json!({ "n": samples.len(), "p50": percentile(samples, 0.5), "p90": percentile(samples, 0.9),
-        "p99": percentile(samples, 0.99), "max": samples.last(), "mean": mean })
+    let q = |q: f64| percentile(samples, q).map(round3);
+    json!({ "n": samples.len(), "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": samples.last().copied().map(round3),
+        "mean": mean.map(round3) })
 }
 
 /// An empirical CDF series of sorted samples: x = value, y = fraction ≤ x.
