@@ -170,6 +170,11 @@ pub async fn client(dir: &Path, core: ClientConfig) -> Result<ClientHandle, Benc
     Client::start(shell).await.map_err(err)
 }
 
+/// Makes the request body of request number `i`.
+pub type MakeRequest = Arc<dyn Fn(u64) -> RequestBody + Send + Sync>;
+/// Accepts or rejects a response body.
+pub type CheckBody = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
 /// Outcome of a batch of requests.
 pub struct RunResult {
     /// Round-trip times of the successful requests, ms, in completion order.
@@ -191,8 +196,8 @@ impl RunResult {
 /// a request succeeds if its status is Ok and `check(body)` holds.
 pub async fn run_requests(
     client: &ClientHandle,
-    make: Arc<dyn Fn(u64) -> RequestBody + Send + Sync>,
-    check: Arc<dyn Fn(&[u8]) -> bool + Send + Sync>,
+    make: MakeRequest,
+    check: CheckBody,
     expected_reply_len: usize,
     count: u64,
     concurrency: usize,
@@ -236,8 +241,7 @@ pub async fn run_requests(
 
 /// Echo requests of `len` bytes, checked for length.
 pub async fn echo_run(client: &ClientHandle, len: usize, count: u64, concurrency: usize) -> RunResult {
-    let make: Arc<dyn Fn(u64) -> RequestBody + Send + Sync> =
-        Arc::new(move |i| RequestBody::Echo((0..len).map(|j| (j as u64 ^ i) as u8).collect()));
+    let make: MakeRequest = Arc::new(move |i| RequestBody::Echo((0..len).map(|j| (j as u64 ^ i) as u8).collect()));
     run_requests(client, make, Arc::new(move |body| body.len() == len), len, count, concurrency).await
 }
 

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::{
     bench::BenchError,
     bench_common::{
-        CommonArgs, Net, cdf_series, chart, client, direct_get, err, http_server, quiet_layout, reply_shape, round3,
-        run_requests, stats, write_envelope,
+        CommonArgs, MakeRequest, Net, cdf_series, chart, client, direct_get, err, http_server, quiet_layout,
+        reply_shape, round3, run_requests, stats, write_envelope,
     },
 };
 
@@ -52,8 +52,13 @@ pub fn run(args: &HttpOverheadArgs) -> Result<(), BenchError> {
                 direct.push(started.elapsed().as_secs_f64() * 1e3);
             }
             let url = format!("http://{server}/object");
-            let make: Arc<dyn Fn(u64) -> RequestBody + Send + Sync> = Arc::new(move |_| {
-                RequestBody::Http(HttpRequestMsg { method: "GET".into(), url: url.clone(), headers: vec![], body: vec![] })
+            let make: MakeRequest = Arc::new(move |_| {
+                RequestBody::Http(HttpRequestMsg {
+                    method: "GET".into(),
+                    url: url.clone(),
+                    headers: vec![],
+                    body: vec![],
+                })
             });
             let check = Arc::new(move |b: &[u8]| HttpResponseMsg::decode(b).is_ok_and(|r| r.body.len() == size));
             let _warm = run_requests(&handle, make.clone(), check.clone(), size + HEAD_ROOM, 3, 1).await;
@@ -63,12 +68,14 @@ pub fn run(args: &HttpOverheadArgs) -> Result<(), BenchError> {
             let ratio = |q: &str| mixed_stats[q].as_f64().zip(direct_stats[q].as_f64()).map(|(m, d)| m / d.max(1e-9));
             let (d, p, surbs) = reply_shape(size + HEAD_ROOM, &ClientConfig::default(), 0.05);
             println!("{size} B: direct {direct_stats} mixnet {mixed_stats}");
-            rows.push(json!({ "response_bytes": size, "reply_data_shards": d, "reply_parity_shards": p, "surbs": surbs,
+            rows.push(
+                json!({ "response_bytes": size, "reply_data_shards": d, "reply_parity_shards": p, "surbs": surbs,
                 "direct_ms": direct_stats, "mixnet_ms": mixed_stats, "mixnet_failures": mixed.failures,
                 "overhead_ratio_p50": ratio("p50"), "overhead_ratio_p90": ratio("p90"),
                 "added_ms_p50": mixed_stats["p50"].as_f64().zip(direct_stats["p50"].as_f64()).map(|(m, d)| m - d),
                 "direct_samples_ms": direct.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
-                "mixnet_samples_ms": mixed.rtts_ms.iter().map(|v| round3(*v)).collect::<Vec<_>>() }));
+                "mixnet_samples_ms": mixed.rtts_ms.iter().map(|v| round3(*v)).collect::<Vec<_>>() }),
+            );
         }
         Ok::<_, BenchError>(rows)
     })?;
@@ -89,16 +96,23 @@ pub fn run(args: &HttpOverheadArgs) -> Result<(), BenchError> {
         }
     }
     let charts = vec![
-        chart("http-overhead-bar", "HTTP GET: direct vs through the mixnet (μ = 1 ms)", "bar",
-            ("response size", "latency (ms)"), (false, true),
-            vec![bar("direct", "p50"), bar("mixnet", "p50"), bar("direct", "p90"), bar("mixnet", "p90")]),
+        chart(
+            "http-overhead-bar",
+            "HTTP GET: direct vs through the mixnet (μ = 1 ms)",
+            "bar",
+            ("response size", "latency (ms)"),
+            (false, true),
+            vec![bar("direct", "p50"), bar("mixnet", "p50"), bar("direct", "p90"), bar("mixnet", "p90")],
+        ),
         chart("http-overhead-cdf", "HTTP GET latency CDF", "cdf", ("latency (ms)", "fraction"), (true, false), cdfs),
     ];
     let summary: Vec<Value> = rows
         .iter()
-        .map(|r| json!({ "response_bytes": r["response_bytes"], "direct_p50_ms": r["direct_ms"]["p50"],
+        .map(|r| {
+            json!({ "response_bytes": r["response_bytes"], "direct_p50_ms": r["direct_ms"]["p50"],
             "mixnet_p50_ms": r["mixnet_ms"]["p50"], "mixnet_p90_ms": r["mixnet_ms"]["p90"],
-            "overhead_ratio_p50": r["overhead_ratio_p50"], "added_ms_p50": r["added_ms_p50"] }))
+            "overhead_ratio_p50": r["overhead_ratio_p50"], "added_ms_p50": r["added_ms_p50"] })
+        })
         .collect();
     let parameters = json!({ "nodes": 9, "layers": 3, "mean_delay_ms": 1.0, "sizes": args.sizes,
         "requests_per_point": requests, "sequential": true, "client": "ClientConfig::default (loss 0.05, target 0.99)",

@@ -156,8 +156,8 @@ pub(crate) async fn measure_rate(
             record(&buffer[..n], &mut received);
         }
         if index % 500 == 0 {
-            peak_rss = peak_rss
-                .max(testnet::nodes(dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).max().unwrap_or(0));
+            peak_rss =
+                peak_rss.max(testnet::nodes(dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).max().unwrap_or(0));
         }
     }
     let send_elapsed = started.elapsed().as_secs_f64();

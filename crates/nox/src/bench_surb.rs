@@ -110,12 +110,30 @@ pub fn surb_rtt(args: &SurbRttArgs) -> Result<(), BenchError> {
         "target_p50_ms": 12.0, "paper_p50_ms": 218.8,
     });
     let charts = vec![
-        chart("surb-rtt-cdf", "SURB round trip, sequential (μ = 1 ms, 3+3 hops)", "cdf", ("RTT (ms)", "fraction"),
-            (false, false), cdf("sequential")),
-        chart("surb-rtt-cdf-concurrent", &format!("SURB round trip, {} in flight", args.concurrency), "cdf",
-            ("RTT (ms)", "fraction"), (false, false), cdf("concurrent")),
-        chart("surb-rtt-p50", "SURB RTT median by reply shape", "bar", ("variant", "p50 RTT (ms)"), (false, false),
-            vec![p50s("sequential"), p50s("concurrent")]),
+        chart(
+            "surb-rtt-cdf",
+            "SURB round trip, sequential (μ = 1 ms, 3+3 hops)",
+            "cdf",
+            ("RTT (ms)", "fraction"),
+            (false, false),
+            cdf("sequential"),
+        ),
+        chart(
+            "surb-rtt-cdf-concurrent",
+            &format!("SURB round trip, {} in flight", args.concurrency),
+            "cdf",
+            ("RTT (ms)", "fraction"),
+            (false, false),
+            cdf("concurrent"),
+        ),
+        chart(
+            "surb-rtt-p50",
+            "SURB RTT median by reply shape",
+            "bar",
+            ("variant", "p50 RTT (ms)"),
+            (false, false),
+            vec![p50s("sequential"), p50s("concurrent")],
+        ),
     ];
     let parameters = json!({ "nodes": 9, "layers": 3, "hops_each_way": 3, "mean_delay_ms": 1.0,
         "requests_per_run": count, "concurrency": args.concurrency, "multi_bytes": args.multi_bytes,
@@ -134,7 +152,8 @@ pub fn theorem_row(d: usize, p: usize, loss: f64, delivered: u64, requests: u64)
 
 /// Runs `nox bench reply-loss`.
 pub fn reply_loss(args: &ReplyLossArgs) -> Result<(), BenchError> {
-    let (requests, losses) = if args.common.quick { (30, vec![0.0, 0.1, 0.3]) } else { (args.requests, args.losses.clone()) };
+    let (requests, losses) =
+        if args.common.quick { (30, vec![0.0, 0.1, 0.3]) } else { (args.requests, args.losses.clone()) };
     let estimate = 0.1;
     // The HTTP body is sized so that the encoded response needs exactly d shards.
     let capacity = shard_capacity();
@@ -147,15 +166,22 @@ pub fn reply_loss(args: &ReplyLossArgs) -> Result<(), BenchError> {
     println!("reply of {body_len} B: FEC d={d} p={p} ({surbs} SURBs); no FEC d={d0} p={p0} ({surbs0} SURBs)");
     let mut rows = Vec::new();
     for &loss in &losses {
-        let layout = Layout { inject_reply_loss: loss, reply_loss_estimate: estimate, ..quiet_layout(args.common.base_port) };
+        let layout =
+            Layout { inject_reply_loss: loss, reply_loss_estimate: estimate, ..quiet_layout(args.common.base_port) };
         let net = Net::up(&args.common.dir, &layout)?;
         let (fec_run, plain_run, packets) = runtime()?.block_on(async {
             let server = http_server(vec![0x5a; body_len]).await?;
             let url = format!("http://{server}/reply");
             let make = std::sync::Arc::new(move |_| {
-                RequestBody::Http(HttpRequestMsg { method: "GET".into(), url: url.clone(), headers: vec![], body: vec![] })
+                RequestBody::Http(HttpRequestMsg {
+                    method: "GET".into(),
+                    url: url.clone(),
+                    headers: vec![],
+                    body: vec![],
+                })
             });
-            let check = std::sync::Arc::new(move |b: &[u8]| HttpResponseMsg::decode(b).is_ok_and(|r| r.body.len() == body_len));
+            let check =
+                std::sync::Arc::new(move |b: &[u8]| HttpResponseMsg::decode(b).is_ok_and(|r| r.body.len() == body_len));
             let fec_client = client(&net.dir, with_fec.clone()).await?;
             let before = net.exit_metric("nox_exit_reply_packets_total");
             let fec_run = run_requests(&fec_client, make.clone(), check.clone(), expected, requests, 8).await;
@@ -166,8 +192,10 @@ pub fn reply_loss(args: &ReplyLossArgs) -> Result<(), BenchError> {
         })?;
         let fec_row = theorem_row(d, p, loss, fec_run.rtts_ms.len() as u64, requests);
         let plain_row = theorem_row(d0, p0, loss, plain_run.rtts_ms.len() as u64, requests);
-        println!("loss {loss}: FEC {} (Theorem 1 {}), no FEC {}", fec_row["delivery_rate"], fec_row["theorem1"],
-            plain_row["delivery_rate"]);
+        println!(
+            "loss {loss}: FEC {} (Theorem 1 {}), no FEC {}",
+            fec_row["delivery_rate"], fec_row["theorem1"], plain_row["delivery_rate"]
+        );
         rows.push(json!({ "injected_loss": loss, "fec": fec_row, "no_fec": plain_row,
             "fec_reply_packets_per_request": packets as f64 / requests.max(1) as f64,
             "injected_drops_total": net.exit_metric("nox_exit_reply_packets_injected_loss_total") }));
@@ -176,13 +204,19 @@ pub fn reply_loss(args: &ReplyLossArgs) -> Result<(), BenchError> {
         json!({ "label": label, "x": losses.iter().map(|l| l * 100.0).collect::<Vec<_>>(),
             "y": rows.iter().map(pick).collect::<Vec<_>>() })
     };
-    let charts = vec![chart("reply-loss-delivery", &format!("Reply delivery vs injected loss (d={d})"), "line",
-        ("injected reply loss (%)", "delivery rate"), (false, false), vec![
+    let charts = vec![chart(
+        "reply-loss-delivery",
+        &format!("Reply delivery vs injected loss (d={d})"),
+        "line",
+        ("injected reply loss (%)", "delivery rate"),
+        (false, false),
+        vec![
             series(&format!("measured, FEC p={p}"), &|r| r["fec"]["delivery_rate"].clone()),
             series(&format!("Theorem 1, p={p}"), &|r| r["fec"]["theorem1"].clone()),
             series("measured, no FEC", &|r| r["no_fec"]["delivery_rate"].clone()),
             series("(1-loss)^d, no FEC", &|r| r["no_fec"]["theorem1"].clone()),
-        ])];
+        ],
+    )];
     let at10 = rows.iter().find(|r| r["injected_loss"].as_f64().is_some_and(|l| (l - 0.1).abs() < 1e-9));
     let summary = json!({ "data_shards": d, "parity_shards": p, "reply_body_bytes": body_len,
         "delivery_at_10pct_fec": at10.map(|r| r["fec"]["delivery_rate"].clone()),

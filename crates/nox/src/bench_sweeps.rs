@@ -108,19 +108,30 @@ pub fn latency_vs_delay(args: &LatencyVsDelayArgs) -> Result<(), BenchError> {
         rows.push(row);
     }
     let pick = |path: [&str; 2]| rows.iter().map(|r| r[path[0]][path[1]].clone()).collect::<Vec<_>>();
-    let charts = vec![chart("latency-vs-delay", "Latency vs mean mixing delay per hop (3 hops each way)", "line",
-        ("μ (ms)", "latency (ms)"), (false, false), vec![
+    let charts = vec![chart(
+        "latency-vs-delay",
+        "Latency vs mean mixing delay per hop (3 hops each way)",
+        "line",
+        ("μ (ms)", "latency (ms)"),
+        (false, false),
+        vec![
             line("one-way p50", &delays, pick(["one_way_ms", "p50"])),
             line("one-way p99", &delays, pick(["one_way_ms", "p99"])),
             line("SURB RTT p50", &delays, pick(["rtt_ms", "p50"])),
             line("SURB RTT p99", &delays, pick(["rtt_ms", "p99"])),
-            line("Gamma(3, μ) median (mixing only)", &delays,
-                delays.iter().map(|m| json!(round3(2.674 * m))).collect()),
-        ])];
+            line(
+                "Gamma(3, μ) median (mixing only)",
+                &delays,
+                delays.iter().map(|m| json!(round3(2.674 * m))).collect(),
+            ),
+        ],
+    )];
     let summary: Vec<Value> = rows
         .iter()
-        .map(|r| json!({ "mean_delay_ms": r["mean_delay_ms"], "one_way_p50_ms": r["one_way_ms"]["p50"],
-            "rtt_p50_ms": r["rtt_ms"]["p50"], "rtt_p99_ms": r["rtt_ms"]["p99"] }))
+        .map(|r| {
+            json!({ "mean_delay_ms": r["mean_delay_ms"], "one_way_p50_ms": r["one_way_ms"]["p50"],
+            "rtt_p50_ms": r["rtt_ms"]["p50"], "rtt_p99_ms": r["rtt_ms"]["p99"] })
+        })
         .collect();
     let parameters = json!({ "nodes": 9, "layers": 3, "delays_ms": delays, "one_way_rate_pps": rate,
         "one_way_seconds": seconds, "rtt_requests": rtt_count, "rtt_concurrency": rtt_concurrency,
@@ -152,17 +163,33 @@ pub fn concurrency(args: &ConcurrencyArgs) -> Result<(), BenchError> {
     let x: Vec<f64> = args.levels.iter().map(|l| *l as f64).collect();
     let pick = |path: [&str; 2]| rows.iter().map(|r| r[path[0]][path[1]].clone()).collect::<Vec<_>>();
     let charts = vec![
-        chart("concurrency-rtt", "SURB RTT vs requests in flight (μ = 1 ms)", "line", ("in flight", "RTT (ms)"),
-            (true, false), vec![line("p50", &x, pick(["rtt_ms", "p50"])), line("p90", &x, pick(["rtt_ms", "p90"])),
-                line("p99", &x, pick(["rtt_ms", "p99"]))]),
-        chart("concurrency-throughput", "Completed requests/s vs requests in flight", "line",
-            ("in flight", "requests/s"), (true, false),
-            vec![line("completed/s", &x, rows.iter().map(|r| r["completed_per_s"].clone()).collect())]),
+        chart(
+            "concurrency-rtt",
+            "SURB RTT vs requests in flight (μ = 1 ms)",
+            "line",
+            ("in flight", "RTT (ms)"),
+            (true, false),
+            vec![
+                line("p50", &x, pick(["rtt_ms", "p50"])),
+                line("p90", &x, pick(["rtt_ms", "p90"])),
+                line("p99", &x, pick(["rtt_ms", "p99"])),
+            ],
+        ),
+        chart(
+            "concurrency-throughput",
+            "Completed requests/s vs requests in flight",
+            "line",
+            ("in flight", "requests/s"),
+            (true, false),
+            vec![line("completed/s", &x, rows.iter().map(|r| r["completed_per_s"].clone()).collect())],
+        ),
     ];
     let summary: Vec<Value> = rows
         .iter()
-        .map(|r| json!({ "in_flight": r["in_flight"], "completed_per_s": r["completed_per_s"],
-            "rtt_p50_ms": r["rtt_ms"]["p50"], "rtt_p99_ms": r["rtt_ms"]["p99"], "failures": r["failures"] }))
+        .map(|r| {
+            json!({ "in_flight": r["in_flight"], "completed_per_s": r["completed_per_s"],
+            "rtt_p50_ms": r["rtt_ms"]["p50"], "rtt_p99_ms": r["rtt_ms"]["p99"], "failures": r["failures"] })
+        })
         .collect();
     let parameters = json!({ "nodes": 9, "layers": 3, "mean_delay_ms": 1.0, "levels": args.levels,
         "requests_per_level": requests, "reply_bytes": 64, "client": "one nox-client, ClientConfig::default" });
@@ -171,7 +198,8 @@ pub fn concurrency(args: &ConcurrencyArgs) -> Result<(), BenchError> {
 
 /// Runs `nox bench scaling`.
 pub fn scaling(args: &ScalingArgs) -> Result<(), BenchError> {
-    let (per_layer, seconds) = if args.common.quick { (vec![1, 3], 1.0) } else { (args.per_layer.clone(), args.seconds) };
+    let (per_layer, seconds) =
+        if args.common.quick { (vec![1, 3], 1.0) } else { (args.per_layer.clone(), args.seconds) };
     let mut rows = Vec::new();
     for &n in &per_layer {
         let (sink, layout) = sink_layout(Layout { per_layer: n, ..quiet_layout(args.common.base_port) })?;
@@ -185,26 +213,53 @@ pub fn scaling(args: &ScalingArgs) -> Result<(), BenchError> {
             "idle_rss_kb": idle_stats, "rss_after_load_kb": stats(&mut after), "peak_rss_kb_under_load": load["peak_rss_kb"],
             "offered_rate": args.rate, "delivered_rate": load["delivered_rate"], "lost": load["lost"],
             "one_way_ms": load["latency_ms"] });
-        println!("{} nodes: startup {:.2} s, idle RSS p50 {} kB, delivered {} pkt/s, lost {}", 3 * n, net.startup_s,
-            row["idle_rss_kb"]["p50"], row["delivered_rate"], row["lost"]);
+        println!(
+            "{} nodes: startup {:.2} s, idle RSS p50 {} kB, delivered {} pkt/s, lost {}",
+            3 * n,
+            net.startup_s,
+            row["idle_rss_kb"]["p50"],
+            row["delivered_rate"],
+            row["lost"]
+        );
         rows.push(row);
     }
     let x: Vec<f64> = per_layer.iter().map(|n| (3 * n) as f64).collect();
     let col = |f: &dyn Fn(&Value) -> Value| rows.iter().map(f).collect::<Vec<_>>();
     let charts = vec![
-        chart("scaling-startup", "Startup time (testnet up → every node serving)", "line", ("nodes", "seconds"),
-            (false, false), vec![line("startup", &x, col(&|r| r["startup_s"].clone()))]),
-        chart("scaling-rss", "RSS per node", "line", ("nodes", "RSS (kB)"), (false, false), vec![
-            line("idle, median node", &x, col(&|r| r["idle_rss_kb"]["p50"].clone())),
-            line("after load, median node", &x, col(&|r| r["rss_after_load_kb"]["p50"].clone())),
-            line("under load, max node", &x, col(&|r| r["peak_rss_kb_under_load"].clone())),
-        ]),
-        chart("scaling-throughput", &format!("Delivered at {} packets/s offered", args.rate), "line",
-            ("nodes", "packets/s"), (false, false), vec![line("delivered", &x, col(&|r| r["delivered_rate"].clone()))]),
+        chart(
+            "scaling-startup",
+            "Startup time (testnet up → every node serving)",
+            "line",
+            ("nodes", "seconds"),
+            (false, false),
+            vec![line("startup", &x, col(&|r| r["startup_s"].clone()))],
+        ),
+        chart(
+            "scaling-rss",
+            "RSS per node",
+            "line",
+            ("nodes", "RSS (kB)"),
+            (false, false),
+            vec![
+                line("idle, median node", &x, col(&|r| r["idle_rss_kb"]["p50"].clone())),
+                line("after load, median node", &x, col(&|r| r["rss_after_load_kb"]["p50"].clone())),
+                line("under load, max node", &x, col(&|r| r["peak_rss_kb_under_load"].clone())),
+            ],
+        ),
+        chart(
+            "scaling-throughput",
+            &format!("Delivered at {} packets/s offered", args.rate),
+            "line",
+            ("nodes", "packets/s"),
+            (false, false),
+            vec![line("delivered", &x, col(&|r| r["delivered_rate"].clone()))],
+        ),
     ];
-    let summary = col(&|r| json!({ "nodes": r["nodes"], "startup_s": r["startup_s"],
+    let summary = col(&|r| {
+        json!({ "nodes": r["nodes"], "startup_s": r["startup_s"],
         "idle_rss_kb_median": r["idle_rss_kb"]["p50"], "delivered_rate": r["delivered_rate"],
-        "one_way_p50_ms": r["one_way_ms"]["p50"] }));
+        "one_way_p50_ms": r["one_way_ms"]["p50"] })
+    });
     let parameters = json!({ "layers": 3, "per_layer": per_layer, "mean_delay_ms": 1.0, "offered_rate_pps": args.rate,
         "seconds": seconds, "packet_bytes": 32768, "topology": "3 layers × n nodes (testnet up places nodes by id)" });
     write_envelope(&args.common, "scaling", parameters, json!(rows), json!(summary), charts)
