@@ -40,6 +40,23 @@ pub enum BenchCommand {
     /// Deterministic workload for the callgrind regression gate
     /// (scripts/bench/regression.sh): Sphinx hops, packet creation, FEC.
     HopInstructions(crate::bench_gate::GateArgs),
+    /// SURB round-trip time of echo requests, with and without FEC,
+    /// sequential and concurrent (bench/data/surb-rtt.json).
+    SurbRtt(crate::bench_surb::SurbRttArgs),
+    /// Delivery of multi-fragment replies under injected reply loss, vs
+    /// Theorem 1 and vs no FEC (bench/data/reply-loss.json).
+    ReplyLoss(crate::bench_surb::ReplyLossArgs),
+    /// HTTP fetch through the mixnet vs a direct fetch
+    /// (bench/data/http-overhead.json).
+    HttpOverhead(crate::bench_http::HttpOverheadArgs),
+    /// One-way latency and SURB RTT vs the mean mixing delay
+    /// (bench/data/latency-vs-delay.json).
+    LatencyVsDelay(crate::bench_sweeps::LatencyVsDelayArgs),
+    /// SURB RTT and completed requests/s vs requests in flight
+    /// (bench/data/concurrency.json).
+    Concurrency(crate::bench_sweeps::ConcurrencyArgs),
+    /// Startup, RSS and throughput vs testnet size (bench/data/scaling.json).
+    Scaling(crate::bench_sweeps::ScalingArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -86,6 +103,12 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
     match command {
         BenchCommand::Testnet(args) => crate::bench_net::run(args),
         BenchCommand::HopInstructions(args) => crate::bench_gate::run(args),
+        BenchCommand::SurbRtt(args) => crate::bench_surb::surb_rtt(args),
+        BenchCommand::ReplyLoss(args) => crate::bench_surb::reply_loss(args),
+        BenchCommand::HttpOverhead(args) => crate::bench_http::run(args),
+        BenchCommand::LatencyVsDelay(args) => crate::bench_sweeps::latency_vs_delay(args),
+        BenchCommand::Concurrency(args) => crate::bench_sweeps::concurrency(args),
+        BenchCommand::Scaling(args) => crate::bench_sweeps::scaling(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()

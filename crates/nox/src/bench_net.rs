@@ -11,7 +11,7 @@
 
 use std::{
     collections::HashMap,
-    path::PathBuf,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::{
     bench::{BenchError, write_json},
+    bench_common::{err, percentile},
     machine,
     testnet::{self, Layout, TestnetClient},
 };
@@ -44,18 +45,6 @@ pub struct NetworkBenchArgs {
 }
 
 const MAGIC: &[u8; 8] = b"NOXBENCH";
-
-fn err(e: impl std::fmt::Display) -> BenchError {
-    BenchError::Failed(e.to_string())
-}
-
-fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted.get(index).copied()
-}
 
 /// Runs the benchmark: up, idle RSS, the rate sweep, down.
 pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
@@ -110,79 +99,95 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
     let mut results = Vec::new();
     let mut next_seq = 0u64;
     for &rate in &args.rates {
-        let count = ((rate * args.seconds).ceil() as u64).max(1);
-        let mut packets = Vec::with_capacity(count as usize);
-        let mut payload = [0u8; 256];
-        payload[..8].copy_from_slice(MAGIC);
-        for seq in next_seq..next_seq + count {
-            payload[8..16].copy_from_slice(&seq.to_be_bytes());
-            packets.push((seq, client.build(&payload).map_err(err)?));
-        }
-        next_seq += count;
-        let first_seq = packets.first().map_or(0, |p| p.0);
-        let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
-        let mut received: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
-        let mut buffer = [0u8; 128];
-        let started = Instant::now();
-        let mut peak_rss = 0u64;
-        for (index, (seq, (entry, packet))) in packets.into_iter().enumerate() {
-            let due = started + Duration::from_secs_f64(index as f64 / rate);
-            let now = Instant::now();
-            if due > now + Duration::from_millis(1) {
-                tokio::time::sleep_until(due.into()).await;
-            }
-            sent_at.insert(seq, Instant::now());
-            client.send(&entry, packet).await.map_err(err)?;
-            while let Ok((n, _)) = sink.try_recv_from(&mut buffer) {
-                record(&buffer[..n], &mut received);
-            }
-            if index % 500 == 0 {
-                peak_rss = peak_rss
-                    .max(testnet::nodes(&args.dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).max().unwrap_or(0));
-            }
-        }
-        let send_elapsed = started.elapsed().as_secs_f64();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while received.len() < sent_at.len() && Instant::now() < deadline {
-            if let Ok(Ok((n, _))) = tokio::time::timeout(Duration::from_millis(50), sink.recv_from(&mut buffer)).await {
-                record(&buffer[..n], &mut received);
-            }
-        }
-        let mut latencies: Vec<f64> = received
-            .iter()
-            .filter(|(seq, _)| **seq >= first_seq)
-            .filter_map(|(seq, at)| sent_at.get(seq).map(|sent| at.duration_since(*sent).as_secs_f64() * 1e3))
-            .collect();
-        latencies.sort_by(f64::total_cmp);
-        let last_delivery = received.values().max().map_or(send_elapsed, |t| t.duration_since(started).as_secs_f64());
-        let lost = sent_at.len() - latencies.len();
-        let row = json!({
-            "offered_rate": rate,
-            "sent": sent_at.len(),
-            "achieved_send_rate": sent_at.len() as f64 / send_elapsed,
-            "delivered": latencies.len(),
-            "lost": lost,
-            "delivered_rate": latencies.len() as f64 / last_delivery.max(1e-9),
-            "latency_ms": { "p50": percentile(&latencies, 0.5), "p90": percentile(&latencies, 0.9),
-                "p99": percentile(&latencies, 0.99), "max": latencies.last() },
-            "peak_rss_kb": peak_rss,
-            "latency_samples_ms": latencies.iter().map(|l| (l * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
-        });
+        let row = measure_rate(&args.dir, &mut client, &sink, rate, args.seconds, &mut next_seq).await?;
+        let ms = |q: &str| row["latency_ms"][q].as_f64().unwrap_or(f64::NAN);
         println!(
             "{:>8.0} {:>10.0} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>10}",
             rate,
             row["achieved_send_rate"].as_f64().unwrap_or(0.0),
             row["delivered_rate"].as_f64().unwrap_or(0.0),
-            lost,
-            percentile(&latencies, 0.5).unwrap_or(f64::NAN),
-            percentile(&latencies, 0.9).unwrap_or(f64::NAN),
-            percentile(&latencies, 0.99).unwrap_or(f64::NAN),
-            peak_rss
+            row["lost"],
+            ms("p50"),
+            ms("p90"),
+            ms("p99"),
+            row["peak_rss_kb"]
         );
         results.push(row);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Ok((results, idle_rss))
+}
+
+/// Offers `rate` packets/s for `seconds` from `client` and records which the
+/// exits delivered to `sink`, and when: one row of the sweep (with every
+/// latency sample and the peak RSS over the nodes).
+pub(crate) async fn measure_rate(
+    dir: &Path,
+    client: &mut TestnetClient,
+    sink: &tokio::net::UdpSocket,
+    rate: f64,
+    seconds: f64,
+    next_seq: &mut u64,
+) -> Result<Value, BenchError> {
+    let count = ((rate * seconds).ceil() as u64).max(1);
+    let mut packets = Vec::with_capacity(count as usize);
+    let mut payload = [0u8; 256];
+    payload[..8].copy_from_slice(MAGIC);
+    for seq in *next_seq..*next_seq + count {
+        payload[8..16].copy_from_slice(&seq.to_be_bytes());
+        packets.push((seq, client.build(&payload).map_err(err)?));
+    }
+    *next_seq += count;
+    let first_seq = packets.first().map_or(0, |p| p.0);
+    let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
+    let mut received: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
+    let mut buffer = [0u8; 128];
+    let started = Instant::now();
+    let mut peak_rss = 0u64;
+    for (index, (seq, (entry, packet))) in packets.into_iter().enumerate() {
+        let due = started + Duration::from_secs_f64(index as f64 / rate);
+        let now = Instant::now();
+        if due > now + Duration::from_millis(1) {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        sent_at.insert(seq, Instant::now());
+        client.send(&entry, packet).await.map_err(err)?;
+        while let Ok((n, _)) = sink.try_recv_from(&mut buffer) {
+            record(&buffer[..n], &mut received);
+        }
+        if index % 500 == 0 {
+            peak_rss =
+                peak_rss.max(testnet::nodes(dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).max().unwrap_or(0));
+        }
+    }
+    let send_elapsed = started.elapsed().as_secs_f64();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while received.len() < sent_at.len() && Instant::now() < deadline {
+        if let Ok(Ok((n, _))) = tokio::time::timeout(Duration::from_millis(50), sink.recv_from(&mut buffer)).await {
+            record(&buffer[..n], &mut received);
+        }
+    }
+    let mut latencies: Vec<f64> = received
+        .iter()
+        .filter(|(seq, _)| **seq >= first_seq)
+        .filter_map(|(seq, at)| sent_at.get(seq).map(|sent| at.duration_since(*sent).as_secs_f64() * 1e3))
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let last_delivery = received.values().max().map_or(send_elapsed, |t| t.duration_since(started).as_secs_f64());
+    let lost = sent_at.len() - latencies.len();
+    let row = json!({
+        "offered_rate": rate,
+        "sent": sent_at.len(),
+        "achieved_send_rate": sent_at.len() as f64 / send_elapsed,
+        "delivered": latencies.len(),
+        "lost": lost,
+        "delivered_rate": latencies.len() as f64 / last_delivery.max(1e-9),
+        "latency_ms": { "p50": percentile(&latencies, 0.5), "p90": percentile(&latencies, 0.9),
+            "p99": percentile(&latencies, 0.99), "max": latencies.last() },
+        "peak_rss_kb": peak_rss,
+        "latency_samples_ms": latencies.iter().map(|l| (l * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
+    });
+    Ok(row)
 }
 
 fn record(datagram: &[u8], received: &mut HashMap<u64, Instant>) {

@@ -3,8 +3,12 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod bench_common;
 pub mod bench_gate;
+pub mod bench_http;
 pub mod bench_net;
+pub mod bench_surb;
+pub mod bench_sweeps;
 pub mod client_cmd;
 pub mod demo;
 pub mod demo_requests;

@@ -24,7 +24,6 @@ use std::{
 use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
 use nox_sphinx::Geometry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const NOX: &str = env!("CARGO_BIN_EXE_nox");
 /// Anvil's first default account and its well-known development key.
@@ -118,30 +117,7 @@ async fn run(program: PathBuf, args: Vec<String>) -> Result<String, String> {
 
 /// A one-route HTTP/1.1 server on loopback: `body` for every request.
 async fn http_server(body: Vec<u8>) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let body = body.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(&body).await;
-            });
-        }
-    });
-    addr
+    nox::bench_common::http_server(body).await.expect("a loopback HTTP server")
 }
 
 async fn http_get(client: &ClientHandle, url: &str) -> (Status, Vec<u8>) {

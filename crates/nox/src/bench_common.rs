@@ -1,0 +1,342 @@
+//! Shared pieces of the network experiments (`nox bench surb-rtt`,
+//! `reply-loss`, `http-overhead`, `latency-vs-delay`, `concurrency`,
+//! `scaling`): the JSON envelope, percentiles, a testnet that stops on drop,
+//! a client of it, a request runner with bounded concurrency and a local
+//! HTTP server.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig};
+use nox_message::{RequestBody, Status};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::{
+    bench::{BenchError, write_json},
+    machine,
+    testnet::{self, Layout},
+};
+
+/// Options every network experiment takes.
+#[derive(clap::Args, Clone)]
+pub struct CommonArgs {
+    /// CI-sized run (seconds, not minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Output JSON (default `bench/data/<experiment>.json`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Testnet state directory.
+    #[arg(long, default_value = ".nox-bench-net")]
+    pub dir: PathBuf,
+    /// First link port of the testnets (metrics at +100).
+    #[arg(long, default_value_t = 31_000)]
+    pub base_port: u16,
+}
+
+/// Maps any displayable error to a bench failure.
+pub fn err(e: impl std::fmt::Display) -> BenchError {
+    BenchError::Failed(e.to_string())
+}
+
+/// Nearest-rank percentile of sorted samples (`q` in [0, 1]).
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let index = ((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    sorted.get(index).copied()
+}
+
+/// Sorts in place and returns `{n, p50, p90, p99, max, mean}`.
+pub fn stats(samples: &mut [f64]) -> Value {
+    samples.sort_by(f64::total_cmp);
+    let mean = if samples.is_empty() { None } else { Some(samples.iter().sum::<f64>() / samples.len() as f64) };
+    let q = |q: f64| percentile(samples, q).map(round3);
+    json!({ "n": samples.len(), "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": samples.last().copied().map(round3),
+        "mean": mean.map(round3) })
+}
+
+/// An empirical CDF series of sorted samples: x = value, y = fraction ≤ x.
+pub fn cdf_series(label: &str, sorted: &[f64]) -> Value {
+    let n = sorted.len().max(1) as f64;
+    let y: Vec<f64> = (1..=sorted.len()).map(|i| round3(i as f64 / n)).collect();
+    json!({ "label": label, "x": sorted.iter().map(|v| round3(*v)).collect::<Vec<_>>(), "y": y })
+}
+
+/// A chart of the envelope.
+pub fn chart(file: &str, title: &str, kind: &str, axes: (&str, &str), log: (bool, bool), series: Vec<Value>) -> Value {
+    json!({ "file": file, "title": title, "kind": kind, "x_label": axes.0, "y_label": axes.1,
+        "log_x": log.0, "log_y": log.1, "series": series })
+}
+
+/// Rounds to 3 decimals (milliseconds to microseconds) to keep files small.
+pub fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// Wilson 95 % interval of a binomial proportion `successes / n`.
+pub fn wilson95(successes: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (z, n) = (1.959_964, n as f64);
+    let p = successes as f64 / n;
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z * ((p * (1.0 - p) + z * z / (4.0 * n)) / n).sqrt() / (1.0 + z * z / n);
+    // At 0 or n successes the bound is exactly 0 or 1 (not 1 - ε from rounding).
+    let lo = if successes == 0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if successes as f64 >= n { 1.0 } else { (centre + half).min(1.0) };
+    (lo, hi)
+}
+
+/// The command line as typed, with the program shown as `nox`.
+pub fn command_line() -> String {
+    std::iter::once("nox".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
+}
+
+/// Writes the experiment's envelope to `--out` or `bench/data/<experiment>.json`.
+pub fn write_envelope(
+    common: &CommonArgs,
+    experiment: &str,
+    parameters: Value,
+    results: Value,
+    summary: Value,
+    charts: Vec<Value>,
+) -> Result<(), BenchError> {
+    let out = common.out.clone().unwrap_or_else(|| PathBuf::from(format!("bench/data/{experiment}.json")));
+    let report = json!({ "experiment": experiment, "command": command_line(), "machine": machine::describe(),
+        "parameters": parameters, "results": results, "summary": summary, "charts": charts });
+    write_json(&out, &report)?;
+    println!("{experiment}: {summary}\nwrote {}", out.display());
+    Ok(())
+}
+
+/// A running testnet, stopped when dropped.
+pub struct Net {
+    /// Its state directory.
+    pub dir: PathBuf,
+    /// Seconds from `up` to every node serving its metrics.
+    pub startup_s: f64,
+}
+
+impl Net {
+    /// `nox testnet up` with `layout` (cover traffic off unless asked).
+    pub fn up(dir: &Path, layout: &Layout) -> Result<Self, BenchError> {
+        let started = Instant::now();
+        testnet::up(dir, layout).map_err(err)?;
+        Ok(Self { dir: dir.to_path_buf(), startup_s: started.elapsed().as_secs_f64() })
+    }
+
+    /// Resident memory of every node, kB.
+    pub fn rss_kb(&self) -> Vec<u64> {
+        testnet::nodes(&self.dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).collect()
+    }
+
+    /// Sum of a counter over the exits.
+    pub fn exit_metric(&self, name: &str) -> u64 {
+        let all = testnet::nodes(&self.dir);
+        let last = all.iter().map(|n| n.layer).max().unwrap_or(0);
+        all.iter()
+            .filter(|n| n.layer == last)
+            .map(|n| testnet::metric(&testnet::scrape(n.metrics).unwrap_or_default(), name))
+            .sum()
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let _ = testnet::down(&self.dir);
+    }
+}
+
+/// A layout without cover traffic (it would add unrelated load).
+pub fn quiet_layout(base_port: u16) -> Layout {
+    Layout { base_port, loop_rate: 0.0, drop_rate: 0.0, ..Layout::default() }
+}
+
+/// Starts a client of the testnet in `dir`.
+pub async fn client(dir: &Path, core: ClientConfig) -> Result<ClientHandle, BenchError> {
+    let topology = crate::testnet_directory::topology(dir).map_err(err)?;
+    let shell = ShellConfig { topology, geometry: nox_sphinx::Geometry::default(), core };
+    Client::start(shell).await.map_err(err)
+}
+
+/// Makes the request body of request number `i`.
+pub type MakeRequest = Arc<dyn Fn(u64) -> RequestBody + Send + Sync>;
+/// Accepts or rejects a response body.
+pub type CheckBody = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
+/// Outcome of a batch of requests.
+pub struct RunResult {
+    /// Round-trip times of the successful requests, ms, in completion order.
+    pub rtts_ms: Vec<f64>,
+    /// Requests that failed (timeout, error status, wrong length).
+    pub failures: u64,
+    /// Wall time of the batch, s.
+    pub elapsed_s: f64,
+}
+
+impl RunResult {
+    /// Completed requests per second.
+    pub fn rate(&self) -> f64 {
+        self.rtts_ms.len() as f64 / self.elapsed_s.max(1e-9)
+    }
+}
+
+/// Sends `count` requests made by `make`, at most `concurrency` in flight;
+/// a request succeeds if its status is Ok and `check(body)` holds.
+pub async fn run_requests(
+    client: &ClientHandle,
+    make: MakeRequest,
+    check: CheckBody,
+    expected_reply_len: usize,
+    count: u64,
+    concurrency: usize,
+) -> RunResult {
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (client, make, check, next) = (client.clone(), make.clone(), check.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let (mut rtts, mut failures) = (Vec::new(), 0u64);
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= count {
+                    break;
+                }
+                let sent = Instant::now();
+                match client.request(make(index), expected_reply_len).await {
+                    Ok(response) if response.status == Status::Ok && check(&response.body) => {
+                        rtts.push(sent.elapsed().as_secs_f64() * 1e3);
+                    }
+                    _ => failures += 1,
+                }
+            }
+            (rtts, failures)
+        }));
+    }
+    let mut result = RunResult { rtts_ms: Vec::new(), failures: 0, elapsed_s: 0.0 };
+    for worker in workers {
+        match worker.await {
+            Ok((rtts, failures)) => {
+                result.rtts_ms.extend(rtts);
+                result.failures += failures;
+            }
+            Err(_) => result.failures += 1,
+        }
+    }
+    result.elapsed_s = started.elapsed().as_secs_f64();
+    result
+}
+
+/// Echo requests of `len` bytes, checked for length.
+pub async fn echo_run(client: &ClientHandle, len: usize, count: u64, concurrency: usize) -> RunResult {
+    let make: MakeRequest = Arc::new(move |i| RequestBody::Echo((0..len).map(|j| (j as u64 ^ i) as u8).collect()));
+    run_requests(client, make, Arc::new(move |body| body.len() == len), len, count, concurrency).await
+}
+
+/// The reply shape the policy gives a request whose expected reply body is
+/// `expected_reply_len` bytes: `(d, p, SURBs attached)`. The client attaches
+/// `surbs_needed(loss, target)` SURBs; the exit uses the least parity that
+/// meets its target (0.999) at its loss estimate, within those SURBs.
+pub fn reply_shape(expected_reply_len: usize, client: &ClientConfig, exit_estimate: f64) -> (usize, usize, usize) {
+    let geometry = nox_sphinx::Geometry::default();
+    let surbs = nox_message::surbs_needed(&geometry, expected_reply_len, client.loss, client.target).unwrap_or(0);
+    let encoded_len = expected_reply_len + nox_message::RESPONSE_HEADER_LEN;
+    let d = nox_fec::data_shards_for(encoded_len, geometry.payload_capacity()).unwrap_or(0);
+    let p = match nox_fec::choose_parity(d, surbs, exit_estimate, 0.999) {
+        Ok(choice) => choice.parity_shards,
+        Err(nox_fec::PlanningError::TargetUnreachable { best, .. }) => best.parity_shards,
+        Err(_) => 0,
+    };
+    (d, p, surbs)
+}
+
+/// Bytes one reply shard carries (a SURB reply's payload less the fragment header).
+pub fn shard_capacity() -> usize {
+    nox_fec::shard_capacity(nox_sphinx::Geometry::default().payload_capacity()).unwrap_or(1)
+}
+
+/// A one-route HTTP/1.1 server on loopback answering `body` to every request.
+pub async fn http_server(body: Vec<u8>) -> Result<SocketAddr, BenchError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
+    let addr = listener.local_addr().map_err(err)?;
+    let body = Arc::new(body);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(&body).await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// A plain HTTP/1.1 GET over a fresh TCP connection; returns the body length.
+pub async fn direct_get(addr: SocketAddr, path: &str) -> Result<usize, BenchError> {
+    let mut stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(err)?
+        .map_err(err)?;
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.map_err(err)?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.map_err(err)?;
+    let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| err("no HTTP head"))?;
+    Ok(response.len() - head_end - 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_stats() {
+        let mut samples: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        let s = stats(&mut samples);
+        assert_eq!((s["p50"].as_f64(), s["p90"].as_f64(), s["p99"].as_f64()), (Some(51.0), Some(90.0), Some(99.0)));
+        assert_eq!((s["max"].as_f64(), s["mean"].as_f64(), s["n"].as_u64()), (Some(100.0), Some(50.5), Some(100)));
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[3.0], 0.99), Some(3.0));
+    }
+
+    #[test]
+    fn cdf_ends_at_one() {
+        let c = cdf_series("a", &[1.0, 2.0, 4.0, 8.0]);
+        assert_eq!(c["y"], json!([0.25, 0.5, 0.75, 1.0]));
+        assert_eq!(c["x"], json!([1.0, 2.0, 4.0, 8.0]));
+    }
+
+    #[test]
+    fn wilson_interval_brackets_the_proportion() {
+        let (lo, hi) = wilson95(197, 200);
+        assert!(lo < 0.985 && 0.985 < hi && lo > 0.95 && hi < 1.0, "{lo} {hi}");
+        assert_eq!(wilson95(0, 0), (0.0, 1.0));
+        let (lo, hi) = wilson95(200, 200);
+        assert!(lo > 0.98 && hi == 1.0, "a certain event is inside [lo, 1]");
+    }
+}
