@@ -204,9 +204,12 @@ pub async fn run_requests(
 ) -> RunResult {
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let label = format!("  {count} requests, {} in flight", concurrency.max(1));
+    let progress = Arc::new(std::sync::Mutex::new(crate::progress::Progress::new(label, count)));
     let mut workers = Vec::new();
     for _ in 0..concurrency.max(1) {
         let (client, make, check, next) = (client.clone(), make.clone(), check.clone(), next.clone());
+        let progress = progress.clone();
         workers.push(tokio::spawn(async move {
             let (mut rtts, mut failures) = (Vec::new(), 0u64);
             loop {
@@ -220,6 +223,9 @@ pub async fn run_requests(
                         rtts.push(sent.elapsed().as_secs_f64() * 1e3);
                     }
                     _ => failures += 1,
+                }
+                if let Ok(mut bar) = progress.lock() {
+                    bar.advance(1);
                 }
             }
             (rtts, failures)
@@ -236,6 +242,9 @@ pub async fn run_requests(
         }
     }
     result.elapsed_s = started.elapsed().as_secs_f64();
+    if let Ok(bar) = Arc::try_unwrap(progress).map(|m| m.into_inner()) {
+        let _ = bar.map(crate::progress::Progress::finish);
+    }
     result
 }
 
