@@ -37,6 +37,15 @@ pub enum BenchCommand {
     /// layers): a sweep of offered rates, one-way latency via the exits'
     /// measurement sink, RSS idle and under load.
     Testnet(crate::bench_net::NetworkBenchArgs),
+    /// Anonymity scored from what a global passive adversary of the real
+    /// testnet sees (`[observe]` capture): sender entropy vs μ and users,
+    /// unlinkability, timing correlation, per-node delays, client cover.
+    Anonymity(crate::bench_anonymity::AnonymityArgs),
+    /// Attack simulations (nox-anonymity adversary models): n−1 with PoW
+    /// cost, intersection over epochs, compromised nodes.
+    Attacks(crate::bench_attacks::AttackArgs),
+    /// FEC (one round) vs ARQ (retransmission rounds) for an m-fragment reply.
+    FecArq(crate::bench_attacks::FecArqArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -82,6 +91,9 @@ pub enum BenchError {
 pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
     match command {
         BenchCommand::Testnet(args) => crate::bench_net::run(args),
+        BenchCommand::Anonymity(args) => crate::bench_anonymity::run(args),
+        BenchCommand::Attacks(args) => crate::bench_attacks::run_attacks(args),
+        BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()

@@ -2,7 +2,13 @@
 //! drive the same testnet tooling as the binary.
 #![forbid(unsafe_code)]
 
+pub mod anon_capture;
+pub mod anon_delays;
+pub mod anon_score;
 pub mod bench;
+pub mod bench_anonymity;
+pub mod bench_attacks;
+pub mod bench_json;
 pub mod bench_net;
 pub mod client_cmd;
 pub mod demo;
