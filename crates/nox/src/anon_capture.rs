@@ -96,8 +96,9 @@ pub struct Captured {
     pub unknown_nodes: usize,
 }
 
-/// Joins node logs and the harness's sends over `[start_us, end_us]`. `nodes` lists every
-/// topology node as `(short id, layer)`.
+/// Joins node logs and the harness's sends over `[start_us, end_us]`; event times in the
+/// observation are relative to `start_us`. `nodes` lists every topology node as
+/// `(short id, layer)`.
 pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], start_us: u64, end_us: u64) -> Captured {
     let mut ordered: Vec<(String, u8)> = nodes.to_vec();
     ordered.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
@@ -166,7 +167,10 @@ pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], star
     }
     rows.sort_by_key(|r| (r.0, r.1));
     let mut events = Vec::with_capacity(rows.len());
-    for (position, (_, _, event, message)) in rows.into_iter().enumerate() {
+    for (position, (_, _, mut event, message)) in rows.into_iter().enumerate() {
+        // Relative to the window start: the adversary's clock origin is arbitrary, and the
+        // scorers bin time from zero.
+        event.time_us -= start_us;
         if let Some(message) = message
             && truth.message_sender.contains_key(&MessageId(message))
         {
