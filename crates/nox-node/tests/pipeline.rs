@@ -88,7 +88,9 @@ async fn packets_cross_three_pipelines_and_bad_ones_are_counted() {
         let Egress::Forward { to, packet, .. } = expect_egress(&mut mix).await else { panic!("mix must forward") };
         assert_eq!(to, exit.id);
         exit.handles.inbound.send(inbound(Origin::Node(mix.id), packet)).await.unwrap();
-        let Egress::Deliver { packet, payload, .. } = expect_egress(&mut exit).await else { panic!("exit must deliver") };
+        let Egress::Deliver { packet, payload, .. } = expect_egress(&mut exit).await else {
+            panic!("exit must deliver")
+        };
         assert_eq!(&packet[payload], &[i; 100][..]);
     }
 

@@ -125,13 +125,23 @@ pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], star
             truth.message_sender.insert(MessageId(message), send.client);
             sent += 1;
         }
-        rows.push((send.time_us, 0, LinkEvent { time_us: send.time_us, from: Endpoint::Client(send.client), to: Endpoint::Node(entry) }, None));
+        rows.push((
+            send.time_us,
+            0,
+            LinkEvent { time_us: send.time_us, from: Endpoint::Client(send.client), to: Endpoint::Node(entry) },
+            None,
+        ));
     }
     let mut holds_us: BTreeMap<u16, Vec<f64>> = BTreeMap::new();
     for log in logs {
-        let Some(me) = log.events.iter().map(|e| match e {
-            EventRecord::Forward { from, .. } | EventRecord::Deliver { from, .. } => from.as_str(),
-        }).next() else {
+        let Some(me) = log
+            .events
+            .iter()
+            .map(|e| match e {
+                EventRecord::Forward { from, .. } | EventRecord::Deliver { from, .. } => from.as_str(),
+            })
+            .next()
+        else {
             continue;
         };
         let Some(&(me_index, me_layer)) = index.get(me) else {
@@ -154,12 +164,26 @@ pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], star
         for record in &log.events {
             match record {
                 EventRecord::Forward { time_us, to, .. } if inside(*time_us) => match index.get(to.as_str()) {
-                    Some(&(to_index, _)) => rows.push((*time_us, me_layer + 1, LinkEvent { time_us: *time_us, from: Endpoint::Node(me_index), to: Endpoint::Node(to_index) }, None)),
+                    Some(&(to_index, _)) => rows.push((
+                        *time_us,
+                        me_layer + 1,
+                        LinkEvent { time_us: *time_us, from: Endpoint::Node(me_index), to: Endpoint::Node(to_index) },
+                        None,
+                    )),
                     None => unknown_nodes += 1,
                 },
                 EventRecord::Deliver { time_us, seq, .. } if inside(*time_us) => {
                     let Some((message, destination)) = heads.get(seq).and_then(decode_head) else { continue };
-                    rows.push((*time_us, me_layer + 1, LinkEvent { time_us: *time_us, from: Endpoint::Node(me_index), to: Endpoint::Destination(destination) }, Some(message)));
+                    rows.push((
+                        *time_us,
+                        me_layer + 1,
+                        LinkEvent {
+                            time_us: *time_us,
+                            from: Endpoint::Node(me_index),
+                            to: Endpoint::Destination(destination),
+                        },
+                        Some(message),
+                    ));
                 }
                 _ => {}
             }
@@ -179,7 +203,15 @@ pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], star
         events.push(event);
     }
     let delivered = truth.message_delivery.len();
-    Captured { observation: Observation { events }, truth, topology: Topology { layers }, holds_us, sent, delivered, unknown_nodes }
+    Captured {
+        observation: Observation { events },
+        truth,
+        topology: Topology { layers },
+        holds_us,
+        sent,
+        delivered,
+        unknown_nodes,
+    }
 }
 
 #[cfg(test)]
@@ -199,10 +231,17 @@ mod tests {
     #[test]
     fn joins_a_path_in_order_with_truth_and_window() {
         let nodes = vec![("cc".to_string(), 2), ("aa".to_string(), 0), ("bb".to_string(), 1)];
-        let entry = NodeLog { events: vec![fwd(110, "aa", "bb"), fwd(900, "aa", "bb")], truth: vec![TruthRecord::Forward { time_us: 110, held_us: 10 }], dropped: 0 };
+        let entry = NodeLog {
+            events: vec![fwd(110, "aa", "bb"), fwd(900, "aa", "bb")],
+            truth: vec![TruthRecord::Forward { time_us: 110, held_us: 10 }],
+            dropped: 0,
+        };
         let mix = NodeLog { events: vec![fwd(120, "bb", "cc")], truth: vec![], dropped: 0 };
         let exit = NodeLog {
-            events: vec![EventRecord::Deliver { time_us: 120, from: "cc".into(), seq: 0 }, EventRecord::Deliver { time_us: 130, from: "cc".into(), seq: 1 }],
+            events: vec![
+                EventRecord::Deliver { time_us: 120, from: "cc".into(), seq: 0 },
+                EventRecord::Deliver { time_us: 130, from: "cc".into(), seq: 1 },
+            ],
             truth: vec![
                 TruthRecord::Deliver { seq: 0, time_us: 120, held_us: 0, head: message_head(5, 3) },
                 TruthRecord::Deliver { seq: 1, time_us: 130, held_us: 1, head: [0; 16] },

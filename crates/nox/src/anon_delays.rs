@@ -78,8 +78,15 @@ pub fn write_delays(
     let (xe, expected) = per_mu(&|r| r["expected_over_delayed_fraction"].as_f64());
     let rejects = rows.iter().filter(|r| r["exponentiality"]["rejects"] == json!(true)).count();
     let tested = rows.iter().filter(|r| r["exponentiality"].is_object()).count();
-    let cdf = Chart { suffix: "cdf", title: "Per-hop hold time CDF vs Exp(μ) (all nodes)", kind: "cdf",
-        x_label: "hold (ms)", y_label: "CDF", log_x: false, log_y: false };
+    let cdf = Chart {
+        suffix: "cdf",
+        title: "Per-hop hold time CDF vs Exp(μ) (all nodes)",
+        kind: "cdf",
+        x_label: "hold (ms)",
+        y_label: "CDF",
+        log_x: false,
+        log_y: false,
+    };
     write_experiment(
         &args.out_dir,
         "anonymity-delays",

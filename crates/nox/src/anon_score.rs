@@ -110,18 +110,37 @@ pub fn write_all(
         vec![
             line("entropy", "Sender entropy vs users (real testnet, GPA)", "users", "bits").with(
                 "anonymity-entropy-users",
-                chart_of(&user_rows, "clients", &[("mean H", &["entropy", "mean_bits"]), ("median H", &["entropy", "median_bits"]), ("max log2 N", &["entropy", "max_bits"])]),
+                chart_of(
+                    &user_rows,
+                    "clients",
+                    &[
+                        ("mean H", &["entropy", "mean_bits"]),
+                        ("median H", &["entropy", "median_bits"]),
+                        ("max log2 N", &["entropy", "max_bits"]),
+                    ],
+                ),
             ),
             line("adversary", "Adversary success vs users", "users", "probability").with(
                 "anonymity-entropy-users",
-                chart_of(&user_rows, "clients", &[("P(true sender)", &["entropy", "mean_p_true_sender"]), ("top-1 accuracy", &["entropy", "top1_accuracy"])]),
+                chart_of(
+                    &user_rows,
+                    "clients",
+                    &[
+                        ("P(true sender)", &["entropy", "mean_p_true_sender"]),
+                        ("top-1 accuracy", &["entropy", "top1_accuracy"]),
+                    ],
+                ),
             ),
         ],
     )?;
     crate::anon_delays::write_delays(args, &parameters, runs, p95_zero, floor_us)?;
     let cover_rows: Vec<Value> = runs
         .iter()
-        .filter(|r| r.spec.mu_ms == args.sweep_delay_ms && r.spec.clients == args.cover_clients && r.spec.active < r.spec.clients)
+        .filter(|r| {
+            r.spec.mu_ms == args.sweep_delay_ms
+                && r.spec.clients == args.cover_clients
+                && r.spec.active < r.spec.clients
+        })
         .map(|r| {
             let mut row = score(r, floor_us, rng);
             row["distinguishability"] = crate::anon_delays::active_vs_idle(r);
@@ -138,13 +157,25 @@ pub fn write_all(
             "volume_classifier_accuracy": h(&cover_rows, &["distinguishability", "volume_classifier_accuracy"]),
             "note": "client cover here is additive (drop packets at λ_P on top of real traffic), not Loopix's substitution: the active clients' rate stays higher" }),
         vec![
-            line("ks", "Active vs idle client: KS statistic of send gaps", "client cover rate λ_P (packets/s)", "KS D").with(
-                "anonymity-cover",
-                chart_of(&cover_rows, "client_cover_rate", &[("KS D", &["distinguishability", "ks_statistic"]), ("volume classifier accuracy", &["distinguishability", "volume_classifier_accuracy"])]),
-            ),
+            line("ks", "Active vs idle client: KS statistic of send gaps", "client cover rate λ_P (packets/s)", "KS D")
+                .with(
+                    "anonymity-cover",
+                    chart_of(
+                        &cover_rows,
+                        "client_cover_rate",
+                        &[
+                            ("KS D", &["distinguishability", "ks_statistic"]),
+                            ("volume classifier accuracy", &["distinguishability", "volume_classifier_accuracy"]),
+                        ],
+                    ),
+                ),
             line("entropy", "Sender entropy vs client cover rate", "client cover rate λ_P (packets/s)", "bits").with(
                 "anonymity-cover",
-                chart_of(&cover_rows, "client_cover_rate", &[("mean H", &["entropy", "mean_bits"]), ("max log2 N", &["entropy", "max_bits"])]),
+                chart_of(
+                    &cover_rows,
+                    "client_cover_rate",
+                    &[("mean H", &["entropy", "mean_bits"]), ("max log2 N", &["entropy", "max_bits"])],
+                ),
             ),
         ],
     )
@@ -156,14 +187,23 @@ fn write_delay(args: &AnonymityArgs, parameters: &Value, rows: &[Value]) -> Resu
     let check = match (h0, h50) {
         (Some(a), Some(b)) if a.is_finite() && b.is_finite() => json!({
             "name": "entropy(μ=0) < entropy(μ=50 ms)", "passed": a < b, "entropy_mu0_bits": a, "entropy_mu50_bits": b }),
-        _ => json!({ "name": "entropy(μ=0) < entropy(μ=50 ms)", "passed": null, "reason": "μ = 0 or 50 ms not run or not scored" }),
+        _ => {
+            json!({ "name": "entropy(μ=0) < entropy(μ=50 ms)", "passed": null, "reason": "μ = 0 or 50 ms not run or not scored" })
+        }
     };
     if check["passed"] == json!(false) {
         println!("CHECK FAILED: entropy at μ = 0 is not lower than at μ = 50 ms");
     }
     let h = |p: &[&str]| rows.iter().map(|r| round(get(r, p), 4)).collect::<Vec<_>>();
-    let log_y = Chart { suffix: "unlinkability", title: "Unlinkability p-values vs μ (small = linkable)", kind: "line",
-        x_label: "μ per hop (ms)", y_label: "p-value", log_x: false, log_y: true };
+    let log_y = Chart {
+        suffix: "unlinkability",
+        title: "Unlinkability p-values vs μ (small = linkable)",
+        kind: "line",
+        x_label: "μ per hop (ms)",
+        y_label: "p-value",
+        log_x: false,
+        log_y: true,
+    };
     write_experiment(
         &args.out_dir,
         "anonymity-entropy-delay",
@@ -176,19 +216,46 @@ fn write_delay(args: &AnonymityArgs, parameters: &Value, rows: &[Value]) -> Resu
         vec![
             line("entropy", "Sender entropy vs mean delay (real testnet, GPA)", "μ per hop (ms)", "bits").with(
                 "anonymity-entropy-delay",
-                chart_of(rows, "mu_ms", &[("mean H", &["entropy", "mean_bits"]), ("median H", &["entropy", "median_bits"]), ("max log2 N", &["entropy", "max_bits"])]),
+                chart_of(
+                    rows,
+                    "mu_ms",
+                    &[
+                        ("mean H", &["entropy", "mean_bits"]),
+                        ("median H", &["entropy", "median_bits"]),
+                        ("max log2 N", &["entropy", "max_bits"]),
+                    ],
+                ),
             ),
             line("adversary", "Adversary success vs mean delay", "μ per hop (ms)", "probability").with(
                 "anonymity-entropy-delay",
-                chart_of(rows, "mu_ms", &[("P(true sender)", &["entropy", "mean_p_true_sender"]), ("top-1 accuracy", &["entropy", "top1_accuracy"]), ("volume linking accuracy", &["timing_correlation", "linking_accuracy"])]),
+                chart_of(
+                    rows,
+                    "mu_ms",
+                    &[
+                        ("P(true sender)", &["entropy", "mean_p_true_sender"]),
+                        ("top-1 accuracy", &["entropy", "top1_accuracy"]),
+                        ("volume linking accuracy", &["timing_correlation", "linking_accuracy"]),
+                    ],
+                ),
             ),
             log_y.with(
                 "anonymity-entropy-delay",
-                chart_of(rows, "mu_ms", &[("KS p", &["unlinkability", "ks_p_value"]), ("χ² p", &["unlinkability", "chi_square_p_value"])]),
+                chart_of(
+                    rows,
+                    "mu_ms",
+                    &[("KS p", &["unlinkability", "ks_p_value"]), ("χ² p", &["unlinkability", "chi_square_p_value"])],
+                ),
             ),
             line("correlation", "Send/receive count correlation vs mean delay", "μ per hop (ms)", "Pearson r").with(
                 "anonymity-entropy-delay",
-                chart_of(rows, "mu_ms", &[("true pairs", &["timing_correlation", "true_pairs_mean_pearson"]), ("other pairs", &["timing_correlation", "other_pairs_mean_pearson"])]),
+                chart_of(
+                    rows,
+                    "mu_ms",
+                    &[
+                        ("true pairs", &["timing_correlation", "true_pairs_mean_pearson"]),
+                        ("other pairs", &["timing_correlation", "other_pairs_mean_pearson"]),
+                    ],
+                ),
             ),
         ],
     )

@@ -105,8 +105,15 @@ pub fn run_attacks(args: &AttackArgs) -> Result<(), BenchError> {
         })
         .collect();
     let d: Vec<f64> = pow.iter().map(|r| f64::from(r.config.pow_difficulty_bits)).collect();
-    let cost = Chart { suffix: "pow-cost", title: "n−1 cost per attack vs PoW difficulty", kind: "line",
-        x_label: "difficulty (bits)", y_label: "per attack", log_x: false, log_y: true };
+    let cost = Chart {
+        suffix: "pow-cost",
+        title: "n−1 cost per attack vs PoW difficulty",
+        kind: "line",
+        x_label: "difficulty (bits)",
+        y_label: "per attack",
+        log_x: false,
+        log_y: true,
+    };
     write_experiment(
         &args.out_dir,
         "attacks-n-minus-one",
@@ -118,12 +125,20 @@ pub fn run_attacks(args: &AttackArgs) -> Result<(), BenchError> {
             "hash_rate_per_s": hash_rate,
             "hashing_seconds_per_attack_by_difficulty": pow.iter().map(|r| r.hashing_seconds).collect::<Vec<_>>() }),
         vec![
-            line("success", "n−1 success vs μ and node cover (simulated)", "μ (ms)", "success rate").with("attacks-n-minus-one", lines),
-            cost.with("attacks-n-minus-one", vec![
-                series("flood packets", &d, &pow.iter().map(|r| r.mean_packets).collect::<Vec<_>>()),
-                series("hash evaluations", &d, &pow.iter().map(|r| r.hash_evaluations).collect::<Vec<_>>()),
-                series("hashing seconds (this machine, 1 thread)", &d, &pow.iter().map(|r| r.hashing_seconds).collect::<Vec<_>>()),
-            ]),
+            line("success", "n−1 success vs μ and node cover (simulated)", "μ (ms)", "success rate")
+                .with("attacks-n-minus-one", lines),
+            cost.with(
+                "attacks-n-minus-one",
+                vec![
+                    series("flood packets", &d, &pow.iter().map(|r| r.mean_packets).collect::<Vec<_>>()),
+                    series("hash evaluations", &d, &pow.iter().map(|r| r.hash_evaluations).collect::<Vec<_>>()),
+                    series(
+                        "hashing seconds (this machine, 1 thread)",
+                        &d,
+                        &pow.iter().map(|r| r.hashing_seconds).collect::<Vec<_>>(),
+                    ),
+                ],
+            ),
         ],
     )?;
 
@@ -142,7 +157,9 @@ pub fn run_attacks(args: &AttackArgs) -> Result<(), BenchError> {
                 max_epochs: 200,
             };
             let r = intersection_attack(&config, trials / 2, &mut rng).map_err(err)?;
-            rows.push(json!({ "direction": direction, "client_cover_rate_per_s": rate, "epoch_s": epoch_s, "report": r }));
+            rows.push(
+                json!({ "direction": direction, "client_cover_rate_per_s": rate, "epoch_s": epoch_s, "report": r }),
+            );
         }
     }
     let by_dir = |dir: &str, key: &str| -> Value {
@@ -159,10 +176,29 @@ pub fn run_attacks(args: &AttackArgs) -> Result<(), BenchError> {
         json!({ "rows": rows.iter().map(|r| json!({ "direction": r["direction"], "cover": r["client_cover_rate_per_s"],
             "success": r["report"]["success_rate"], "mean_epochs": r["report"]["mean_epochs_to_identify"] })).collect::<Vec<_>>() }),
         vec![
-            line("success", "Intersection success vs client cover (simulated)", "client cover λ_P (packets/s)", "success rate")
-                .with("attacks-intersection", vec![by_dir("SenderOfDestination", "success_rate"), by_dir("PartnerOfClient", "success_rate")]),
-            line("epochs", "Epochs to identification vs client cover", "client cover λ_P (packets/s)", "epochs (mean, successes)")
-                .with("attacks-intersection", vec![by_dir("SenderOfDestination", "mean_epochs_to_identify"), by_dir("PartnerOfClient", "mean_epochs_to_identify")]),
+            line(
+                "success",
+                "Intersection success vs client cover (simulated)",
+                "client cover λ_P (packets/s)",
+                "success rate",
+            )
+            .with(
+                "attacks-intersection",
+                vec![by_dir("SenderOfDestination", "success_rate"), by_dir("PartnerOfClient", "success_rate")],
+            ),
+            line(
+                "epochs",
+                "Epochs to identification vs client cover",
+                "client cover λ_P (packets/s)",
+                "epochs (mean, successes)",
+            )
+            .with(
+                "attacks-intersection",
+                vec![
+                    by_dir("SenderOfDestination", "mean_epochs_to_identify"),
+                    by_dir("PartnerOfClient", "mean_epochs_to_identify"),
+                ],
+            ),
         ],
     )?;
 
@@ -177,15 +213,29 @@ pub fn run_attacks(args: &AttackArgs) -> Result<(), BenchError> {
         let mut naive = Vec::new();
         let mut exact = Vec::new();
         for &f in &fractions {
-            let r = compromised_paths(&topology, CompromiseModel::Uniform { fraction: f }, paths, &mut rng).map_err(err)?;
+            let r =
+                compromised_paths(&topology, CompromiseModel::Uniform { fraction: f }, paths, &mut rng).map_err(err)?;
             measured.push(r.measured_full_path_rate);
             naive.push(r.naive_rate);
             exact.push(r.exact_layered_rate);
             results.push(json!({ "width": width, "report": r }));
         }
-        charts.push(line(if width == 3 { "3x3" } else { "3x10" }, &format!("Full-path compromise, 3 × {width} (uniform f, simulated)"),
-            "compromised fraction f", "P(all 3 hops compromised)").with("attacks-compromised", vec![
-            series("measured", &fractions, &measured), series("exact Π c_l/W_l", &fractions, &exact), series("naive f³", &fractions, &naive)]));
+        charts.push(
+            line(
+                if width == 3 { "3x3" } else { "3x10" },
+                &format!("Full-path compromise, 3 × {width} (uniform f, simulated)"),
+                "compromised fraction f",
+                "P(all 3 hops compromised)",
+            )
+            .with(
+                "attacks-compromised",
+                vec![
+                    series("measured", &fractions, &measured),
+                    series("exact Π c_l/W_l", &fractions, &exact),
+                    series("naive f³", &fractions, &naive),
+                ],
+            ),
+        );
     }
     write_experiment(
         &args.out_dir,
@@ -248,7 +298,11 @@ pub fn run_fec_arq(args: &FecArqArgs) -> Result<(), BenchError> {
     }
     let col = |f: &dyn Fn(&Value) -> f64| rows.iter().map(f).collect::<Vec<f64>>();
     let fec_at = |i: usize| move |r: &Value| r["fec"][i]["delivery_one_round"].as_f64().unwrap_or(f64::NAN);
-    let mut delivery = vec![series("ARQ (≤ 1 + retries rounds)", &losses, &col(&|r| r["arq"]["delivery"].as_f64().unwrap_or(f64::NAN)))];
+    let mut delivery = vec![series(
+        "ARQ (≤ 1 + retries rounds)",
+        &losses,
+        &col(&|r| r["arq"]["delivery"].as_f64().unwrap_or(f64::NAN)),
+    )];
     for (i, r) in ratios.iter().enumerate() {
         delivery.push(series(&format!("FEC r = {}", f64::from(*r) / 1e3), &losses, &col(&fec_at(i))));
     }
@@ -263,15 +317,21 @@ pub fn run_fec_arq(args: &FecArqArgs) -> Result<(), BenchError> {
         json!({ "note": "FEC pays bandwidth (m + p shards, one RTT); ARQ pays latency (rounds × RTT) and sends fresh SURB requests each round (more exposure to the intersection attack)" }),
         vec![
             line("delivery", "Delivery probability vs loss", "loss ℓ", "P(delivered)").with("fec-arq", delivery),
-            line("latency", "Latency to reach the target delivery", "loss ℓ", "ms").with("fec-arq", vec![
-                series("FEC (one round)", &losses, &col(&|r| nan(&r["fec_to_target"]["latency_ms"]))),
-                series("ARQ (rounds × RTT)", &losses, &col(&|r| nan(&r["arq_to_target"]["latency_ms"]))),
-                series("ARQ expected (≤ max retries)", &losses, &col(&|r| nan(&r["arq"]["expected_latency_ms"]))),
-            ]),
-            line("bandwidth", "Shards sent", "loss ℓ", "shards").with("fec-arq", vec![
-                series("FEC to target", &losses, &col(&|r| nan(&r["fec_to_target"]["shards"]))),
-                series("ARQ expected", &losses, &col(&|r| nan(&r["arq"]["expected_shards"]))),
-            ]),
+            line("latency", "Latency to reach the target delivery", "loss ℓ", "ms").with(
+                "fec-arq",
+                vec![
+                    series("FEC (one round)", &losses, &col(&|r| nan(&r["fec_to_target"]["latency_ms"]))),
+                    series("ARQ (rounds × RTT)", &losses, &col(&|r| nan(&r["arq_to_target"]["latency_ms"]))),
+                    series("ARQ expected (≤ max retries)", &losses, &col(&|r| nan(&r["arq"]["expected_latency_ms"]))),
+                ],
+            ),
+            line("bandwidth", "Shards sent", "loss ℓ", "shards").with(
+                "fec-arq",
+                vec![
+                    series("FEC to target", &losses, &col(&|r| nan(&r["fec_to_target"]["shards"]))),
+                    series("ARQ expected", &losses, &col(&|r| nan(&r["arq"]["expected_shards"]))),
+                ],
+            ),
         ],
     )
 }
