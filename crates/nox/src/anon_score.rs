@@ -47,10 +47,24 @@ fn score(run: &PhaseRun, floor_us: f64, rng: &mut ChaCha20Rng) -> Value {
             "min_bits": e.min_entropy_bits, "effective_anonymity_set": e.effective_anonymity_set,
             "normalized": e.normalized_entropy, "mean_p_true_sender": e.mean_true_sender_probability,
             "top1_accuracy": e.top1_accuracy,
+            "mean_bits_stderr": stderr(e.per_message.iter().map(|m| m.entropy_bits)),
+            "mean_p_true_sender_stderr": stderr(e.per_message.iter().filter_map(|m| m.true_sender_probability)),
         })).unwrap_or_else(|e| json!({ "error": e.to_string() })),
         "unlinkability": unlink.map(|u| json!(u)).unwrap_or_else(|e| json!({ "error": e.to_string() })),
         "timing_correlation": correlation.map(|r| json!(r)).unwrap_or_else(|e| json!({ "error": e.to_string() })),
     })
+}
+
+/// Standard error of the mean (per-message spread; messages are not independent, so this is
+/// a lower bound on the run-to-run uncertainty).
+fn stderr(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = values.collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    Some((v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt())
 }
 
 fn get(v: &Value, path: &[&str]) -> f64 {
