@@ -1,5 +1,5 @@
 //! `[observe]`: **measurement only, off by default.** Records, for every packet this node sends
-//! after mixing, what a global passive adversary (GPA) would see on the wire — the time, this
+//! after mixing (and every cover packet it originates), what a global passive adversary (GPA) would see on the wire — the time, this
 //! node and the next node (or "a destination" for an exit delivery) — so that
 //! `nox bench anonymity` can score anonymity from the real testnet. A second, separate file
 //! holds the ground truth the scorer uses only to grade the adversary: how long each packet was
@@ -12,8 +12,9 @@
 //!
 //! Formats (one record per line, text):
 //! - events: `F <time_us> <from> <to>` (forward) and `D <time_us> <from> <seq>` (exit delivery);
-//! - truth: `F <time_us> <held_us>` and `D <seq> <time_us> <held_us> <payload 16 bytes hex>`,
-//!   and a final `# dropped <n>` line;
+//! - truth: `F <time_us> <held_us>`, `C <time_us>` (a cover packet this node originated; its
+//!   event is an ordinary `F`) and `D <seq> <time_us> <held_us> <payload 16 bytes hex>`, and a
+//!   final `# dropped <n>` line;
 //!
 //! `time_us` is microseconds since the Unix epoch, node ids are the first 8 bytes of the
 //! `NodeId` in hex, `seq` numbers this node's deliveries.
@@ -88,6 +89,11 @@ pub enum TruthRecord {
         /// Arrival (link) to departure, microseconds.
         held_us: u64,
     },
+    /// A cover packet this node originated at `time_us`.
+    Cover {
+        /// Microseconds since the Unix epoch.
+        time_us: u64,
+    },
     /// Delivery `seq`, its hold time and the first 16 payload bytes.
     Deliver {
         /// Delivery number at this exit.
@@ -119,6 +125,7 @@ pub fn parse_event(line: &str) -> Option<EventRecord> {
 pub fn parse_truth(line: &str) -> Option<TruthRecord> {
     let parts: Vec<&str> = line.split_whitespace().collect();
     match parts.as_slice() {
+        ["C", time] => Some(TruthRecord::Cover { time_us: time.parse().ok()? }),
         ["F", time, held] => Some(TruthRecord::Forward { time_us: time.parse().ok()?, held_us: held.parse().ok()? }),
         ["D", seq, time, held, head] => Some(TruthRecord::Deliver {
             seq: seq.parse().ok()?,
@@ -132,6 +139,7 @@ pub fn parse_truth(line: &str) -> Option<TruthRecord> {
 
 enum Record {
     Forward { time_us: u64, to: [u8; 8], held_us: u64 },
+    Cover { time_us: u64, to: [u8; 8] },
     Deliver { time_us: u64, seq: u64, held_us: u64, head: [u8; 16] },
 }
 
@@ -140,7 +148,7 @@ pub struct Observer {
     me: String,
     tx: SyncSender<Record>,
     dropped: Arc<AtomicU64>,
-    next_seq: u64,
+    next_seq: AtomicU64,
 }
 
 fn now_us() -> u64 {
@@ -167,7 +175,7 @@ impl Observer {
             .name("nox-observe".into())
             .spawn(move || write_loop(&rx, &writer_me, events, truth, &writer_dropped))?;
         tracing::warn!(events = %events_path.display(), "[observe] is on: recording link timing (measurement only)");
-        Ok(Some(Self { me, tx, dropped, next_seq: 0 }))
+        Ok(Some(Self { me, tx, dropped, next_seq: AtomicU64::new(0) }))
     }
 
     fn push(&self, record: Record) {
@@ -184,13 +192,20 @@ impl Observer {
     }
 
     /// A payload received at `received_at` is delivered (handed to the exit services) now.
-    pub fn deliver(&mut self, payload: &[u8], received_at: Instant) {
+    pub fn deliver(&self, payload: &[u8], received_at: Instant) {
         let mut head = [0u8; 16];
         let n = payload.len().min(16);
         head[..n].copy_from_slice(&payload[..n]);
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         self.push(Record::Deliver { time_us: now_us(), seq, held_us: received_at.elapsed().as_micros() as u64, head });
+    }
+
+    /// This node's own cover packet (loop or drop) leaves for node `to` now: an `F` event like
+    /// any forward (the adversary cannot tell), a `C` truth record.
+    pub fn cover(&self, to: &NodeId) {
+        let mut short = [0u8; 8];
+        short.copy_from_slice(&to.0[..8]);
+        self.push(Record::Cover { time_us: now_us(), to: short });
     }
 
     /// Records dropped because the writer fell behind.
@@ -210,6 +225,10 @@ fn write_loop<W: Write>(rx: &Receiver<Record>, me: &str, mut events: W, mut trut
             Ok(Record::Forward { time_us, to, held_us }) => {
                 let _ = writeln!(events, "F {time_us} {me} {}", hex::encode(to));
                 let _ = writeln!(truth, "F {time_us} {held_us}");
+            }
+            Ok(Record::Cover { time_us, to }) => {
+                let _ = writeln!(events, "F {time_us} {me} {}", hex::encode(to));
+                let _ = writeln!(truth, "C {time_us}");
             }
             Ok(Record::Deliver { time_us, seq, held_us, head }) => {
                 let _ = writeln!(events, "D {time_us} {me} {seq}");
@@ -238,13 +257,14 @@ mod tests {
         let events = dir.join("events.log");
         let section = ObserveSection { events: Some(events.clone()), ..ObserveSection::default() };
         let me = NodeId([1; 32]);
-        let mut observer = Observer::start(&section, &me).expect("open").expect("enabled");
+        let observer = Observer::start(&section, &me).expect("open").expect("enabled");
         let received = Instant::now();
         observer.forward(&NodeId([2; 32]), received);
         let mut payload = [0u8; 40];
         payload[..16].copy_from_slice(&[7; 16]);
         observer.deliver(&payload, received);
         observer.deliver(&[9, 9], received);
+        observer.cover(&NodeId([3; 32]));
         assert_eq!(observer.dropped(), 0);
         drop(observer);
         let read = |p: &std::path::Path| {
@@ -260,12 +280,14 @@ mod tests {
         let truth = read(&dir.join("events.log.truth"));
         let events: Vec<EventRecord> =
             std::fs::read_to_string(&events).expect("events").lines().filter_map(parse_event).collect();
-        assert_eq!(events.len(), 3);
+        assert_eq!(events.len(), 4);
+        assert!(matches!(&events[3], EventRecord::Forward { to, .. } if to.starts_with("0303")));
         assert!(matches!(&events[0], EventRecord::Forward { from, to, .. }
             if *from == "0101010101010101" && *to == "0202020202020202"));
         assert!(matches!(&events[2], EventRecord::Deliver { seq: 1, .. }));
         let truth: Vec<TruthRecord> = truth.lines().filter_map(parse_truth).collect();
-        assert_eq!(truth.len(), 3);
+        assert_eq!(truth.len(), 4);
+        assert!(matches!(truth[3], TruthRecord::Cover { .. }));
         assert!(matches!(truth[1], TruthRecord::Deliver { seq: 0, head, .. } if head == [7; 16]));
         assert!(matches!(truth[2], TruthRecord::Deliver { seq: 1, head, .. } if head[..2] == [9, 9] && head[2] == 0));
         let _ = std::fs::remove_dir_all(&dir);

@@ -275,10 +275,10 @@ pub async fn run_with(
         ))
     });
     // Measurement only (off by default): what a global passive adversary sees.
-    let mut observer = crate::Observer::start(&config.observe, &me)?;
+    let observer = crate::Observer::start(&config.observe, &me)?.map(Arc::new);
     let to_links = {
         let (peers, metrics, outbound, health) = (peers.clone(), metrics.clone(), outbound.clone(), health.clone());
-        let (listener, exit_metrics) = (listener.clone(), exit_metrics.clone());
+        let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
@@ -301,7 +301,7 @@ pub async fn run_with(
                             continue;
                         }
                         metrics.delivered.fetch_add(1, Ordering::Relaxed);
-                        if let Some(observer) = &mut observer {
+                        if let Some(observer) = &observer {
                             observer.deliver(bytes, received_at);
                         }
                         if let Some((socket, address)) = &sink {
@@ -375,6 +375,7 @@ pub async fn run_with(
             outbound: outbound.clone(),
             health,
             metrics: metrics.clone(),
+            observer,
         }
         .run(shutdown.clone()),
     );

@@ -156,6 +156,7 @@ pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], star
                     heads.insert(*seq, *head);
                     (*time_us, *held_us)
                 }
+                TruthRecord::Cover { .. } => continue,
             };
             if inside(time_us) {
                 holds_us.entry(me_index).or_default().push(held_us as f64);

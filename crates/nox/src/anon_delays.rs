@@ -24,7 +24,7 @@ pub fn write_delays(
 ) -> Result<(), BenchError> {
     // Pool every phase of a μ: hold times do not depend on who sends.
     let mut by_mu: BTreeMap<u64, BTreeMap<u16, Vec<f64>>> = BTreeMap::new();
-    for run in runs {
+    for run in runs.iter().filter(|r| r.spec.node_cover == 0.0) {
         let key = (run.spec.mu_ms * 1000.0).round() as u64;
         for (node, holds) in &run.captured.holds_us {
             by_mu.entry(key).or_default().entry(*node).or_default().extend(holds);

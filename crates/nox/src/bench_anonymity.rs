@@ -3,8 +3,8 @@
 //! `[observe]` on (every node logs its departures), runs phases of simulated clients sending
 //! Poisson traffic (raw forward packets carrying a message id) through it, logs its own
 //! client→entry sends, and joins everything (`anon_capture`) into the `nox-anonymity` model.
-//! Scoring is in `anon_score`. Node cover (λ_L, λ_D) is off: the nodes' cover task does not go
-//! through the observed egress, so a GPA would see packets the capture misses.
+//! Scoring is in `anon_score`. Node cover (λ_L, λ_D) is off except in the node cover runs (the
+//! cover task records its own packets in `[observe]`).
 
 use std::{
     collections::HashMap,
@@ -37,6 +37,13 @@ pub struct AnonymityArgs {
     /// Client cover rates λ_P for the cover analysis, packets/s (default 0,1,2,5).
     #[arg(long, value_delimiter = ',')]
     pub cover_rates: Vec<f64>,
+    /// Node cover rates, λ_L = λ_D per node, packets/s, each on its own testnet at the sweep μ
+    /// with `--node-cover-clients` users (default 5; quick: 5 only; 0 alone disables).
+    #[arg(long, value_delimiter = ',')]
+    pub node_cover_rates: Vec<f64>,
+    /// Users in the node cover runs (low traffic, where node cover matters most).
+    #[arg(long, default_value_t = 5)]
+    pub node_cover_clients: u32,
     /// μ of the users and cover sweeps, ms.
     #[arg(long, default_value_t = 50.0)]
     pub sweep_delay_ms: f64,
@@ -78,6 +85,8 @@ pub struct PhaseSpec {
     pub active: u32,
     /// Client cover rate λ_P, packets/s.
     pub cover_rate: f64,
+    /// Node cover λ_L = λ_D per node, packets/s (a testnet setting).
+    pub node_cover: f64,
 }
 
 /// A finished phase.
@@ -101,6 +110,18 @@ fn now_us() -> u64 {
 }
 
 impl AnonymityArgs {
+    fn node_cover(&self) -> Vec<f64> {
+        let mut rates = if !self.node_cover_rates.is_empty() {
+            self.node_cover_rates.clone()
+        } else if self.quick {
+            vec![5.0]
+        } else {
+            vec![2.0, 10.0]
+        };
+        rates.retain(|r| *r > 0.0);
+        rates
+    }
+
     fn resolved(&self) -> (Vec<f64>, Vec<u32>, Vec<f64>, f64) {
         let pick = |given: &[f64], quick: &[f64], full: &[f64]| {
             if !given.is_empty() {
@@ -124,8 +145,8 @@ impl AnonymityArgs {
     }
 }
 
-/// The phases to run, grouped by μ (one testnet each), μ ascending, duplicates removed.
-pub fn plan(args: &AnonymityArgs) -> Vec<(f64, Vec<PhaseSpec>)> {
+/// The phases to run, grouped by testnet (μ, node cover), μ ascending, duplicates removed.
+pub fn plan(args: &AnonymityArgs) -> Vec<(f64, f64, Vec<PhaseSpec>)> {
     let (delays, users, cover, _) = args.resolved();
     let mut mus = delays.clone();
     mus.push(args.sweep_delay_ms);
@@ -140,17 +161,31 @@ pub fn plan(args: &AnonymityArgs) -> Vec<(f64, Vec<PhaseSpec>)> {
             }
         };
         if delays.contains(&mu_ms) {
-            add(PhaseSpec { mu_ms, clients: args.clients, active: args.clients, cover_rate: 0.0 });
+            add(PhaseSpec { mu_ms, clients: args.clients, active: args.clients, cover_rate: 0.0, node_cover: 0.0 });
         }
         if mu_ms == args.sweep_delay_ms {
             for &n in &users {
-                add(PhaseSpec { mu_ms, clients: n, active: n, cover_rate: 0.0 });
+                add(PhaseSpec { mu_ms, clients: n, active: n, cover_rate: 0.0, node_cover: 0.0 });
             }
             for &cover_rate in &cover {
-                add(PhaseSpec { mu_ms, clients: args.cover_clients, active: args.cover_clients / 2, cover_rate });
+                add(PhaseSpec {
+                    mu_ms,
+                    clients: args.cover_clients,
+                    active: args.cover_clients / 2,
+                    cover_rate,
+                    node_cover: 0.0,
+                });
+            }
+            if !args.node_cover().is_empty() {
+                let n = args.node_cover_clients;
+                add(PhaseSpec { mu_ms, clients: n, active: n, cover_rate: 0.0, node_cover: 0.0 });
             }
         }
-        groups.push((mu_ms, phases));
+        groups.push((mu_ms, 0.0, phases));
+    }
+    for node_cover in args.node_cover() {
+        let (mu_ms, n) = (args.sweep_delay_ms, args.node_cover_clients);
+        groups.push((mu_ms, node_cover, vec![PhaseSpec { mu_ms, clients: n, active: n, cover_rate: 0.0, node_cover }]));
     }
     groups
 }
@@ -162,12 +197,12 @@ pub fn run(args: &AnonymityArgs) -> Result<(), BenchError> {
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
     let mut runs = Vec::new();
     let started = Instant::now();
-    for (mu_ms, phases) in plan(args) {
+    for (mu_ms, node_cover, phases) in plan(args) {
         let layout = Layout {
             mean_delay_ms: mu_ms,
             base_port: args.base_port,
-            loop_rate: 0.0,
-            drop_rate: 0.0,
+            loop_rate: node_cover,
+            drop_rate: node_cover,
             observe: true,
             ..Layout::default()
         };
@@ -183,7 +218,7 @@ pub fn run(args: &AnonymityArgs) -> Result<(), BenchError> {
         for (spec, sends, start_us, end_us) in windows {
             let captured = anon_capture::join(&nodes, &logs, &sends, start_us, end_us);
             println!(
-                "μ = {mu_ms} ms, {} clients ({} active, cover {}/s): {} sent, {} delivered, {} events",
+                "μ = {mu_ms} ms, node cover {node_cover}/s, {} clients ({} active, client cover {}/s): {} sent, {} delivered, {} events",
                 spec.clients,
                 spec.active,
                 spec.cover_rate,
@@ -298,6 +333,8 @@ mod tests {
             users: vec![],
             cover_rates: vec![],
             sweep_delay_ms: 50.0,
+            node_cover_rates: vec![],
+            node_cover_clients: 5,
             clients: 20,
             cover_clients: 10,
             rate: 2.0,
@@ -308,15 +345,16 @@ mod tests {
             seed: 1,
         };
         let plan = plan(&args);
-        assert_eq!(plan.iter().map(|g| g.0).collect::<Vec<_>>(), vec![0.0, 50.0]);
-        assert_eq!(plan[0].1.len(), 1);
-        // μ = 50: N = 20 (shared by both sweeps), N = 5, cover 0 and 2.
-        assert_eq!(plan[1].1.len(), 4);
+        assert_eq!(plan.iter().map(|g| (g.0, g.1)).collect::<Vec<_>>(), vec![(0.0, 0.0), (50.0, 0.0), (50.0, 5.0)]);
+        assert_eq!(plan[0].2.len(), 1);
+        // μ = 50: N = 20 (shared by both sweeps), N = 5 (also the node cover baseline), cover 0 and 2.
+        assert_eq!(plan[1].2.len(), 4);
+        assert_eq!(plan[2].2.len(), 1);
     }
 
     #[test]
     fn schedule_is_sorted_and_near_the_rate() {
-        let spec = PhaseSpec { mu_ms: 0.0, clients: 10, active: 5, cover_rate: 1.0 };
+        let spec = PhaseSpec { mu_ms: 0.0, clients: 10, active: 5, cover_rate: 1.0, node_cover: 0.0 };
         let s = schedule(&spec, 4.0, 100.0, &mut ChaCha20Rng::seed_from_u64(3));
         assert!(s.windows(2).all(|w| w[0].0 <= w[1].0));
         let real = s.iter().filter(|e| e.2).count() as f64;
