@@ -31,6 +31,9 @@ pub struct NodeConfig {
     /// Connection limits and bans.
     #[serde(default)]
     pub admission: crate::AdmissionSection,
+    /// Measurement only, off by default: link-timing capture for `nox bench anonymity`.
+    #[serde(default)]
+    pub observe: crate::ObserveSection,
 }
 
 /// `[exit]`

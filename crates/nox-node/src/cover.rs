@@ -96,6 +96,8 @@ pub struct CoverTask {
     pub health: Health,
     /// Counters.
     pub metrics: Arc<NodeMetrics>,
+    /// `[observe]` (measurement only): records the cover packets this node originates.
+    pub observer: Option<Arc<crate::Observer>>,
 }
 
 impl CoverTask {
@@ -218,6 +220,10 @@ impl CoverTask {
         let Some(first) = path.first().and_then(|h| topology.node(&h.node)) else { return false };
         let options = BuildOptions::new(self.epoch());
         let Ok(packet) = nox_sphinx::build_forward(&self.geometry, &options, path, payload, rng) else { return false };
-        self.outbound.send(&LinkPublicKey(first.descriptor.link_key.to_bytes()), packet).is_ok()
+        let sent = self.outbound.send(&LinkPublicKey(first.descriptor.link_key.to_bytes()), packet).is_ok();
+        if sent && let Some(observer) = &self.observer {
+            observer.cover(&first.id);
+        }
+        sent
     }
 }

@@ -64,6 +64,8 @@ pub enum Egress {
         to: NodeId,
         /// The processed packet.
         packet: Vec<u8>,
+        /// When the packet arrived from the link.
+        received_at: Instant,
     },
     /// Exit: `packet[payload]` is a request for the exit services.
     Deliver {
@@ -71,6 +73,8 @@ pub enum Egress {
         packet: Vec<u8>,
         /// The payload's range in it.
         payload: Range<usize>,
+        /// When the packet arrived from the link.
+        received_at: Instant,
     },
     /// End of a SURB path: `packet[body]` goes to client `recipient`.
     Reply {
@@ -323,8 +327,12 @@ fn mixer(
 
 fn egress_of(item: Mixable) -> Egress {
     match item.output {
-        RelayOutput::Forward { next_hop, .. } => Egress::Forward { to: next_hop, packet: item.packet },
-        RelayOutput::Deliver { payload, .. } => Egress::Deliver { packet: item.packet, payload },
+        RelayOutput::Forward { next_hop, .. } => {
+            Egress::Forward { to: next_hop, packet: item.packet, received_at: item.received_at }
+        }
+        RelayOutput::Deliver { payload, .. } => {
+            Egress::Deliver { packet: item.packet, payload, received_at: item.received_at }
+        }
         RelayOutput::Reply { recipient, surb_id, body, .. } => {
             Egress::Reply { recipient, surb_id, packet: item.packet, body }
         }

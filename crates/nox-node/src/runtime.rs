@@ -274,28 +274,36 @@ pub async fn run_with(
             },
         ))
     });
+    // Measurement only (off by default): what a global passive adversary sees.
+    let observer = crate::Observer::start(&config.observe, &me)?.map(Arc::new);
     let to_links = {
         let (peers, metrics, outbound, health) = (peers.clone(), metrics.clone(), outbound.clone(), health.clone());
-        let (listener, exit_metrics) = (listener.clone(), exit_metrics.clone());
+        let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
-                    Egress::Forward { to, packet } => match peers.link_key_of.get(&to) {
+                    Egress::Forward { to, packet, received_at } => match peers.link_key_of.get(&to) {
                         Some(key) => {
                             if outbound.send(key, packet).is_ok() {
                                 metrics.forwarded.fetch_add(1, Ordering::Relaxed);
+                                if let Some(observer) = &observer {
+                                    observer.forward(&to, received_at);
+                                }
                             } else {
                                 metrics.count_drop(nox_relay::DropReason::QueueFull);
                             }
                         }
                         None => metrics.count_drop(nox_relay::DropReason::Malformed),
                     },
-                    Egress::Deliver { packet, payload } => {
+                    Egress::Deliver { packet, payload, received_at } => {
                         let Some(bytes) = packet.get(payload) else { continue };
                         if crate::cover::consume_delivery(bytes, &health, &metrics) {
                             continue;
                         }
                         metrics.delivered.fetch_add(1, Ordering::Relaxed);
+                        if let Some(observer) = &observer {
+                            observer.deliver(bytes, received_at);
+                        }
                         if let Some((socket, address)) = &sink {
                             let _ = socket.try_send_to(&bytes[..bytes.len().min(64)], *address);
                         }
@@ -367,6 +375,7 @@ pub async fn run_with(
             outbound: outbound.clone(),
             health,
             metrics: metrics.clone(),
+            observer,
         }
         .run(shutdown.clone()),
     );

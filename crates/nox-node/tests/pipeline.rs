@@ -82,13 +82,15 @@ async fn packets_cross_three_pipelines_and_bad_ones_are_counted() {
     for i in 0..20u8 {
         let packet = build_forward(&geometry, &BuildOptions::new(1), &hops, &[i; 100], &mut rng).unwrap();
         entry.handles.inbound.send(inbound(Origin::Client, packet)).await.unwrap();
-        let Egress::Forward { to, packet } = expect_egress(&mut entry).await else { panic!("entry must forward") };
+        let Egress::Forward { to, packet, .. } = expect_egress(&mut entry).await else { panic!("entry must forward") };
         assert_eq!(to, mix.id);
         mix.handles.inbound.send(inbound(Origin::Node(entry.id), packet)).await.unwrap();
-        let Egress::Forward { to, packet } = expect_egress(&mut mix).await else { panic!("mix must forward") };
+        let Egress::Forward { to, packet, .. } = expect_egress(&mut mix).await else { panic!("mix must forward") };
         assert_eq!(to, exit.id);
         exit.handles.inbound.send(inbound(Origin::Node(mix.id), packet)).await.unwrap();
-        let Egress::Deliver { packet, payload } = expect_egress(&mut exit).await else { panic!("exit must deliver") };
+        let Egress::Deliver { packet, payload, .. } = expect_egress(&mut exit).await else {
+            panic!("exit must deliver")
+        };
         assert_eq!(&packet[payload], &[i; 100][..]);
     }
 

@@ -57,6 +57,15 @@ pub enum BenchCommand {
     Concurrency(crate::bench_sweeps::ConcurrencyArgs),
     /// Startup, RSS and throughput vs testnet size (bench/data/scaling.json).
     Scaling(crate::bench_sweeps::ScalingArgs),
+    /// Anonymity scored from what a global passive adversary of the real
+    /// testnet sees (`[observe]` capture): sender entropy vs μ and users,
+    /// unlinkability, timing correlation, per-node delays, client cover.
+    Anonymity(crate::bench_anonymity::AnonymityArgs),
+    /// Attack simulations (nox-anonymity adversary models): n−1 with PoW
+    /// cost, intersection over epochs, compromised nodes.
+    Attacks(crate::bench_attacks::AttackArgs),
+    /// FEC (one round) vs ARQ (retransmission rounds) for an m-fragment reply.
+    FecArq(crate::bench_attacks::FecArqArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -109,6 +118,9 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::LatencyVsDelay(args) => crate::bench_sweeps::latency_vs_delay(args),
         BenchCommand::Concurrency(args) => crate::bench_sweeps::concurrency(args),
         BenchCommand::Scaling(args) => crate::bench_sweeps::scaling(args),
+        BenchCommand::Anonymity(args) => crate::bench_anonymity::run(args),
+        BenchCommand::Attacks(args) => crate::bench_attacks::run_attacks(args),
+        BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()

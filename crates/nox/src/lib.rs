@@ -2,10 +2,16 @@
 //! drive the same testnet tooling as the binary.
 #![forbid(unsafe_code)]
 
+pub mod anon_capture;
+pub mod anon_delays;
+pub mod anon_score;
 pub mod bench;
+pub mod bench_anonymity;
+pub mod bench_attacks;
 pub mod bench_common;
 pub mod bench_gate;
 pub mod bench_http;
+pub mod bench_json;
 pub mod bench_net;
 pub mod bench_surb;
 pub mod bench_sweeps;

@@ -73,6 +73,10 @@ pub enum TestnetCommand {
         /// Seconds an epoch's key stays accepted after the epoch ends (< epoch_secs).
         #[arg(long, default_value_t = 300)]
         overlap_secs: u64,
+        /// Measurement only: every node records link events and ground truth
+        /// to `node-*/observe.events` (`[observe]`; never in production).
+        #[arg(long)]
+        observe: bool,
     },
     /// Show each node's process and counters.
     Status {
@@ -143,6 +147,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
             reply_loss_estimate,
             epoch_secs,
             overlap_secs,
+            observe,
         } => up(
             &args.dir,
             &Layout {
@@ -159,6 +164,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
                 reply_loss_estimate: *reply_loss_estimate,
                 epoch_secs: *epoch_secs,
                 overlap_secs: *overlap_secs,
+                observe: *observe,
             },
         ),
         TestnetCommand::Status { args } => status(&args.dir),
@@ -203,6 +209,8 @@ pub struct Layout {
     pub epoch_secs: u64,
     /// Epoch overlap, seconds.
     pub overlap_secs: u64,
+    /// Measurement only: `[observe]` link-event capture on every node.
+    pub observe: bool,
 }
 
 impl Default for Layout {
@@ -221,6 +229,7 @@ impl Default for Layout {
             reply_loss_estimate: 0.05,
             epoch_secs: 3600,
             overlap_secs: 300,
+            observe: false,
         }
     }
 }
@@ -241,6 +250,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         reply_loss_estimate,
         epoch_secs,
         overlap_secs,
+        observe,
     } = layout.clone();
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
@@ -291,8 +301,13 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
+        let observe_section = if observe {
+            format!("\n[observe]\nevents = {:?}\n", node_dir.join("observe.events").display().to_string())
+        } else {
+            String::new()
+        };
         let config = format!(
-            "[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
+            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
             sink = if layer + 1 == layers {
                 format!(
                     "\n[exit]\nreply_loss_estimate = {reply_loss_estimate}\ninject_reply_loss = {inject_reply_loss}\n{}",
