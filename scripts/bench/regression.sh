@@ -5,6 +5,9 @@
 #
 #   scripts/bench/regression.sh            compare with bench/baseline.json
 #   scripts/bench/regression.sh --update   measure and rewrite the baseline
+#   scripts/bench/regression.sh --update W...  measure only workloads W and
+#                                          merge them into the baseline (the
+#                                          other entries stay unchanged)
 #
 # Each workload of `nox bench hop-instructions` runs twice under
 # `valgrind --tool=callgrind`, with --count N and --count 0; the difference
@@ -17,11 +20,12 @@ cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
 
 mode=check
+only=""
 case "${1:-}" in
   "") ;;
-  --update) mode=update ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-  *) echo "usage: $0 [--update]" >&2; exit 2 ;;
+  --update) mode=update; shift; only="$*" ;;
+  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  *) echo "usage: $0 [--update [WORKLOAD...]]" >&2; exit 2 ;;
 esac
 threshold="${NOX_GATE_THRESHOLD:-0.05}"
 baseline=bench/baseline.json
@@ -45,7 +49,20 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # workload and N (operations counted); kept small so the gate takes ~1 minute.
-workloads="sphinx-hop:20 sphinx-create:10 fec-encode:6 fec-decode:6"
+# packet-3-hops: one packet end to end (client build, then per hop link
+# seal + open, admit, process, record, mixer insert + pop): the gate on
+# end-to-end per-packet CPU, i.e. on throughput, in instructions.
+workloads="sphinx-hop:20 sphinx-create:10 fec-encode:6 fec-decode:6 packet-3-hops:5"
+if [ -n "$only" ]; then
+  selected=""
+  for item in $workloads; do
+    for name in $only; do
+      [ "${item%%:*}" = "$name" ] && selected="$selected $item"
+    done
+  done
+  [ -n "$selected" ] || { echo "regression gate: no workload named: $only" >&2; exit 2; }
+  workloads=$selected
+fi
 
 count_instructions() { # workload count -> total instructions (Ir) of the run
   local out="$work/$1.$2.cg"
@@ -67,9 +84,9 @@ for item in $workloads; do
   printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$zero" "$full" >>"$work/measured.tsv"
 done
 
-python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" <<'PY'
+python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" "$only" <<'PY'
 import json, os, platform, subprocess, sys, time
-mode, threshold, baseline_path, measured_path, valgrind = sys.argv[1:6]
+mode, threshold, baseline_path, measured_path, valgrind, only = sys.argv[1:7]
 threshold = float(threshold)
 measured = {}
 for line in open(measured_path):
@@ -90,6 +107,21 @@ def git(*args):
         return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
     except Exception:
         return None
+
+if mode == "update" and only:
+    # Partial update: merge the measured workloads, keep every other entry
+    # and the machine block; each merged entry records where it was measured.
+    doc = json.load(open(baseline_path))
+    for name, m in measured.items():
+        m["measured_at"] = {"git_commit": git("rev-parse", "HEAD"), "timestamp_unix": int(time.time()),
+                            "valgrind": valgrind}
+        doc["workloads"][name] = m
+        print(f"  {name:<14} {m['instructions_per_op']:>14,} instructions/op")
+    with open(baseline_path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    print(f"regression gate: merged {', '.join(measured)} into {baseline_path}")
+    sys.exit(0)
 
 if mode == "update":
     doc = {

@@ -37,6 +37,10 @@ pub enum BenchCommand {
     /// layers): a sweep of offered rates, one-way latency via the exits'
     /// measurement sink, RSS idle and under load.
     Testnet(crate::bench_net::NetworkBenchArgs),
+    /// Throughput and latency CDF of real pipelines chained in one process
+    /// (3 layers, no sockets) over a sweep of offered rates
+    /// (bench/data/in-process.json).
+    InProcess(crate::bench_inprocess::InProcessArgs),
     /// Deterministic workload for the callgrind regression gate
     /// (scripts/bench/regression.sh): Sphinx hops, packet creation, FEC.
     HopInstructions(crate::bench_gate::GateArgs),
@@ -111,6 +115,7 @@ pub enum BenchError {
 pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
     match command {
         BenchCommand::Testnet(args) => crate::bench_net::run(args),
+        BenchCommand::InProcess(args) => crate::bench_inprocess::run(args),
         BenchCommand::HopInstructions(args) => crate::bench_gate::run(args),
         BenchCommand::SurbRtt(args) => crate::bench_surb::surb_rtt(args),
         BenchCommand::ReplyLoss(args) => crate::bench_surb::reply_loss(args),

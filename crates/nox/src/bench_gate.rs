@@ -9,9 +9,16 @@
 //! with `--count 0`, and divides the difference by N: set-up and process
 //! start-up cancel out, leaving the cost of one operation.
 
-use std::hint::black_box;
+use std::{
+    hint::black_box,
+    time::{Duration, Instant},
+};
 
 use nox_fec::{HEADER_LEN, Layout, MessageId, decode};
+use nox_link::{Accept, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder};
+use nox_mixing::{MixingConfig, MixingScheduler};
+use nox_relay::{DropReason, Relay, RelayOutput};
+use nox_replay::BloomParameters;
 use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop, Processed, SecretKey, build_forward, process_packet};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -30,6 +37,13 @@ pub enum Workload {
     FecEncode,
     /// FEC decoding of that reply with 4 data shards lost (an erasure decode).
     FecDecode,
+    /// One packet end to end, single-threaded: the client builds it (3 hops,
+    /// PoW difficulty 0), then per hop the link record (AES-GCM seal and
+    /// open), `Relay::admit`, `Relay::process`, `Relay::record` and a mixing
+    /// scheduler insert + pop: every node's per-packet CPU path, minus the
+    /// kernel and the thread hand-offs.
+    #[value(name = "packet-3-hops")]
+    Packet3Hops,
 }
 
 /// Options of `nox bench hop-instructions`.
@@ -118,7 +132,94 @@ pub fn run(args: &GateArgs) -> Result<(), BenchError> {
                 }
             }
         }
+        Workload::Packet3Hops => packet_3_hops(count)?,
     }
     println!("{:?}: {count} operations", args.workload);
+    Ok(())
+}
+
+/// One hop's state in `packet-3-hops`: the link from the previous hop, the
+/// node's relay (epoch key, replay cache) and its mixing scheduler.
+struct Hop {
+    sealer: FrameSealer,
+    opener: FrameOpener,
+    relay: Relay,
+    mixer: MixingScheduler<Vec<u8>>,
+}
+
+/// A real Noise handshake (set-up, not counted) between two fixed key pairs.
+fn link(config: &LinkConfig, index: u8) -> Result<(FrameSealer, FrameOpener), BenchError> {
+    let client = LinkKeypair::from_secret_bytes([index.wrapping_add(100); 32]).map_err(failed)?;
+    let server = LinkKeypair::from_secret_bytes([index.wrapping_add(200); 32]).map_err(failed)?;
+    let (initiator, first) = Initiator::node(config, &client, &server.public()).map_err(failed)?;
+    let mut responder = Responder::new(config, &server, Accept::default());
+    let (_, hello) = responder.feed(&first).map_err(failed)?;
+    let (reply, server_session) = hello.ok_or_else(|| failed("incomplete first flight"))?.accept().map_err(failed)?;
+    let client_session = initiator.finish(&reply).map_err(failed)?;
+    let (sealer, _) = client_session.into_parts();
+    let (_, opener) = server_session.into_parts();
+    Ok((sealer, opener))
+}
+
+fn dropped(reason: DropReason) -> BenchError {
+    failed(format!("a hop dropped the packet: {}", reason.label()))
+}
+
+/// `packet-3-hops`: `count` packets through client build and three hops.
+fn packet_3_hops(count: u32) -> Result<(), BenchError> {
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    let geometry = Geometry::new(32_768, 3).map_err(failed)?;
+    let config = LinkConfig::new(geometry).map_err(failed)?;
+    let bloom = BloomParameters::for_capacity(10_000, 0.001).map_err(failed)?;
+    let mut hops = Vec::new();
+    let mut path = Vec::new();
+    for index in 0..3u8 {
+        let key = SecretKey::generate(&mut rng);
+        path.push(PathHop {
+            node: NodeId([index; 32]),
+            public_key: key.public_key(),
+            delay: Delay(0),
+            pow_difficulty: 0,
+        });
+        let mut relay = Relay::new(geometry);
+        relay.open_epoch(1, key, bloom);
+        let (sealer, opener) = link(&config, index)?;
+        hops.push(Hop {
+            sealer,
+            opener,
+            relay,
+            mixer: MixingScheduler::new(MixingConfig::new(Duration::from_millis(1), 1024)),
+        });
+    }
+    // Injected time: the mixers see a fixed clock, released an hour later.
+    let now = Instant::now();
+    let later = now + Duration::from_secs(3600);
+    let options = BuildOptions::new(1);
+    let payload = [7u8; 256];
+    let mut wire = Vec::with_capacity(config.record_len());
+    for _ in 0..count {
+        let mut packet = build_forward(&geometry, &options, &path, &payload, &mut rng).map_err(failed)?;
+        for (index, hop) in hops.iter_mut().enumerate() {
+            wire.clear();
+            hop.sealer.seal_into(&packet, &mut wire).map_err(failed)?;
+            let (_, opened) = hop.opener.feed(black_box(&wire)).map_err(failed)?;
+            let mut received = opened.ok_or_else(|| failed("incomplete record"))?;
+            let admitted = hop.relay.admit(&received, 0).map_err(dropped)?;
+            let output = hop.relay.process(&admitted, &mut received).map_err(dropped)?;
+            hop.relay.record(&admitted).map_err(dropped)?;
+            let delay = match output {
+                RelayOutput::Forward { delay, .. } if index < 2 => delay,
+                RelayOutput::Deliver { delay, ref payload }
+                    if index == 2 && received.get(payload.clone()) == Some(&[7u8; 256][..]) =>
+                {
+                    delay
+                }
+                _ => return Err(failed(format!("hop {index} did not forward or deliver the payload"))),
+            };
+            hop.mixer.insert(received, delay, now, now, &mut rng).map_err(|r| failed(format!("{:?}", r.reason)))?;
+            packet = hop.mixer.pop_expired(later).ok_or_else(|| failed("the mixer did not release"))?;
+        }
+        black_box(&packet);
+    }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod bench_attacks;
 pub mod bench_common;
 pub mod bench_gate;
 pub mod bench_http;
+pub mod bench_inprocess;
 pub mod bench_json;
 pub mod bench_net;
 pub mod bench_surb;
