@@ -38,7 +38,7 @@ pub struct InProcessArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Offered rates, packets per second (`--quick`: 2000,8000).
-    #[arg(long, value_delimiter = ',', default_value = "2000,4000,6000,8000,10000,12000,16000,20000")]
+    #[arg(long, value_delimiter = ',', default_value = "2000,3000,4000,5000,6000,7000,8000,10000,12000,16000,20000")]
     rates: Vec<f64>,
     /// Seconds of traffic per rate (`--quick`: 0.5).
     #[arg(long, default_value_t = 1.0)]
