@@ -349,9 +349,13 @@ fn report(args: &InProcessArgs, rates: &[f64], seconds: f64, rows: Vec<Value>, d
         .fold(0.0f64, f64::max);
     let peak = rows.iter().filter_map(|r| r["delivered_rate"].as_f64()).fold(0.0f64, f64::max);
     let pick = |key: &str| rows.iter().map(|r| r[key].clone()).collect::<Vec<_>>();
+    // Chart files are named after the output file (`in-process-3x3.json`
+    // must not overwrite the charts of `in-process.json`).
+    let stem =
+        args.common.out.as_ref().and_then(|p| p.file_stem()).map_or("in-process".into(), |s| s.to_string_lossy());
     let charts = vec![
         chart(
-            "in-process-throughput",
+            &format!("{stem}-throughput"),
             "In-process pipelines: delivered vs offered rate",
             "line",
             ("offered (packets/s)", "delivered (packets/s)"),
@@ -362,7 +366,7 @@ fn report(args: &InProcessArgs, rates: &[f64], seconds: f64, rows: Vec<Value>, d
             ],
         ),
         chart(
-            "in-process-latency-cdf",
+            &format!("{stem}-latency-cdf"),
             "In-process pipelines: one-way latency CDF per offered rate",
             "cdf",
             ("one-way latency (ms)", "fraction of packets"),
