@@ -91,7 +91,8 @@ pub fn run(args: &InProcessArgs) -> Result<(), BenchError> {
     if args.per_layer == 0 || rates.iter().any(|r| !r.is_finite() || *r <= 0.0) || seconds <= 0.0 {
         return Err(err("--per-layer, --rates and --seconds must be positive"));
     }
-    let counts: Vec<usize> = rates.iter().map(|r| ((r * seconds).ceil() as usize).clamp(1, args.max_packets)).collect();
+    let counts: Vec<usize> =
+        rates.iter().map(|r| ((r * seconds).ceil() as usize).clamp(1, args.max_packets.max(1))).collect();
     let total: usize = counts.iter().sum();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(err)?;
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
