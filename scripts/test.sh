@@ -49,3 +49,21 @@ if ! bash scripts/bench/regression.sh; then
   echo "       Intended slow-down? scripts/bench/regression.sh --update, and commit bench/baseline.json." >&2
   exit 1
 fi
+
+step "benchmark suite, quick mode (scripts/bench/run_all.sh --quick: every experiment and chart)"
+# The committed results (bench/data, docs/benchmarks/charts) are put back
+# afterwards: the quick run proves the suite works, its numbers are not
+# publication runs.
+snapshot=$(mktemp -d)
+cp -a bench/data "$snapshot/data"
+cp -a docs/benchmarks/charts "$snapshot/charts"
+bench_status=0
+bash scripts/bench/run_all.sh --quick || bench_status=$?
+rm -rf bench/data docs/benchmarks/charts
+cp -a "$snapshot/data" bench/data
+cp -a "$snapshot/charts" docs/benchmarks/charts
+rm -rf "$snapshot"
+if [ "$bench_status" -ne 0 ]; then
+  echo "error: an experiment of the benchmark suite failed (summary above)." >&2
+  exit 1
+fi
