@@ -103,6 +103,13 @@ pub fn command_line() -> String {
     std::iter::once("nox".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }
 
+/// The JSON every `nox bench` experiment writes (docs/benchmarks/README.md):
+/// experiment, exact command, machine, parameters, results, summary, charts.
+pub fn envelope(experiment: &str, parameters: Value, results: Value, summary: &Value, charts: Vec<Value>) -> Value {
+    json!({ "experiment": experiment, "command": command_line(), "machine": machine::describe(),
+        "parameters": parameters, "results": results, "summary": summary, "charts": charts })
+}
+
 /// Writes the experiment's envelope to `--out` or `bench/data/<experiment>.json`.
 pub fn write_envelope(
     common: &CommonArgs,
@@ -113,8 +120,7 @@ pub fn write_envelope(
     charts: Vec<Value>,
 ) -> Result<(), BenchError> {
     let out = common.out.clone().unwrap_or_else(|| PathBuf::from(format!("bench/data/{experiment}.json")));
-    let report = json!({ "experiment": experiment, "command": command_line(), "machine": machine::describe(),
-        "parameters": parameters, "results": results, "summary": summary, "charts": charts });
+    let report = envelope(experiment, parameters, results, &summary, charts);
     write_json(&out, &report)?;
     println!("{experiment}: {summary}\nwrote {}", out.display());
     Ok(())

@@ -1,4 +1,5 @@
-//! The JSON envelope shared by the anonymity, attack and FEC-vs-ARQ benchmarks:
+//! Chart helpers and the envelope writer of the anonymity, attack and FEC-vs-ARQ benchmarks
+//! (the envelope itself is `bench_common::envelope`):
 //! `{experiment, command, machine, parameters, results, summary, charts}`, where `charts` are
 //! ready-to-plot series for the generic renderer.
 
@@ -6,14 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::{bench::BenchError, machine};
-
-/// The exact command line this process was started with.
-pub fn command_line() -> String {
-    let mut args = std::env::args();
-    let _ = args.next();
-    std::iter::once("nox".to_string()).chain(args).collect::<Vec<_>>().join(" ")
-}
+use crate::bench::BenchError;
 
 /// One series of a chart.
 pub fn series(label: &str, x: &[f64], y: &[f64]) -> Value {
@@ -63,15 +57,7 @@ pub fn write_experiment(
     summary: Value,
     charts: Vec<Value>,
 ) -> Result<(), BenchError> {
-    let report = json!({
-        "experiment": experiment,
-        "command": command_line(),
-        "machine": machine::describe(),
-        "parameters": parameters,
-        "results": results,
-        "summary": summary,
-        "charts": charts,
-    });
+    let report = crate::bench_common::envelope(experiment, parameters, results, &summary, charts);
     let path = out_dir.join(format!("{experiment}.json"));
     crate::bench::write_json(&path, &report)?;
     println!("wrote {}", path.display());
