@@ -122,6 +122,7 @@ pub struct LoopHealthTracker {
     by_send_time: BTreeSet<(Instant, LoopId)>,
     nodes: BTreeMap<NodeId, NodeHealth>,
     evicted_loops: u64,
+    lost_loops: u64,
 }
 
 impl LoopHealthTracker {
@@ -133,6 +134,7 @@ impl LoopHealthTracker {
             by_send_time: BTreeSet::new(),
             nodes: BTreeMap::new(),
             evicted_loops: 0,
+            lost_loops: 0,
         }
     }
 
@@ -184,6 +186,7 @@ impl LoopHealthTracker {
                 expired += 1;
             }
         }
+        self.lost_loops += expired as u64;
         expired
     }
 
@@ -256,6 +259,12 @@ impl LoopHealthTracker {
     /// Nodes tracked now.
     pub fn tracked_nodes(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Loops counted lost so far, by every expiry (including the one
+    /// [`LoopHealthTracker::record_returned`] runs first).
+    pub fn lost_loops(&self) -> u64 {
+        self.lost_loops
     }
 
     /// Loops forgotten because `max_outstanding` was reached.

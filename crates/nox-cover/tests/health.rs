@@ -36,6 +36,7 @@ fn return_before_timeout_counts_after_it_is_a_loss() {
     // The second one arrives exactly at the timeout: already lost.
     assert_eq!(health.record_returned(loop_id(2), start + TIMEOUT), LoopReturn::Unknown);
     assert_eq!(health.node_health(&node(2)).map(|h| (h.returned, h.lost)), Some((1, 1)));
+    assert_eq!(health.lost_loops(), 1, "the expiry inside record_returned is counted too");
     assert_eq!(health.record_returned(loop_id(1), almost), LoopReturn::Unknown, "only once");
     assert_eq!(health.outstanding(), 0);
 }

@@ -126,8 +126,9 @@ impl CoverTask {
                 }
             }
             if let Ok(mut tracker) = self.health.lock() {
-                let lost = tracker.expire(now);
-                self.metrics.loops_lost.fetch_add(lost as u64, Ordering::Relaxed);
+                tracker.expire(now);
+                // Cumulative: expiries also run inside `record_returned`.
+                self.metrics.loops_lost.store(tracker.lost_loops(), Ordering::Relaxed);
                 self.metrics.degraded_nodes.store(tracker.degraded_nodes().count() as u64, Ordering::Relaxed);
             }
         }
