@@ -31,16 +31,25 @@ fn now_unix() -> u64 {
 struct View {
     topology: Arc<VerifiedTopology>,
     address_of: HashMap<LinkPublicKey, SocketAddr>,
+    node_of: HashMap<LinkPublicKey, NodeId>,
+    link_key_of: HashMap<NodeId, LinkPublicKey>,
 }
 
 impl View {
     fn new(topology: VerifiedTopology) -> Arc<Self> {
-        let address_of = topology
-            .nodes()
-            .iter()
-            .map(|n| (LinkPublicKey(n.descriptor.link_key.to_bytes()), n.descriptor.address))
-            .collect();
-        Arc::new(Self { topology: Arc::new(topology), address_of })
+        let mut view = Self {
+            address_of: HashMap::new(),
+            node_of: HashMap::new(),
+            link_key_of: HashMap::new(),
+            topology: Arc::new(topology),
+        };
+        for node in view.topology.nodes() {
+            let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
+            view.address_of.insert(key, node.descriptor.address);
+            view.node_of.insert(key, node.id);
+            view.link_key_of.insert(node.id, key);
+        }
+        Arc::new(view)
     }
 }
 
@@ -60,6 +69,16 @@ impl SharedTopology {
             Ok(view) => view.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// The topology node behind a link key (an authenticated peer).
+    pub fn node_of(&self, key: &LinkPublicKey) -> Option<NodeId> {
+        self.view().node_of.get(key).copied()
+    }
+
+    /// The link key of a topology node (where to send its packets).
+    pub fn link_key_of(&self, id: &NodeId) -> Option<LinkPublicKey> {
+        self.view().link_key_of.get(id).copied()
     }
 
     /// The current topology.

@@ -2,7 +2,6 @@
 //! running node, until shutdown is signalled.
 
 use std::{
-    collections::HashMap,
     net::SocketAddr,
     sync::{Arc, RwLock, atomic::Ordering},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -10,7 +9,7 @@ use std::{
 
 use nox_keystore::{EpochKeyStore, NodeIdentity, load_identity};
 use nox_link::{
-    LinkConfig, LinkKeypair, LinkPublicKey,
+    LinkConfig, LinkKeypair,
     transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks, PeerIdentity},
 };
 use nox_mixing::MixingConfig;
@@ -74,26 +73,6 @@ fn hex_32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text.trim()).ok()?.try_into().ok()
 }
 
-/// What the node knows about its peers, from the topology.
-struct Peers {
-    by_link_key: HashMap<LinkPublicKey, NodeId>,
-    link_key_of: HashMap<NodeId, LinkPublicKey>,
-    address_of: HashMap<LinkPublicKey, SocketAddr>,
-}
-
-impl Peers {
-    fn from_topology(topology: &VerifiedTopology) -> Self {
-        let mut peers = Peers { by_link_key: HashMap::new(), link_key_of: HashMap::new(), address_of: HashMap::new() };
-        for node in topology.nodes() {
-            let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
-            peers.by_link_key.insert(key, node.id);
-            peers.link_key_of.insert(node.id, key);
-            peers.address_of.insert(key, node.descriptor.address);
-        }
-        peers
-    }
-}
-
 /// Runs the node until `shutdown` turns true, answering exit requests with
 /// the echo service only. See [`run_with`].
 pub async fn run(config: NodeConfig, shutdown: watch::Receiver<bool>) -> Result<(), NodeError> {
@@ -149,7 +128,6 @@ pub async fn run_with(
     metrics.pow_difficulty.store(u64::from(config.node.pow_difficulty), Ordering::Relaxed);
 
     // Links.
-    let peers = Arc::new(Peers::from_topology(&topology));
     let keypair = Arc::new(
         LinkKeypair::from_secret_bytes(*identity.link_secret().as_bytes())
             .map_err(|e| NodeError::Link(e.to_string()))?,
@@ -162,10 +140,10 @@ pub async fn run_with(
     let last_layer = topology.layers().get().saturating_sub(1);
     let is_exit = my_layer.0 == last_layer;
     listener_config.accept.clients = my_layer.0 == 0 || is_exit;
-    let node_ips = peers.address_of.values().map(|a| a.ip()).collect();
+    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip()).collect();
     let gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
     listener_config.gate = gate.clone();
-    let ids = peers.link_key_of.keys().copied();
+    let ids = topology.nodes().iter().map(|n| n.id);
     let admission =
         Arc::new(crate::IngestAdmission::new(&config.admission, config.node.pow_difficulty, ids)?.with_offences(gate));
     if listener_config.accept.clients {
@@ -231,13 +209,13 @@ pub async fn run_with(
 
     // Link → pipeline: map the link identity to a topology node.
     let from_links = {
-        let (peers, metrics) = (peers.clone(), metrics.clone());
+        let (peers, metrics) = (shared.clone(), metrics.clone());
         tokio::spawn(async move {
             while let Some(frame) = link_rx.recv().await {
                 let (origin, client_ip) = match frame.from {
                     PeerIdentity::Client(_, ip) => (Origin::Client, Some(ip)),
-                    PeerIdentity::Node(key) => match peers.by_link_key.get(&key) {
-                        Some(id) => (Origin::Node(*id), None),
+                    PeerIdentity::Node(key) => match peers.node_of(&key) {
+                        Some(id) => (Origin::Node(id), None),
                         None => {
                             metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
                             continue;
@@ -260,12 +238,12 @@ pub async fn run_with(
     let health = crate::cover::health(&config.cover);
     let exit_metrics = Arc::new(crate::ExitMetrics::default());
     let exit_front = is_exit.then(|| {
-        let peers = peers.clone();
+        let peers = shared.clone();
         Arc::new(crate::ExitFront::new(
             geometry,
             exit_handler,
             outbound.clone(),
-            Arc::new(move |id: &NodeId| peers.link_key_of.get(id).copied()),
+            Arc::new(move |id: &NodeId| peers.link_key_of(id)),
             exit_metrics.clone(),
             crate::ReplyPolicy {
                 loss_estimate: config.exit.reply_loss_estimate,
@@ -277,14 +255,14 @@ pub async fn run_with(
     // Measurement only (off by default): what a global passive adversary sees.
     let observer = crate::Observer::start(&config.observe, &me)?.map(Arc::new);
     let to_links = {
-        let (peers, metrics, outbound, health) = (peers.clone(), metrics.clone(), outbound.clone(), health.clone());
+        let (peers, metrics, outbound, health) = (shared.clone(), metrics.clone(), outbound.clone(), health.clone());
         let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
-                    Egress::Forward { to, packet, received_at } => match peers.link_key_of.get(&to) {
+                    Egress::Forward { to, packet, received_at } => match peers.link_key_of(&to) {
                         Some(key) => {
-                            if outbound.send(key, packet).is_ok() {
+                            if outbound.send(&key, packet).is_ok() {
                                 metrics.forwarded.fetch_add(1, Ordering::Relaxed);
                                 if let Some(observer) = &observer {
                                     observer.forward(&to, received_at);
