@@ -31,52 +31,8 @@ pub enum TestnetCommand {
     Up {
         #[command(flatten)]
         args: TestnetArgs,
-        /// Layers (entry, mix, ..., exit).
-        #[arg(long, default_value_t = 3)]
-        layers: u8,
-        /// Nodes in each layer.
-        #[arg(long, default_value_t = 3)]
-        nodes_per_layer: usize,
-        /// First link port; metrics ports start at base + 100.
-        #[arg(long, default_value_t = 19_000)]
-        base_port: u16,
-        /// Mean mixing delay per hop, milliseconds.
-        #[arg(long, default_value_t = 1.0)]
-        mean_delay_ms: f64,
-        /// Exits send the first 64 bytes of each delivered payload to this
-        /// UDP address (a measurement sink).
-        #[arg(long)]
-        exit_sink: Option<SocketAddr>,
-        /// Loop cover packets per second per node (λ_L).
-        #[arg(long, default_value_t = 0.05)]
-        loop_rate: f64,
-        /// Drop cover packets per second per node (λ_D).
-        #[arg(long, default_value_t = 0.05)]
-        drop_rate: f64,
-        /// Seconds before a loop counts as lost.
-        #[arg(long, default_value_t = 30.0)]
-        loop_timeout_s: f64,
-        /// Exits forward Ethereum JSON-RPC to this node (e.g. a local Anvil
-        /// at http://127.0.0.1:8545); absent: no JSON-RPC service.
-        #[arg(long)]
-        rpc_upstream: Option<String>,
-        /// Exits drop this fraction of reply packets on purpose (measures
-        /// and tests FEC recovery on the real network; 0 = none).
-        #[arg(long, default_value_t = 0.0)]
-        inject_reply_loss: f64,
-        /// Loss rate the exits plan reply parity for.
-        #[arg(long, default_value_t = 0.05)]
-        reply_loss_estimate: f64,
-        /// Key epoch length, seconds (short epochs exercise key rotation and re-publication).
-        #[arg(long, default_value_t = 3600)]
-        epoch_secs: u64,
-        /// Seconds an epoch's key stays accepted after the epoch ends (< epoch_secs).
-        #[arg(long, default_value_t = 300)]
-        overlap_secs: u64,
-        /// Measurement only: every node records link events and ground truth
-        /// to `node-*/observe.events` (`[observe]`; never in production).
-        #[arg(long)]
-        observe: bool,
+        #[command(flatten)]
+        layout: Layout,
     },
     /// Show each node's process and counters.
     Status {
@@ -132,41 +88,7 @@ pub struct NodeEntry {
 /// Runs one testnet subcommand.
 pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
     match command {
-        TestnetCommand::Up {
-            args,
-            layers,
-            nodes_per_layer,
-            base_port,
-            mean_delay_ms,
-            exit_sink,
-            loop_rate,
-            drop_rate,
-            loop_timeout_s,
-            rpc_upstream,
-            inject_reply_loss,
-            reply_loss_estimate,
-            epoch_secs,
-            overlap_secs,
-            observe,
-        } => up(
-            &args.dir,
-            &Layout {
-                layers: *layers,
-                per_layer: *nodes_per_layer,
-                base_port: *base_port,
-                mean_delay_ms: *mean_delay_ms,
-                exit_sink: *exit_sink,
-                loop_rate: *loop_rate,
-                drop_rate: *drop_rate,
-                loop_timeout_s: *loop_timeout_s,
-                rpc_upstream: rpc_upstream.clone(),
-                inject_reply_loss: *inject_reply_loss,
-                reply_loss_estimate: *reply_loss_estimate,
-                epoch_secs: *epoch_secs,
-                overlap_secs: *overlap_secs,
-                observe: *observe,
-            },
-        ),
+        TestnetCommand::Up { args, layout } => up(&args.dir, layout),
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
         TestnetCommand::Demo { args, packets } => {
@@ -180,57 +102,68 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
     }
 }
 
-/// The shape of a testnet.
-#[derive(Clone, Debug)]
+/// The shape of a testnet: also the `nox testnet up` options.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Layout {
-    /// Layers.
+    /// Layers (entry, mix, ..., exit).
+    #[arg(long, default_value_t = 3)]
     pub layers: u8,
-    /// Nodes per layer.
+    /// Nodes in each layer.
+    #[arg(long = "nodes-per-layer", default_value_t = 3)]
     pub per_layer: usize,
-    /// First link port (metrics at +100).
+    /// First link port; metrics ports start at base + 100.
+    #[arg(long, default_value_t = 19_000)]
     pub base_port: u16,
-    /// Mean mixing delay per hop.
+    /// Mean mixing delay per hop, milliseconds.
+    #[arg(long, default_value_t = 1.0)]
     pub mean_delay_ms: f64,
-    /// Exit measurement sink.
+    /// Exits send the first 64 bytes of each delivered payload to this
+    /// UDP address (a measurement sink).
+    #[arg(long)]
     pub exit_sink: Option<SocketAddr>,
-    /// Loop cover rate per node.
+    /// Loop cover packets per second per node (λ_L).
+    #[arg(long, default_value_t = 0.05)]
     pub loop_rate: f64,
-    /// Drop cover rate per node.
+    /// Drop cover packets per second per node (λ_D).
+    #[arg(long, default_value_t = 0.05)]
     pub drop_rate: f64,
-    /// Loop timeout, seconds.
+    /// Seconds before a loop counts as lost.
+    #[arg(long, default_value_t = 30.0)]
     pub loop_timeout_s: f64,
-    /// The exits' JSON-RPC upstream (an Ethereum node), if any.
+    /// Exits forward Ethereum JSON-RPC to this node (e.g. a local Anvil
+    /// at http://127.0.0.1:8545); absent: no JSON-RPC service.
+    #[arg(long)]
     pub rpc_upstream: Option<String>,
-    /// Fraction of reply packets the exits drop on purpose.
+    /// Exits drop this fraction of reply packets on purpose (measures
+    /// and tests FEC recovery on the real network; 0 = none).
+    #[arg(long, default_value_t = 0.0)]
     pub inject_reply_loss: f64,
     /// Loss rate the exits plan reply parity for.
+    #[arg(long, default_value_t = 0.05)]
     pub reply_loss_estimate: f64,
-    /// Key epoch length, seconds.
+    /// Key epoch length, seconds (short epochs exercise key rotation and re-publication).
+    #[arg(long, default_value_t = 3600)]
     pub epoch_secs: u64,
-    /// Epoch overlap, seconds.
+    /// Seconds an epoch's key stays accepted after the epoch ends (< epoch_secs).
+    #[arg(long, default_value_t = 300)]
     pub overlap_secs: u64,
-    /// Measurement only: `[observe]` link-event capture on every node.
+    /// Measurement only: every node records link events and ground truth
+    /// to `node-*/observe.events` (`[observe]`; never in production).
+    #[arg(long)]
     pub observe: bool,
 }
 
 impl Default for Layout {
+    /// The same values as the command-line defaults.
     fn default() -> Self {
-        Self {
-            layers: 3,
-            per_layer: 3,
-            base_port: 19_000,
-            mean_delay_ms: 1.0,
-            exit_sink: None,
-            loop_rate: 0.05,
-            drop_rate: 0.05,
-            loop_timeout_s: 30.0,
-            rpc_upstream: None,
-            inject_reply_loss: 0.0,
-            reply_loss_estimate: 0.05,
-            epoch_secs: 3600,
-            overlap_secs: 300,
-            observe: false,
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            layout: Layout,
         }
+        // Parsing no arguments cannot fail: every field has a default or is optional.
+        Defaults::try_parse_from(["defaults"]).map(|d| d.layout).unwrap_or_else(|_| unreachable!())
     }
 }
 
@@ -636,4 +569,18 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
         delivered as f64 / elapsed.as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    #[test]
+    fn the_default_layout_is_the_command_line_default() {
+        let layout = Layout::default();
+        assert_eq!((layout.layers, layout.per_layer, layout.base_port), (3, 3, 19_000));
+        assert_eq!((layout.epoch_secs, layout.overlap_secs, layout.observe), (3600, 300, false));
+        assert_eq!((layout.mean_delay_ms, layout.reply_loss_estimate, layout.inject_reply_loss), (1.0, 0.05, 0.0));
+        assert!(layout.rpc_upstream.is_none() && layout.exit_sink.is_none());
+    }
 }
