@@ -4,7 +4,6 @@
 //! happened: round-trip times, sizes, shards, and the exit's refusals.
 
 use std::{
-    net::SocketAddr,
     path::Path,
     time::{Duration, Instant},
 };
@@ -12,7 +11,6 @@ use std::{
 use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
 use nox_sphinx::Geometry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::testnet::TestnetError;
 
@@ -76,7 +74,8 @@ async fn requests(dir: &Path) -> Result<(), TestnetError> {
     );
 
     let page = b"<html><body>hello from a web server the exit may reach</body></html>".to_vec();
-    let server = serve_once(page.clone()).await?;
+    // Testnet exits allow loopback destinations; a real exit refuses them.
+    let server = crate::bench_common::http_server(page.clone()).await.map_err(|e| e.to_string())?;
     let started = Instant::now();
     let body = http_get(&client, &format!("http://{server}/")).await?;
     let fetched = HttpResponseMsg::decode(&body).map_err(|e| e.to_string())?;
@@ -115,24 +114,4 @@ async fn request(
 async fn http_get(client: &ClientHandle, url: &str) -> Result<Vec<u8>, TestnetError> {
     let message = HttpRequestMsg { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() };
     Ok(request(client, RequestBody::Http(message), 16 * 1024).await?.body)
-}
-
-/// A loopback HTTP server answering `body` to every request (testnet exits
-/// allow loopback destinations; a real exit refuses them).
-async fn serve_once(body: Vec<u8>) -> Result<SocketAddr, TestnetError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut head = [0u8; 4096];
-            let _ = stream.read(&mut head).await;
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes()).await;
-            let _ = stream.write_all(&body).await;
-        }
-    });
-    Ok(addr)
 }

@@ -5,7 +5,7 @@
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
-use nox_exit::{ExitConfig, ExitError, ExitServices, HttpRequest};
+use nox_exit::{ErrorKind, ExitConfig, ExitError, ExitServices, HttpRequest};
 use nox_message::{HttpResponseMsg, RequestBody, Response, Status};
 
 /// Bytes a response message adds around its body (version, status).
@@ -32,8 +32,18 @@ impl ExitAdapter {
     }
 }
 
+/// The reply status of an exit error, by name (the numbering of the two
+/// enums happens to agree, but nothing should rest on that).
 fn status_of(error: &ExitError) -> Status {
-    Status::try_from(error.kind() as u8).unwrap_or(Status::Upstream)
+    match error.kind() {
+        ErrorKind::BadRequest => Status::BadRequest,
+        ErrorKind::Forbidden => Status::Forbidden,
+        ErrorKind::Timeout => Status::Timeout,
+        ErrorKind::TooLarge => Status::TooLarge,
+        ErrorKind::Upstream => Status::Upstream,
+        ErrorKind::Busy => Status::Busy,
+        ErrorKind::Unsupported => Status::Unsupported,
+    }
 }
 
 fn error_response(error: &ExitError) -> Response {
