@@ -135,9 +135,11 @@ impl Inner {
     async fn resolve_checked(&self, target: &Target) -> Result<Vec<SocketAddr>, ExitError> {
         if let Some(ip) = target.ip {
             let addr = SocketAddr::new(ip, target.port);
-            self.policy
-                .check(addr)
-                .map_err(|ng| ExitError::NonGlobal { addr: ip, class: ng.class, network: ng.network })?;
+            self.policy.check(addr).map_err(|ng| ExitError::NonGlobal {
+                addr: ip,
+                class: ng.class,
+                network: ng.network,
+            })?;
             return Ok(vec![addr]);
         }
         let refused = || ExitError::Refused { host: target.host.clone() };

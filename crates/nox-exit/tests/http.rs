@@ -65,7 +65,8 @@ async fn localhost_name_is_refused_without_naming_its_address() {
 async fn refusals_for_names_do_not_tell_unresolvable_from_private() {
     let mut answers = std::collections::HashMap::new();
     answers.insert("private.test".to_owned(), vec![vec!["10.1.2.3".parse().unwrap()]]);
-    answers.insert("mixed.test".to_owned(), vec![vec!["93.184.216.34".parse().unwrap(), "192.168.1.1".parse().unwrap()]]);
+    answers
+        .insert("mixed.test".to_owned(), vec![vec!["93.184.216.34".parse().unwrap(), "192.168.1.1".parse().unwrap()]]);
     answers.insert("empty.test".to_owned(), vec![vec![]]);
     let resolver = Arc::new(ScriptedResolver { answers, ..Default::default() });
     let dialer = Arc::new(RecordingDialer::default());
@@ -87,7 +88,8 @@ async fn refusals_for_names_do_not_tell_unresolvable_from_private() {
 #[tokio::test]
 async fn ipv4_mapped_literals_are_refused_as_mapped() {
     let dialer = Arc::new(RecordingDialer::default());
-    let exit = ExitServices::with_hooks(loopback_allowed(), Arc::new(ScriptedResolver::default()), dialer.clone()).unwrap();
+    let exit =
+        ExitServices::with_hooks(loopback_allowed(), Arc::new(ScriptedResolver::default()), dialer.clone()).unwrap();
     for (url, addr) in [
         ("http://[::ffff:8.8.8.8]/", "::ffff:8.8.8.8"),
         ("http://[::ffff:7f00:1]:8080/", "::ffff:127.0.0.1"),
@@ -104,7 +106,8 @@ async fn ipv4_mapped_literals_are_refused_as_mapped() {
 #[tokio::test]
 async fn ports_outside_the_u16_range_are_bad_requests() {
     let dialer = Arc::new(RecordingDialer::default());
-    let exit = ExitServices::with_hooks(ExitConfig::default(), Arc::new(ScriptedResolver::default()), dialer.clone()).unwrap();
+    let exit =
+        ExitServices::with_hooks(ExitConfig::default(), Arc::new(ScriptedResolver::default()), dialer.clone()).unwrap();
     for (url, expected) in [
         ("http://example.com:65536/", "port 65536 is outside 1-65535"),
         ("http://93.184.216.34:99999/", "port 99999 is outside 1-65535"),

@@ -21,8 +21,7 @@ async fn logging_upstream() -> Server {
 }
 
 fn exit_with(upstream: &Server, tune: impl FnOnce(&mut JsonRpcConfig)) -> ExitServices {
-    let mut rpc =
-        JsonRpcConfig { upstream: upstream.url("/"), timeout: Duration::from_secs(5), ..Default::default() };
+    let mut rpc = JsonRpcConfig { upstream: upstream.url("/"), timeout: Duration::from_secs(5), ..Default::default() };
     tune(&mut rpc);
     ExitServices::new(ExitConfig { json_rpc: Some(rpc), ..Default::default() }).unwrap()
 }
@@ -100,7 +99,9 @@ async fn forwarded_bytes_are_the_canonical_form() {
     let exit = exit_with(&upstream, |_| {});
     let cases = [
         (
-            format!("\n{{ \"params\": [\"{ADDR}\", \"latest\"], \"id\": \"\\u0061b\", \"method\": \"eth_getBalance\", \"jsonrpc\": \"2.0\" }}\n"),
+            format!(
+                "\n{{ \"params\": [\"{ADDR}\", \"latest\"], \"id\": \"\\u0061b\", \"method\": \"eth_getBalance\", \"jsonrpc\": \"2.0\" }}\n"
+            ),
             format!(r#"{{"jsonrpc":"2.0","id":"ab","method":"eth_getBalance","params":["{ADDR}","latest"]}}"#),
         ),
         (
@@ -108,8 +109,12 @@ async fn forwarded_bytes_are_the_canonical_form() {
             r#"{"jsonrpc":"2.0","id":7,"method":"eth_blockNumber","params":[]}"#.to_owned(),
         ),
         (
-            format!(r#"[ {{"jsonrpc":"2.0","method":"eth_chainId","id":-1}} , {{"id":2,"jsonrpc":"2.0","method":"eth_getBlockByHash","params":["{HASH}",false]}} ]"#),
-            format!(r#"[{{"jsonrpc":"2.0","id":-1,"method":"eth_chainId","params":[]}},{{"jsonrpc":"2.0","id":2,"method":"eth_getBlockByHash","params":["{HASH}",false]}}]"#),
+            format!(
+                r#"[ {{"jsonrpc":"2.0","method":"eth_chainId","id":-1}} , {{"id":2,"jsonrpc":"2.0","method":"eth_getBlockByHash","params":["{HASH}",false]}} ]"#
+            ),
+            format!(
+                r#"[{{"jsonrpc":"2.0","id":-1,"method":"eth_chainId","params":[]}},{{"jsonrpc":"2.0","id":2,"method":"eth_getBlockByHash","params":["{HASH}",false]}}]"#
+            ),
         ),
     ];
     for (i, (sent, canonical)) in cases.iter().enumerate() {
@@ -155,17 +160,23 @@ async fn eth_call_gas_is_capped() {
         .unwrap();
     assert_eq!(
         forwarded(&upstream, 0),
-        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"data":"0x","gas":"0xf4240","to":"{ADDR}"}},"latest"]}}"#)
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{{"data":"0x","gas":"0xf4240","to":"{ADDR}"}},"latest"]}}"#
+        )
     );
     // At the cap: forwarded as is.
     exit.json_rpc(eth_call(&format!(r#"{{"to":"{ADDR}","gas":"0xf4240"}}"#), "").as_bytes(), CAP).await.unwrap();
     // Above: refused.
     let err = refused(&exit, &eth_call(&format!(r#"{{"to":"{ADDR}","gas":"0xf4241"}}"#), "")).await;
     assert_eq!(err, ExitError::Forbidden("eth_call: gas 1000001 exceeds this exit's cap of 1000000".into()));
-    let estimate = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_estimateGas","params":[{{"to":"{ADDR}","gas":"0xffffffffffffffffffff"}}]}}"#);
+    let estimate = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"eth_estimateGas","params":[{{"to":"{ADDR}","gas":"0xffffffffffffffffffff"}}]}}"#
+    );
     assert_eq!(refused(&exit, &estimate).await.kind(), ErrorKind::Forbidden);
     // Unknown or case-variant members of the call object are refused (geth would read "Gas" as gas).
-    for call in [format!(r#"{{"to":"{ADDR}","Gas":"0xffffffff"}}"#), format!(r#"{{"to":"{ADDR}","blobVersionedHashes":[]}}"#)] {
+    for call in
+        [format!(r#"{{"to":"{ADDR}","Gas":"0xffffffff"}}"#), format!(r#"{{"to":"{ADDR}","blobVersionedHashes":[]}}"#)]
+    {
         let err = refused(&exit, &eth_call(&call, "")).await;
         assert!(err.to_string().contains("unknown member"), "{call}: {err}");
     }
@@ -180,14 +191,14 @@ async fn state_overrides_and_old_blocks_only_as_configured() {
     let strict = exit_with(&upstream, |_| {});
     let err = refused(&strict, &eth_call(&call, &overrides)).await;
     assert_eq!(err, ExitError::Forbidden("eth_call: state overrides are not accepted by this exit".into()));
-    for block in [r#","earliest""#, r#","0x10""#, &format!(r#",{{"blockHash":"{HASH}"}}"#), r#",{"blockNumber":"0x1"}"#] {
+    for block in [r#","earliest""#, r#","0x10""#, &format!(r#",{{"blockHash":"{HASH}"}}"#), r#",{"blockNumber":"0x1"}"#]
+    {
         let err = refused(&strict, &eth_call(&call, block)).await;
         assert_eq!(err.kind(), ErrorKind::Forbidden, "{block}: {err}");
         assert!(err.to_string().contains("historical_state"), "{err}");
     }
-    let balance_at = |block: &str| {
-        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["{ADDR}",{block}]}}"#)
-    };
+    let balance_at =
+        |block: &str| format!(r#"{{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["{ADDR}",{block}]}}"#);
     assert_eq!(refused(&strict, &balance_at(r#""0x10""#)).await.kind(), ErrorKind::Forbidden);
     for tag in ["latest", "pending", "safe", "finalized"] {
         strict.json_rpc(eth_call(&call, &format!(r#","{tag}""#)).as_bytes(), CAP).await.unwrap();
@@ -234,7 +245,10 @@ async fn get_logs_filters_are_bounded() {
     }
     let refused_filters = [
         (format!(r#"{{"blockHash":"{HASH}","toBlock":"0x1"}}"#), "blockHash excludes"),
-        (format!(r#"{{"blockHash":"{HASH}","address":["{ADDR}","{ADDR}","{ADDR}"]}}"#), "3 addresses exceed the limit of 2"),
+        (
+            format!(r#"{{"blockHash":"{HASH}","address":["{ADDR}","{ADDR}","{ADDR}"]}}"#),
+            "3 addresses exceed the limit of 2",
+        ),
         (format!(r#"{{"blockHash":"{HASH}","topics":[["{HASH}","{HASH}","{HASH}"]]}}"#), "3 alternatives"),
         (format!(r#"{{"blockHash":"{HASH}","topics":[null,null,null,null,null]}}"#), "at most 4 topic positions"),
         (format!(r#"{{"blockHash":"{HASH}","topics":[[["{HASH}"]]]}}"#), "hex string"),
@@ -295,6 +309,9 @@ fn json_rpc_settings_are_validated() {
     let rpc = config.json_rpc.unwrap();
     assert_eq!((rpc.chain_id, rpc.gas_cap, rpc.max_calls_in_flight), (Some(31337), 1000, 8));
     let defaults = JsonRpcConfig::default();
-    assert_eq!((defaults.chain_id, defaults.gas_cap, defaults.state_overrides, defaults.historical_state), (None, 50_000_000, false, false));
+    assert_eq!(
+        (defaults.chain_id, defaults.gas_cap, defaults.state_overrides, defaults.historical_state),
+        (None, 50_000_000, false, false)
+    );
     assert_eq!(defaults.state_block_tags, ["latest", "pending", "safe", "finalized"]);
 }

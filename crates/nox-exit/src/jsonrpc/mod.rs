@@ -102,7 +102,9 @@ impl RpcPolicy {
         if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return Err(bad("a JSON-RPC request needs \"jsonrpc\": \"2.0\""));
         }
-        let id = object.remove("id").ok_or_else(|| bad("a JSON-RPC request needs an \"id\" (notifications are not forwarded)"))?;
+        let id = object
+            .remove("id")
+            .ok_or_else(|| bad("a JSON-RPC request needs an \"id\" (notifications are not forwarded)"))?;
         let id_ok = match &id {
             Value::Number(n) => n.is_u64() || n.is_i64(),
             Value::String(s) => s.len() <= MAX_ID_LEN,

@@ -77,7 +77,11 @@ pub(crate) fn check(method: &str, params: Value, config: &JsonRpcConfig) -> Resu
         }
     };
     match method {
-        "eth_chainId" | "eth_blockNumber" | "eth_gasPrice" | "eth_maxPriorityFeePerGas" | "net_version"
+        "eth_chainId"
+        | "eth_blockNumber"
+        | "eth_gasPrice"
+        | "eth_maxPriorityFeePerGas"
+        | "net_version"
         | "web3_clientVersion" => arity(0, 0, &list)?,
         "eth_getBalance" | "eth_getCode" | "eth_getTransactionCount" => {
             arity(1, 2, &list)?;
@@ -277,7 +281,8 @@ fn access_list(value: &Value) -> Result<(), ExitError> {
         let entry = entry.as_object().ok_or_else(|| bad("accessList entries must be objects"))?;
         only_members(entry, "accessList entry", &["address", "storageKeys"])?;
         address(entry.get("address").unwrap_or(&Value::Null), "accessList address")?;
-        let keys = entry.get("storageKeys").and_then(Value::as_array).ok_or_else(|| bad("storageKeys must be an array"))?;
+        let keys =
+            entry.get("storageKeys").and_then(Value::as_array).ok_or_else(|| bad("storageKeys must be an array"))?;
         if keys.len() > MAX_ACCESS_LIST {
             return Err(bad(format!("more than {MAX_ACCESS_LIST} storageKeys in one accessList entry")));
         }

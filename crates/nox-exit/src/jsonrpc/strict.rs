@@ -83,7 +83,8 @@ impl<'de> Visitor<'de> for Strict {
         let mut folded = std::collections::HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !folded.insert(fold(&key)) {
-                let what = if out.contains_key(&key) { "duplicate key" } else { "key differing only in case from another" };
+                let what =
+                    if out.contains_key(&key) { "duplicate key" } else { "key differing only in case from another" };
                 let shown: String = key.chars().take(32).collect();
                 return Err(de::Error::custom(format!("{what} {shown:?}")));
             }

@@ -165,7 +165,7 @@ pub fn decode(raw: &[u8], chain_id: u64) -> Result<TxSummary, TxError> {
             if tx_type == TxType::DynamicFee {
                 let priority = fields.uint("maxPriorityFeePerGas")?;
                 let max_fee = fields.uint("maxFeePerGas")?;
-                if cmp_be(&priority, &max_fee).is_gt() {
+                if cmp_be(priority, max_fee).is_gt() {
                     return Err(TxError::Invalid("maxPriorityFeePerGas is above maxFeePerGas".into()));
                 }
             } else {
@@ -224,10 +224,8 @@ impl<'a> Fields<'a> {
         if header.list {
             return Err(malformed(format!("{name} is a list, expected a byte string")));
         }
-        let (value, rest) = self
-            .0
-            .split_at_checked(header.payload_length)
-            .ok_or_else(|| malformed(format!("{name}: truncated")))?;
+        let (value, rest) =
+            self.0.split_at_checked(header.payload_length).ok_or_else(|| malformed(format!("{name}: truncated")))?;
         self.0 = rest;
         Ok(value)
     }
@@ -264,10 +262,8 @@ impl<'a> Fields<'a> {
         if !header.list {
             return Err(malformed(format!("{name} is not a list")));
         }
-        let (inner, rest) = self
-            .0
-            .split_at_checked(header.payload_length)
-            .ok_or_else(|| malformed(format!("{name}: truncated")))?;
+        let (inner, rest) =
+            self.0.split_at_checked(header.payload_length).ok_or_else(|| malformed(format!("{name}: truncated")))?;
         self.0 = rest;
         Ok(Fields(inner))
     }
