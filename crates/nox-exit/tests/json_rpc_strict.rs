@@ -315,3 +315,34 @@ fn json_rpc_settings_are_validated() {
     );
     assert_eq!(defaults.state_block_tags, ["latest", "pending", "safe", "finalized"]);
 }
+
+/// The shapes wallets and libraries send pass the typed checks (strict, not over-strict).
+#[tokio::test]
+async fn common_client_calls_pass() {
+    let upstream = logging_upstream().await;
+    let exit = exit_with(&upstream, |_| {});
+    let calls = [
+        ("eth_getStorageAt", format!(r#"["{ADDR}","0x0","latest"]"#)),
+        ("eth_getStorageAt", format!(r#"["{ADDR}","{HASH}"]"#)),
+        ("eth_feeHistory", r#"["0x5","latest",[25,75]]"#.to_owned()),
+        ("eth_feeHistory", r#"[4,"0x10"]"#.to_owned()),
+        ("eth_getTransactionCount", format!(r#"["{ADDR}","pending"]"#)),
+        ("eth_getCode", format!(r#"["{ADDR}"]"#)),
+        (
+            "eth_estimateGas",
+            format!(
+                r#"[{{"from":"{ADDR}","to":"{ADDR}","value":"0xde0b6b3a7640000","data":"0x","input":"0x","maxFeePerGas":"0x1","maxPriorityFeePerGas":"0x1","nonce":"0x0","type":"0x2","chainId":"0x7a69","accessList":[{{"address":"{ADDR}","storageKeys":["{HASH}"]}}]}},"pending"]"#
+            ),
+        ),
+        ("eth_call", r#"[{"to":null,"data":"0x6000"},"latest"]"#.to_owned()),
+        ("eth_getBlockByNumber", r#"["latest",false]"#.to_owned()),
+        ("eth_getBlockByNumber", r#"["0x0",true]"#.to_owned()),
+        ("eth_getTransactionReceipt", format!(r#"["{HASH}"]"#)),
+        ("eth_maxPriorityFeePerGas", "[]".to_owned()),
+    ];
+    for (method, params) in &calls {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+        exit.json_rpc(body.as_bytes(), CAP).await.unwrap_or_else(|e| panic!("{body}: {e}"));
+    }
+    assert_eq!(upstream.accepted(), calls.len());
+}

@@ -129,3 +129,123 @@ impl RpcPolicy {
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ExitError> {
     serde_json::to_vec(value).map_err(|e| bad(format!("cannot re-encode the request: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn policy() -> RpcPolicy {
+        let mut config = JsonRpcConfig::default();
+        config.methods.push("custom_method".into());
+        RpcPolicy::new(config)
+    }
+
+    /// Member names close to the real ones: case variants, Go's folding look-alikes, extras.
+    fn key() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "jsonrpc",
+            "id",
+            "method",
+            "params",
+            "Method",
+            "PARAMS",
+            "Id",
+            "jſonrpc",
+            "paramſ",
+            "extra",
+            "fromBlock",
+            "FromBlock",
+            "toBlock",
+            "blockHash",
+            "address",
+            "topics",
+            "gas",
+            "Gas",
+            "to",
+            "data",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            r#""2.0""#,
+            "1",
+            "-3",
+            "1.5",
+            "null",
+            "true",
+            r#""eth_chainId""#,
+            r#""eth_getLogs""#,
+            r#""eth_call""#,
+            r#""custom_method""#,
+            r#""debug_traceTransaction""#,
+            r#""0x1""#,
+            r#""latest""#,
+            r#""0x00000000000000000000000000000000000000aa""#,
+            "[]",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    /// JSON text built by hand so that objects can repeat members (serde_json cannot).
+    fn json() -> impl Strategy<Value = String> {
+        scalar().prop_recursive(3, 24, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((key(), inner), 0..6).prop_map(|members| {
+                    let members: Vec<String> = members.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// A request that is often valid: the four members, then members drawn from `key()`
+    /// (duplicates and case variants among them) before or after.
+    fn request() -> impl Strategy<Value = String> {
+        let method =
+            prop::sample::select(vec!["eth_chainId", "eth_getLogs", "custom_method", "debug_traceTransaction"]);
+        let params = prop_oneof![
+            Just("[]".to_owned()),
+            Just(r#"[{"fromBlock":"0x1","toBlock":"0x2"}]"#.to_owned()),
+            json().prop_map(|j| format!("[{j}]")),
+            json(),
+        ];
+        let extra = prop::collection::vec((key(), json()), 0..3);
+        (method, params, extra, any::<bool>()).prop_map(|(method, params, extra, before)| {
+            let base = format!(r#""jsonrpc":"2.0","id":1,"method":"{method}","params":{params}"#);
+            let extra: Vec<String> = extra.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+            match (extra.is_empty(), before) {
+                (true, _) => format!("{{{base}}}"),
+                (false, true) => format!("{{{},{base}}}", extra.join(",")),
+                (false, false) => format!("{{{base},{}}}", extra.join(",")),
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// Whatever is forwarded is unambiguous (no repeated or case-variant members at any
+        /// depth, only the four request members) and is a fixed point of validation: any
+        /// parser, strict or lenient, first-wins or last-wins, reads what the exit checked.
+        #[test]
+        fn forwarded_bodies_are_canonical_fixed_points(body in prop_oneof![json(), request()], batch: bool) {
+            let body = if batch { format!("[{body}]") } else { body };
+            let policy = policy();
+            if let Ok(validated) = policy.validate(body.as_bytes()) {
+                let reparsed = strict::parse(&validated.body).expect("the canonical form is strict JSON");
+                let calls = match &reparsed { Value::Array(calls) => calls.clone(), one => vec![one.clone()] };
+                for call in &calls {
+                    let keys: Vec<&str> = call.as_object().expect("an object").keys().map(String::as_str).collect();
+                    prop_assert_eq!(keys, vec!["id", "jsonrpc", "method", "params"]);
+                }
+                let again = policy.validate(&validated.body).expect("the canonical form validates");
+                prop_assert_eq!(again.body, validated.body);
+            }
+        }
+    }
+}

@@ -93,7 +93,7 @@ pub(crate) fn check(method: &str, params: Value, config: &JsonRpcConfig) -> Resu
         "eth_getStorageAt" => {
             arity(2, 3, &list)?;
             address(&list[0], "address")?;
-            data(&list[1], "storage slot", Some(32))?;
+            slot(&list[1])?;
             if let Some(b) = list.get(2) {
                 block(b, BlockUse::State, config)?;
             }
@@ -179,6 +179,14 @@ fn data(value: &Value, what: &str, max_bytes: Option<usize>) -> Result<(), ExitE
     }
     if let Some(max) = max_bytes.filter(|max| digits.len() / 2 > *max) {
         return Err(bad(format!("{what} is longer than {max} bytes")));
+    }
+    Ok(())
+}
+
+/// A storage slot: up to 32 bytes of hex; odd digit counts (`0x0`) are accepted, as geth does.
+fn slot(value: &Value) -> Result<(), ExitError> {
+    if hex_digits(value, "storage slot")?.len() > 64 {
+        return Err(bad("storage slot is longer than 32 bytes"));
     }
     Ok(())
 }
