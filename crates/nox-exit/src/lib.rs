@@ -70,6 +70,13 @@ fn tls_connector() -> Result<TlsConnector, ConfigError> {
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
+/// The JSON-RPC check alone, without I/O: the canonical body the exit would forward for `body`
+/// under `config`, or the error it would answer. Used by the fuzz target; the forwarder itself
+/// runs the same code.
+pub fn canonical_json_rpc(config: &JsonRpcConfig, body: &[u8]) -> Result<Vec<u8>, ExitError> {
+    RpcPolicy::new(config.clone()).validate(body).map(|validated| validated.body)
+}
+
 /// JSON-RPC settings the forwarder cannot run with.
 fn check_rpc(rpc: &JsonRpcConfig) -> Result<(), ConfigError> {
     let invalid = |msg: String| Err(ConfigError::JsonRpc(msg));
