@@ -304,25 +304,25 @@ contract NodeRegistryTest is RegistryFixture {
     function test_unstake_fullCycle() public {
         (address op,) = _operator(1);
         _register(op, ID, MIN_STAKE);
-        uint64 at = uint64(block.timestamp) + DELAY;
+        uint64 availableAt = uint64(block.timestamp) + DELAY;
         vm.expectEmit(address(reg));
-        emit NodeRegistry.UnstakeRequested(op, at);
+        emit NodeRegistry.UnstakeRequested(op, availableAt);
         vm.prank(op);
         reg.requestUnstake();
         // leaves the active set at once
         assertEq(reg.nodeCount(), 0);
         assertFalse(reg.isActive(op));
-        assertEq(reg.nodeOf(op).unstakeAvailableAt, at);
+        assertEq(reg.nodeOf(op).unstakeAvailableAt, availableAt);
         assertEq(uint8(reg.nodeOf(op).status), uint8(NodeRegistry.Status.Unstaking));
         // identity key still held while unstaking
         assertEq(reg.operatorOfIdentity(ID), op);
 
-        vm.warp(at - 1);
+        vm.warp(availableAt - 1);
         vm.prank(op);
-        vm.expectRevert(abi.encodeWithSelector(NodeRegistry.UnstakeNotReady.selector, at));
+        vm.expectRevert(abi.encodeWithSelector(NodeRegistry.UnstakeNotReady.selector, availableAt));
         reg.executeUnstake();
 
-        vm.warp(at);
+        vm.warp(availableAt);
         vm.expectEmit(address(reg));
         emit NodeRegistry.Unstaked(op, MIN_STAKE);
         vm.prank(op);
