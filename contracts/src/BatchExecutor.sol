@@ -44,7 +44,11 @@ contract BatchExecutor is ReentrancyGuardTransient {
         bytes32 indexed actionHash, address indexed relayer, IPayment indexed payment, address asset, uint256 fee
     );
     event ActionExecuted(
-        bytes32 indexed actionHash, address indexed relayer, address indexed target, bool success, bytes32 returnDataHash
+        bytes32 indexed actionHash,
+        address indexed relayer,
+        address indexed target,
+        bool success,
+        bytes32 returnDataHash
     );
 
     error ForbiddenTarget(address target);

@@ -45,7 +45,12 @@ contract Erc20Payment is IPayment, EIP712 {
 
     event NonceUsed(address indexed payer, uint256 indexed nonce);
     event Paid(
-        address indexed payer, address indexed relayer, bytes32 indexed actionHash, address asset, uint256 fee, uint256 nonce
+        address indexed payer,
+        address indexed relayer,
+        bytes32 indexed actionHash,
+        address asset,
+        uint256 fee,
+        uint256 nonce
     );
 
     error NotExecutor();

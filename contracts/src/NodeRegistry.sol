@@ -57,7 +57,8 @@ contract NodeRegistry is EIP712, ReentrancyGuardTransient {
     uint16 public constant BPS = 10_000;
     /// @notice Where the non-reporter share of a slashed stake goes. Nobody holds its key.
     address public constant BURN_ADDRESS = address(0xdEaD);
-    bytes32 public constant EPOCH_KEYS_TYPEHASH = keccak256("EpochKeys(address operator,uint32 epoch,bytes32 keysHash)");
+    bytes32 public constant EPOCH_KEYS_TYPEHASH =
+        keccak256("EpochKeys(address operator,uint32 epoch,bytes32 keysHash)");
 
     // ------------------------------------------------------------- parameters
 
@@ -375,7 +376,13 @@ contract NodeRegistry is EIP712, ReentrancyGuardTransient {
     function _recordHash(address operator, Node storage n) private view returns (bytes32) {
         return keccak256(
             abi.encode(
-                operator, n.identityKey, n.linkKey, keccak256(bytes(n.linkAddress)), n.role, n.stake, n.unstakeAvailableAt
+                operator,
+                n.identityKey,
+                n.linkKey,
+                keccak256(bytes(n.linkAddress)),
+                n.role,
+                n.stake,
+                n.unstakeAvailableAt
             )
         );
     }

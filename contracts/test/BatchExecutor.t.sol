@@ -377,10 +377,7 @@ contract BatchExecutorTest is Test {
     function test_refuses_lyingPlugin() public {
         LyingPayment liar = new LyingPayment(address(usd));
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
-            payment: liar,
-            paymentData: "",
-            fee: 1e18,
-            action: _action(address(target), abi.encodeCall(Target.set, (7)))
+            payment: liar, paymentData: "", fee: 1e18, action: _action(address(target), abi.encodeCall(Target.set, (7)))
         });
         vm.prank(relayer);
         vm.expectRevert(abi.encodeWithSelector(RewardLedger.Unfunded.selector, address(usd), 0, 1e18));
@@ -653,5 +650,68 @@ contract RewardLedgerTest is Test {
             assertEq(sum, ledger.liabilities(address(usd)));
             assertEq(usd.balanceOf(address(ledger)), sum);
         }
+    }
+}
+
+/// @dev A smart-contract wallet that accepts one owner's ECDSA signatures (ERC-1271).
+contract Wallet1271 {
+    address public immutable owner;
+
+    constructor(address o) {
+        owner = o;
+    }
+
+    function isValidSignature(bytes32 hash, bytes calldata sig) external view returns (bytes4) {
+        (bytes32 r, bytes32 s) = abi.decode(sig[:64], (bytes32, bytes32));
+        return ecrecover(hash, uint8(sig[64]), r, s) == owner ? bytes4(0x1626ba7e) : bytes4(0xffffffff);
+    }
+
+    function approve(IERC20 token, address spender) external {
+        require(msg.sender == owner);
+        token.approve(spender, type(uint256).max);
+    }
+}
+
+contract Erc1271PayerTest is Test {
+    function test_contractWalletPays() public {
+        uint256 ownerKey = 0xA11;
+        address owner = vm.addr(ownerKey);
+        BatchExecutor executor = new BatchExecutor();
+        Erc20Payment erc20 = new Erc20Payment(executor);
+        NoxStakeToken usd = new NoxStakeToken(address(this), 1e30);
+        Wallet1271 wallet = new Wallet1271(owner);
+        usd.transfer(address(wallet), 10e18);
+        vm.prank(owner);
+        wallet.approve(usd, address(erc20));
+        Target t = new Target();
+        address relayer = makeAddr("relayer");
+
+        bytes memory data = abi.encodeCall(Target.set, (5));
+        (bytes32 h,) = executor.executionHash(address(t), data, 1e18);
+        bytes32 digest = erc20.paymentDigest(address(wallet), address(usd), 1e18, relayer, h, 1, block.timestamp);
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(ownerKey, digest);
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: abi.encode(
+                Erc20Payment.PaymentData(
+                    address(wallet), address(usd), 1e18, 1, block.timestamp, abi.encodePacked(r, s, v)
+                )
+            ),
+            fee: 1e18,
+            action: BatchExecutor.Action(address(t), 0, data)
+        });
+        vm.prank(relayer);
+        assertTrue(executor.execute(b));
+        assertEq(executor.ledger().balanceOf(relayer, address(usd)), 1e18);
+        assertEq(usd.balanceOf(address(wallet)), 9e18);
+
+        // a signature by someone else is refused by the wallet
+        (v, r, s) = vm.sign(0xB22, digest);
+        b.paymentData = abi.encode(
+            Erc20Payment.PaymentData(address(wallet), address(usd), 1e18, 2, block.timestamp, abi.encodePacked(r, s, v))
+        );
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
     }
 }

@@ -74,7 +74,9 @@ contract GasScenarioTest is Test {
         b = BatchExecutor.Bundle({
             payment: erc20,
             paymentData: abi.encode(
-                Erc20Payment.PaymentData(payer, address(token), fee, nonce, block.timestamp + 600, abi.encodePacked(r, s, v))
+                Erc20Payment.PaymentData(
+                    payer, address(token), fee, nonce, block.timestamp + 600, abi.encodePacked(r, s, v)
+                )
             ),
             fee: fee,
             action: BatchExecutor.Action(address(target), 0, data)
@@ -110,7 +112,9 @@ contract GasScenarioTest is Test {
         address op = ops[5];
         (uint8 v1, bytes32 r1, bytes32 s1) = vm.sign(keys[5], reg.epochKeysDigest(op, 3, bytes32("a")));
         (uint8 v2, bytes32 r2, bytes32 s2) = vm.sign(keys[5], reg.epochKeysDigest(op, 3, bytes32("b")));
-        reg.slashEquivocation(op, 3, bytes32("a"), abi.encodePacked(r1, s1, v1), bytes32("b"), abi.encodePacked(r2, s2, v2));
+        reg.slashEquivocation(
+            op, 3, bytes32("a"), abi.encodePacked(r1, s1, v1), bytes32("b"), abi.encodePacked(r2, s2, v2)
+        );
     }
 
     function test_gas_views9() public view {

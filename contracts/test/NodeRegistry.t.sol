@@ -114,7 +114,10 @@ contract NodeRegistryTest is RegistryFixture {
         assertEq(n.stake, MIN_STAKE);
         assertEq(n.unstakeAvailableAt, 0);
         assertEq(uint8(n.status), uint8(NodeRegistry.Status.Active));
-        assertEq(n.recordHash, keccak256(abi.encode(op, ID, LINK, keccak256("10.0.0.1:9001"), uint8(3), MIN_STAKE, uint64(0))));
+        assertEq(
+            n.recordHash,
+            keccak256(abi.encode(op, ID, LINK, keccak256("10.0.0.1:9001"), uint8(3), MIN_STAKE, uint64(0)))
+        );
         assertEq(reg.operatorOfIdentity(ID), op);
         assertEq(reg.nodeCount(), 1);
         assertTrue(reg.isActive(op));
@@ -251,7 +254,10 @@ contract NodeRegistryTest is RegistryFixture {
         assertEq(n.linkKey, newLink);
         assertEq(n.linkAddress, "10.1.1.1:7000");
         assertEq(n.role, 2);
-        assertEq(n.recordHash, keccak256(abi.encode(op, ID, newLink, keccak256("10.1.1.1:7000"), uint8(2), MIN_STAKE, uint64(0))));
+        assertEq(
+            n.recordHash,
+            keccak256(abi.encode(op, ID, newLink, keccak256("10.1.1.1:7000"), uint8(2), MIN_STAKE, uint64(0)))
+        );
     }
 
     function test_updateNode_reverts() public {
@@ -417,7 +423,9 @@ contract FingerprintTest is RegistryFixture {
         for (uint256 i = 0; i < page.length; ++i) {
             NodeRegistry.NodeView memory v = page[i];
             bytes32 h = keccak256(
-                abi.encode(v.operator, v.identityKey, v.linkKey, keccak256(bytes(v.linkAddress)), v.role, v.stake, uint64(0))
+                abi.encode(
+                    v.operator, v.identityKey, v.linkKey, keccak256(bytes(v.linkAddress)), v.role, v.stake, uint64(0)
+                )
             );
             buf = bytes.concat(buf, h);
         }
@@ -573,9 +581,16 @@ contract SlashingTest is RegistryFixture {
         );
         assertEq(reg.domainSeparator(), domain);
         bytes32 structHash = keccak256(
-            abi.encode(keccak256("EpochKeys(address operator,uint32 epoch,bytes32 keysHash)"), op, uint32(7), bytes32(uint256(9)))
+            abi.encode(
+                keccak256("EpochKeys(address operator,uint32 epoch,bytes32 keysHash)"),
+                op,
+                uint32(7),
+                bytes32(uint256(9))
+            )
         );
-        assertEq(reg.epochKeysDigest(op, 7, bytes32(uint256(9))), keccak256(abi.encodePacked(hex"1901", domain, structHash)));
+        assertEq(
+            reg.epochKeysDigest(op, 7, bytes32(uint256(9))), keccak256(abi.encodePacked(hex"1901", domain, structHash))
+        );
     }
 
     function test_slash_activeNode() public {

@@ -61,8 +61,7 @@ contract VectorsTest is Test {
     function test_vector_epochKeys() public view {
         assertEq(reg.domainSeparator(), 0x7cd034f74f2dfaa8877275373b70d084bd037090803072a980c10b299373a5fa);
         assertEq(reg.EPOCH_KEYS_TYPEHASH(), 0xd4a3239f73974f642b21467ba399ce17f61dbfbd228eceddeb0ed4f898a20661);
-        bytes32 digest =
-            reg.epochKeysDigest(OP1, 7, 0x5555555555555555555555555555555555555555555555555555555555555555);
+        bytes32 digest = reg.epochKeysDigest(OP1, 7, 0x5555555555555555555555555555555555555555555555555555555555555555);
         assertEq(digest, 0x5e0fb4a40095786d17c290f8a2821974c7a0cf6fe1dc56f7b1357542f823ad00);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(OP1_KEY, digest);
         assertEq(
