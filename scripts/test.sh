@@ -34,11 +34,12 @@ if ! command -v curl >/dev/null; then
   apt-get update -qq && apt-get install -y -qq curl
 fi
 
-step "contracts: forge fmt --check, forge test (offline, solcjs), committed artifacts (build.sh --check), gas regression gate (gas.sh --check)"
+step "contracts: forge fmt --check, forge test (offline, solcjs), committed artifacts (build.sh --check), gas regression gate (gas.sh --check), the artifacts on Anvil (anvil-smoke.sh)"
 # Fuzz runs are modest here (foundry.toml: 256); FOUNDRY_FUZZ_RUNS=10000 for a long run.
 (cd contracts && ../tools/node_modules/.bin/forge fmt --check && ../tools/node_modules/.bin/forge test --offline)
 bash contracts/build.sh --check
 bash contracts/gas.sh --check
+bash contracts/anvil-smoke.sh
 
 step "format"
 cargo fmt --all -- --check
