@@ -34,6 +34,8 @@ contract BatchExecutor is ReentrancyGuardTransient {
     /// @notice Order of the BN254 scalar field, the field of the ZK circuits' public inputs.
     uint256 public constant BN254_SCALAR_FIELD =
         21888242871839275222246405745257275088548364400416034343698204186575808495617;
+    /// @notice Return data beyond this many bytes is not hashed (see _call).
+    uint256 public constant MAX_RETURN_DATA_HASHED = 4096;
     /// @dev `transferFrom(address,address,uint256)`: never a valid action (see _checkAction).
     bytes4 private constant TRANSFER_FROM_SELECTOR = 0x23b872dd;
 
@@ -43,11 +45,14 @@ contract BatchExecutor is ReentrancyGuardTransient {
     event FeePaid(
         bytes32 indexed actionHash, address indexed relayer, IPayment indexed payment, address asset, uint256 fee
     );
+    /// @notice `returnDataHash` = keccak256 of the first min(returnDataSize, MAX_RETURN_DATA_HASHED)
+    /// bytes of the action's return (or revert) data.
     event ActionExecuted(
         bytes32 indexed actionHash,
         address indexed relayer,
         address indexed target,
         bool success,
+        uint256 returnDataSize,
         bytes32 returnDataHash
     );
 
@@ -108,9 +113,30 @@ contract BatchExecutor is ReentrancyGuardTransient {
         emit FeePaid(actionHash, msg.sender, bundle.payment, asset, paid);
 
         // Action: its failure is recorded, not propagated (paper §5.3).
-        bytes memory returnData;
-        (success, returnData) = action.target.call{value: action.value}(action.data);
-        emit ActionExecuted(actionHash, msg.sender, action.target, success, keccak256(returnData));
+        uint256 returnDataSize;
+        bytes32 returnDataHash;
+        (success, returnDataSize, returnDataHash) = _call(action);
+        emit ActionExecuted(actionHash, msg.sender, action.target, success, returnDataSize, returnDataHash);
+    }
+
+    /// @dev The action's call. Its return data is never copied whole: only the first
+    /// MAX_RETURN_DATA_HASHED bytes are hashed, so a target that returns (or reverts with) a huge
+    /// buffer cannot make the executor run out of gas after the call and revert the relayer's
+    /// payment ("return bomb").
+    function _call(Action calldata action) private returns (bool success, uint256 size, bytes32 hash) {
+        address target = action.target;
+        uint256 value = action.value;
+        bytes calldata data = action.data;
+        assembly ("memory-safe") {
+            let ptr := mload(0x40)
+            calldatacopy(ptr, data.offset, data.length)
+            success := call(gas(), target, value, ptr, data.length, 0, 0)
+            size := returndatasize()
+            let n := size
+            if gt(n, MAX_RETURN_DATA_HASHED) { n := MAX_RETURN_DATA_HASHED }
+            returndatacopy(ptr, 0, n)
+            hash := keccak256(ptr, n)
+        }
     }
 
     /// @dev Targets that could turn the executor's position against someone are refused:

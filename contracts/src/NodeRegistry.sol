@@ -55,6 +55,8 @@ contract NodeRegistry is EIP712, ReentrancyGuardTransient {
     uint8 public constant ROLE_MASK = ROLE_RELAY | ROLE_EXIT;
     uint256 public constant MAX_LINK_ADDRESS_LENGTH = 96;
     uint16 public constant BPS = 10_000;
+    /// @notice Upper bound of `slashReporterBps` (50 %), see the constructor.
+    uint16 public constant MAX_SLASH_REPORTER_BPS = 5_000;
     /// @notice Where the non-reporter share of a slashed stake goes. Nobody holds its key.
     address public constant BURN_ADDRESS = address(0xdEaD);
     bytes32 public constant EPOCH_KEYS_TYPEHASH =
@@ -140,7 +142,11 @@ contract NodeRegistry is EIP712, ReentrancyGuardTransient {
         EIP712("NOX NodeRegistry", "1")
     {
         if (address(stakeToken_) == address(0)) revert ZeroAddress();
-        if (minStake_ == 0 || unstakeDelay_ == 0 || slashReporterBps_ > BPS) revert InvalidParameter();
+        // An operator can report its own equivocation and collect the reporter's share, so
+        // equivocating costs it (1 - share) of its stake: the share is capped at one half.
+        if (minStake_ == 0 || unstakeDelay_ == 0 || slashReporterBps_ > MAX_SLASH_REPORTER_BPS) {
+            revert InvalidParameter();
+        }
         stakeToken = stakeToken_;
         minStake = minStake_;
         unstakeDelay = unstakeDelay_;

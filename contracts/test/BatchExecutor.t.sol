@@ -31,6 +31,15 @@ contract Target {
     }
 }
 
+/// @dev Reverts with a 1 MiB buffer (a "return bomb").
+contract ReturnBomb {
+    fallback() external {
+        assembly {
+            revert(0, 0x100000)
+        }
+    }
+}
+
 /// @dev An action target that tries to re-enter the executor with a bundle of its own.
 contract Reenterer {
     BatchExecutor public immutable executor;
@@ -168,7 +177,7 @@ contract BatchExecutorTest is Test {
         vm.expectEmit(address(executor));
         emit BatchExecutor.FeePaid(h, relayer, erc20, address(usd), FEE);
         vm.expectEmit(address(executor));
-        emit BatchExecutor.ActionExecuted(h, relayer, address(target), true, keccak256(abi.encode(uint256(14))));
+        emit BatchExecutor.ActionExecuted(h, relayer, address(target), true, 32, keccak256(abi.encode(uint256(14))));
         vm.prank(relayer);
         assertTrue(executor.execute(b));
         assertEq(target.value(), 7);
@@ -186,7 +195,7 @@ contract BatchExecutorTest is Test {
         (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
         vm.expectEmit(address(executor));
         emit BatchExecutor.ActionExecuted(
-            h, relayer, address(target), false, keccak256(abi.encodeWithSelector(Target.Nope.selector, 99))
+            h, relayer, address(target), false, 36, keccak256(abi.encodeWithSelector(Target.Nope.selector, 99))
         );
         vm.prank(relayer);
         assertFalse(executor.execute(b));
@@ -382,6 +391,23 @@ contract BatchExecutorTest is Test {
         vm.prank(relayer);
         vm.expectRevert(abi.encodeWithSelector(RewardLedger.Unfunded.selector, address(usd), 0, 1e18));
         executor.execute(b);
+    }
+
+    function test_returnBomb_relayerStillPaid() public {
+        ReturnBomb bomb = new ReturnBomb();
+        BatchExecutor.Action memory a = _action(address(bomb), hex"01020304");
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        // the bomb's memory: zeros but for Solidity's free-memory pointer (0x80 at 0x40..0x5f)
+        bytes memory first4k = new bytes(4096);
+        first4k[0x5f] = 0x80;
+        vm.expectEmit(address(executor));
+        emit BatchExecutor.ActionExecuted(h, relayer, address(bomb), false, 0x100000, keccak256(first4k));
+        vm.prank(relayer);
+        // the bomb burns ~2.1 M gas building its 1 MiB; copying it back would need as much again,
+        // more than the 1/64 + unspent gas left here, so a full copy would revert the bundle
+        assertFalse(executor.execute{gas: 3_000_000}(b));
+        assertEq(ledger.balanceOf(relayer, address(usd)), FEE);
     }
 
     // ------------------------------------------------------------ reentrancy

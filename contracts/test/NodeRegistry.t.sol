@@ -92,8 +92,8 @@ contract NodeRegistryTest is RegistryFixture {
         vm.expectRevert(NodeRegistry.InvalidParameter.selector);
         new NodeRegistry(IERC20(address(token)), 1, 0, 0);
         vm.expectRevert(NodeRegistry.InvalidParameter.selector);
-        new NodeRegistry(IERC20(address(token)), 1, 1, 10_001);
-        new NodeRegistry(IERC20(address(token)), 1, 1, 10_000);
+        new NodeRegistry(IERC20(address(token)), 1, 1, 5_001);
+        new NodeRegistry(IERC20(address(token)), 1, 1, 5_000);
     }
 
     // -------------------------------------------------------------- register
