@@ -19,8 +19,9 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
+    time::Duration,
 };
 
 use nox_replay::{BloomParameters, JournalError, ReplayCache, SnapshotError, journal};
@@ -148,6 +149,8 @@ impl ReplayStorage for DirStorage {
 pub struct MemStorage {
     files: Arc<Mutex<HashMap<String, MemFile>>>,
     fail_sync: Arc<AtomicBool>,
+    /// How long each sync takes, in microseconds (a slow disk).
+    sync_micros: Arc<AtomicU64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -172,9 +175,30 @@ impl MemStorage {
         }
     }
 
+    /// An independent copy of what survives a power loss now: the disk as a
+    /// restarted machine finds it, untouched by the crashed process's threads.
+    pub fn fork_durable(&self) -> MemStorage {
+        let files = self
+            .lock()
+            .iter()
+            .filter_map(|(name, file)| {
+                file.durable
+                    .clone()
+                    .map(|bytes| (name.clone(), MemFile { current: Some(bytes.clone()), durable: Some(bytes) }))
+            })
+            .collect();
+        MemStorage { files: Arc::new(Mutex::new(files)), ..MemStorage::default() }
+    }
+
     /// From now on, [`ReplayStorage::sync`] fails (like `EIO` from `fsync`).
     pub fn fail_syncs(&self, fail: bool) {
         self.fail_sync.store(fail, Ordering::SeqCst);
+    }
+
+    /// Every later sync takes `delay` (a slow disk), so tests can see what
+    /// would leave the node before its tag is durable.
+    pub fn set_sync_delay(&self, delay: Duration) {
+        self.sync_micros.store(u64::try_from(delay.as_micros()).unwrap_or(u64::MAX), Ordering::SeqCst);
     }
 
     /// Applies `change` to the current bytes of `name` (e.g. to damage them);
@@ -222,6 +246,10 @@ impl ReplayStorage for MemStorage {
     }
 
     fn sync(&self, name: &str) -> io::Result<()> {
+        let delay = self.sync_micros.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_micros(delay));
+        }
         if self.fail_sync.load(Ordering::SeqCst) {
             return Err(io::Error::other("injected sync failure (EIO)"));
         }
