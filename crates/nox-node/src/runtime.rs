@@ -118,7 +118,8 @@ pub async fn run_with(
     let mut relay = Relay::new(geometry);
     for epoch in store.loaded_epochs().collect::<Vec<_>>() {
         if let Some(secret) = store.secret(epoch) {
-            open_epoch(&mut relay, &journal, epoch, secret.clone(), bloom, &metrics);
+            let loaded = journal.load(epoch, bloom);
+            open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
         }
     }
     let relay = Arc::new(RwLock::new(relay));
@@ -328,8 +329,10 @@ pub async fn run_with(
                 };
                 for epoch in fresh {
                     let Some(secret) = store.secret(epoch) else { continue };
+                    // Disk work (read, sync) before taking the lock the workers need.
+                    let loaded = journal.load(epoch, bloom);
                     let Ok(mut relay) = relay.write() else { return };
-                    open_epoch(&mut relay, &journal, epoch, secret.clone(), bloom, &metrics);
+                    open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
                 }
                 if let (Some(oldest), Ok(mut relay)) = (store.loaded_epochs().min(), relay.write()) {
                     relay.retire_before(oldest);
@@ -404,18 +407,17 @@ pub async fn run_with(
     Ok(())
 }
 
-/// Loads `epoch`'s replay state and opens the epoch, or — if the state is
-/// lost (damaged journal, unreadable snapshot, I/O error) — refuses the
-/// epoch's packets until it ends, logging why.
+/// Opens `epoch` with its loaded replay state, or — if the state is lost
+/// (damaged journal, unreadable snapshot, I/O error) — refuses the epoch's
+/// packets until it ends, logging why.
 fn open_epoch(
     relay: &mut Relay,
-    journal: &ReplayStore,
     epoch: u32,
     secret: nox_sphinx::SecretKey,
-    bloom: BloomParameters,
+    loaded: Result<(nox_replay::ReplayCache, usize), crate::ReplayStateError>,
     metrics: &NodeMetrics,
 ) {
-    match journal.load(epoch, bloom) {
+    match loaded {
         Ok((cache, recovered)) => {
             if recovered > 0 {
                 tracing::info!(epoch, recovered, "replay cache restored from its journal");
