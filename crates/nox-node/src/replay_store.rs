@@ -24,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use nox_replay::{BloomParameters, JournalError, ReplayCache, SnapshotError, journal};
+use nox_replay::{BloomParameters, JournalError, ParsedJournal, ReplayCache, SnapshotError, journal};
 
 /// Byte storage for replay state, by file name. Appends and truncations are
 /// volatile until [`ReplayStorage::sync`] of that file returns `Ok`;
@@ -410,9 +410,16 @@ impl ReplayStore {
                 (header.len() as u64, 0)
             }
             Some(bytes) => {
-                let recovery = cache
-                    .apply_journal(bytes)
-                    .map_err(|error| ReplayStateError::Journal { file: name.clone(), error })?;
+                let journal_error = |error| ReplayStateError::Journal { file: name.clone(), error };
+                let parsed = ParsedJournal::parse(bytes).map_err(journal_error)?;
+                let recovery = cache.apply_parsed_journal(&parsed).map_err(journal_error)?;
+                if parsed.version() != journal::VERSION {
+                    // A version 1 journal cannot take commit slots: fold it into
+                    // a snapshot and continue with a fresh version 2 journal.
+                    self.snapshot(&cache)?;
+                    tracing::info!(epoch, records = recovery.records, "replay journal v1 migrated to a snapshot");
+                    return Ok((cache, recovery.records));
+                }
                 if recovery.discarded_bytes > 0 {
                     tracing::warn!(
                         epoch,
@@ -596,6 +603,29 @@ mod tests {
         assert!(store.load(4, params()).is_err());
         // Other epochs are unaffected.
         assert!(store.load(5, params()).is_ok());
+    }
+
+    #[test]
+    fn a_version_1_journal_is_migrated_and_later_batches_stay_readable() {
+        let storage = MemStorage::new();
+        let name = ReplayStore::journal_name(2);
+        let mut v1 = journal::encode_header_version(2, journal::VERSION_1).to_vec();
+        for i in 0..5u8 {
+            v1.extend_from_slice(&journal::encode_record(2, &[i; 32]));
+        }
+        storage.append(&name, &v1).unwrap();
+        storage.sync(&name).unwrap();
+        let store = ReplayStore::with_storage(Box::new(storage.clone()));
+        let (cache, recovered) = store.load(2, params()).unwrap();
+        assert_eq!(recovered, 5);
+        assert!((0..5u8).all(|i| cache.check(&[i; 32])));
+        for batch in 10..13u8 {
+            store.commit(&[(2, [batch; 32])]).unwrap();
+        }
+        let store = ReplayStore::with_storage(Box::new(storage.clone()));
+        let (cache, recovered) = store.load(2, params()).unwrap();
+        assert_eq!(recovered, 3);
+        assert!((0..5u8).chain(10..13).all(|i| cache.check(&[i; 32])));
     }
 
     #[test]
