@@ -201,13 +201,16 @@ impl<'a> ParsedJournal<'a> {
     /// The intact records' tags, in append order (commit slots skipped).
     pub fn tags(&self) -> impl Iterator<Item = [u8; 32]> + 'a {
         let (epoch, version) = (self.epoch, self.version);
-        self.slots.chunks_exact(RECORD_LEN).filter(move |slot| classify(epoch, version, slot) == Slot::Record).map(
-            |slot| {
+        // Every slot of the valid prefix is intact: a record or a commit slot. Only a slot whose
+        // bytes 8..32 are zero can be a commit slot, so the others need no second hash.
+        self.slots
+            .chunks_exact(RECORD_LEN)
+            .filter(move |slot| slot[8..32].iter().any(|&b| b != 0) || classify(epoch, version, slot) == Slot::Record)
+            .map(|slot| {
                 let mut tag = [0u8; 32];
                 tag.copy_from_slice(&slot[..32]);
                 tag
-            },
-        )
+            })
     }
 
     /// Number of intact records.
