@@ -12,7 +12,9 @@
 //!    packets per second through the node and the mean time in the node.
 //!
 //! The directory is `$NOX_BENCH_DIR` (default: the system temp dir); run it
-//! on the disk the node's replay directory lives on. Wall-clock figures:
+//! on the disk the node's replay directory lives on. With `$NOX_BENCH_JSON`
+//! set, the rows and the machine (CPU, load, commit, file system of the
+//! directory) are also written to that JSON file. Wall-clock figures:
 //! they change with the machine and disk, compare them as ratios to the
 //! `fdatasync` latency of part 1.
 
@@ -32,6 +34,7 @@ use nox_replay::BloomParameters;
 use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop, SecretKey, build_forward};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
+use serde_json::{Value, json};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -45,7 +48,7 @@ fn exp_sample(rng: &mut ChaCha20Rng, mean: f64) -> f64 {
     -mean * (1.0 - u).ln()
 }
 
-fn raw_fdatasync(dir: &std::path::Path) {
+fn raw_fdatasync(dir: &std::path::Path, rows: &mut Vec<Value>) {
     println!("## 1. fdatasync of one appended batch (40-byte records)");
     println!("| records per batch | bytes | median ms | p99 ms | tags/s if back to back |");
     println!("|---|---|---|---|---|");
@@ -63,6 +66,10 @@ fn raw_fdatasync(dir: &std::path::Path) {
             .collect();
         times.sort_by(f64::total_cmp);
         let median = percentile(&times, 0.5);
+        rows.push(json!({
+            "records_per_batch": batch, "bytes": batch * 40,
+            "median_ms": median, "p99_ms": percentile(&times, 0.99), "samples": times.len(),
+        }));
         println!(
             "| {batch} | {} | {median:.3} | {:.3} | {:.0} |",
             batch * 40,
@@ -73,7 +80,7 @@ fn raw_fdatasync(dir: &std::path::Path) {
     let _ = std::fs::remove_file(&path);
 }
 
-fn group_commit(dir: &std::path::Path, rate: f64, seconds: f64, mean_delay_ms: f64) {
+fn group_commit(dir: &std::path::Path, rate: f64, seconds: f64, mean_delay_ms: f64, rows: &mut Vec<Value>) {
     let sub = dir.join(format!("group-commit-{rate}"));
     let _ = std::fs::remove_dir_all(&sub);
     let store = Arc::new(ReplayStore::open(&sub).expect("replay dir"));
@@ -128,6 +135,13 @@ fn group_commit(dir: &std::path::Path, rate: f64, seconds: f64, mean_delay_ms: f
     durable_after.sort_by(f64::total_cmp);
     let syncs = metrics.replay_syncs.load(std::sync::atomic::Ordering::Relaxed).max(1);
     let synced = metrics.replay_synced_tags.load(std::sync::atomic::Ordering::Relaxed);
+    rows.push(json!({
+        "tags_per_second": rate, "mean_delay_ms": mean_delay_ms, "tags": records.len(),
+        "durable_after_p50_ms": percentile(&durable_after, 0.5), "durable_after_p99_ms": percentile(&durable_after, 0.99),
+        "waiting_fraction": waited, "added_mean_ms": mean_wait,
+        "added_p50_ms": percentile(&waits, 0.5), "added_p99_ms": percentile(&waits, 0.99),
+        "syncs": syncs, "tags_per_sync": synced as f64 / syncs as f64,
+    }));
     println!(
         "| {rate:.0} | {mean_delay_ms} | {:.2} | {:.2} | {:.0} % | {mean_wait:.2} | {:.2} | {:.2} | {syncs} | {:.1} |",
         percentile(&durable_after, 0.5),
@@ -140,7 +154,13 @@ fn group_commit(dir: &std::path::Path, rate: f64, seconds: f64, mean_delay_ms: f
     let _ = std::fs::remove_dir_all(&sub);
 }
 
-fn pipeline_burst(dir: Option<&std::path::Path>, packets: &[Vec<u8>], key: &SecretKey, label: &str) {
+fn pipeline_burst(
+    dir: Option<&std::path::Path>,
+    packets: &[Vec<u8>],
+    key: &SecretKey,
+    label: &str,
+    rows: &mut Vec<Value>,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     runtime.block_on(async {
         let bloom = BloomParameters::for_capacity(1_000_000, 0.001).expect("params");
@@ -201,6 +221,11 @@ fn pipeline_burst(dir: Option<&std::path::Path>, packets: &[Vec<u8>], key: &Secr
             }
         }
         let elapsed = start.elapsed().as_secs_f64();
+        rows.push(json!({
+            "journal": label, "packets": packets.len(), "packets_per_second": packets.len() as f64 / elapsed,
+            "mean_in_node_ms": in_node / packets.len() as f64 * 1e3,
+            "syncs": metrics.replay_syncs.load(std::sync::atomic::Ordering::Relaxed),
+        }));
         println!(
             "| {label} | {} | {:.0} | {:.2} | {} |",
             packets.len(),
@@ -222,7 +247,8 @@ fn main() {
     let dir = std::env::var_os("NOX_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into);
     let dir = dir.join(format!("nox-replay-sync-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("bench dir");
-    raw_fdatasync(&dir);
+    let (mut raw, mut gate, mut burst) = (Vec::new(), Vec::new(), Vec::new());
+    raw_fdatasync(&dir, &mut raw);
     println!();
     println!("## 2. Group commit (TagJournal over DirStorage), Poisson arrivals, Exp(μ) mixing delay");
     println!(
@@ -231,7 +257,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (rate, mu) in [(100.0, 1.0), (1_000.0, 1.0), (10_000.0, 1.0), (50_000.0, 1.0), (1_000.0, 10.0), (1_000.0, 50.0)]
     {
-        group_commit(&dir, rate, 3.0, mu);
+        group_commit(&dir, rate, 3.0, mu, &mut gate);
     }
     println!();
     println!("## 3. One node's pipeline, burst of packets (2 workers, μ = 1 ms)");
@@ -257,8 +283,60 @@ fn main() {
         .collect();
     for round in 0..2 {
         let _ = round;
-        pipeline_burst(None, &packets, &keys[0], "none (tags in memory only)");
-        pipeline_burst(Some(&dir), &packets, &keys[0], "durable (group commit, fdatasync)");
+        pipeline_burst(None, &packets, &keys[0], "none (tags in memory only)", &mut burst);
+        pipeline_burst(Some(&dir), &packets, &keys[0], "durable (group commit, fdatasync)", &mut burst);
+    }
+    if let Some(path) = std::env::var_os("NOX_BENCH_JSON") {
+        let document = json!({
+            "what": "cost of durable replay tags: fdatasync by batch, egress-gate wait, pipeline burst",
+            "command": "cargo bench -p nox-node --bench replay_sync",
+            "directory": dir.display().to_string(),
+            "filesystem": filesystem_of(&dir),
+            "machine": machine(),
+            "fdatasync": raw,
+            "group_commit": gate,
+            "pipeline_burst": burst,
+        });
+        let text = serde_json::to_string_pretty(&document).expect("json") + "\n";
+        std::fs::write(path, text).expect("write json");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The mount (device, type) holding `dir`: the longest mount point that prefixes it.
+fn filesystem_of(dir: &std::path::Path) -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    let dir = dir.canonicalize().ok()?;
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.len() > 2 && dir.starts_with(fields[1]))
+                .then(|| (fields[1].len(), format!("{} {} {}", fields[0], fields[1], fields[2])))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, text)| text)
+}
+
+fn machine() -> Value {
+    let read = |path: &str| std::fs::read_to_string(path).ok().map(|s| s.trim().to_string());
+    let cpu = read("/proc/cpuinfo").and_then(|text| {
+        text.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    let command = |program: &str, args: &[&str]| {
+        let output = std::process::Command::new(program).args(args).output().ok()?;
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    json!({
+        "cpu_model": cpu,
+        "logical_cpus": std::thread::available_parallelism().map(|n| n.get()).ok(),
+        "os": read("/proc/sys/kernel/osrelease"),
+        "load_average": read("/proc/loadavg"),
+        "git_commit": command("git", &["rev-parse", "HEAD"]),
+        "git_dirty": command("git", &["status", "--porcelain"]).map(|s| !s.is_empty()),
+        "timestamp_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs()),
+    })
 }
