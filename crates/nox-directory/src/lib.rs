@@ -31,7 +31,7 @@ pub async fn run(
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), DirectoryError> {
     let registry = config.registry(geometry)?;
-    let limits = Limits { request_timeout: config.request_timeout(), max_connections: config.max_connections };
+    let limits = config.limits();
     let server = DirectoryServer::bind(config.listen, registry, limits).await?;
     let addr = server.local_addr()?;
     if let Some(file) = &config.addr_file {
