@@ -8,7 +8,9 @@ pub mod http;
 mod registry;
 mod server;
 
-pub use client::{ClientError, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor};
+pub use client::{
+    ClientError, Mirrors, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor,
+};
 pub use config::{ConfigError, DirectoryConfig};
 pub use registry::{Accepted, Refusal, Registry};
 pub use server::{Counters, DirectoryServer, Limits};

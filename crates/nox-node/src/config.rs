@@ -94,6 +94,10 @@ pub struct TopologySection {
     /// uploads its descriptor there when it creates new epoch keys.
     #[serde(default)]
     pub url: Option<String>,
+    /// Further directory mirrors (same authority): fetches fall over between `url` and these;
+    /// the descriptor is uploaded to each.
+    #[serde(default)]
+    pub mirrors: Vec<String>,
     /// The directory authority's Ed25519 public key, hex.
     pub authority_key: String,
     /// Seconds between fetches from `url`; 0: a quarter of the epoch length (1 s to 5 min).
