@@ -431,7 +431,8 @@ impl ConnectionGate for RecordingGate {
     fn offence(&self, _peer: std::net::IpAddr) {
         self.offences.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
-    fn closed(&self, _peer: std::net::IpAddr) {
+    fn closed(&self, _peer: std::net::IpAddr, stage: GateStage) {
+        assert_eq!(stage, GateStage::Accepted, "no handshake completed in this test");
         self.closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -140,7 +140,9 @@ pub async fn run_with(
     let last_layer = topology.layers().get().saturating_sub(1);
     let is_exit = my_layer.0 == last_layer;
     listener_config.accept.clients = my_layer.0 == 0 || is_exit;
-    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip()).collect();
+    // Node addresses only defer the gate's decision to after the handshake; the
+    // exemption itself is keyed on the authenticated link key.
+    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip());
     let gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
     listener_config.gate = gate.clone();
     let ids = topology.nodes().iter().map(|n| n.id);

@@ -15,7 +15,7 @@ use crate::keys::LinkPublicKey;
 
 pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
-pub use listener::{ClientGreeting, ConnectionGate, Listener, ListenerConfig, OpenGate, PeerFilter};
+pub use listener::{ClientGreeting, ConnectionGate, GateStage, Listener, ListenerConfig, OpenGate, PeerFilter};
 pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory};
 
 /// A local, per-connection number for an anonymous client link. It is not
