@@ -6,6 +6,7 @@ mod admission;
 mod config;
 mod cover;
 mod directory_client;
+mod egress;
 mod exit;
 mod gate;
 mod metrics;
@@ -22,6 +23,7 @@ pub use config::{
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use directory_client::{Publisher, SharedTopology, initial_topology};
+pub use egress::{ForwardRefused, forward_link};
 pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, LinkKeyLookup, ReplyPolicy, deliver_to_mailbox};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use metrics::NodeMetrics;

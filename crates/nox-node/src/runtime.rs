@@ -262,19 +262,26 @@ pub async fn run_with(
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
-                    Egress::Forward { to, packet, received_at } => match peers.link_key_of(&to) {
-                        Some(key) => {
-                            if outbound.send(&key, packet).is_ok() {
-                                metrics.forwarded.fetch_add(1, Ordering::Relaxed);
-                                if let Some(observer) = &observer {
-                                    observer.forward(&to, received_at);
+                    Egress::Forward { to, packet, received_at } => {
+                        match crate::egress::forward_link(&peers, &me, &to) {
+                            Ok(key) => {
+                                if outbound.send(&key, packet).is_ok() {
+                                    metrics.forwarded.fetch_add(1, Ordering::Relaxed);
+                                    if let Some(observer) = &observer {
+                                        observer.forward(&to, received_at);
+                                    }
+                                } else {
+                                    metrics.count_drop(nox_relay::DropReason::QueueFull);
                                 }
-                            } else {
-                                metrics.count_drop(nox_relay::DropReason::QueueFull);
+                            }
+                            Err(crate::egress::ForwardRefused::NotNextLayer) => {
+                                metrics.egress_not_next_layer.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(crate::egress::ForwardRefused::UnknownNode) => {
+                                metrics.count_drop(nox_relay::DropReason::Malformed);
                             }
                         }
-                        None => metrics.count_drop(nox_relay::DropReason::Malformed),
-                    },
+                    }
                     Egress::Deliver { packet, payload, received_at } => {
                         let Some(bytes) = packet.get(payload) else { continue };
                         if crate::cover::consume_delivery(bytes, &health, &metrics) {
