@@ -32,7 +32,7 @@ pub fn forward_link(peers: &SharedTopology, me: &NodeId, to: &NodeId) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests_support {
     use std::time::Duration;
 
     use nox_sphinx::{Geometry, SecretKey};
@@ -46,7 +46,7 @@ mod tests {
     use super::*;
 
     /// Two nodes per layer, 3 layers; returns the topology and the ids by layer.
-    fn topology() -> (SharedTopology, Vec<Vec<NodeId>>) {
+    pub(crate) fn topology() -> (SharedTopology, Vec<Vec<NodeId>>) {
         let now = 1_000_000;
         let mut rng = ChaCha20Rng::seed_from_u64(3);
         let schedule = EpochSchedule::new(0, Duration::from_secs(3600), Duration::from_secs(300), 1).unwrap();
@@ -81,6 +81,12 @@ mod tests {
         let verified = builder.sign(&SigningKey::from_bytes(&[1; 32]), now).unwrap();
         (SharedTopology::new(verified), by_layer)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::topology;
+    use super::*;
 
     #[test]
     fn forwards_leave_only_for_the_next_layer() {

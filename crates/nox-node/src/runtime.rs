@@ -4,13 +4,13 @@
 use std::{
     net::SocketAddr,
     sync::{Arc, RwLock, atomic::Ordering},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use nox_keystore::{EpochKeyStore, NodeIdentity, load_identity};
 use nox_link::{
     LinkConfig, LinkKeypair,
-    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks, PeerIdentity},
+    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks},
 };
 use nox_mixing::MixingConfig;
 use nox_relay::Relay;
@@ -23,7 +23,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore};
+use crate::{Egress, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -214,17 +214,11 @@ pub async fn run_with(
         let (peers, metrics) = (shared.clone(), metrics.clone());
         tokio::spawn(async move {
             while let Some(frame) = link_rx.recv().await {
-                let (origin, client_ip) = match frame.from {
-                    PeerIdentity::Client(_, ip) => (Origin::Client, Some(ip)),
-                    PeerIdentity::Node(key) => match peers.node_of(&key) {
-                        Some(id) => (Origin::Node(id), None),
-                        None => {
-                            metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                    },
+                // The arrival instant is the link's read, carried with the frame.
+                let Some(inbound) = crate::from_link(frame, &peers) else {
+                    metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 };
-                let inbound = Inbound { origin, received_at: Instant::now(), packet: frame.packet, client_ip };
                 if pipeline_in.try_send(inbound).is_err() {
                     metrics.count_drop(nox_relay::DropReason::QueueFull);
                 }

@@ -39,6 +39,9 @@ pub enum PeerIdentity {
 pub struct Inbound {
     /// The authenticated sender (the link, not the packet's origin).
     pub from: PeerIdentity,
+    /// When the read that completed the packet returned from the socket: the packet's arrival
+    /// at the node, before any queue. A node's mixing delay counts from here.
+    pub received_at: std::time::Instant,
     /// The Sphinx packet.
     pub packet: Vec<u8>,
 }
