@@ -31,9 +31,10 @@ pub struct NodeConfig {
     /// Connection limits and bans.
     #[serde(default)]
     pub admission: crate::AdmissionSection,
-    /// Measurement only, off by default: link-timing capture for `nox bench anonymity`.
+    /// Measurement only, absent by default: link-timing capture for `nox bench anonymity`.
+    /// Refused unless the node is built with the `observe` cargo feature.
     #[serde(default)]
-    pub observe: crate::ObserveSection,
+    pub observe: Option<crate::ObserveSection>,
 }
 
 /// `[exit]`
@@ -267,6 +268,9 @@ impl NodeConfig {
             self.admission.expected_client_rate = parse("NOX_ADMISSION_EXPECTED_CLIENT_RATE", v)?;
         }
         self.admission.validate().map_err(|e| ConfigError::Invalid { section: "admission", message: e.to_string() })?;
+        if self.observe.is_some() && !crate::observe::COMPILED_IN {
+            return Err(ConfigError::Invalid { section: "observe", message: crate::observe::NOT_BUILT.into() });
+        }
         let exit = &self.exit;
         let probability = |x: f64| (0.0..1.0).contains(&x);
         if !probability(exit.reply_loss_estimate) || !probability(exit.inject_reply_loss) {
@@ -285,6 +289,31 @@ impl NodeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default build has no timing log: `[observe]` is refused with a clear error. Fails if
+    /// the `observe` feature were on by default (in this crate or in the `nox` binary's
+    /// dependency on it), or if the default build accepted the section.
+    #[test]
+    fn observe_is_refused_unless_built_in_and_never_built_in_by_default() {
+        let with_observe = format!("{MINIMAL}\n[observe]\nevents = \"/tmp/observe.events\"\n");
+        let mut config: NodeConfig = toml::from_str(&with_observe).unwrap();
+        let checked = config.apply_env(|_| None);
+        if cfg!(feature = "observe") {
+            assert!(checked.is_ok());
+        } else {
+            let error = checked.unwrap_err().to_string();
+            assert!(error.contains("[observe]") && error.contains("--features observe"), "{error}");
+        }
+        // Whatever this test was built with, the manifests must not turn it on by default.
+        for manifest in [include_str!("../Cargo.toml"), include_str!("../../nox/Cargo.toml")] {
+            let manifest: toml::Table = toml::from_str(manifest).unwrap();
+            let default = manifest.get("features").and_then(|f| f.get("default"));
+            assert!(default.is_none_or(|d| !format!("{d:?}").contains("observe")), "observe in default features");
+            let dependency = manifest.get("dependencies").and_then(|d| d.get("nox-node"));
+            let features = dependency.and_then(|d| d.get("features")).map(|f| format!("{f:?}")).unwrap_or_default();
+            assert!(!features.contains("observe"), "the nox binary enables observe unconditionally");
+        }
+    }
 
     const MINIMAL: &str = r#"
         [node]

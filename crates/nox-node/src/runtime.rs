@@ -46,6 +46,9 @@ pub enum NodeError {
     /// The `[admission]` section is unusable.
     #[error("{0}")]
     Admission(#[from] crate::AdmissionError),
+    /// `[observe]` in a node built without the `observe` feature.
+    #[error("[observe]: {}", crate::observe::NOT_BUILT)]
+    ObserveNotBuilt,
 }
 
 fn now_unix() -> u64 {
@@ -248,8 +251,8 @@ pub async fn run_with(
             },
         ))
     });
-    // Measurement only (off by default): what a global passive adversary sees.
-    let observer = crate::Observer::start(&config.observe, &me)?.map(Arc::new);
+    // Measurement only (benchmark builds): what a global passive adversary sees.
+    let observer = observer(config.observe.as_ref(), &me)?;
     let to_links = {
         let (peers, metrics, outbound, health) = (shared.clone(), metrics.clone(), outbound.clone(), health.clone());
         let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
@@ -402,6 +405,25 @@ pub async fn run_with(
     }
     outbound.join().await;
     Ok(())
+}
+
+/// The `[observe]` recorder, in a build with the `observe` feature.
+#[cfg(feature = "observe")]
+fn observer(section: Option<&crate::ObserveSection>, me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
+    match section {
+        Some(section) => Ok(crate::Observer::start(section, me)?.map(Arc::new)),
+        None => Ok(None),
+    }
+}
+
+/// Without the `observe` feature: `[observe]` is refused (also when the configuration was
+/// built in code rather than loaded).
+#[cfg(not(feature = "observe"))]
+fn observer(section: Option<&crate::ObserveSection>, _me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
+    match section {
+        Some(_) => Err(NodeError::ObserveNotBuilt),
+        None => Ok(None),
+    }
 }
 
 fn short(id: &NodeId) -> String {

@@ -148,7 +148,8 @@ pub struct Layout {
     #[arg(long, default_value_t = 300)]
     pub overlap_secs: u64,
     /// Measurement only: every node records link events and ground truth
-    /// to `node-*/observe.events` (`[observe]`; never in production).
+    /// to `node-*/observe.events` (`[observe]`; needs a `nox` built with
+    /// `--features observe`, never in production).
     #[arg(long)]
     pub observe: bool,
 }
@@ -185,6 +186,10 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         overlap_secs,
         observe,
     } = layout.clone();
+    // The nodes are this binary: without the `observe` feature they would refuse [observe].
+    if observe && !nox_node::observe::COMPILED_IN {
+        return Err(format!("--observe: {}", nox_node::observe::NOT_BUILT));
+    }
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
