@@ -237,6 +237,9 @@ impl NodeConfig {
         if let Some(v) = env("NOX_TOPOLOGY_URL") {
             self.topology.url = Some(v);
         }
+        if let Some(v) = env("NOX_TOPOLOGY_MIRRORS") {
+            self.topology.mirrors = v.split(',').map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect();
+        }
         if let Some(v) = env("NOX_TOPOLOGY_REFRESH_SECS") {
             self.topology.refresh_secs = parse("NOX_TOPOLOGY_REFRESH_SECS", v)?;
         }
@@ -334,12 +337,14 @@ mod tests {
                 "NOX_NODE_LISTEN" => Some("127.0.0.1:9999".into()),
                 "NOX_MIXING_MEAN_DELAY_MS" => Some("5".into()),
                 "NOX_TOPOLOGY_URL" => Some("http://127.0.0.1:8000".into()),
+                "NOX_TOPOLOGY_MIRRORS" => Some("http://127.0.0.2:8000, http://[::1]:8000".into()),
                 _ => None,
             })
             .unwrap();
         assert_eq!(config.node.listen.port(), 9999);
         assert_eq!(config.mixing.mean_delay(), Duration::from_millis(5));
         assert_eq!(config.topology.url.as_deref(), Some("http://127.0.0.1:8000"));
+        assert_eq!(config.topology.mirrors, ["http://127.0.0.2:8000", "http://[::1]:8000"]);
         assert_eq!(config.topology.file.as_deref(), Some(std::path::Path::new("/tmp/topology.json")));
         let bad = config.apply_env(|name| (name == "NOX_NODE_POW_DIFFICULTY").then(|| "lots".into()));
         assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_NODE_POW_DIFFICULTY", .. })));
