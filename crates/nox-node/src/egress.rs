@@ -22,6 +22,18 @@ pub enum ForwardRefused {
     UnknownNode,
 }
 
+impl ForwardRefused {
+    /// Counts the refusal: `egress_not_next_layer`, or a malformed drop for an unknown node.
+    pub fn count(self, metrics: &crate::NodeMetrics) {
+        match self {
+            Self::NotNextLayer => {
+                metrics.egress_not_next_layer.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Self::UnknownNode => metrics.count_drop(nox_relay::DropReason::Malformed),
+        }
+    }
+}
+
 /// The link key to send `me`'s forward for `to` on, if `to` is in the next layer of the
 /// current topology.
 pub fn forward_link(peers: &SharedTopology, me: &NodeId, to: &NodeId) -> Result<LinkPublicKey, ForwardRefused> {
@@ -110,7 +122,11 @@ mod tests {
     #[test]
     fn refusals_are_exported() {
         let metrics = crate::NodeMetrics::default();
-        metrics.egress_not_next_layer.fetch_add(3, std::sync::atomic::Ordering::Relaxed);
+        for _ in 0..3 {
+            ForwardRefused::NotNextLayer.count(&metrics);
+        }
+        ForwardRefused::UnknownNode.count(&metrics);
         assert!(metrics.render().contains("nox_packets_dropped_total{reason=\"egress_not_next_layer\"} 3\n"));
+        assert_eq!(metrics.drops(nox_relay::DropReason::Malformed), 1);
     }
 }

@@ -23,7 +23,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{Egress, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore};
+use crate::{Egress, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, forward_link};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -259,26 +259,19 @@ pub async fn run_with(
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
-                    Egress::Forward { to, packet, received_at } => {
-                        match crate::egress::forward_link(&peers, &me, &to) {
-                            Ok(key) => {
-                                if outbound.send(&key, packet).is_ok() {
-                                    metrics.forwarded.fetch_add(1, Ordering::Relaxed);
-                                    if let Some(observer) = &observer {
-                                        observer.forward(&to, received_at);
-                                    }
-                                } else {
-                                    metrics.count_drop(nox_relay::DropReason::QueueFull);
+                    Egress::Forward { to, packet, received_at } => match forward_link(&peers, &me, &to) {
+                        Ok(key) => {
+                            if outbound.send(&key, packet).is_ok() {
+                                metrics.forwarded.fetch_add(1, Ordering::Relaxed);
+                                if let Some(observer) = &observer {
+                                    observer.forward(&to, received_at);
                                 }
-                            }
-                            Err(crate::egress::ForwardRefused::NotNextLayer) => {
-                                metrics.egress_not_next_layer.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Err(crate::egress::ForwardRefused::UnknownNode) => {
-                                metrics.count_drop(nox_relay::DropReason::Malformed);
+                            } else {
+                                metrics.count_drop(nox_relay::DropReason::QueueFull);
                             }
                         }
-                    }
+                        Err(refused) => refused.count(&metrics),
+                    },
                     Egress::Deliver { packet, payload, received_at } => {
                         let Some(bytes) = packet.get(payload) else { continue };
                         if crate::cover::consume_delivery(bytes, &health, &metrics) {
