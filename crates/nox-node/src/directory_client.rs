@@ -10,6 +10,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use nox_directory::Mirrors;
 use nox_keystore::{EpochKeyStore, NodeIdentity};
 use nox_link::{
     LinkPublicKey,
@@ -119,30 +120,39 @@ fn verify_config(section: &TopologySection, geometry: &Geometry) -> Result<Verif
     Ok(VerifyConfig::new(authority, *geometry))
 }
 
-async fn fetch_verified(addr: SocketAddr, verify: &VerifyConfig) -> Result<VerifiedTopology, String> {
-    let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
-    document.verify(verify, now_unix()).map_err(|e| e.to_string())
+impl TopologySection {
+    /// The directory mirrors, `url` first then `mirrors`; `None` when neither is set.
+    pub fn directory(&self) -> Result<Option<Mirrors>, NodeError> {
+        if self.url.is_none() && self.mirrors.is_empty() {
+            return Ok(None);
+        }
+        Mirrors::parse(self.url.iter().chain(&self.mirrors)).map(Some).map_err(|e| NodeError::Topology(e.to_string()))
+    }
 }
 
-/// The topology at start: from `url` (a few tries), else from `file`.
+/// A verified document from the first mirror that serves one.
+async fn fetch_verified(mirrors: &Mirrors, verify: &VerifyConfig) -> Result<VerifiedTopology, String> {
+    mirrors.fetch(TIMEOUT, |document| document.verify(verify, now_unix())).await.map_err(|e| e.to_string())
+}
+
+/// The topology at start: from the directory mirrors (a few rounds), else from `file`.
 pub async fn initial_topology(section: &TopologySection, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
     let verify = verify_config(section, geometry)?;
-    if let Some(url) = &section.url {
-        let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+    if let Some(mirrors) = section.directory()? {
         let tries = if section.file.is_some() { 1 } else { 10 };
         let mut last = String::new();
         for attempt in 0..tries {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            match fetch_verified(addr, &verify).await {
+            match fetch_verified(&mirrors, &verify).await {
                 Ok(topology) => return Ok(topology),
                 Err(error) => last = error,
             }
         }
         match &section.file {
             Some(_) => tracing::warn!(error = %last, "directory unavailable at start; using the topology file"),
-            None => return Err(NodeError::Topology(format!("{url}: {last}"))),
+            None => return Err(NodeError::Topology(last)),
         }
     }
     match &section.file {
@@ -174,7 +184,7 @@ impl Publisher {
     }
 }
 
-/// Starts the refresh and upload tasks when `section.url` is set. `initial` is the topology the
+/// Starts the refresh task and one upload task per mirror when a directory is configured. `initial` is the topology the
 /// node started with (it fixes the node's address, the layer count and the schedule).
 pub fn spawn(
     section: &TopologySection,
@@ -184,8 +194,7 @@ pub fn spawn(
     shared: &SharedTopology,
     shutdown: &watch::Receiver<bool>,
 ) -> Result<Publisher, NodeError> {
-    let Some(url) = &section.url else { return Ok(Publisher(None)) };
-    let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+    let Some(mirrors) = section.directory()? else { return Ok(Publisher(None)) };
     let verify = verify_config(section, geometry)?;
     let initial = shared.current();
     let me = identity.node_id();
@@ -196,15 +205,25 @@ pub fn spawn(
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
         n => Duration::from_secs(n),
     };
-    tokio::spawn(refresh(addr, verify, shared.clone(), me, period, shutdown.clone()));
     let (tx, rx) = watch::channel(Vec::new());
-    let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period };
-    tokio::spawn(upload.run(rx, shutdown.clone()));
+    // Every mirror holds its own registry: each gets the descriptor, and tracks what it accepted.
+    for &addr in mirrors.addrs() {
+        let upload = Upload {
+            addr,
+            identity: identity.clone(),
+            address,
+            pow_difficulty,
+            layers: initial.layers(),
+            retry: period,
+        };
+        tokio::spawn(upload.run(rx.clone(), shutdown.clone()));
+    }
+    tokio::spawn(refresh(mirrors, verify, shared.clone(), me, period, shutdown.clone()));
     Ok(Publisher(Some(tx)))
 }
 
 async fn refresh(
-    addr: SocketAddr,
+    mirrors: Mirrors,
     verify: VerifyConfig,
     shared: SharedTopology,
     me: NodeId,
@@ -216,7 +235,7 @@ async fn refresh(
             () = tokio::time::sleep(period) => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
-        let fresh = match fetch_verified(addr, &verify).await {
+        let fresh = match fetch_verified(&mirrors, &verify).await {
             Ok(fresh) => fresh,
             Err(error) => {
                 tracing::warn!(%error, "topology refresh failed; keeping the current one");
