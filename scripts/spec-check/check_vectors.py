@@ -13,7 +13,8 @@ nothing here calls NOX code. It checks
   section 5.4 pipeline. ristretto255 is ristretto.py, from RFC 9496.
 - fragments.json: every fragment header, the shard split, and every parity
   shard from section 4 (GF(2^16), Cantor basis, 64-byte chunk layout, high and
-  low rate), by Gaussian elimination.
+  low rate), by Gaussian elimination; every malformed fragment's error from
+  the section 5 check order.
 
 Usage: python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
        .venv/bin/python check_vectors.py        (exit status 0: all checked)
@@ -470,13 +471,47 @@ def check_fragments():
             check(symbols(frags[d + j][24:]) == values, f"{name}: parity {j}")
 
 
+def parse_error(fr):
+    """fragments.md §5: the first failing check's name, or None."""
+    if len(fr) < 24:
+        return "Truncated"
+    if fr[0] != 1:
+        return "UnsupportedVersion"
+    k, d, p, L = fr[17], fr[18], fr[19], int.from_bytes(fr[20:24], "big")
+    if d == 0:
+        return "NoDataShards"
+    if d + p > 255:
+        return "TooManyShards"
+    s = max(2, -(-(-(-L // d)) // 2) * 2)
+    if d > 1 and (d - 1) * s >= L:
+        return "PaddingOnlyShard"
+    if s > 2**32 - 1:
+        return "MessageTooLarge"
+    if k >= d + p:
+        return "IndexOutOfRange"
+    if len(fr) != 24 + s:
+        return "ShardLengthMismatch"
+    return None
+
+
+def check_fragment_errors():
+    v = json.loads((VECTORS / "fragments.json").read_text())
+    for case in v["invalid"]:
+        got = parse_error(bytes.fromhex(case["fragment"]))
+        check(got == case["error"], f"invalid fragment {case['name']}: got {got}")
+    for case in v["valid"]:
+        for fr in case["fragments"]:
+            check(parse_error(bytes.fromhex(fr)) is None, f"{case['name']}: fragment refused")
+
+
 def main():
     cases = check_sphinx()
     check_fragments()
+    check_fragment_errors()
     for f in FAILURES:
         print("MISMATCH", f)
     print(f"sphinx: forward and SURB vectors rebuilt and traced, pow checked, {cases} failure cases")
-    print("fragments: every valid vector checked, parity from section 4")
+    print("fragments: every valid vector checked, parity from section 4; parse errors from section 5")
     print("OK" if not FAILURES else f"{len(FAILURES)} mismatches")
     return 1 if FAILURES else 0
 
