@@ -16,10 +16,10 @@ use nox_link::{
     transport::{PeerDirectory, PeerFilter},
 };
 use nox_sphinx::{Geometry, NodeId};
-use nox_topology::{EpochKey, VerifiedTopology, VerifyConfig, VerifyingKey};
+use nox_topology::{EpochKey, VerifiedTopology};
 use tokio::sync::watch;
 
-use crate::{NodeError, TopologySection};
+use crate::{NodeError, TopologySection, trust::Trust};
 
 /// Time allowed for one exchange with the directory.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -110,23 +110,17 @@ impl PeerDirectory for SharedTopology {
     }
 }
 
-fn verify_config(section: &TopologySection, geometry: &Geometry) -> Result<VerifyConfig, NodeError> {
-    let bytes: [u8; 32] = hex::decode(section.authority_key.trim())
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
-    let authority = VerifyingKey::from_bytes(&bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
-    Ok(VerifyConfig::new(authority, *geometry))
-}
-
-async fn fetch_verified(addr: SocketAddr, verify: &VerifyConfig) -> Result<VerifiedTopology, String> {
+async fn fetch_verified(addr: SocketAddr, trust: &Trust, geometry: &Geometry) -> Result<VerifiedTopology, String> {
     let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
-    document.verify(verify, now_unix()).map_err(|e| e.to_string())
+    trust.verify(&document, geometry, now_unix()).await
 }
 
-/// The topology at start: from `url` (a few tries), else from `file`.
-pub async fn initial_topology(section: &TopologySection, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
-    let verify = verify_config(section, geometry)?;
+/// The topology at start: from `url` (a few tries), else from `file`, verified under `trust`.
+pub async fn initial_topology(
+    section: &TopologySection,
+    geometry: &Geometry,
+    trust: &Trust,
+) -> Result<VerifiedTopology, NodeError> {
     if let Some(url) = &section.url {
         let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
         let tries = if section.file.is_some() { 1 } else { 10 };
@@ -135,7 +129,7 @@ pub async fn initial_topology(section: &TopologySection, geometry: &Geometry) ->
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            match fetch_verified(addr, &verify).await {
+            match fetch_verified(addr, trust, geometry).await {
                 Ok(topology) => return Ok(topology),
                 Err(error) => last = error,
             }
@@ -146,7 +140,7 @@ pub async fn initial_topology(section: &TopologySection, geometry: &Geometry) ->
         }
     }
     match &section.file {
-        Some(file) => crate::load_topology(file, &section.authority_key, geometry),
+        Some(file) => crate::runtime::load_topology_with(file, trust, geometry).await,
         None => Err(NodeError::Topology("[topology] needs `file` or `url`".into())),
     }
 }
@@ -176,9 +170,11 @@ impl Publisher {
 
 /// Starts the refresh and upload tasks when `section.url` is set. `initial` is the topology the
 /// node started with (it fixes the node's address, the layer count and the schedule).
+#[allow(clippy::too_many_arguments)]
 pub fn spawn(
     section: &TopologySection,
     geometry: &Geometry,
+    trust: &Trust,
     identity: NodeIdentity,
     pow_difficulty: u8,
     shared: &SharedTopology,
@@ -186,7 +182,6 @@ pub fn spawn(
 ) -> Result<Publisher, NodeError> {
     let Some(url) = &section.url else { return Ok(Publisher(None)) };
     let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
-    let verify = verify_config(section, geometry)?;
     let initial = shared.current();
     let me = identity.node_id();
     let address =
@@ -196,7 +191,7 @@ pub fn spawn(
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
         n => Duration::from_secs(n),
     };
-    tokio::spawn(refresh(addr, verify, shared.clone(), me, period, shutdown.clone()));
+    tokio::spawn(refresh(addr, trust.clone(), *geometry, shared.clone(), me, period, shutdown.clone()));
     let (tx, rx) = watch::channel(Vec::new());
     let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period };
     tokio::spawn(upload.run(rx, shutdown.clone()));
@@ -205,7 +200,8 @@ pub fn spawn(
 
 async fn refresh(
     addr: SocketAddr,
-    verify: VerifyConfig,
+    trust: Trust,
+    geometry: Geometry,
     shared: SharedTopology,
     me: NodeId,
     period: Duration,
@@ -216,7 +212,7 @@ async fn refresh(
             () = tokio::time::sleep(period) => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
-        let fresh = match fetch_verified(addr, &verify).await {
+        let fresh = match fetch_verified(addr, &trust, &geometry).await {
             Ok(fresh) => fresh,
             Err(error) => {
                 tracing::warn!(%error, "topology refresh failed; keeping the current one");

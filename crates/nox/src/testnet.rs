@@ -10,6 +10,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use crate::testnet_chain as chain;
 use crate::testnet_directory as directory;
 use nox_keystore::{EpochKeyStore, generate_identity};
 use nox_sphinx::Geometry;
@@ -151,6 +152,37 @@ pub struct Layout {
     /// to `node-*/observe.events` (`[observe]`; never in production).
     #[arg(long)]
     pub observe: bool,
+    /// No chain: membership from the directory authority's signature alone (the pre-registry
+    /// mode). By default the testnet starts Anvil, deploys the NOX contracts and registers
+    /// every node with a stake; membership then comes from the registry.
+    #[arg(long, conflicts_with = "chain_rpc")]
+    pub no_chain: bool,
+    /// Use this external chain (JSON-RPC URL) instead of starting Anvil.
+    #[arg(long)]
+    pub chain_rpc: Option<String>,
+    /// Funded key (hex) that deploys the contracts and funds the operators on `--chain-rpc`
+    /// (default: Anvil's first development key).
+    #[arg(long)]
+    pub deployer_key: Option<String>,
+    /// Anvil's seconds per block (default: a block per transaction).
+    #[arg(long)]
+    pub block_time: Option<u64>,
+}
+
+impl Layout {
+    /// Where the testnet's chain comes from, if it has one.
+    fn chain_source(&self) -> Option<chain::ChainSource> {
+        if self.no_chain {
+            return None;
+        }
+        Some(match &self.chain_rpc {
+            Some(rpc_url) => chain::ChainSource::External {
+                rpc_url: rpc_url.clone(),
+                deployer_key: self.deployer_key.clone().unwrap_or_else(|| nox_chain::anvil::DEV_KEY.to_owned()),
+            },
+            None => chain::ChainSource::Anvil { port: self.base_port.saturating_add(200), block_time: self.block_time },
+        })
+    }
 }
 
 impl Default for Layout {
@@ -184,12 +216,22 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         epoch_secs,
         overlap_secs,
         observe,
+        ..
     } = layout.clone();
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let chain = match layout.chain_source() {
+        Some(source) => Some(chain::start(dir, &source).inspect_err(|_| {
+            let _ = down(dir);
+        })?),
+        None => None,
+    };
+    // Exits answer JSON-RPC from the testnet's chain unless told otherwise.
+    let rpc_upstream = rpc_upstream.or_else(|| chain.as_ref().map(|c| c.rpc_url.clone()));
+    let mut registrations = Vec::new();
     let layer_count = LayerCount::new(layers).ok_or("layers must be between 1 and 16")?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
     let mut authority_seed = [0u8; 32];
@@ -234,6 +276,16 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
         builder.add_node(descriptor);
+        registrations.push(chain::NodeToRegister {
+            dir: node_dir.clone(),
+            registration: nox_chain::Registration {
+                identity_key: identity.public().identity_key.to_bytes(),
+                link_key: identity.public().link_key.to_bytes(),
+                link_address: listen.to_string(),
+                role: chain::role(layer, layers),
+                stake: chain::testnet_stake(),
+            },
+        });
         let observe_section = if observe {
             format!("\n[observe]\nevents = {:?}\n", node_dir.join("observe.events").display().to_string())
         } else {
@@ -261,14 +313,26 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let json = topology.document().to_json().map_err(|e| e.to_string())?;
     write(&dir.join("topology.json"), json.as_bytes())?;
     write(&dir.join("authority.pub"), authority_hex.as_bytes())?;
+    if let Some(info) = &chain {
+        chain::register(dir, info, registrations).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
+    }
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let directory_addr = directory::start(dir, &exe, &authority_seed).inspect_err(|_| {
         let _ = down(dir);
     })?;
     for (path, config) in configs {
+        // With a chain, membership comes from the registry: no authority key to trust.
+        let trust = match &chain {
+            Some(info) => info.toml(),
+            None => format!("authority_key = \"{authority_hex}\"\n"),
+        };
+        let (topology_trust, chain_section) =
+            if chain.is_some() { (String::new(), trust) } else { (trust, String::new()) };
         let topology = format!(
-            "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\nauthority_key = \"{authority_hex}\"\n",
+            "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\n{topology_trust}{chain_section}",
             file = dir.join("topology.json").display().to_string(),
         );
         write(&path, topology.as_bytes())?;
@@ -298,8 +362,12 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    let chain_line = chain.as_ref().map_or_else(
+        || "no chain (authority-signed membership)".to_owned(),
+        |c| format!("registry {} on chain {} at {}", c.deployment.registry, c.deployment.chain_id, c.rpc_url),
+    );
     println!(
-        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., directory http://{directory_addr}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
         index,
         dir.display()
     );
@@ -417,7 +485,9 @@ pub fn rss_kb(node_dir: &Path) -> Option<u64> {
 pub fn down(dir: &Path) -> Result<(), TestnetError> {
     let all = nodes(dir);
     let directory_dir = directory::process_dir(dir);
-    let processes: Vec<&Path> = all.iter().map(|n| n.dir.as_path()).chain([directory_dir.as_path()]).collect();
+    let chain_dir = chain::process_dir(dir);
+    let processes: Vec<&Path> =
+        all.iter().map(|n| n.dir.as_path()).chain([directory_dir.as_path(), chain_dir.as_path()]).collect();
     for process in &processes {
         if pid_alive(process)
             && let Some(pid) = pid_of(process)
@@ -437,7 +507,7 @@ pub fn down(dir: &Path) -> Result<(), TestnetError> {
         }
         let _ = std::fs::remove_file(process.join("pid"));
     }
-    println!("testnet down: {} nodes and the directory stopped", all.len());
+    println!("testnet down: {} nodes, the directory and the chain (if started here) stopped", all.len());
     Ok(())
 }
 

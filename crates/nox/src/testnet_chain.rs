@@ -1,0 +1,198 @@
+//! The testnet's chain: an Anvil next to the nodes (the default) or an external chain, the NOX
+//! contracts deployed on it, and every node funded, staked and registered from its own operator
+//! account. `<state dir>/chain.json` records where it all is; nodes, the directory and clients
+//! derive membership from the registry (docs/spec/registry.md).
+
+use std::{
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use nox_chain::{
+    ChainConfig, Deployment, PrivateKeySigner, Registration, RegistryParams, U256,
+    anvil::{Anvil, AnvilOptions, DEV_KEY},
+    deploy,
+    snapshot::{ROLE_EXIT, ROLE_RELAY},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::testnet::TestnetError;
+
+/// Stake every testnet node locks (token base units, 18 decimals: 1,000 tNOX).
+pub fn testnet_stake() -> U256 {
+    U256::from(1000u64) * U256::from(10u64).pow(U256::from(18u64))
+}
+
+/// What `chain.json` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainInfo {
+    /// The chain's JSON-RPC URL.
+    pub rpc_url: String,
+    /// The contracts.
+    pub deployment: Deployment,
+    /// Whether the testnet started (and `down` stops) the chain.
+    pub managed: bool,
+}
+
+impl ChainInfo {
+    /// The `[chain]` section nodes and clients use.
+    pub fn config(&self) -> ChainConfig {
+        ChainConfig {
+            rpc_urls: vec![self.rpc_url.clone()],
+            registry: self.deployment.registry,
+            chain_id: self.deployment.chain_id,
+            confirmations: 0,
+        }
+    }
+
+    /// [`ChainInfo::config`] as TOML.
+    pub fn toml(&self) -> String {
+        format!(
+            "\n[chain]\nrpc_urls = [{:?}]\nregistry = \"{}\"\nchain_id = {}\n",
+            self.rpc_url, self.deployment.registry, self.deployment.chain_id
+        )
+    }
+}
+
+/// Where the chain's process files go (`pid`, `anvil.log`).
+pub fn process_dir(dir: &Path) -> PathBuf {
+    dir.join("anvil")
+}
+
+fn chain_file(dir: &Path) -> PathBuf {
+    dir.join("chain.json")
+}
+
+/// The testnet's chain, if it has one.
+pub fn load(dir: &Path) -> Option<ChainInfo> {
+    serde_json::from_slice(&std::fs::read(chain_file(dir)).ok()?).ok()
+}
+
+/// How the testnet gets its chain.
+#[derive(Clone, Debug)]
+pub enum ChainSource {
+    /// Start Anvil on this port.
+    Anvil {
+        /// Loopback port.
+        port: u16,
+        /// Seconds per block (`None`: a block per transaction).
+        block_time: Option<u64>,
+    },
+    /// Use an external chain, deploying from this key (hex).
+    External {
+        /// JSON-RPC URL.
+        rpc_url: String,
+        /// Funded deployer key.
+        deployer_key: String,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, TestnetError> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())
+}
+
+/// Starts (or connects to) the chain and deploys the contracts; writes `chain.json`.
+pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError> {
+    let (rpc_url, key, managed) = match source {
+        ChainSource::Anvil { port, block_time } => {
+            let process = process_dir(dir);
+            std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
+            let options =
+                AnvilOptions { block_time: *block_time, log: Some(process.join("anvil.log")), ..AnvilOptions::on_port(*port) };
+            let anvil = Anvil::spawn(&options).map_err(|e| format!("starting Anvil: {e}"))?;
+            let url = anvil.url().to_owned();
+            let pid = anvil.detach();
+            std::fs::write(process.join("pid"), pid.to_string()).map_err(|e| e.to_string())?;
+            (url, DEV_KEY.to_owned(), true)
+        }
+        ChainSource::External { rpc_url, deployer_key } => (rpc_url.clone(), deployer_key.clone(), false),
+    };
+    let deployer = deploy::signer(&key).map_err(|e| e.to_string())?;
+    let params = RegistryParams {
+        min_stake: testnet_stake(),
+        unstake_delay: 3600,
+        slash_reporter_bps: 1000,
+        token_supply: testnet_stake() * U256::from(1_000_000u64),
+    };
+    let deployment = runtime()?
+        .block_on(deploy::deploy(&rpc_url, &deployer, params))
+        .map_err(|e| format!("deploying the NOX contracts on {rpc_url}: {e}"))?;
+    let info = ChainInfo { rpc_url, deployment, managed };
+    let json = serde_json::to_vec_pretty(&info).map_err(|e| e.to_string())?;
+    std::fs::write(chain_file(dir), json).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("deployer.key"), key).map_err(|e| e.to_string())?;
+    Ok(info)
+}
+
+/// A node to register.
+pub struct NodeToRegister {
+    /// Its state directory (the operator key is written to `keys/operator.key`).
+    pub dir: PathBuf,
+    /// What it registers.
+    pub registration: Registration,
+}
+
+/// Role bits for a node of `layer` out of `layers`.
+pub fn role(layer: u8, layers: u8) -> u8 {
+    if layer + 1 == layers { ROLE_RELAY | ROLE_EXIT } else { ROLE_RELAY }
+}
+
+fn write_secret(path: &Path, text: &str) -> Result<(), TestnetError> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// The operator key of a node registered by the testnet.
+pub fn operator_key(node_dir: &Path) -> Result<PrivateKeySigner, TestnetError> {
+    let text = std::fs::read_to_string(node_dir.join("keys/operator.key")).map_err(|e| format!("operator key: {e}"))?;
+    deploy::signer(&text).map_err(|e| e.to_string())
+}
+
+/// Gives each node a fresh operator account, funds it (ETH for gas, the stake) from the
+/// deployer and registers it, all nodes at once.
+pub fn register(dir: &Path, info: &ChainInfo, nodes: Vec<NodeToRegister>) -> Result<(), TestnetError> {
+    let deployer_key = std::fs::read_to_string(dir.join("deployer.key")).map_err(|e| format!("deployer key: {e}"))?;
+    let deployer = deploy::signer(&deployer_key).map_err(|e| e.to_string())?;
+    let info = Arc::new(info.clone());
+    runtime()?.block_on(async move {
+        let mut operators = Vec::new();
+        for node in &nodes {
+            let operator = PrivateKeySigner::random();
+            write_secret(&node.dir.join("keys/operator.key"), &hex::encode(operator.to_bytes()))?;
+            let eth = U256::from(10u64).pow(U256::from(18u64));
+            deploy::fund(&info.rpc_url, &info.deployment, &deployer, operator.address(), eth, node.registration.stake)
+                .await
+                .map_err(|e| format!("funding an operator: {e}"))?;
+            operators.push(operator);
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for (node, operator) in nodes.into_iter().zip(operators) {
+            let info = info.clone();
+            tasks.spawn(async move {
+                deploy::register(&info.rpc_url, &info.deployment, &operator, &node.registration)
+                    .await
+                    .map_err(|e| format!("registering {}: {e}", node.dir.display()))
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done.map_err(|e| e.to_string())??;
+        }
+        Ok(())
+    })
+}
+
+/// The registry's view for a client of the testnet: a [`nox_node::Trust`] when the testnet
+/// has a chain.
+pub async fn trust(dir: &Path) -> Result<Option<nox_node::Trust>, TestnetError> {
+    let Some(info) = load(dir) else { return Ok(None) };
+    let chain = nox_node::ChainMembership::start(info.config()).await.map_err(|e| e.to_string())?;
+    Ok(Some(nox_node::Trust::Chain(chain)))
+}
