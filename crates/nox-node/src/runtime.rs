@@ -141,7 +141,7 @@ pub async fn run_with(
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
     let trust = crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref()).await?;
     if let Some(chain) = trust.chain() {
-        check_registered(&chain.last().await, &identity, &config)?;
+        check_registered(&*chain.last().await, &identity, &config)?;
     }
     let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust).await?;
     let shared = crate::directory_client::SharedTopology::new(topology.clone());
