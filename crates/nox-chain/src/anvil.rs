@@ -31,15 +31,35 @@ pub fn foundry_tool(name: &str) -> Result<PathBuf, ChainError> {
                 "{name} not found: set {var} to its path, or run from the NOX repository (tools/package.json pins it)"
             ))
         })?;
-    let path = tools.join("node_modules/.bin").join(name);
-    if !path.exists() {
+    let wrapper = tools.join("node_modules/.bin").join(name);
+    if !wrapper.exists() {
         install_tools(&tools)?;
     }
-    if path.exists() {
-        Ok(path)
+    // The npm package's `.bin` entry is a Node.js wrapper that spawns the platform binary; a
+    // SIGKILL to the wrapper would orphan the real process, so run the binary itself.
+    let native = native_binary(&tools, name);
+    if let Some(native) = native.filter(|p| p.exists()) {
+        Ok(native)
+    } else if wrapper.exists() {
+        Ok(wrapper)
     } else {
-        Err(ChainError::Tool(format!("{} is still missing after `npm install --prefix {}`", path.display(), tools.display())))
+        Err(ChainError::Tool(format!("{} is still missing after `npm install --prefix {}`", wrapper.display(), tools.display())))
     }
+}
+
+/// `@foundry-rs/<tool>-<os>-<arch>/bin/<tool>`, the platform package the wrapper would run.
+fn native_binary(tools: &Path, name: &str) -> Option<PathBuf> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        _ => return None,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        _ => return None,
+    };
+    Some(tools.join(format!("node_modules/@foundry-rs/{name}-{os}-{arch}/bin/{name}")))
 }
 
 fn install_tools(tools: &Path) -> Result<(), ChainError> {

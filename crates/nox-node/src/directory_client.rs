@@ -58,6 +58,12 @@ impl View {
 #[derive(Clone)]
 pub struct SharedTopology(Arc<RwLock<Arc<View>>>);
 
+impl std::fmt::Debug for SharedTopology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedTopology").field("fingerprint", &self.current().fingerprint()).finish()
+    }
+}
+
 impl SharedTopology {
     /// Starts with `topology`.
     pub fn new(topology: VerifiedTopology) -> Self {

@@ -181,6 +181,10 @@ pub async fn run_with(
     let metrics = Arc::new(NodeMetrics::default());
     metrics.epoch.store(u64::from(schedule.epoch_at(now_unix())), Ordering::Relaxed);
     metrics.pow_difficulty.store(u64::from(config.node.pow_difficulty), Ordering::Relaxed);
+    let _ = metrics.topology.set(shared.clone());
+    if let Some(chain) = trust.chain() {
+        let _ = metrics.chain.set(chain.clone());
+    }
 
     // Links.
     let keypair = Arc::new(

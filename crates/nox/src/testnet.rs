@@ -62,6 +62,22 @@ pub enum TestnetCommand {
         #[arg(long, default_value_t = 2000)]
         packets: u64,
     },
+    /// Add a node to a running testnet the way a new operator would: fresh keys, a stake
+    /// registered in the node registry, its first descriptor uploaded to the directory once
+    /// the registry admits it, then the node process started.
+    Join {
+        #[command(flatten)]
+        args: TestnetArgs,
+    },
+    /// A node's operator leaves: `requestUnstake` in the registry (the node drops out of every
+    /// verified topology), then its process is stopped.
+    Leave {
+        #[command(flatten)]
+        args: TestnetArgs,
+        /// The node's index (`node-<index>`).
+        #[arg(long)]
+        node: usize,
+    },
     /// Stop every node (SIGTERM, then SIGKILL after 15 s).
     Down {
         #[command(flatten)]
@@ -99,6 +115,8 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
             down(&args.dir)?;
             result.and(shown)
         }
+        TestnetCommand::Join { args } => join(&args.dir).map(|_| ()),
+        TestnetCommand::Leave { args, node } => leave(&args.dir, *node),
         TestnetCommand::Down { args } => down(&args.dir),
     }
 }
@@ -338,29 +356,13 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         write(&path, topology.as_bytes())?;
     }
     for node in nodes(dir) {
-        let log = std::fs::File::create(node.dir.join("node.log")).map_err(|e| e.to_string())?;
-        let log_err = log.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(&exe)
-            .arg("node")
-            .arg("--config")
-            .arg(node.dir.join("node.toml"))
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(|e| format!("starting a node: {e}"))?;
-        write(&node.dir.join("pid"), child.id().to_string().as_bytes())?;
+        spawn_node(&exe, &node.dir)?;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     for node in nodes(dir) {
-        while scrape(node.metrics).is_none() {
-            if Instant::now() > deadline || !pid_alive(&node.dir) {
-                let log = std::fs::read_to_string(node.dir.join("node.log")).unwrap_or_default();
-                let _ = down(dir);
-                return Err(format!("node in {} did not start:\n{log}", node.dir.display()));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_ready(&node, deadline).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
     }
     let chain_line = chain.as_ref().map_or_else(
         || "no chain (authority-signed membership)".to_owned(),
@@ -371,6 +373,120 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         index,
         dir.display()
     );
+    Ok(())
+}
+
+/// Starts `nox node` for the node in `node_dir` (log in `node.log`, pid in `pid`).
+fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
+    let log = std::fs::File::create(node_dir.join("node.log")).map_err(|e| e.to_string())?;
+    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+    let child = Command::new(exe)
+        .arg("node")
+        .arg("--config")
+        .arg(node_dir.join("node.toml"))
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| format!("starting a node: {e}"))?;
+    write(&node_dir.join("pid"), child.id().to_string().as_bytes())
+}
+
+/// Waits until the node answers on its metrics port.
+fn wait_ready(node: &NodeEntry, deadline: Instant) -> Result<(), TestnetError> {
+    while scrape(node.metrics).is_none() {
+        if Instant::now() > deadline || !pid_alive(&node.dir) {
+            let log = std::fs::read_to_string(node.dir.join("node.log")).unwrap_or_default();
+            return Err(format!("node in {} did not start:\n{log}", node.dir.display()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// `nox testnet join`: returns the new node's directory.
+pub fn join(dir: &Path) -> Result<PathBuf, TestnetError> {
+    let info = chain::load(dir).ok_or("this testnet has no chain: joining needs the node registry (testnet up without --no-chain)")?;
+    let existing = nodes(dir);
+    let first = existing.first().ok_or_else(|| format!("no testnet in {}", dir.display()))?;
+    let topology = directory::topology(dir)?;
+    let (layers, schedule) = (topology.layers(), *topology.schedule());
+    let index = existing.len();
+    let node_dir = dir.join(format!("node-{index}"));
+    let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
+    let identity = generate_identity(&node_dir.join("keys"), &mut rng).map_err(|e| e.to_string())?;
+    let layer = identity.public().layer(layers).0;
+    // The new node's configuration is its layer's first node's, with its own keys and ports.
+    let template = existing.iter().find(|n| n.layer == layer).unwrap_or(first);
+    let template_text = std::fs::read_to_string(template.dir.join("node.toml")).map_err(|e| e.to_string())?;
+    let listen_of = |text: &str| -> Option<SocketAddr> {
+        text.lines().find_map(|l| l.strip_prefix("listen = ")).and_then(|v| v.trim_matches('"').parse().ok())
+    };
+    let template_listen = listen_of(&template_text).ok_or("template node.toml has no listen address")?;
+    let base_port = listen_of(&std::fs::read_to_string(first.dir.join("node.toml")).map_err(|e| e.to_string())?)
+        .ok_or("node-0 has no listen address")?
+        .port();
+    let port = base_port + index as u16;
+    let listen: SocketAddr = ([127, 0, 0, 1], port).into();
+    let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
+    let template_name = template.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let config = template_text
+        .replace(&format!("{template_name}/"), &format!("node-{index}/"))
+        .replace(&format!("\"{template_listen}\""), &format!("\"{listen}\""))
+        .replace(&format!("\"{}\"", template.metrics), &format!("\"{metrics}\""));
+    write(&node_dir.join("node.toml"), config.as_bytes())?;
+    write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
+
+    // Register with a stake, from a fresh operator account.
+    let registration = nox_chain::Registration {
+        identity_key: identity.public().identity_key.to_bytes(),
+        link_key: identity.public().link_key.to_bytes(),
+        link_address: listen.to_string(),
+        role: chain::role(layer, layers.get()),
+        stake: chain::testnet_stake(),
+    };
+    chain::register(dir, &info, vec![chain::NodeToRegister { dir: node_dir.clone(), registration }])?;
+
+    // First descriptor: the directory accepts it once it has read the registration.
+    let now = unix_now();
+    let mut store = EpochKeyStore::open(&node_dir.join("keys/sphinx"), schedule).map_err(|e| e.to_string())?;
+    for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
+        store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
+    }
+    let keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
+    let descriptor = identity.descriptor(listen, layers, 0, keys).map_err(|e| e.to_string())?;
+    let directory_addr = directory::addr(dir).ok_or("the testnet has no directory")?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match runtime.block_on(nox_directory::upload_descriptor(directory_addr, &descriptor, Duration::from_secs(3))) {
+            Ok(_) => break,
+            Err(e) if Instant::now() > deadline => return Err(format!("the directory refused the new node: {e}")),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+    write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    spawn_node(&exe, &node_dir)?;
+    let entry = NodeEntry { dir: node_dir.clone(), metrics, layer };
+    wait_ready(&entry, Instant::now() + Duration::from_secs(30))?;
+    println!("testnet join: node-{index} in layer {layer} on {listen}, registered and running");
+    Ok(node_dir)
+}
+
+/// `nox testnet leave --node N`.
+pub fn leave(dir: &Path, index: usize) -> Result<(), TestnetError> {
+    let info = chain::load(dir).ok_or("this testnet has no chain")?;
+    let node_dir = dir.join(format!("node-{index}"));
+    let operator = chain::operator_key(&node_dir)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime
+        .block_on(nox_chain::deploy::request_unstake(&info.rpc_url, &info.deployment, &operator))
+        .map_err(|e| format!("requestUnstake: {e}"))?;
+    if let Some(pid) = pid_of(&node_dir) {
+        let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+    }
+    println!("testnet leave: node-{index} requested unstake (out of the registry's active list) and was stopped");
     Ok(())
 }
 

@@ -196,3 +196,46 @@ pub async fn trust(dir: &Path) -> Result<Option<nox_node::Trust>, TestnetError> 
     let chain = nox_node::ChainMembership::start(info.config()).await.map_err(|e| e.to_string())?;
     Ok(Some(nox_node::Trust::Chain(chain)))
 }
+
+/// Reads a TOML file holding a `[chain]` section.
+pub fn load_chain_toml(path: &Path) -> Result<ChainConfig, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        chain: ChainConfig,
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str::<File>(&text).map(|f| f.chain).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Seconds between registry reads of a directory.
+const ADMISSION_PERIOD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The registry's active identities, re-read every [`ADMISSION_PERIOD`] (a directory admits
+/// exactly those). A failed read keeps the last verified set.
+pub async fn admission_feed(
+    config: ChainConfig,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<tokio::sync::watch::Receiver<Vec<[u8; 32]>>, String> {
+    let chain = nox_node::ChainMembership::start(config).await.map_err(|e| e.to_string())?;
+    let identities = |s: &nox_chain::RegistrySnapshot| s.nodes.iter().map(|n| n.identity_key).collect::<Vec<_>>();
+    let (tx, rx) = tokio::sync::watch::channel(identities(&*chain.last().await));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(ADMISSION_PERIOD) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            let snapshot = chain.refresh().await;
+            tx.send_if_modified(|current| {
+                let fresh = identities(&snapshot);
+                let changed = *current != fresh;
+                if changed {
+                    *current = fresh;
+                }
+                changed
+            });
+        }
+    });
+    Ok(rx)
+}

@@ -39,6 +39,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
 /// Writes the authority key (0600) and `directory.toml`, starts `nox directory` and waits until
 /// it serves the document at `topology.json`. Returns its address.
 pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<SocketAddr, TestnetError> {
+    let chain = crate::testnet_chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
     let key_file = dir.join("authority.key");
     let mut file = std::fs::OpenOptions::new()
@@ -59,10 +60,13 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     write(&process.join("directory.toml"), config.as_bytes())?;
     let log = std::fs::File::create(process.join("directory.log")).map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
-    let child = Command::new(exe)
-        .arg("directory")
-        .arg("--config")
-        .arg(process.join("directory.toml"))
+    let mut command = Command::new(exe);
+    command.arg("directory").arg("--config").arg(process.join("directory.toml"));
+    if let Some(chain) = chain {
+        write(&process.join("chain.toml"), chain.toml().as_bytes())?;
+        command.arg("--chain").arg(process.join("chain.toml"));
+    }
+    let child = command
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)
