@@ -7,6 +7,7 @@ pub mod bindings;
 pub mod deploy;
 mod error;
 pub mod reader;
+pub mod slash;
 pub mod snapshot;
 pub mod view;
 

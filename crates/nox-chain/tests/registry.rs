@@ -173,3 +173,46 @@ async fn an_rpc_endpoint_that_lies_about_the_node_list_is_refused() {
     let honest = RegistryReader::connect(net.anvil.url(), net.deployment.registry, None).await.expect("connects");
     assert_eq!(honest.snapshot(0).await.expect("verified").nodes.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_equivocating_node_is_slashed_by_a_third_party_and_leaves_the_registry() {
+    use nox_chain::bindings::{NodeRegistry, NoxStakeToken};
+    use nox_chain::slash::{self, Equivocation};
+    let net = net(2).await;
+    let (chain_id, registry) = (net.deployment.chain_id, net.deployment.registry);
+    let operator = &net.operators[0];
+    let provider = deploy::wallet_provider(net.anvil.url(), operator).expect("provider");
+    // The Rust EIP-712 digest is the contract's.
+    let hash_a = slash::keys_hash(&[[7; 32]]);
+    let on_chain = NodeRegistry::new(registry, &provider)
+        .epochKeysDigest(operator.address(), 42, hash_a)
+        .call()
+        .await
+        .expect("digest");
+    assert_eq!(on_chain, slash::epoch_keys_digest(chain_id, registry, operator.address(), 42, hash_a));
+
+    let hash_b = slash::keys_hash(&[[8; 32]]);
+    let sign = |h| slash::sign_epoch_keys(operator, chain_id, registry, 42, h).expect("signs");
+    let evidence = Equivocation { operator: operator.address(), epoch: 42, a: (hash_a, sign(hash_a)), b: (hash_b, sign(hash_b)) };
+    let reporter = PrivateKeySigner::random();
+    let deployer = deploy::signer(DEV_KEY).expect("dev key");
+    let eth = U256::from(10u64).pow(U256::from(18u64));
+    deploy::fund(net.anvil.url(), &net.deployment, &deployer, reporter.address(), eth, U256::ZERO).await.expect("funds");
+
+    // The same statement twice is no equivocation; another operator's signature is not evidence.
+    let same = Equivocation { b: evidence.a.clone(), ..evidence.clone() };
+    assert!(slash::submit(net.anvil.url(), &net.deployment, &reporter, &same).await.is_err());
+    let forged_b = slash::sign_epoch_keys(&reporter, chain_id, registry, 42, hash_b).expect("signs");
+    let forged = Equivocation { b: (hash_b, forged_b), ..evidence.clone() };
+    assert!(slash::submit(net.anvil.url(), &net.deployment, &reporter, &forged).await.is_err());
+
+    slash::submit(net.anvil.url(), &net.deployment, &reporter, &evidence).await.expect("slashed");
+    let token = NoxStakeToken::new(net.deployment.stake_token, &provider);
+    let reward = token.balanceOf(reporter.address()).call().await.expect("balance");
+    // 10 % (slash_reporter_bps = 1000) of node 1's stake of 1001.
+    assert_eq!(reward, U256::from(100u64));
+    let reader = RegistryReader::connect(net.anvil.url(), registry, None).await.expect("connects");
+    let after = reader.snapshot(0).await.expect("verified");
+    assert!(after.by_identity(&[1; 32]).is_none(), "a slashed node is no longer listed");
+    assert_eq!(after.nodes.len(), 1);
+}
