@@ -406,6 +406,11 @@ fn wait_ready(node: &NodeEntry, deadline: Instant) -> Result<(), TestnetError> {
 
 /// `nox testnet join`: returns the new node's directory.
 pub fn join(dir: &Path) -> Result<PathBuf, TestnetError> {
+    join_with(dir, &std::env::current_exe().map_err(|e| e.to_string())?)
+}
+
+/// [`join`], starting the node with the `nox` binary at `exe`.
+pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     let info = chain::load(dir).ok_or("this testnet has no chain: joining needs the node registry (testnet up without --no-chain)")?;
     let existing = nodes(dir);
     let first = existing.first().ok_or_else(|| format!("no testnet in {}", dir.display()))?;
@@ -466,8 +471,7 @@ pub fn join(dir: &Path) -> Result<PathBuf, TestnetError> {
         }
     }
     write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    spawn_node(&exe, &node_dir)?;
+    spawn_node(exe, &node_dir)?;
     let entry = NodeEntry { dir: node_dir.clone(), metrics, layer };
     wait_ready(&entry, Instant::now() + Duration::from_secs(30))?;
     println!("testnet join: node-{index} in layer {layer} on {listen}, registered and running");
