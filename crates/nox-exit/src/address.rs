@@ -3,12 +3,14 @@
 //! [`classify`] refuses every address that is not globally routable unicast, by a table of
 //! special-purpose ranges (IANA special-purpose registries, RFC 6890 and successors). It does
 //! not use the unstable `IpAddr::is_global`. [`AddressPolicy`] adds the operator's allow-list
-//! (used by tests for loopback) on top.
+//! (addresses or networks, optionally narrowed to one port) on top.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
 
 use ipnet::IpNet;
+use serde::{Deserialize, Deserializer};
 
 /// Why an address is refused: the special-purpose class and the range it falls in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,24 +127,95 @@ pub fn classify(addr: IpAddr) -> Result<(), NonGlobal> {
     }
 }
 
-/// [`classify`] plus an operator allow-list of networks that are accepted although non-global.
+/// One operator allow-list entry: a network (or one address) and, optionally, one port.
+///
+/// Written as a string: `"127.0.0.1:8080"` or `"[::1]:8080"` (that address and port only),
+/// `"127.0.0.1"` or `"10.0.0.0/8"` (every port of that address or network). An entry with a
+/// port is the narrow form meant for tests and demos: it opens one service, not a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AllowEntry {
+    /// The addresses admitted.
+    pub net: IpNet,
+    /// The one port admitted; `None` admits every port.
+    pub port: Option<u16>,
+}
+
+/// An allow-list entry that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid exit allow-list entry {0:?}: expected an address with a port (\"127.0.0.1:8080\", \"[::1]:8080\"), an address or a network (\"10.0.0.0/8\")"
+)]
+pub struct AllowEntryError(pub String);
+
+impl AllowEntry {
+    /// Exactly `addr` (address and port).
+    pub fn socket(addr: SocketAddr) -> Self {
+        Self { net: IpNet::from(addr.ip()), port: Some(addr.port()) }
+    }
+
+    /// Does this entry admit `addr`?
+    pub fn admits(&self, addr: SocketAddr) -> bool {
+        self.net.contains(&addr.ip()) && self.port.is_none_or(|p| p == addr.port())
+    }
+}
+
+impl FromStr for AllowEntry {
+    type Err = AllowEntryError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let invalid = || AllowEntryError(s.to_owned());
+        let text = s.trim();
+        if let Ok(addr) = text.parse::<SocketAddr>() {
+            if addr.port() == 0 {
+                return Err(invalid());
+            }
+            return Ok(Self::socket(addr));
+        }
+        if let Ok(net) = text.parse::<IpNet>() {
+            return Ok(Self { net: net.trunc(), port: None });
+        }
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Ok(Self { net: IpNet::from(ip), port: None });
+        }
+        Err(invalid())
+    }
+}
+
+impl fmt::Display for AllowEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.port {
+            Some(port) => write!(f, "{}", SocketAddr::new(self.net.addr(), port)),
+            None => write!(f, "{}", self.net),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AllowEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// [`classify`] plus an operator allow-list of addresses (optionally with a port) that are
+/// accepted although non-global.
 #[derive(Debug, Clone, Default)]
 pub struct AddressPolicy {
-    allow: Vec<IpNet>,
+    allow: Vec<AllowEntry>,
 }
 
 impl AddressPolicy {
-    /// A policy that accepts global addresses and anything inside `allow`.
-    pub fn new(allow: Vec<IpNet>) -> Self {
+    /// A policy that accepts global addresses and whatever `allow` admits.
+    pub fn new(allow: Vec<AllowEntry>) -> Self {
         Self { allow }
     }
 
     /// `Ok(())` if the exit may connect to `addr`.
-    pub fn check(&self, addr: IpAddr) -> Result<(), NonGlobal> {
-        if self.allow.iter().any(|net| net.contains(&addr)) {
+    pub fn check(&self, addr: SocketAddr) -> Result<(), NonGlobal> {
+        if self.allow.iter().any(|entry| entry.admits(addr)) {
             return Ok(());
         }
-        classify(addr)
+        classify(addr.ip())
     }
 }
 

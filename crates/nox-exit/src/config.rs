@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use ipnet::IpNet;
 use serde::Deserialize;
+
+use crate::address::AllowEntry;
 
 /// Everything the exit services need. Every field has a default (`#[serde(default)]`).
 #[derive(Debug, Clone, Deserialize)]
@@ -27,8 +28,10 @@ impl Default for ExitConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
-    /// Networks accepted although non-global (tests: `127.0.0.0/8`). Default: none.
-    pub allow: Vec<IpNet>,
+    /// Destinations accepted although non-global: `"127.0.0.1:8080"` / `"[::1]:8080"` (one
+    /// address and port), `"127.0.0.1"` or `"10.0.0.0/8"` (every port). Default: none. Only
+    /// IP literals and resolved addresses are matched, never names.
+    pub allow: Vec<AllowEntry>,
     /// Destination ports accepted; empty (the default) accepts any port except 0.
     pub ports: Vec<u16>,
     /// Response cap (headers + body); the caller's per-request cap applies too, the smaller wins.
@@ -60,7 +63,8 @@ pub const MAX_CONCURRENT: usize = 1_000_000;
 /// Largest accepted timeout.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// The read-only (plus `eth_sendRawTransaction`) method allow-list used by default.
+/// The method allow-list used by default: read-only calls plus `eth_sendRawTransaction`
+/// (which is refused until `chain_id` is configured).
 pub const DEFAULT_JSON_RPC_METHODS: &[&str] = &[
     "eth_chainId",
     "eth_blockNumber",
@@ -104,6 +108,27 @@ pub struct JsonRpcConfig {
     pub timeout: Duration,
     /// Upstream response cap; the caller's per-request cap applies too, the smaller wins.
     pub max_response_bytes: usize,
+    /// The chain whose transactions `eth_sendRawTransaction` forwards. `None` (the default):
+    /// the exit cannot check a transaction's chain, so it forwards none (`Forbidden`).
+    pub chain_id: Option<u64>,
+    /// Gas granted to one `eth_call` / `eth_estimateGas`: a call object without `gas` is sent
+    /// with `gas` = this cap; one asking for more is refused (`Forbidden`).
+    pub gas_cap: u64,
+    /// Accept state overrides (the third parameter of `eth_call` / `eth_estimateGas`).
+    pub state_overrides: bool,
+    /// Block tags accepted where a method reads state (`eth_call`, `eth_estimateGas`,
+    /// `eth_getBalance`, `eth_getCode`, `eth_getStorageAt`, `eth_getTransactionCount`).
+    pub state_block_tags: Vec<String>,
+    /// Accept block numbers and block hashes (EIP-1898) where a method reads state: old state
+    /// needs an archive node and is the expensive case. Off by default: tags only.
+    pub historical_state: bool,
+    /// Most addresses in one `eth_getLogs` filter.
+    pub max_log_addresses: usize,
+    /// Most alternatives in one `eth_getLogs` topic position (there are at most 4 positions).
+    pub max_log_topics: usize,
+    /// Calls in flight at once across all clients, a batch counting as its length; more are
+    /// refused with `Busy` (on top of the exit-wide `max_concurrent`).
+    pub max_calls_in_flight: usize,
 }
 
 impl Default for JsonRpcConfig {
@@ -117,9 +142,26 @@ impl Default for JsonRpcConfig {
             max_request_bytes: 1 << 20,
             timeout: Duration::from_secs(10),
             max_response_bytes: 1 << 20,
+            chain_id: None,
+            gas_cap: DEFAULT_GAS_CAP,
+            state_overrides: false,
+            state_block_tags: DEFAULT_STATE_BLOCK_TAGS.iter().map(|t| (*t).to_owned()).collect(),
+            historical_state: false,
+            max_log_addresses: 32,
+            max_log_topics: 32,
+            max_calls_in_flight: 64,
         }
     }
 }
+
+/// Default `gas_cap`: geth's own default RPC gas cap.
+pub const DEFAULT_GAS_CAP: u64 = 50_000_000;
+
+/// Default `state_block_tags`: recent state only (`earliest` is archive state).
+pub const DEFAULT_STATE_BLOCK_TAGS: &[&str] = &["latest", "pending", "safe", "finalized"];
+
+/// Block tags a block parameter may carry at all.
+pub const BLOCK_TAGS: &[&str] = &["latest", "pending", "safe", "finalized", "earliest"];
 
 /// A configuration the exit cannot run with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -133,6 +175,9 @@ pub enum ConfigError {
     /// The JSON-RPC upstream is not an `http://` or `https://` URL.
     #[error("invalid JSON-RPC upstream URL: {0}")]
     Upstream(String),
+    /// A JSON-RPC setting out of range.
+    #[error("invalid JSON-RPC setting: {0}")]
+    JsonRpc(String),
     /// TLS could not be set up.
     #[error("TLS setup failed: {0}")]
     Tls(String),

@@ -1,5 +1,7 @@
 //! Errors returned to the anonymous client. Every message is safe to send back: it names only
-//! what the client itself supplied (URL, method, destination address) and the exit's limits.
+//! what the client itself supplied (URL, method, an IP literal it wrote) and the exit's limits.
+//! It never names an address the exit learnt by resolving a name, and it never says whether a
+//! refused name resolved at all (see [`ExitError::Refused`]).
 
 /// The status byte class of an error, sent in the reply message. Keep the numbering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,15 +29,24 @@ pub enum ExitError {
     /// Malformed request (URL, header, JSON, parameters).
     #[error("bad request: {0}")]
     BadRequest(String),
-    /// The destination resolved to an address the exit refuses.
+    /// The client's own IP literal is an address the exit refuses.
     #[error("destination {addr} is not a global address ({class} {network})")]
     NonGlobal {
-        /// The refused address.
+        /// The refused address, as the client wrote it in the URL.
         addr: std::net::IpAddr,
         /// Its special-purpose class.
         class: &'static str,
         /// The refused range.
         network: &'static str,
+    },
+    /// A host name that does not lead to an address the exit may connect to: it does not
+    /// resolve, resolves to nothing, or resolves (even in part) to a refused address. One
+    /// message for all three, so that refusals map neither the exit's private names nor their
+    /// addresses.
+    #[error("destination {host} refused: it does not resolve to an address this exit may connect to")]
+    Refused {
+        /// The host name, as the client wrote it (lower-cased).
+        host: String,
     },
     /// Refused by another policy (port, Host header, JSON-RPC method).
     #[error("forbidden: {0}")]
@@ -65,7 +76,7 @@ impl ExitError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::BadRequest(_) => ErrorKind::BadRequest,
-            Self::NonGlobal { .. } | Self::Forbidden(_) => ErrorKind::Forbidden,
+            Self::NonGlobal { .. } | Self::Refused { .. } | Self::Forbidden(_) => ErrorKind::Forbidden,
             Self::Timeout(_) => ErrorKind::Timeout,
             Self::ResponseTooLarge(_) | Self::RequestTooLarge(_) => ErrorKind::TooLarge,
             Self::Upstream(_) => ErrorKind::Upstream,

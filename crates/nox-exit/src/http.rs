@@ -1,6 +1,6 @@
 //! The HTTP(S) fetch service: request validation, resolve-once + check + pin, manual redirects.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
@@ -125,30 +125,28 @@ impl Inner {
         }
     }
 
-    fn check_addr(&self, addr: IpAddr) -> Result<(), ExitError> {
-        self.policy.check(addr).map_err(|ng| ExitError::NonGlobal { addr, class: ng.class, network: ng.network })
-    }
-
     /// Resolve `target` once and check every address; refuse the whole answer if any address
-    /// is non-global (a mixed answer is the signature of a rebinding attempt).
+    /// is refused (a mixed answer is the signature of a rebinding attempt).
+    ///
+    /// An IP literal is the client's own text: its refusal names it and its class. A name's
+    /// refusal is [`ExitError::Refused`], the same whether the name does not resolve, resolves
+    /// to nothing or resolves to a refused address: it never reveals what the exit's resolver
+    /// knows about private names.
     async fn resolve_checked(&self, target: &Target) -> Result<Vec<SocketAddr>, ExitError> {
-        let addrs = match target.ip {
-            Some(ip) => vec![SocketAddr::new(ip, target.port)],
-            None => {
-                let mut addrs = self
-                    .resolver
-                    .resolve(&target.host, target.port)
-                    .await
-                    .map_err(|e| ExitError::Upstream(format!("could not resolve {}: {}", target.host, e.kind())))?;
-                addrs.truncate(MAX_ADDRESSES);
-                addrs
-            }
-        };
-        if addrs.is_empty() {
-            return Err(ExitError::Upstream(format!("{} has no addresses", target.host)));
+        if let Some(ip) = target.ip {
+            let addr = SocketAddr::new(ip, target.port);
+            self.policy.check(addr).map_err(|ng| ExitError::NonGlobal {
+                addr: ip,
+                class: ng.class,
+                network: ng.network,
+            })?;
+            return Ok(vec![addr]);
         }
-        for addr in &addrs {
-            self.check_addr(addr.ip())?;
+        let refused = || ExitError::Refused { host: target.host.clone() };
+        let mut addrs = self.resolver.resolve(&target.host, target.port).await.map_err(|_| refused())?;
+        addrs.truncate(MAX_ADDRESSES);
+        if addrs.is_empty() || addrs.iter().any(|addr| self.policy.check(*addr).is_err()) {
+            return Err(refused());
         }
         Ok(addrs)
     }

@@ -20,13 +20,15 @@ use http_body_util::Full;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsConnector;
 
-pub use address::{AddressPolicy, NonGlobal, classify};
+pub use address::{AddressPolicy, AllowEntry, AllowEntryError, NonGlobal, classify};
 pub use config::{
-    ConfigError, DEFAULT_JSON_RPC_METHODS, ExitConfig, HttpConfig, JsonRpcConfig, MAX_CONCURRENT, MAX_TIMEOUT,
+    BLOCK_TAGS, ConfigError, DEFAULT_GAS_CAP, DEFAULT_JSON_RPC_METHODS, DEFAULT_STATE_BLOCK_TAGS, ExitConfig,
+    HttpConfig, JsonRpcConfig, MAX_CONCURRENT, MAX_TIMEOUT,
 };
 pub use error::{ErrorKind, ExitError};
 pub use http::{HttpRequest, HttpResponse};
 pub use ipnet::IpNet;
+pub use jsonrpc::tx::{TxError, TxSummary, TxType, decode as decode_transaction};
 pub use resolver::{BoxFuture, Dialer, Resolver, SystemResolver, TcpDialer};
 
 use jsonrpc::RpcPolicy;
@@ -45,7 +47,15 @@ pub(crate) struct Inner {
     dialer: Arc<dyn Dialer>,
     tls: TlsConnector,
     permits: Semaphore,
-    rpc: Option<(RpcPolicy, Target)>,
+    rpc: Option<Rpc>,
+}
+
+/// A configured JSON-RPC forwarder.
+struct Rpc {
+    policy: RpcPolicy,
+    upstream: Target,
+    /// Calls in flight across all clients (a batch takes one permit per call).
+    calls: Semaphore,
 }
 
 fn tls_connector() -> Result<TlsConnector, ConfigError> {
@@ -58,6 +68,31 @@ fn tls_connector() -> Result<TlsConnector, ConfigError> {
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsConnector::from(Arc::new(config)))
+}
+
+/// The JSON-RPC check alone, without I/O: the canonical body the exit would forward for `body`
+/// under `config`, or the error it would answer. Used by the fuzz target; the forwarder itself
+/// runs the same code.
+pub fn canonical_json_rpc(config: &JsonRpcConfig, body: &[u8]) -> Result<Vec<u8>, ExitError> {
+    RpcPolicy::new(config.clone()).validate(body).map(|validated| validated.body)
+}
+
+/// JSON-RPC settings the forwarder cannot run with.
+fn check_rpc(rpc: &JsonRpcConfig) -> Result<(), ConfigError> {
+    let invalid = |msg: String| Err(ConfigError::JsonRpc(msg));
+    if rpc.gas_cap == 0 {
+        return invalid("gas_cap must be at least 1".into());
+    }
+    if !(1..=MAX_CONCURRENT).contains(&rpc.max_calls_in_flight) || rpc.max_calls_in_flight > Semaphore::MAX_PERMITS {
+        return invalid(format!("max_calls_in_flight must be between 1 and {MAX_CONCURRENT}"));
+    }
+    if rpc.max_batch == 0 || rpc.max_batch > rpc.max_calls_in_flight {
+        return invalid(format!("max_batch must be between 1 and max_calls_in_flight ({})", rpc.max_calls_in_flight));
+    }
+    if let Some(tag) = rpc.state_block_tags.iter().find(|t| !BLOCK_TAGS.contains(&t.as_str())) {
+        return invalid(format!("state_block_tags: unknown tag {tag:?} (known: {})", BLOCK_TAGS.join(", ")));
+    }
+    Ok(())
 }
 
 fn timeout_error(limit: Duration) -> ExitError {
@@ -95,8 +130,10 @@ impl ExitServices {
                 if !timeout_ok(rpc.timeout) {
                     return Err(ConfigError::Timeout("json_rpc"));
                 }
-                let target = target::parse(&rpc.upstream).map_err(|e| ConfigError::Upstream(e.to_string()))?;
-                Some((RpcPolicy::new(rpc.clone()), target))
+                let upstream = target::parse(&rpc.upstream).map_err(|e| ConfigError::Upstream(e.to_string()))?;
+                check_rpc(rpc)?;
+                let calls = Semaphore::new(rpc.max_calls_in_flight);
+                Some(Rpc { policy: RpcPolicy::new(rpc.clone()), upstream, calls })
             }
         };
         let inner = Inner {
@@ -137,17 +174,20 @@ impl ExitServices {
             .map_err(|_| timeout_error(config.timeout))?
     }
 
-    /// Forward a JSON-RPC request or batch to the operator's upstream after validation, and
-    /// return the upstream's response body (capped like [`ExitServices::http`]).
+    /// Validate a JSON-RPC request or batch, forward its canonical re-serialisation (never the
+    /// client's bytes) to the operator's upstream, and return the upstream's response body
+    /// (capped like [`ExitServices::http`]).
     pub async fn json_rpc(&self, body: &[u8], max_response_len: usize) -> Result<Vec<u8>, ExitError> {
-        let Some((policy, target)) = &self.inner.rpc else {
+        let Some(rpc) = &self.inner.rpc else {
             return Err(ExitError::Unsupported("this exit does not offer JSON-RPC".into()));
         };
         let _permit = self.permit()?;
-        policy.validate(body)?;
-        let config = &policy.config;
+        let validated = rpc.policy.validate(body)?;
+        let config = &rpc.policy.config;
+        let calls = u32::try_from(validated.calls).unwrap_or(u32::MAX);
+        let _calls = rpc.calls.try_acquire_many(calls).map_err(|_| ExitError::Busy(config.max_calls_in_flight))?;
         let cap = max_response_len.min(config.max_response_bytes);
-        tokio::time::timeout(config.timeout, self.inner.forward_rpc(target, body, cap))
+        tokio::time::timeout(config.timeout, self.inner.forward_rpc(&rpc.upstream, validated.body, cap))
             .await
             .map_err(|_| timeout_error(config.timeout))?
     }
@@ -156,7 +196,7 @@ impl ExitServices {
 impl Inner {
     /// The upstream is the operator's own: resolved without the address policy. Error messages
     /// do not name it.
-    async fn forward_rpc(&self, target: &Target, body: &[u8], cap: usize) -> Result<Vec<u8>, ExitError> {
+    async fn forward_rpc(&self, target: &Target, body: Vec<u8>, cap: usize) -> Result<Vec<u8>, ExitError> {
         let unavailable = |why: String| ExitError::Upstream(format!("JSON-RPC upstream unavailable: {why}"));
         let addrs = match target.ip {
             Some(ip) => vec![std::net::SocketAddr::new(ip, target.port)],
@@ -169,7 +209,7 @@ impl Inner {
             .uri(target.path.as_str())
             .header(header::HOST, target.host_header.as_str())
             .header(header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::copy_from_slice(body)))
+            .body(Full::new(Bytes::from(body)))
             .map_err(|e| unavailable(e.to_string()))?;
         let fetched =
             transport::exchange(&*self.dialer, &self.tls, target, &addrs, request, cap).await.map_err(|e| match e {

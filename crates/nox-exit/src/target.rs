@@ -87,10 +87,10 @@ pub(crate) fn parse(url: &str) -> Result<Target, ExitError> {
         }
     };
     let mut target = Target { tls, host, ip, port: 0, path: String::new(), host_header: String::new() };
-    target.port = authority.port_u16().unwrap_or(target.default_port());
-    if target.port == 0 {
-        return Err(bad("malformed URL: port 0"));
-    }
+    target.port = match explicit_port(authority.as_str())? {
+        Some(port) => port,
+        None => target.default_port(),
+    };
     target.path = match uri.path_and_query().map(|p| p.as_str()) {
         Some(p) if p.starts_with('/') => p.to_owned(),
         Some(p) if !p.is_empty() => format!("/{p}"),
@@ -103,6 +103,28 @@ pub(crate) fn parse(url: &str) -> Result<Target, ExitError> {
     target.host_header =
         if target.port == target.default_port() { host_part } else { format!("{host_part}:{}", target.port) };
     Ok(target)
+}
+
+/// The port written in `authority` (`host:port` or `[v6]:port`), if any. An empty port
+/// (`host:`) means the default (RFC 3986 §3.2.3); a port outside 1–65535 is a bad request,
+/// never silently the default.
+fn explicit_port(authority: &str) -> Result<Option<u16>, ExitError> {
+    let after_host = match authority.rfind(']') {
+        Some(close) => &authority[close + 1..],
+        None => authority.rfind(':').map_or("", |colon| &authority[colon..]),
+    };
+    let Some(digits) = after_host.strip_prefix(':') else { return Ok(None) };
+    if digits.is_empty() {
+        return Ok(None);
+    }
+    let out_of_range = || bad(format!("malformed URL: port {} is outside 1-65535", clip(digits, 16)));
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(format!("malformed URL: port {} is not a number", clip(digits, 16))));
+    }
+    match digits.parse::<u16>() {
+        Ok(0) | Err(_) => Err(out_of_range()),
+        Ok(port) => Ok(Some(port)),
+    }
 }
 
 /// Does `reference` start with a URI scheme (`ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"`)?

@@ -1,9 +1,9 @@
 //! Address classification: every refused class, the boundaries just outside each range, and
 //! IPv6 embeddings of IPv4 addresses.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use nox_exit::{AddressPolicy, IpNet, classify};
+use nox_exit::{AddressPolicy, AllowEntry, classify};
 use proptest::prelude::*;
 
 /// (class, network, addresses inside, addresses just outside and global)
@@ -82,15 +82,52 @@ fn refusal_display_names_class_and_network() {
     assert_eq!(classify(ip("10.0.0.1")).unwrap_err().to_string(), "private-use 10.0.0.0/8");
 }
 
+fn sock(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
 #[test]
 fn allow_list_overrides_only_its_networks() {
-    let policy = AddressPolicy::new(vec!["127.0.0.0/8".parse::<IpNet>().unwrap()]);
-    assert_eq!(policy.check(ip("127.0.0.1")), Ok(()));
-    assert_eq!(policy.check(ip("10.0.0.1")).unwrap_err().network, "10.0.0.0/8");
+    let policy = AddressPolicy::new(vec!["127.0.0.0/8".parse::<AllowEntry>().unwrap()]);
+    assert_eq!(policy.check(sock("127.0.0.1:80")), Ok(()));
+    assert_eq!(policy.check(sock("127.0.0.1:9100")), Ok(()), "a network entry admits every port");
+    assert_eq!(policy.check(sock("10.0.0.1:80")).unwrap_err().network, "10.0.0.0/8");
     // The IPv4 allow-list does not open the IPv4-mapped form.
-    assert_eq!(policy.check(ip("::ffff:127.0.0.1")).unwrap_err().network, "::ffff:0:0/96");
-    assert_eq!(policy.check(ip("::1")).unwrap_err().class, "loopback");
-    assert!(AddressPolicy::default().check(ip("127.0.0.1")).is_err());
+    assert_eq!(policy.check(sock("[::ffff:127.0.0.1]:80")).unwrap_err().network, "::ffff:0:0/96");
+    assert_eq!(policy.check(sock("[::1]:80")).unwrap_err().class, "loopback");
+    assert!(AddressPolicy::default().check(sock("127.0.0.1:80")).is_err());
+}
+
+/// An entry with a port opens that one service, not the host: the testnet's exits allow their
+/// test server this way and so cannot reach the nodes' metrics ports on the same address.
+#[test]
+fn allow_entry_with_a_port_admits_only_that_port() {
+    let policy = AddressPolicy::new(vec!["127.0.0.1:8080".parse().unwrap(), "[::1]:8443".parse().unwrap()]);
+    assert_eq!(policy.check(sock("127.0.0.1:8080")), Ok(()));
+    assert_eq!(policy.check(sock("127.0.0.1:8081")).unwrap_err().class, "loopback");
+    assert_eq!(policy.check(sock("127.0.0.2:8080")).unwrap_err().class, "loopback");
+    assert_eq!(policy.check(sock("[::1]:8443")), Ok(()));
+    assert_eq!(policy.check(sock("[::1]:8080")).unwrap_err().class, "loopback");
+    assert_eq!(policy.check(sock("[::ffff:127.0.0.1]:8080")).unwrap_err().class, "IPv4-mapped");
+}
+
+#[test]
+fn allow_entries_parse_and_print() {
+    let cases = [
+        ("127.0.0.1:8080", "127.0.0.1:8080"),
+        ("[::1]:8080", "[::1]:8080"),
+        ("127.0.0.1", "127.0.0.1/32"),
+        ("10.1.2.3/8", "10.0.0.0/8"),
+        (" ::1/128 ", "::1/128"),
+    ];
+    for (text, shown) in cases {
+        assert_eq!(text.parse::<AllowEntry>().unwrap().to_string(), shown, "{text}");
+    }
+    for text in ["127.0.0.1:0", "127.0.0.1:65536", "localhost:80", "10.0.0.0/33", "", "[::1]"] {
+        let err = text.parse::<AllowEntry>().unwrap_err();
+        assert!(err.to_string().contains("invalid exit allow-list entry"), "{text}: {err}");
+    }
+    assert_eq!(AllowEntry::socket(sock("127.0.0.1:1")), "127.0.0.1:1".parse().unwrap());
 }
 
 proptest! {

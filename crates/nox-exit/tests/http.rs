@@ -42,13 +42,85 @@ async fn loopback_without_allow_list_is_forbidden_before_connecting() {
     assert_eq!(server.accepted(), 0);
 }
 
+/// A name from the exit's /etc/hosts (`localhost`) is refused without naming the address it
+/// resolved to.
 #[tokio::test]
-async fn localhost_name_resolves_to_loopback_and_is_refused() {
+async fn localhost_name_is_refused_without_naming_its_address() {
     let server = canned(hello()).await;
     let exit = ExitServices::with_resolver(ExitConfig::default(), Arc::new(SystemResolver)).unwrap();
     let err = exit.http(get(&format!("http://localhost:{}/", server.addr.port())), CAP).await.unwrap_err();
-    assert!(matches!(err, ExitError::NonGlobal { class: "loopback", .. }), "{err}");
+    assert_eq!(err, ExitError::Refused { host: "localhost".into() });
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
+    let text = err.to_string();
+    for leak in ["127.", "::1", "loopback"] {
+        assert!(!text.contains(leak), "the refusal names {leak}: {text}");
+    }
     assert_eq!(server.accepted(), 0);
+}
+
+/// "Does not resolve", "resolves to nothing", "resolves to a private address" and "resolves
+/// partly to a private address" are one answer: the kind and the text differ only by the name
+/// the client sent, so refusals are no oracle for the exit's private names.
+#[tokio::test]
+async fn refusals_for_names_do_not_tell_unresolvable_from_private() {
+    let mut answers = std::collections::HashMap::new();
+    answers.insert("private.test".to_owned(), vec![vec!["10.1.2.3".parse().unwrap()]]);
+    answers
+        .insert("mixed.test".to_owned(), vec![vec!["93.184.216.34".parse().unwrap(), "192.168.1.1".parse().unwrap()]]);
+    answers.insert("empty.test".to_owned(), vec![vec![]]);
+    let resolver = Arc::new(ScriptedResolver { answers, ..Default::default() });
+    let dialer = Arc::new(RecordingDialer::default());
+    let exit = ExitServices::with_hooks(ExitConfig::default(), resolver, dialer.clone()).unwrap();
+    let mut shapes = Vec::new();
+    for host in ["private.test", "mixed.test", "empty.test", "nowhere.test"] {
+        let err = exit.http(get(&format!("http://{host}/")), CAP).await.unwrap_err();
+        assert_eq!(err, ExitError::Refused { host: host.into() }, "{host}");
+        shapes.push((err.kind(), err.to_string().replace(host, "HOST")));
+    }
+    shapes.dedup();
+    assert_eq!(shapes.len(), 1, "{shapes:?}");
+    assert_eq!(shapes[0].1, "destination HOST refused: it does not resolve to an address this exit may connect to");
+    assert!(dialer.dialed().is_empty());
+}
+
+/// An IPv4-mapped literal is refused as IPv4-mapped, whatever it embeds (a global address
+/// included): the client must write the IPv4 literal.
+#[tokio::test]
+async fn ipv4_mapped_literals_are_refused_as_mapped() {
+    let dialer = Arc::new(RecordingDialer::default());
+    let exit =
+        ExitServices::with_hooks(loopback_allowed(), Arc::new(ScriptedResolver::default()), dialer.clone()).unwrap();
+    for (url, addr) in [
+        ("http://[::ffff:8.8.8.8]/", "::ffff:8.8.8.8"),
+        ("http://[::ffff:7f00:1]:8080/", "::ffff:127.0.0.1"),
+        ("http://[0:0:0:0:0:ffff:10.0.0.1]/", "::ffff:10.0.0.1"),
+    ] {
+        let err = exit.http(get(url), CAP).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Forbidden, "{url}");
+        assert_eq!(err.to_string(), format!("destination {addr} is not a global address (IPv4-mapped ::ffff:0:0/96)"));
+    }
+    assert!(dialer.dialed().is_empty());
+}
+
+/// A port outside 1-65535 is a bad request; `:65536` used to become port 80.
+#[tokio::test]
+async fn ports_outside_the_u16_range_are_bad_requests() {
+    let dialer = Arc::new(RecordingDialer::default());
+    let exit =
+        ExitServices::with_hooks(ExitConfig::default(), Arc::new(ScriptedResolver::default()), dialer.clone()).unwrap();
+    for (url, expected) in [
+        ("http://example.com:65536/", "port 65536 is outside 1-65535"),
+        ("http://93.184.216.34:99999/", "port 99999 is outside 1-65535"),
+        ("http://[2606:4700::1]:65536/", "port 65536 is outside 1-65535"),
+        ("http://example.com:0/", "port 0 is outside 1-65535"),
+        ("http://example.com:00/", "port 00 is outside 1-65535"),
+        ("https://example.com:4294967376/", "outside 1-65535"),
+    ] {
+        let err = exit.http(get(url), CAP).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BadRequest, "{url}: {err}");
+        assert!(err.to_string().contains(expected), "{url}: {err}");
+    }
+    assert!(dialer.dialed().is_empty());
 }
 
 #[tokio::test]
@@ -133,7 +205,7 @@ async fn rebinding_on_a_redirect_hop_is_refused() {
     let dialer = Arc::new(RecordingDialer { map: [(global, server.addr)].into(), ..Default::default() });
     let exit = ExitServices::with_hooks(ExitConfig::default(), resolver.clone(), dialer.clone()).unwrap();
     let err = exit.http(get("http://rebind.test/"), CAP).await.unwrap_err();
-    assert_eq!(err.to_string(), "destination 127.0.0.1 is not a global address (loopback 127.0.0.0/8)");
+    assert_eq!(err, ExitError::Refused { host: "rebind.test".into() });
     assert_eq!(resolver.calls(), 2, "one resolution per hop");
     assert_eq!(dialer.dialed(), vec![global], "never connected to the rebound address");
 }
@@ -144,18 +216,17 @@ async fn a_mixed_dns_answer_is_refused_entirely() {
     let dialer = Arc::new(RecordingDialer::default());
     let exit = ExitServices::with_hooks(ExitConfig::default(), resolver.clone(), dialer.clone()).unwrap();
     let err = exit.http(get("http://mixed.test/"), CAP).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Forbidden);
-    assert!(err.to_string().contains("127.0.0.1"), "{err}");
+    assert_eq!(err, ExitError::Refused { host: "mixed.test".into() });
+    assert!(!err.to_string().contains("127.0.0.1"), "{err}");
     assert!(dialer.dialed().is_empty());
 }
 
 #[tokio::test]
-async fn unresolvable_host_is_an_upstream_error() {
+async fn unresolvable_host_is_refused_like_a_private_one() {
     let resolver = ScriptedResolver::new("other.test", vec![]);
     let exit = ExitServices::with_resolver(ExitConfig::default(), resolver).unwrap();
     let err = exit.http(get("http://nowhere.test/"), CAP).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Upstream);
-    assert!(err.to_string().contains("could not resolve nowhere.test"), "{err}");
+    assert_eq!(err, ExitError::Refused { host: "nowhere.test".into() });
 }
 
 #[tokio::test]
@@ -204,7 +275,8 @@ async fn malformed_requests_are_bad_requests() {
         ("/relative/path", "malformed URL"),
         ("http://exa%6dple.com/", "malformed URL"),
         ("http://ex!ample.com/", "invalid host name ex!ample.com"),
-        ("http://127.0.0.1:0/", "port 0"),
+        ("http://127.0.0.1:0/", "port 0 is outside 1-65535"),
+        ("http://127.0.0.1:65536/", "port 65536 is outside 1-65535"),
     ];
     for (url, expected) in cases {
         let err = exit.http(get(url), CAP).await.unwrap_err();

@@ -20,12 +20,13 @@ fn call(method: &str, params: &str) -> Vec<u8> {
 }
 
 #[tokio::test]
-async fn allowed_method_is_forwarded_verbatim() {
+async fn allowed_method_is_forwarded_in_canonical_form() {
     // Loopback upstream with an empty allow-list: the operator's upstream bypasses the filter.
     let upstream = canned(response("200 OK", &[("Content-Type", "application/json")], ANSWER)).await;
     let exit = exit_for(&upstream.url("/rpc"));
+    let sent = br#" { "params" : [ ], "method":"eth_chainId" ,"id": 1, "jsonrpc":"2.0" } "#;
+    assert_eq!(exit.json_rpc(sent, CAP).await.unwrap(), ANSWER);
     let body = call("eth_chainId", "[]");
-    assert_eq!(exit.json_rpc(&body, CAP).await.unwrap(), ANSWER);
     let seen = upstream.request(0);
     let lower = seen.to_ascii_lowercase();
     assert!(lower.starts_with("post /rpc http/1.1\r\n"), "{seen}");
@@ -44,8 +45,11 @@ async fn forbidden_methods_are_refused_by_name() {
         assert_eq!(err, ExitError::Forbidden(format!("JSON-RPC method {method} is not allowed")));
     }
     // One bad call poisons the whole batch.
-    let batch =
-        format!("[{},{}]", String::from_utf8(call("eth_chainId", "[]")).unwrap(), r#"{"method":"admin_peers"}"#);
+    let batch = format!(
+        "[{},{}]",
+        String::from_utf8(call("eth_chainId", "[]")).unwrap(),
+        String::from_utf8(call("admin_peers", "[]")).unwrap()
+    );
     assert_eq!(exit.json_rpc(batch.as_bytes(), CAP).await.unwrap_err().kind(), ErrorKind::Forbidden);
     assert_eq!(upstream.accepted(), 0);
 }
@@ -80,8 +84,8 @@ async fn get_logs_needs_a_bounded_numeric_range() {
     let logs = |filter: &str| call("eth_getLogs", &format!("[{filter}]"));
     let ok = [
         r#"{"fromBlock":"0x0","toBlock":"0x3e7"}"#, // exactly 1000 blocks
-        r#"{"fromBlock":"0x10","toBlock":"0x10","address":"0x00"}"#,
-        r#"{"blockHash":"0xabc"}"#,
+        r#"{"fromBlock":"0x10","toBlock":"0x10","address":"0x00000000000000000000000000000000000000aa"}"#,
+        r#"{"blockHash":"0x00000000000000000000000000000000000000000000000000000000000000bb"}"#,
     ];
     for filter in ok {
         assert_eq!(exit.json_rpc(&logs(filter), CAP).await.unwrap(), ANSWER, "{filter}");
@@ -93,9 +97,10 @@ async fn get_logs_needs_a_bounded_numeric_range() {
         (r#"{"toBlock":"0x10"}"#, "numeric fromBlock and toBlock"),
         (r#"{}"#, "numeric fromBlock and toBlock"),
         (r#"{"fromBlock":"0x20","toBlock":"0x10"}"#, "is before fromBlock"),
-        (r#"{"fromBlock":"0x+1","toBlock":"0x10"}"#, "numeric fromBlock"),
+        (r#"{"fromBlock":"0x+1","toBlock":"0x10"}"#, "not hex"),
         (r#"{"fromBlock":"0x0","toBlock":"0xffffffffffffffff"}"#, "exceeds the limit"),
         (r#"{"blockHash":"0xabc","fromBlock":"0x1"}"#, "blockHash excludes"),
+        (r#"{"blockHash":"0xabc"}"#, "blockHash must be 32 bytes"),
     ];
     for (filter, expected) in refused {
         let err = exit.json_rpc(&logs(filter), CAP).await.unwrap_err();
@@ -108,11 +113,14 @@ async fn get_logs_needs_a_bounded_numeric_range() {
 }
 
 #[tokio::test]
-async fn raw_transactions_are_validated() {
+async fn raw_transaction_parameter_shape_is_validated() {
     let upstream = canned(response("200 OK", &[], ANSWER)).await;
     let exit = exit_for(&upstream.url("/"));
     let send = |params: &str| call("eth_sendRawTransaction", params);
-    assert_eq!(exit.json_rpc(&send(r#"["0x02f8aB"]"#), CAP).await.unwrap(), ANSWER);
+    // Without a configured chain id nothing is relayed.
+    let err = exit.json_rpc(&send(r#"["0x02f8ab"]"#), CAP).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    assert!(err.to_string().contains("no chain id configured"), "{err}");
     let refused = [
         (r#"["0x"]"#, "empty transaction"),
         (r#"["0x123"]"#, "odd number of hex digits"),
@@ -120,7 +128,7 @@ async fn raw_transactions_are_validated() {
         (r#"["0xzz"]"#, "not hex"),
         (r#"["0x00","0x00"]"#, "exactly one hex string"),
         (r#"[1]"#, "exactly one hex string"),
-        (r#"{}"#, "exactly one hex string"),
+        (r#"{}"#, "params must be an array"),
     ];
     for (params, expected) in refused {
         let err = exit.json_rpc(&send(params), CAP).await.unwrap_err();
@@ -133,7 +141,7 @@ async fn raw_transactions_are_validated() {
         err,
         ExitError::RequestTooLarge("raw transaction of 131073 bytes exceeds the limit of 131072 bytes".into())
     );
-    assert_eq!(upstream.accepted(), 1);
+    assert_eq!(upstream.accepted(), 0);
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::ScriptedResolver;
-use nox_exit::{ExitConfig, ExitServices, HttpRequest, JsonRpcConfig};
+use nox_exit::{ExitConfig, ExitServices, HttpRequest, JsonRpcConfig, decode_transaction};
 use proptest::prelude::*;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -48,4 +48,40 @@ proptest! {
         let call = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":[{}]}}"#, String::from_utf8_lossy(&body));
         prop_assert!(rt.block_on(exit.json_rpc(call.as_bytes(), 1024)).is_err());
     }
+
+    /// Any bytes, and any one-byte corruption or truncation of a real transaction (the EIP-155
+    /// example), decode to a result or a typed error; what is accepted rejects a trailing byte.
+    #[test]
+    fn raw_transactions_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        at in any::<prop::sample::Index>(),
+        byte: u8,
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let _ = decode_transaction(&bytes, 1);
+        let mut tx = EIP155_EXAMPLE.to_vec();
+        let i = at.index(tx.len());
+        tx[i] = byte;
+        if decode_transaction(&tx, 1).is_ok() {
+            tx.push(0);
+            prop_assert!(decode_transaction(&tx, 1).is_err());
+        }
+        let cut = cut.index(EIP155_EXAMPLE.len());
+        prop_assert!(decode_transaction(&EIP155_EXAMPLE[..cut], 1).is_err());
+    }
+}
+
+/// The signed example transaction of EIP-155 (chain 1).
+const EIP155_EXAMPLE: &[u8] = &[
+    0xf8, 0x6c, 0x09, 0x85, 0x04, 0xa8, 0x17, 0xc8, 0x00, 0x82, 0x52, 0x08, 0x94, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35,
+    0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x35, 0x88, 0x0d, 0xe0, 0xb6, 0xb3,
+    0xa7, 0x64, 0x00, 0x00, 0x80, 0x25, 0xa0, 0x28, 0xef, 0x61, 0x34, 0x0b, 0xd9, 0x39, 0xbc, 0x21, 0x95, 0xfe, 0x53,
+    0x75, 0x67, 0x86, 0x60, 0x03, 0xe1, 0xa1, 0x5d, 0x3c, 0x71, 0xff, 0x63, 0xe1, 0x59, 0x06, 0x20, 0xaa, 0x63, 0x62,
+    0x76, 0xa0, 0x67, 0xcb, 0xe9, 0xd8, 0x99, 0x7f, 0x76, 0x1a, 0xec, 0xb7, 0x03, 0x30, 0x4b, 0x38, 0x00, 0xcc, 0xf5,
+    0x55, 0xc9, 0xf3, 0xdc, 0x64, 0x21, 0x4b, 0x29, 0x7f, 0xb1, 0x96, 0x6a, 0x3b, 0x6d, 0x83,
+];
+
+#[test]
+fn the_example_transaction_is_valid() {
+    assert!(decode_transaction(EIP155_EXAMPLE, 1).is_ok());
 }

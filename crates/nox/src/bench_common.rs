@@ -284,7 +284,21 @@ pub fn shard_capacity() -> usize {
 
 /// A one-route HTTP/1.1 server on loopback answering `body` to every request.
 pub async fn http_server(body: Vec<u8>) -> Result<SocketAddr, BenchError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
+    http_server_on(bind_loopback()?, body)
+}
+
+/// A loopback listener bound now, served later by [`http_server_on`]: its
+/// address can go into `Layout::exit_allow` before the testnet starts.
+pub fn bind_loopback() -> Result<std::net::TcpListener, BenchError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(err)?;
+    listener.set_nonblocking(true).map_err(err)?;
+    Ok(listener)
+}
+
+/// [`http_server`] on a listener bound earlier (needs a Tokio runtime).
+pub fn http_server_on(listener: std::net::TcpListener, body: Vec<u8>) -> Result<SocketAddr, BenchError> {
+    listener.set_nonblocking(true).map_err(err)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(err)?;
     let addr = listener.local_addr().map_err(err)?;
     let body = Arc::new(body);
     tokio::spawn(async move {

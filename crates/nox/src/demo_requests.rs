@@ -19,17 +19,18 @@ const ECHOES: usize = 50;
 /// Size of the multi-fragment echo.
 const LARGE: usize = 256 * 1024;
 
-/// Runs the requests against the testnet in `dir` (already up).
-pub fn run(dir: &Path) -> Result<(), TestnetError> {
+/// Runs the requests against the testnet in `dir` (already up, its exits
+/// allowed to reach `server`, which serves the demo's web page).
+pub fn run(dir: &Path, server: std::net::TcpListener) -> Result<(), TestnetError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    runtime.block_on(requests(dir))
+    runtime.block_on(requests(dir, server))
 }
 
-async fn requests(dir: &Path) -> Result<(), TestnetError> {
+async fn requests(dir: &Path, server: std::net::TcpListener) -> Result<(), TestnetError> {
     let geometry = Geometry::default();
     let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
     let topology =
@@ -74,8 +75,9 @@ async fn requests(dir: &Path) -> Result<(), TestnetError> {
     );
 
     let page = b"<html><body>hello from a web server the exit may reach</body></html>".to_vec();
-    // Testnet exits allow loopback destinations; a real exit refuses them.
-    let server = crate::bench_common::http_server(page.clone()).await.map_err(|e| e.to_string())?;
+    // Testnet exits allow this one server's address and port; a real exit
+    // refuses every loopback destination.
+    let server = crate::bench_common::http_server_on(server, page.clone()).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let body = http_get(&client, &format!("http://{server}/")).await?;
     let fetched = HttpResponseMsg::decode(&body).map_err(|e| e.to_string())?;
@@ -85,9 +87,15 @@ async fn requests(dir: &Path) -> Result<(), TestnetError> {
         fetched.body.len(),
         ms(started.elapsed())
     );
-    for url in ["http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/"] {
+    // A node's own metrics port on the same loopback address: not allowed.
+    let metrics = crate::testnet::nodes(dir).first().map(|n| format!("http://{}/metrics", n.metrics));
+    let urls = ["http://10.0.0.1/".to_owned(), "http://169.254.169.254/latest/meta-data/".to_owned()];
+    for url in urls.iter().chain(metrics.iter()) {
         let message = HttpRequestMsg { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() };
         let response = client.request(RequestBody::Http(message), 4096).await.map_err(|e| e.to_string())?;
+        if response.status != Status::Forbidden {
+            return Err(format!("HTTP GET {url} through the exit was not refused: {:?}", response.status));
+        }
         println!(
             "  HTTP GET {url}: refused by the exit ({:?}: {})",
             response.status,

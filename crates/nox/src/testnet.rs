@@ -109,8 +109,12 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
         TestnetCommand::Demo { args, packets } => {
-            up(&args.dir, &Layout::default())?;
-            let result = traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir));
+            // The demo's HTTP server is bound first: its address is the one
+            // local destination the exits may reach.
+            let server = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("demo HTTP server: {e}"))?;
+            let addr = server.local_addr().map_err(|e| format!("demo HTTP server: {e}"))?;
+            up(&args.dir, &Layout { exit_allow: vec![addr], ..Layout::default() })?;
+            let result = traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir, server));
             let shown = status(&args.dir);
             down(&args.dir)?;
             result.and(shown)
@@ -153,6 +157,15 @@ pub struct Layout {
     /// at http://127.0.0.1:8545); absent: no JSON-RPC service.
     #[arg(long)]
     pub rpc_upstream: Option<String>,
+    /// Chain id the exits relay `eth_sendRawTransaction` for (Anvil: 31337);
+    /// absent: the exits relay no transactions.
+    #[arg(long)]
+    pub rpc_chain_id: Option<u64>,
+    /// A local service the exits may fetch from, `ADDR:PORT` (repeatable):
+    /// the test's or demo's own HTTP server. Nothing else on this machine is
+    /// reachable through a testnet exit; the nodes' own ports are refused.
+    #[arg(long = "exit-allow", value_name = "ADDR:PORT")]
+    pub exit_allow: Vec<SocketAddr>,
     /// Exits drop this fraction of reply packets on purpose (measures
     /// and tests FEC recovery on the real network; 0 = none).
     #[arg(long, default_value_t = 0.0)]
@@ -229,6 +242,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         drop_rate,
         loop_timeout_s,
         rpc_upstream,
+        rpc_chain_id,
+        exit_allow,
         inject_reply_loss,
         reply_loss_estimate,
         epoch_secs,
@@ -239,6 +254,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
+    let node_count = usize::from(layers) * per_layer;
+    check_exit_allow(&exit_allow, base_port, node_count)?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let chain = match layout.chain_source() {
@@ -249,6 +266,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     };
     // Exits answer JSON-RPC from the testnet's chain unless told otherwise.
     let rpc_upstream = rpc_upstream.or_else(|| chain.as_ref().map(|c| c.rpc_url.clone()));
+    let rpc_chain_id = rpc_chain_id.or(chain.as_ref().map(|c| c.deployment.chain_id));
     let mut registrations = Vec::new();
     let layer_count = LayerCount::new(layers).ok_or("layers must be between 1 and 16")?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
@@ -319,7 +337,11 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             } else {
                 String::new()
             },
-            services = if layer + 1 == layers { exit_services(rpc_upstream.as_deref()) } else { String::new() },
+            services = if layer + 1 == layers {
+                exit_services(rpc_upstream.as_deref(), rpc_chain_id, &exit_allow)
+            } else {
+                String::new()
+            },
             keys = keys.display().to_string(),
         );
         configs.push((node_dir.join("node.toml"), config));
@@ -494,17 +516,40 @@ pub fn leave(dir: &Path, index: usize) -> Result<(), TestnetError> {
     Ok(())
 }
 
-/// The `[exit.services]` of a testnet exit: loopback destinations are
-/// allowed (a testnet's HTTP targets run on this machine; a real exit keeps
-/// the default, which refuses every non-global address).
-fn exit_services(rpc_upstream: Option<&str>) -> String {
-    let mut section = String::from(
-        "\n[exit.services]\nmax_concurrent = 64\n\n[exit.services.http]\nallow = [\"127.0.0.0/8\", \"::1/128\"]\n",
-    );
+/// The `[exit.services]` of a testnet exit: only the listed local services
+/// (`addr:port` entries) are allowed, never loopback wholesale, so a client
+/// cannot read the nodes' `/metrics` or anything else on this machine through
+/// an exit. A real exit keeps the default, which refuses every non-global
+/// address.
+fn exit_services(rpc_upstream: Option<&str>, rpc_chain_id: Option<u64>, allow: &[SocketAddr]) -> String {
+    let allow: Vec<String> = allow.iter().map(|a| format!("{:?}", a.to_string())).collect();
+    let mut section =
+        format!("\n[exit.services]\nmax_concurrent = 64\n\n[exit.services.http]\nallow = [{}]\n", allow.join(", "));
     if let Some(upstream) = rpc_upstream {
         section.push_str(&format!("\n[exit.services.json_rpc]\nupstream = {upstream:?}\n"));
+        if let Some(chain) = rpc_chain_id {
+            section.push_str(&format!("chain_id = {chain}\n"));
+        }
     }
     section
+}
+
+/// Refuse `--exit-allow` entries that would open a node's link or metrics
+/// port (`base_port..base_port + nodes`, `base_port + 100..`) or port 0.
+fn check_exit_allow(allow: &[SocketAddr], base_port: u16, nodes: usize) -> Result<(), TestnetError> {
+    let nodes = u32::try_from(nodes).unwrap_or(u32::MAX);
+    let base = u32::from(base_port);
+    let links = base..base.saturating_add(nodes);
+    let metrics = base.saturating_add(100)..base.saturating_add(100).saturating_add(nodes);
+    for addr in allow {
+        let port = u32::from(addr.port());
+        if port == 0 || links.contains(&port) || metrics.contains(&port) {
+            return Err(format!(
+                "--exit-allow {addr}: port {port} is a testnet node's link or metrics port (or 0); the exits may only reach the test's own services"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
@@ -772,5 +817,33 @@ mod tests {
         assert_eq!((layout.epoch_secs, layout.overlap_secs, layout.observe), (3600, 300, false));
         assert_eq!((layout.mean_delay_ms, layout.reply_loss_estimate, layout.inject_reply_loss), (1.0, 0.05, 0.0));
         assert!(layout.rpc_upstream.is_none() && layout.exit_sink.is_none());
+        assert!(layout.exit_allow.is_empty() && layout.rpc_chain_id.is_none());
+    }
+
+    /// The exit section names exactly the allowed services, never a network.
+    #[test]
+    fn exit_services_allow_only_the_listed_services() {
+        let allow = ["127.0.0.1:8080".parse().unwrap(), "[::1]:8080".parse().unwrap()];
+        let section = super::exit_services(Some("http://127.0.0.1:8545"), Some(31337), &allow);
+        assert!(section.contains("allow = [\"127.0.0.1:8080\", \"[::1]:8080\"]\n"), "{section}");
+        assert!(section.contains("chain_id = 31337\n"), "{section}");
+        assert!(!section.contains("/8") && !section.contains("/128"), "{section}");
+        let none = super::exit_services(None, None, &[]);
+        assert!(none.contains("allow = []\n") && !none.contains("json_rpc"), "{none}");
+        let document: toml::Table = toml::from_str(&section).unwrap();
+        let config: nox_exit::ExitConfig = document["exit"]["services"].clone().try_into().unwrap();
+        assert_eq!(config.http.allow.len(), 2);
+        assert_eq!(config.json_rpc.and_then(|r| r.chain_id), Some(31337));
+    }
+
+    #[test]
+    fn exit_allow_refuses_the_nodes_ports() {
+        let at = |port: u16| vec![std::net::SocketAddr::from(([127, 0, 0, 1], port))];
+        for port in [19_000, 19_008, 19_100, 19_108, 0] {
+            assert!(super::check_exit_allow(&at(port), 19_000, 9).is_err(), "{port}");
+        }
+        for port in [18_999, 19_009, 19_099, 19_109, 8080] {
+            assert!(super::check_exit_allow(&at(port), 19_000, 9).is_ok(), "{port}");
+        }
     }
 }

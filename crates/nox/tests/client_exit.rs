@@ -115,9 +115,11 @@ async fn run(program: PathBuf, args: Vec<String>) -> Result<String, String> {
     .expect("tool task")
 }
 
-/// A one-route HTTP/1.1 server on loopback: `body` for every request.
-async fn http_server(body: Vec<u8>) -> SocketAddr {
-    nox::bench_common::http_server(body).await.expect("a loopback HTTP server")
+/// A one-route HTTP/1.1 server on a listener bound before the testnet (its
+/// address is the one local destination the exits may reach): `body` for
+/// every request.
+fn http_server(listener: std::net::TcpListener, body: Vec<u8>) -> SocketAddr {
+    nox::bench_common::http_server_on(listener, body).expect("a loopback HTTP server")
 }
 
 async fn http_get(client: &ClientHandle, url: &str) -> (Status, Vec<u8>) {
@@ -131,7 +133,15 @@ async fn echo_http_socks_and_ethereum_through_the_mixnet() {
     let anvil_port = free_port();
     let _anvil = anvil(anvil_port);
     let upstream = format!("http://127.0.0.1:{anvil_port}");
-    let net = testnet("main", 0, &["--rpc-upstream", &upstream]);
+    let listener = nox::bench_common::bind_loopback().expect("a loopback listener");
+    let port = listener.local_addr().unwrap().port();
+    // `localhost` may resolve to both loopback addresses: allow the server's port on both.
+    let (v4, v6) = (format!("127.0.0.1:{port}"), format!("[::1]:{port}"));
+    let net = testnet(
+        "main",
+        0,
+        &["--rpc-upstream", &upstream, "--rpc-chain-id", "31337", "--exit-allow", &v4, "--exit-allow", &v6],
+    );
     let client = client(&net.dir, ClientConfig::default()).await;
 
     // Echo.
@@ -140,7 +150,7 @@ async fn echo_http_socks_and_ethereum_through_the_mixnet() {
 
     // HTTP through the exit's fetch service, and SSRF refusals.
     let page: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
-    let server = http_server(page.clone()).await;
+    let server = http_server(listener, page.clone());
     let (status, body) = http_get(&client, &format!("http://{server}/data")).await;
     assert_eq!(status, Status::Ok);
     let fetched = HttpResponseMsg::decode(&body).expect("an HTTP response");
@@ -151,6 +161,17 @@ async fn echo_http_socks_and_ethereum_through_the_mixnet() {
         let message = String::from_utf8_lossy(&body);
         assert_eq!(status, Status::Forbidden, "{url}: {message}");
         assert!(message.contains("not a global address") && message.contains(class), "{url}: {message}");
+    }
+    // The testnet's exits allow the test server's address and port, not loopback: every
+    // node's metrics port (same address, other port) is refused, by literal and by name.
+    for node in nox::testnet::nodes(&net.dir) {
+        let port = node.metrics.port();
+        for url in [format!("http://{}/metrics", node.metrics), format!("http://localhost:{port}/metrics")] {
+            let (status, body) = http_get(&client, &url).await;
+            let message = String::from_utf8_lossy(&body);
+            assert_eq!(status, Status::Forbidden, "{url}: {message}");
+            assert!(!message.contains("nox_"), "{url} leaked metrics: {message}");
+        }
     }
 
     // SOCKS5 with the real curl: the name is resolved by the exit.

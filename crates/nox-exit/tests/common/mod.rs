@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nox_exit::{BoxFuture, Dialer, ExitConfig, IpNet, Resolver};
+use nox_exit::{AllowEntry, BoxFuture, Dialer, ExitConfig, Resolver};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -160,7 +160,7 @@ impl Dialer for RecordingDialer {
 
 pub fn loopback_allowed() -> ExitConfig {
     let mut config = ExitConfig::default();
-    config.http.allow = vec!["127.0.0.0/8".parse::<IpNet>().unwrap()];
+    config.http.allow = vec!["127.0.0.0/8".parse::<AllowEntry>().unwrap()];
     config.http.timeout = Duration::from_secs(5);
     config
 }
