@@ -19,8 +19,11 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-step "test tools: Anvil and Cast from npm (tools/package-lock.json)"
-if [ ! -x tools/node_modules/.bin/anvil ] || [ ! -x tools/node_modules/.bin/cast ]; then
+step "test tools: Anvil, Cast, Forge, solcjs, OpenZeppelin, forge-std from npm (tools/package.json)"
+if [ ! -x tools/node_modules/.bin/anvil ] || [ ! -x tools/node_modules/.bin/cast ] \
+  || [ ! -x tools/node_modules/.bin/forge ] || [ ! -d tools/node_modules/solc ] \
+  || [ ! -d tools/node_modules/@openzeppelin/contracts ] \
+  || [ ! -d tools/node_modules/@layerzerolabs/toolbox-foundry/lib/forge-std ]; then
   # `npm install`, not `npm ci`: npm 11 leaves the other platforms' optional
   # binary packages out of the lock file and `npm ci` then refuses it.
   # Versions are pinned exactly in tools/package.json.
@@ -30,6 +33,13 @@ if ! command -v curl >/dev/null; then
   step "installing curl (the SOCKS5 end-to-end test drives the real curl)"
   apt-get update -qq && apt-get install -y -qq curl
 fi
+
+step "contracts: forge fmt --check, forge test (offline, solcjs), committed artifacts (build.sh --check), gas regression gate (gas.sh --check), the artifacts on Anvil (anvil-smoke.sh)"
+# Fuzz runs are modest here (foundry.toml: 256); FOUNDRY_FUZZ_RUNS=10000 for a long run.
+(cd contracts && ../tools/node_modules/.bin/forge fmt --check && ../tools/node_modules/.bin/forge test --offline)
+bash contracts/build.sh --check
+bash contracts/gas.sh --check
+bash contracts/anvil-smoke.sh
 
 step "format"
 cargo fmt --all -- --check

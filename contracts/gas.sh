@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Gas of typical successful calls (test/GasScenario.t.sol), each top-level call
+# measured as its own transaction (--isolate: intrinsic 21,000 gas, calldata and
+# cold storage included).
+#
+#   contracts/gas.sh           per-function table (forge --gas-report), as in docs/benchmarks/gas.md
+#   contracts/gas.sh --check   fail if any scenario's gas differs from gas-snapshot.txt
+#   contracts/gas.sh --update  rewrite gas-snapshot.txt (commit it with the change that moved gas)
+set -euo pipefail
+cd "$(dirname "$0")"
+FORGE=../tools/node_modules/.bin/forge
+args=(--offline --isolate --match-contract GasScenario)
+case "${1:-}" in
+  "") exec "$FORGE" test "${args[@]}" --gas-report ;;
+  --check)
+    if ! "$FORGE" snapshot "${args[@]}" --check gas-snapshot.txt; then
+      echo "error: contract gas changed (diff above). Intended? contracts/gas.sh --update, update docs/benchmarks/gas.md, commit." >&2
+      exit 1
+    fi ;;
+  --update) exec "$FORGE" snapshot "${args[@]}" --snap gas-snapshot.txt ;;
+  *) echo "usage: $0 [--check|--update]" >&2; exit 2 ;;
+esac

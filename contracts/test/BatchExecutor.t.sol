@@ -1,0 +1,743 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {Test} from "forge-std/Test.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {BatchExecutor} from "../src/BatchExecutor.sol";
+import {RewardLedger} from "../src/RewardLedger.sol";
+import {Erc20Payment} from "../src/Erc20Payment.sol";
+import {IPayment} from "../src/interfaces/IPayment.sol";
+import {NoxStakeToken} from "../src/NoxStakeToken.sol";
+
+/// @dev A user's action target.
+contract Target {
+    uint256 public value;
+    uint256 public received;
+
+    error Nope(uint256 code);
+
+    function set(uint256 v) external returns (uint256) {
+        value = v;
+        return v * 2;
+    }
+
+    function fail(uint256 code) external pure {
+        revert Nope(code);
+    }
+
+    function deposit() external payable {
+        received += msg.value;
+    }
+}
+
+/// @dev Reverts with a 1 MiB buffer (a "return bomb").
+contract ReturnBomb {
+    fallback() external {
+        assembly {
+            revert(0, 0x100000)
+        }
+    }
+}
+
+/// @dev An action target that tries to re-enter the executor with a bundle of its own.
+contract Reenterer {
+    BatchExecutor public immutable executor;
+    bytes public lastError;
+
+    constructor(BatchExecutor e) {
+        executor = e;
+    }
+
+    function attack(BatchExecutor.Bundle calldata inner) external {
+        try executor.execute(inner) {}
+        catch (bytes memory err) {
+            lastError = err;
+            assembly {
+                revert(add(err, 32), mload(err))
+            }
+        }
+    }
+}
+
+/// @dev A payment plugin that claims a fee without moving any funds.
+contract LyingPayment is IPayment {
+    address public immutable asset;
+
+    constructor(address a) {
+        asset = a;
+    }
+
+    function pay(bytes calldata, address, bytes32) external view returns (address, uint256) {
+        return (asset, 1e18);
+    }
+}
+
+/// @dev A payment plugin that re-enters the executor from inside `pay`.
+contract ReentrantPayment is IPayment {
+    function pay(bytes calldata payment, address, bytes32) external returns (address, uint256) {
+        BatchExecutor.Bundle memory b = abi.decode(payment, (BatchExecutor.Bundle));
+        BatchExecutor(msg.sender).execute(b);
+        return (address(0), 0);
+    }
+}
+
+/// @dev A payment plugin paying in native ETH out of its own balance (stands in for issue 12's
+/// pool, which pays ETH fees out of shielded notes).
+contract EthPayment is IPayment {
+    address payable public immutable ledger;
+
+    constructor(address payable l) payable {
+        ledger = l;
+    }
+
+    function pay(bytes calldata payment, address, bytes32) external returns (address, uint256 fee) {
+        fee = abi.decode(payment, (uint256));
+        (bool ok,) = ledger.call{value: fee}("");
+        require(ok);
+        return (address(0), fee);
+    }
+}
+
+contract BatchExecutorTest is Test {
+    NoxStakeToken usd;
+    BatchExecutor executor;
+    RewardLedger ledger;
+    Erc20Payment erc20;
+    Target target;
+
+    uint256 payerKey = 0xB0B;
+    address payer;
+    address relayer = address(0x4E1A);
+    address otherRelayer = address(0x0BAD);
+    uint256 constant FEE = 3e18;
+
+    function setUp() public {
+        payer = vm.addr(payerKey);
+        usd = new NoxStakeToken(address(this), 1e30);
+        executor = new BatchExecutor();
+        ledger = executor.ledger();
+        erc20 = new Erc20Payment(executor);
+        target = new Target();
+        usd.transfer(payer, 1_000e18);
+        vm.prank(payer);
+        usd.approve(address(erc20), type(uint256).max);
+        vm.deal(relayer, 100 ether);
+    }
+
+    // --------------------------------------------------------------- helpers
+
+    function _action(address to, bytes memory data) internal pure returns (BatchExecutor.Action memory) {
+        return BatchExecutor.Action({target: to, value: 0, data: data});
+    }
+
+    function _signPayment(
+        address asset,
+        uint256 fee,
+        address forRelayer,
+        BatchExecutor.Action memory action,
+        uint256 signedFee,
+        uint256 nonce,
+        uint256 deadline
+    ) internal view returns (bytes memory) {
+        (bytes32 h,) = executor.executionHash(action.target, action.data, fee);
+        bytes32 digest = erc20.paymentDigest(payer, asset, signedFee, forRelayer, h, nonce, deadline);
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(payerKey, digest);
+        return abi.encode(
+            Erc20Payment.PaymentData({
+                payer: payer,
+                asset: asset,
+                fee: signedFee,
+                nonce: nonce,
+                deadline: deadline,
+                signature: abi.encodePacked(r, s, v)
+            })
+        );
+    }
+
+    function _bundle(BatchExecutor.Action memory action, uint256 nonce)
+        internal
+        view
+        returns (BatchExecutor.Bundle memory)
+    {
+        return BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: _signPayment(address(usd), FEE, relayer, action, FEE, nonce, block.timestamp + 1 hours),
+            fee: FEE,
+            action: action
+        });
+    }
+
+    // ------------------------------------------------------------- happy path
+
+    function test_execute_paysAndRuns() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        vm.expectEmit(address(executor));
+        emit BatchExecutor.FeePaid(h, relayer, erc20, address(usd), FEE);
+        vm.expectEmit(address(executor));
+        emit BatchExecutor.ActionExecuted(h, relayer, address(target), true, 32, keccak256(abi.encode(uint256(14))));
+        vm.prank(relayer);
+        assertTrue(executor.execute(b));
+        assertEq(target.value(), 7);
+        assertEq(ledger.balanceOf(relayer, address(usd)), FEE);
+        assertEq(ledger.liabilities(address(usd)), FEE);
+        assertEq(usd.balanceOf(address(ledger)), FEE);
+        assertEq(usd.balanceOf(payer), 1_000e18 - FEE);
+        assertEq(usd.balanceOf(address(executor)), 0);
+        assertTrue(erc20.nonceUsed(payer, 1));
+    }
+
+    function test_execute_actionRevertsRelayerStillPaid() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.fail, (99)));
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        vm.expectEmit(address(executor));
+        emit BatchExecutor.ActionExecuted(
+            h, relayer, address(target), false, 36, keccak256(abi.encodeWithSelector(Target.Nope.selector, 99))
+        );
+        vm.prank(relayer);
+        assertFalse(executor.execute(b));
+        assertEq(ledger.balanceOf(relayer, address(usd)), FEE);
+        assertEq(usd.balanceOf(payer), 1_000e18 - FEE);
+    }
+
+    function test_execute_withValueFromRelayer() public {
+        BatchExecutor.Action memory a =
+            BatchExecutor.Action({target: address(target), value: 1 ether, data: abi.encodeCall(Target.deposit, ())});
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        vm.prank(relayer);
+        executor.execute{value: 1 ether}(b);
+        assertEq(target.received(), 1 ether);
+        assertEq(address(executor).balance, 0);
+        BatchExecutor.Bundle memory unpaid = _bundle(a, 2);
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(BatchExecutor.ValueMismatch.selector, 0, 1 ether));
+        executor.execute(unpaid);
+    }
+
+    function test_execute_zeroFee() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (1)));
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: _signPayment(address(usd), 0, relayer, a, 0, 1, block.timestamp),
+            fee: 0,
+            action: a
+        });
+        vm.prank(relayer);
+        assertTrue(executor.execute(b));
+        assertEq(ledger.balanceOf(relayer, address(usd)), 0);
+    }
+
+    // ----------------------------------------------------- binding (refusals)
+
+    function test_refuses_wrongRelayer() public {
+        BatchExecutor.Bundle memory b = _bundle(_action(address(target), abi.encodeCall(Target.set, (7))), 1);
+        vm.prank(otherRelayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+    }
+
+    function test_refuses_otherAction() public {
+        BatchExecutor.Bundle memory b = _bundle(_action(address(target), abi.encodeCall(Target.set, (7))), 1);
+        b.action.data = abi.encodeCall(Target.set, (8)); // other calldata
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+        b = _bundle(_action(address(target), abi.encodeCall(Target.set, (7))), 1);
+        b.action.target = address(new Target()); // other target
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+    }
+
+    function test_refuses_wrongFee() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        // the bundle claims a higher fee than the payer's action hash committed to
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        b.fee = FEE + 1;
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+        // the payment data names a higher fee than the payer signed
+        b = _bundle(a, 1);
+        Erc20Payment.PaymentData memory p = abi.decode(b.paymentData, (Erc20Payment.PaymentData));
+        p.fee = FEE * 2;
+        b.paymentData = abi.encode(p);
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+        // signed fee and action-hash fee disagree: the plugin pays the signed fee, the executor refuses
+        b = BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: _signPayment(address(usd), FEE, relayer, a, FEE - 1, 1, block.timestamp),
+            fee: FEE,
+            action: a
+        });
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(BatchExecutor.FeeMismatch.selector, FEE, FEE - 1));
+        executor.execute(b);
+    }
+
+    function test_refuses_otherAsset() public {
+        NoxStakeToken other = new NoxStakeToken(payer, 1e30);
+        vm.prank(payer);
+        other.approve(address(erc20), type(uint256).max);
+        BatchExecutor.Bundle memory b = _bundle(_action(address(target), abi.encodeCall(Target.set, (7))), 1);
+        Erc20Payment.PaymentData memory p = abi.decode(b.paymentData, (Erc20Payment.PaymentData));
+        p.asset = address(other);
+        b.paymentData = abi.encode(p);
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+    }
+
+    function test_refuses_expired() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        uint256 deadline = block.timestamp + 10;
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: _signPayment(address(usd), FEE, relayer, a, FEE, 1, deadline),
+            fee: FEE,
+            action: a
+        });
+        vm.warp(deadline + 1);
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(Erc20Payment.Expired.selector, deadline));
+        executor.execute(b);
+        vm.warp(deadline);
+        vm.prank(relayer);
+        executor.execute(b); // the deadline itself is still valid
+    }
+
+    function test_refuses_reusedNonce() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        BatchExecutor.Bundle memory b = _bundle(a, 5);
+        vm.prank(relayer);
+        executor.execute(b);
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(Erc20Payment.NonceAlreadyUsed.selector, payer, 5));
+        executor.execute(b);
+    }
+
+    function test_cancelNonce() public {
+        BatchExecutor.Bundle memory b = _bundle(_action(address(target), abi.encodeCall(Target.set, (7))), 9);
+        vm.expectEmit(address(erc20));
+        emit Erc20Payment.NonceUsed(payer, 9);
+        vm.prank(payer);
+        erc20.cancelNonce(9);
+        vm.prank(payer);
+        vm.expectRevert(abi.encodeWithSelector(Erc20Payment.NonceAlreadyUsed.selector, payer, 9));
+        erc20.cancelNonce(9);
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(Erc20Payment.NonceAlreadyUsed.selector, payer, 9));
+        executor.execute(b);
+    }
+
+    function test_refuses_paymentNotFromExecutor() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.NotExecutor.selector);
+        erc20.pay(b.paymentData, relayer, h);
+    }
+
+    function test_refuses_ethAssetInErc20Payment() public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: _signPayment(address(0), FEE, relayer, a, FEE, 1, block.timestamp),
+            fee: FEE,
+            action: a
+        });
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.ZeroAddress.selector);
+        executor.execute(b);
+    }
+
+    function test_refuses_insufficientAllowance() public {
+        vm.prank(payer);
+        usd.approve(address(erc20), FEE - 1);
+        BatchExecutor.Bundle memory b = _bundle(_action(address(target), abi.encodeCall(Target.set, (7))), 1);
+        vm.prank(relayer);
+        vm.expectRevert();
+        executor.execute(b);
+        assertEq(ledger.balanceOf(relayer, address(usd)), 0);
+    }
+
+    function test_refuses_forbiddenTargets() public {
+        address[3] memory bad = [address(ledger), address(executor), address(erc20)];
+        for (uint256 i = 0; i < bad.length; ++i) {
+            BatchExecutor.Bundle memory b = _bundle(_action(bad[i], hex"12345678"), 1);
+            vm.prank(relayer);
+            vm.expectRevert(abi.encodeWithSelector(BatchExecutor.ForbiddenTarget.selector, bad[i]));
+            executor.execute(b);
+        }
+        // transferFrom on any token: the executor is never a legitimate spender
+        BatchExecutor.Bundle memory tf =
+            _bundle(_action(address(usd), abi.encodeCall(IERC20.transferFrom, (payer, relayer, 1))), 1);
+        vm.prank(relayer);
+        vm.expectRevert(BatchExecutor.ForbiddenSelector.selector);
+        executor.execute(tf);
+    }
+
+    function test_refuses_lyingPlugin() public {
+        LyingPayment liar = new LyingPayment(address(usd));
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: liar, paymentData: "", fee: 1e18, action: _action(address(target), abi.encodeCall(Target.set, (7)))
+        });
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(RewardLedger.Unfunded.selector, address(usd), 0, 1e18));
+        executor.execute(b);
+    }
+
+    function test_returnBomb_relayerStillPaid() public {
+        ReturnBomb bomb = new ReturnBomb();
+        BatchExecutor.Action memory a = _action(address(bomb), hex"01020304");
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        // the bomb's memory: zeros but for Solidity's free-memory pointer (0x80 at 0x40..0x5f)
+        bytes memory first4k = new bytes(4096);
+        first4k[0x5f] = 0x80;
+        vm.expectEmit(address(executor));
+        emit BatchExecutor.ActionExecuted(h, relayer, address(bomb), false, 0x100000, keccak256(first4k));
+        vm.prank(relayer);
+        // the bomb burns ~2.1 M gas building its 1 MiB; copying it back would need as much again,
+        // more than the 1/64 + unspent gas left here, so a full copy would revert the bundle
+        assertFalse(executor.execute{gas: 3_000_000}(b));
+        assertEq(ledger.balanceOf(relayer, address(usd)), FEE);
+    }
+
+    // ------------------------------------------------------------ reentrancy
+
+    function test_reentrancyFromAction_failsActionRelayerPaid() public {
+        Reenterer r = new Reenterer(executor);
+        BatchExecutor.Bundle memory inner = _bundle(_action(address(target), abi.encodeCall(Target.set, (1))), 2);
+        BatchExecutor.Action memory a = _action(address(r), abi.encodeCall(Reenterer.attack, (inner)));
+        BatchExecutor.Bundle memory outer = _bundle(a, 1);
+        vm.prank(relayer);
+        assertFalse(executor.execute(outer));
+        assertEq(ledger.balanceOf(relayer, address(usd)), FEE); // outer fee only
+        assertFalse(erc20.nonceUsed(payer, 2)); // inner payment never happened
+        assertEq(target.value(), 0);
+    }
+
+    function test_reentrancyFromPlugin_reverts() public {
+        ReentrantPayment rp = new ReentrantPayment();
+        BatchExecutor.Bundle memory inner = _bundle(_action(address(target), abi.encodeCall(Target.set, (1))), 2);
+        BatchExecutor.Bundle memory outer = BatchExecutor.Bundle({
+            payment: rp,
+            paymentData: abi.encode(inner),
+            fee: 0,
+            action: _action(address(target), abi.encodeCall(Target.set, (2)))
+        });
+        vm.prank(relayer);
+        vm.expectRevert(ReentrancyGuardTransient.ReentrancyGuardReentrantCall.selector);
+        executor.execute(outer);
+    }
+
+    // ----------------------------------------------------------------- batch
+
+    function test_executeBatch() public {
+        BatchExecutor.Bundle[] memory bs = new BatchExecutor.Bundle[](3);
+        bs[0] = _bundle(_action(address(target), abi.encodeCall(Target.set, (1))), 1);
+        bs[1] = _bundle(_action(address(target), abi.encodeCall(Target.fail, (2))), 2);
+        BatchExecutor.Action memory pay =
+            BatchExecutor.Action({target: address(target), value: 2 ether, data: abi.encodeCall(Target.deposit, ())});
+        bs[2] = _bundle(pay, 3);
+        vm.prank(relayer);
+        bool[] memory ok = executor.executeBatch{value: 2 ether}(bs);
+        assertTrue(ok[0]);
+        assertFalse(ok[1]);
+        assertTrue(ok[2]);
+        assertEq(target.value(), 1);
+        assertEq(target.received(), 2 ether);
+        assertEq(ledger.balanceOf(relayer, address(usd)), 3 * FEE);
+    }
+
+    function test_executeBatch_reverts() public {
+        BatchExecutor.Bundle[] memory none = new BatchExecutor.Bundle[](0);
+        vm.prank(relayer);
+        vm.expectRevert(BatchExecutor.EmptyBatch.selector);
+        executor.executeBatch(none);
+
+        BatchExecutor.Bundle[] memory bs = new BatchExecutor.Bundle[](2);
+        bs[0] = _bundle(_action(address(target), abi.encodeCall(Target.set, (1))), 1);
+        bs[1] = _bundle(_action(address(target), abi.encodeCall(Target.set, (2))), 1); // reused nonce
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(Erc20Payment.NonceAlreadyUsed.selector, payer, 1));
+        executor.executeBatch(bs);
+        assertEq(target.value(), 0); // the whole batch reverted
+
+        bs[1] = _bundle(_action(address(target), abi.encodeCall(Target.set, (2))), 2);
+        vm.prank(relayer);
+        vm.expectRevert(abi.encodeWithSelector(BatchExecutor.ValueMismatch.selector, 1, 0));
+        executor.executeBatch{value: 1}(bs);
+    }
+
+    // -------------------------------------------------------- execution hash
+
+    function test_executionHash() public view {
+        bytes memory data = hex"deadbeef";
+        (bytes32 raw, uint256 field) = executor.executionHash(address(target), data, 5);
+        assertEq(raw, keccak256(bytes.concat(bytes20(address(target)), data, bytes32(uint256(5)))));
+        assertEq(field, uint256(raw) % executor.BN254_SCALAR_FIELD());
+    }
+
+    function testFuzz_executionHashInField(address to, bytes calldata data, uint256 fee) public view {
+        (bytes32 raw, uint256 field) = executor.executionHash(to, data, fee);
+        assertLt(field, executor.BN254_SCALAR_FIELD());
+        assertEq(raw, keccak256(abi.encodePacked(to, data, fee)));
+    }
+
+    function test_paymentDigest_isEip712() public view {
+        bytes32 domain = keccak256(
+            abi.encode(
+                keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"),
+                keccak256("NOX Erc20Payment"),
+                keccak256("1"),
+                block.chainid,
+                address(erc20)
+            )
+        );
+        assertEq(erc20.domainSeparator(), domain);
+        bytes32 structHash = keccak256(
+            abi.encode(
+                keccak256(
+                    "Payment(address payer,address asset,uint256 fee,address relayer,bytes32 actionHash,uint256 nonce,uint256 deadline)"
+                ),
+                payer,
+                address(usd),
+                uint256(1),
+                relayer,
+                bytes32(uint256(2)),
+                uint256(3),
+                uint256(4)
+            )
+        );
+        assertEq(
+            erc20.paymentDigest(payer, address(usd), 1, relayer, bytes32(uint256(2)), 3, 4),
+            keccak256(abi.encodePacked(hex"1901", domain, structHash))
+        );
+    }
+
+    function test_constructors() public {
+        assertEq(ledger.crediter(), address(executor));
+        assertEq(erc20.executor(), address(executor));
+        assertEq(erc20.ledger(), address(ledger));
+        vm.expectRevert(Erc20Payment.ZeroAddress.selector);
+        new Erc20Payment(BatchExecutor(address(0)));
+        vm.expectRevert(RewardLedger.ZeroAddress.selector);
+        new RewardLedger(address(0));
+    }
+
+    // --------------------------------------------------------- fuzz: binding
+
+    /// @dev Any change of relayer, fee or calldata after signing is refused.
+    function testFuzz_bindingHolds(address sub, uint256 fee2, bytes calldata data2) public {
+        BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
+        BatchExecutor.Bundle memory b = _bundle(a, 1);
+        vm.assume(sub != relayer);
+        vm.prank(sub);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+        vm.assume(fee2 != FEE);
+        b.fee = fee2;
+        vm.prank(relayer);
+        vm.expectRevert(); // BadSignature
+        executor.execute(b);
+        b.fee = FEE;
+        vm.assume(keccak256(data2) != keccak256(a.data) && (data2.length < 4 || bytes4(data2[:4]) != 0x23b872dd));
+        b.action.data = data2;
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+    }
+}
+
+contract RewardLedgerTest is Test {
+    RewardLedger ledger;
+    NoxStakeToken usd;
+    address crediter = address(0xC0FFEE);
+    address relayer = makeAddr("relayer");
+    address claimTo = makeAddr("claimTo");
+
+    function setUp() public {
+        ledger = new RewardLedger(crediter);
+        usd = new NoxStakeToken(address(this), 1e30);
+    }
+
+    function test_creditAndClaimErc20() public {
+        usd.transfer(address(ledger), 10);
+        vm.expectEmit(address(ledger));
+        emit RewardLedger.Credited(relayer, address(usd), 10);
+        vm.prank(crediter);
+        ledger.credit(relayer, address(usd), 10);
+        assertEq(ledger.balanceOf(relayer, address(usd)), 10);
+        vm.expectEmit(address(ledger));
+        emit RewardLedger.Claimed(relayer, address(usd), claimTo, 10);
+        vm.prank(relayer);
+        assertEq(ledger.claim(address(usd), claimTo), 10);
+        assertEq(usd.balanceOf(claimTo), 10);
+        assertEq(ledger.balanceOf(relayer, address(usd)), 0);
+        assertEq(ledger.liabilities(address(usd)), 0);
+        vm.prank(relayer);
+        vm.expectRevert(RewardLedger.ZeroAmount.selector);
+        ledger.claim(address(usd), claimTo);
+    }
+
+    function test_creditAndClaimEth() public {
+        vm.deal(address(this), 5 ether);
+        (bool ok,) = address(ledger).call{value: 2 ether}("");
+        assertTrue(ok);
+        vm.prank(crediter);
+        ledger.credit(relayer, address(0), 2 ether);
+        vm.prank(relayer);
+        ledger.claim(address(0), claimTo);
+        assertEq(claimTo.balance, 2 ether);
+        assertEq(address(ledger).balance, 0);
+    }
+
+    function test_ethFeeThroughExecutor() public {
+        BatchExecutor executor = new BatchExecutor();
+        RewardLedger l = executor.ledger();
+        EthPayment p = new EthPayment{value: 1 ether}(payable(address(l)));
+        Target t = new Target();
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: p,
+            paymentData: abi.encode(uint256(0.1 ether)),
+            fee: 0.1 ether,
+            action: BatchExecutor.Action({target: address(t), value: 0, data: abi.encodeCall(Target.fail, (1))})
+        });
+        vm.prank(relayer);
+        assertFalse(executor.execute(b));
+        assertEq(l.balanceOf(relayer, address(0)), 0.1 ether);
+        vm.prank(relayer);
+        l.claim(address(0), relayer);
+        assertEq(relayer.balance, 0.1 ether);
+    }
+
+    function test_credit_reverts() public {
+        vm.expectRevert(RewardLedger.NotCrediter.selector);
+        ledger.credit(relayer, address(usd), 1);
+        vm.startPrank(crediter);
+        vm.expectRevert(RewardLedger.ZeroAddress.selector);
+        ledger.credit(address(0), address(usd), 1);
+        vm.expectRevert(RewardLedger.ZeroAmount.selector);
+        ledger.credit(relayer, address(usd), 0);
+        vm.expectRevert(abi.encodeWithSelector(RewardLedger.Unfunded.selector, address(usd), 0, 1));
+        ledger.credit(relayer, address(usd), 1);
+        vm.stopPrank();
+        // funds can back one credit only
+        usd.transfer(address(ledger), 5);
+        vm.startPrank(crediter);
+        ledger.credit(relayer, address(usd), 5);
+        vm.expectRevert(abi.encodeWithSelector(RewardLedger.Unfunded.selector, address(usd), 5, 6));
+        ledger.credit(claimTo, address(usd), 1);
+        vm.stopPrank();
+    }
+
+    function test_claim_toZeroRefused() public {
+        vm.prank(relayer);
+        vm.expectRevert(RewardLedger.ZeroAddress.selector);
+        ledger.claim(address(usd), address(0));
+    }
+
+    function test_claim_ethToRejectingReceiver() public {
+        vm.deal(address(ledger), 1 ether);
+        vm.prank(crediter);
+        ledger.credit(relayer, address(0), 1 ether);
+        address rejecting = address(new Target());
+        vm.prank(relayer);
+        vm.expectRevert(); // Target has no receive(): the claim reverts and the balance stays
+        ledger.claim(address(0), rejecting);
+        assertEq(ledger.balanceOf(relayer, address(0)), 1 ether);
+    }
+
+    /// @dev Liabilities never exceed holdings, over random credits and claims.
+    function testFuzz_solvency(uint96[8] calldata amounts, uint8 claimMask) public {
+        address[4] memory rs = [makeAddr("r1"), makeAddr("r2"), makeAddr("r3"), makeAddr("r4")];
+        for (uint256 i = 0; i < amounts.length; ++i) {
+            if (amounts[i] == 0) continue;
+            usd.transfer(address(ledger), amounts[i]);
+            vm.prank(crediter);
+            ledger.credit(rs[i % 4], address(usd), amounts[i]);
+            if (claimMask & (1 << i) != 0) {
+                vm.prank(rs[i % 4]);
+                ledger.claim(address(usd), rs[i % 4]);
+            }
+            assertGe(usd.balanceOf(address(ledger)), ledger.liabilities(address(usd)));
+            uint256 sum;
+            for (uint256 j = 0; j < 4; ++j) {
+                sum += ledger.balanceOf(rs[j], address(usd));
+            }
+            assertEq(sum, ledger.liabilities(address(usd)));
+            assertEq(usd.balanceOf(address(ledger)), sum);
+        }
+    }
+}
+
+/// @dev A smart-contract wallet that accepts one owner's ECDSA signatures (ERC-1271).
+contract Wallet1271 {
+    address public immutable owner;
+
+    constructor(address o) {
+        owner = o;
+    }
+
+    function isValidSignature(bytes32 hash, bytes calldata sig) external view returns (bytes4) {
+        (bytes32 r, bytes32 s) = abi.decode(sig[:64], (bytes32, bytes32));
+        return ecrecover(hash, uint8(sig[64]), r, s) == owner ? bytes4(0x1626ba7e) : bytes4(0xffffffff);
+    }
+
+    function approve(IERC20 token, address spender) external {
+        require(msg.sender == owner);
+        token.approve(spender, type(uint256).max);
+    }
+}
+
+contract Erc1271PayerTest is Test {
+    function test_contractWalletPays() public {
+        uint256 ownerKey = 0xA11;
+        address owner = vm.addr(ownerKey);
+        BatchExecutor executor = new BatchExecutor();
+        Erc20Payment erc20 = new Erc20Payment(executor);
+        NoxStakeToken usd = new NoxStakeToken(address(this), 1e30);
+        Wallet1271 wallet = new Wallet1271(owner);
+        usd.transfer(address(wallet), 10e18);
+        vm.prank(owner);
+        wallet.approve(usd, address(erc20));
+        Target t = new Target();
+        address relayer = makeAddr("relayer");
+
+        bytes memory data = abi.encodeCall(Target.set, (5));
+        (bytes32 h,) = executor.executionHash(address(t), data, 1e18);
+        bytes32 digest = erc20.paymentDigest(address(wallet), address(usd), 1e18, relayer, h, 1, block.timestamp);
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(ownerKey, digest);
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: erc20,
+            paymentData: abi.encode(
+                Erc20Payment.PaymentData(
+                    address(wallet), address(usd), 1e18, 1, block.timestamp, abi.encodePacked(r, s, v)
+                )
+            ),
+            fee: 1e18,
+            action: BatchExecutor.Action(address(t), 0, data)
+        });
+        vm.prank(relayer);
+        assertTrue(executor.execute(b));
+        assertEq(executor.ledger().balanceOf(relayer, address(usd)), 1e18);
+        assertEq(usd.balanceOf(address(wallet)), 9e18);
+
+        // a signature by someone else is refused by the wallet
+        (v, r, s) = vm.sign(0xB22, digest);
+        b.paymentData = abi.encode(
+            Erc20Payment.PaymentData(address(wallet), address(usd), 1e18, 2, block.timestamp, abi.encodePacked(r, s, v))
+        );
+        vm.prank(relayer);
+        vm.expectRevert(Erc20Payment.BadSignature.selector);
+        executor.execute(b);
+    }
+}
