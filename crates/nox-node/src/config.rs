@@ -156,11 +156,28 @@ pub struct ReplaySection {
     pub false_positive_rate: f64,
     /// Snapshots and journals; default `<key_dir>/replay`.
     pub dir: Option<PathBuf>,
+    /// Most tags per group commit (one write and one `fdatasync`).
+    pub sync_batch: usize,
+    /// Minimum time between two syncs' starts, in microseconds (0: the next
+    /// sync starts as soon as the previous one ends). Packets never leave
+    /// before their tag is durable, so a larger value adds latency and
+    /// saves disk operations.
+    pub sync_interval_us: u64,
 }
 
 impl Default for ReplaySection {
     fn default() -> Self {
-        Self { capacity: 10_000_000, false_positive_rate: 0.001, dir: None }
+        Self { capacity: 10_000_000, false_positive_rate: 0.001, dir: None, sync_batch: 4096, sync_interval_us: 0 }
+    }
+}
+
+impl ReplaySection {
+    /// The group-commit settings.
+    pub fn group_commit(&self) -> crate::GroupCommitConfig {
+        crate::GroupCommitConfig {
+            max_batch: self.sync_batch.max(1),
+            min_interval: Duration::from_micros(self.sync_interval_us),
+        }
     }
 }
 

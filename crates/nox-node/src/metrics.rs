@@ -57,6 +57,21 @@ pub struct NodeMetrics {
     pub worker_queue_depth: AtomicU64,
     /// Packets held by the mixer.
     pub mixer_held: AtomicU64,
+    /// Group commits of replay tags completed (one `fdatasync` per journal
+    /// touched).
+    pub replay_syncs: AtomicU64,
+    /// Replay tags made durable.
+    pub replay_synced_tags: AtomicU64,
+    /// Time spent writing and syncing batches, in microseconds.
+    pub replay_sync_micros: AtomicU64,
+    /// 1 once a journal write or sync failed: the node no longer emits.
+    pub replay_journal_failed: AtomicU64,
+    /// Packets whose mixing delay ended before their tag was durable.
+    pub replay_gate_waits: AtomicU64,
+    /// Total time those packets waited at the gate, in microseconds.
+    pub replay_gate_wait_micros: AtomicU64,
+    /// Key epochs refused because their replay state was lost.
+    pub replay_refused_epochs: AtomicU64,
     /// Last mixer snapshot (counters and delay histogram).
     pub mixing: Mutex<Option<MixingMetrics>>,
     /// The registry view, when membership comes from the chain.
@@ -140,6 +155,39 @@ impl NodeMetrics {
             load(&self.pow_client_arrival_rate),
         );
         gauge(&mut out, "nox_key_epoch", "Current key epoch.", load(&self.epoch));
+        counter(&mut out, "nox_replay_syncs_total", "Group commits of replay tags.", load(&self.replay_syncs));
+        counter(&mut out, "nox_replay_synced_tags_total", "Replay tags made durable.", load(&self.replay_synced_tags));
+        let micros = |a: &AtomicU64| load(a) as f64 / 1e6;
+        let _ = writeln!(
+            out,
+            "# HELP nox_replay_sync_seconds_total Time spent writing and syncing replay journal batches.\n\
+             # TYPE nox_replay_sync_seconds_total counter\nnox_replay_sync_seconds_total {}",
+            micros(&self.replay_sync_micros)
+        );
+        gauge(
+            &mut out,
+            "nox_replay_journal_failed",
+            "1 if a replay journal write or sync failed: the node emits nothing until restarted.",
+            load(&self.replay_journal_failed),
+        );
+        counter(
+            &mut out,
+            "nox_replay_gate_waits_total",
+            "Packets whose mixing delay ended before their replay tag was durable.",
+            load(&self.replay_gate_waits),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP nox_replay_gate_wait_seconds_total Time packets waited for their replay tag to be durable.\n\
+             # TYPE nox_replay_gate_wait_seconds_total counter\nnox_replay_gate_wait_seconds_total {}",
+            micros(&self.replay_gate_wait_micros)
+        );
+        gauge(
+            &mut out,
+            "nox_replay_refused_epochs",
+            "Key epochs refused because their replay state was lost (damaged journal, unreadable snapshot).",
+            load(&self.replay_refused_epochs),
+        );
         gauge(&mut out, "nox_worker_queue_depth", "Packets waiting for a worker.", load(&self.worker_queue_depth));
         gauge(&mut out, "nox_mixer_held_packets", "Packets held by the mixer.", load(&self.mixer_held));
         if let Some(topology) = self.topology.get() {

@@ -12,13 +12,19 @@
 //!   processing ([`Relay::process`]), then [`Relay::record`] of the replay tag.
 //! - **mixer** (an OS thread, for sub-millisecond timing): `nox-mixing`'s
 //!   scheduler; the time since the frame was received counts toward the
-//!   delay (seed 003).
+//!   delay (seed 003). **Durability gate**: a packet whose delay is over
+//!   leaves only once its replay tag is durable ([`TagJournal`], group
+//!   commit); until then it waits, and if the journal fails it is dropped.
 //! - **egress**: a channel the caller drains (links, exit services, clients).
 
 use std::{
     net::IpAddr,
     ops::Range,
-    sync::{Arc, Mutex, RwLock, atomic::Ordering, mpsc as std_mpsc},
+    sync::{
+        Arc, Mutex, RwLock, Weak,
+        atomic::{AtomicBool, Ordering},
+        mpsc as std_mpsc,
+    },
     thread::JoinHandle,
     time::Instant,
 };
@@ -29,7 +35,7 @@ use nox_sphinx::{NodeId, SurbId};
 use rand_core::SeedableRng;
 use tokio::sync::mpsc;
 
-use crate::{IngestAdmission, NodeMetrics, ReplayStore};
+use crate::{IngestAdmission, NodeMetrics, TagJournal};
 
 /// Who handed us a frame, as authenticated by the link layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +123,17 @@ struct Mixable {
     output: RelayOutput,
     packet: Vec<u8>,
     received_at: Instant,
+    /// Journal sequence number of its replay tag (0: no journal).
+    seq: u64,
+}
+
+/// What reaches the mixer thread.
+enum MixerInput {
+    /// A processed packet.
+    Packet(Mixable),
+    /// The durable watermark moved (or the journal failed): re-check the
+    /// packets waiting for it.
+    Durable,
 }
 
 /// The running pipeline's ends and threads.
@@ -138,9 +155,12 @@ impl Pipeline {
     /// OS threads. `origin_allowed` enforces the layer rule; `admission`
     /// charges each frame to its peer's rate tier and gives the proof of work
     /// it must carry (client difficulty updated by [`crate::AdaptivePow`]).
+    /// With a `journal`, every packet waits until its replay tag is durable
+    /// before it reaches egress; without one (benchmarks, tests) tags live in
+    /// memory only.
     pub fn spawn(
         relay: Arc<RwLock<Relay>>,
-        journal: Option<Arc<ReplayStore>>,
+        journal: Option<Arc<TagJournal>>,
         origin_allowed: Arc<dyn Fn(&Origin) -> bool + Send + Sync>,
         admission: Arc<IngestAdmission>,
         config: PipelineConfig,
@@ -148,7 +168,15 @@ impl Pipeline {
     ) -> std::io::Result<PipelineHandles> {
         let (inbound_tx, inbound_rx) = mpsc::channel::<Inbound>(config.inbound_queue.max(1));
         let (job_tx, job_rx) = std_mpsc::sync_channel::<Job>(config.worker_queue.max(1));
-        let (mix_tx, mix_rx) = std_mpsc::sync_channel::<Mixable>(config.mixer_queue.max(1));
+        let (mix_tx, mix_rx) = std_mpsc::sync_channel::<MixerInput>(config.mixer_queue.max(1));
+        // The workers own the sender; the journal's waker only borrows it, so
+        // the mixer still sees the channel close when the workers are done.
+        let mix_tx = Arc::new(mix_tx);
+        let mixer_waiting = Arc::new(AtomicBool::new(false));
+        if let Some(journal) = &journal {
+            let (sender, waiting) = (Arc::downgrade(&mix_tx), mixer_waiting.clone());
+            journal.set_waker(move || wake_mixer(&sender, &waiting));
+        }
         let (egress_tx, egress_rx) = mpsc::channel::<Egress>(config.egress_queue.max(1));
 
         let ingest =
@@ -165,9 +193,10 @@ impl Pipeline {
             .collect::<std::io::Result<Vec<JoinHandle<()>>>>()?;
         drop(mix_tx);
         let mixing = config.mixing;
+        let gate = DurabilityGate { journal, waiting: mixer_waiting, held: Vec::new() };
         let mixer = std::thread::Builder::new()
             .name("nox-mixer".into())
-            .spawn(move || mixer(&mix_rx, &egress_tx, mixing, &metrics))?;
+            .spawn(move || mixer(&mix_rx, &egress_tx, mixing, gate, &metrics))?;
         let finished = tokio::spawn(async move {
             let _ = ingest.await;
             let _ = tokio::task::spawn_blocking(move || {
@@ -226,9 +255,9 @@ async fn ingest(
 
 fn worker(
     jobs: &Mutex<std_mpsc::Receiver<Job>>,
-    mixer: &std_mpsc::SyncSender<Mixable>,
+    mixer: &std_mpsc::SyncSender<MixerInput>,
     relay: &RwLock<Relay>,
-    journal: Option<&ReplayStore>,
+    journal: Option<&TagJournal>,
     metrics: &NodeMetrics,
 ) {
     loop {
@@ -247,17 +276,21 @@ fn worker(
             let mut relay = relay.write().map_err(|_| DropReason::Malformed)?;
             relay.record(&admitted)?;
             drop(relay);
-            // The tag must be on record before the packet can leave.
-            if let Some(journal) = journal {
-                journal.append(admitted.epoch, &admitted.tag.0).map_err(|_| DropReason::JournalError)?;
-            }
-            Ok(output)
+            // Queue the tag for the next group commit; the mixer holds the
+            // packet until that commit is durable.
+            let seq = match journal {
+                Some(journal) => {
+                    journal.record(admitted.epoch, &admitted.tag.0).map_err(|_| DropReason::JournalError)?
+                }
+                None => 0,
+            };
+            Ok((output, seq))
         });
         match recorded {
-            Ok(output) => {
+            Ok((output, seq)) => {
                 metrics.processed.fetch_add(1, Ordering::Relaxed);
-                let item = Mixable { output, packet, received_at: inbound.received_at };
-                if let Err(error) = mixer.try_send(item) {
+                let item = Mixable { output, packet, received_at: inbound.received_at, seq };
+                if let Err(error) = mixer.try_send(MixerInput::Packet(item)) {
                     match error {
                         std_mpsc::TrySendError::Full(_) => metrics.count_drop(DropReason::QueueFull),
                         std_mpsc::TrySendError::Disconnected(_) => return,
@@ -269,30 +302,124 @@ fn worker(
     }
 }
 
+/// Wakes the mixer after a sync if it holds packets waiting for one. A full
+/// channel needs no wake-up: the mixer is busy receiving and re-checks after
+/// every message.
+fn wake_mixer(sender: &Weak<std_mpsc::SyncSender<MixerInput>>, waiting: &AtomicBool) {
+    if waiting.load(Ordering::SeqCst)
+        && let Some(sender) = sender.upgrade()
+    {
+        let _ = sender.try_send(MixerInput::Durable);
+    }
+}
+
+/// The egress gate: packets whose mixing delay is over but whose replay tag
+/// is not yet durable.
+struct DurabilityGate {
+    journal: Option<Arc<TagJournal>>,
+    /// Set while `held` is not empty, so the sync thread wakes the mixer.
+    waiting: Arc<AtomicBool>,
+    /// Waiting packets and when their delay ended.
+    held: Vec<(Mixable, Instant)>,
+}
+
+impl DurabilityGate {
+    /// Whether `item` may leave now; if not, the gate keeps it.
+    fn admit(&mut self, item: Mixable, now: Instant) -> Option<Mixable> {
+        match &self.journal {
+            Some(journal) if !journal.is_durable(item.seq) => {
+                self.held.push((item, now));
+                self.waiting.store(true, Ordering::SeqCst);
+                None
+            }
+            _ => Some(item),
+        }
+    }
+
+    /// Hands every held packet that is now durable to `release` (in the
+    /// order their delays ended); drops them all if the journal failed.
+    fn release(&mut self, now: Instant, metrics: &NodeMetrics, mut release: impl FnMut(Mixable)) {
+        let Some(journal) = &self.journal else { return };
+        if self.held.is_empty() {
+            return;
+        }
+        if journal.has_failed() {
+            for _ in self.held.drain(..) {
+                metrics.count_drop(DropReason::JournalError);
+            }
+            self.waiting.store(false, Ordering::SeqCst);
+            return;
+        }
+        let durable = journal.durable_seq();
+        let mut index = 0;
+        while index < self.held.len() {
+            if self.held[index].0.seq <= durable {
+                let (item, since) = self.held.remove(index);
+                let waited = u64::try_from(now.saturating_duration_since(since).as_micros()).unwrap_or(u64::MAX);
+                metrics.replay_gate_waits.fetch_add(1, Ordering::Relaxed);
+                metrics.replay_gate_wait_micros.fetch_add(waited, Ordering::Relaxed);
+                release(item);
+            } else {
+                index += 1;
+            }
+        }
+        self.waiting.store(!self.held.is_empty(), Ordering::SeqCst);
+        // A sync may have completed between reading `durable` and clearing
+        // the flag; the next loop iteration re-checks, bounded by POLL.
+    }
+
+    fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Drops what is still held (shutdown with a journal that can no longer sync).
+    fn abandon(&mut self, metrics: &NodeMetrics) {
+        for _ in self.held.drain(..) {
+            metrics.count_drop(DropReason::JournalError);
+        }
+    }
+}
+
+/// How often the mixer re-checks the durable watermark while it holds
+/// waiting packets, in case a wake-up raced with it.
+const POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// The mixer runs on its own OS thread: `recv_timeout` wakes it within tens
 /// of microseconds of a deadline, where the async runtime's timer wheel has a
 /// 1 ms granularity — a whole mean delay at μ = 1 ms.
 fn mixer(
-    input: &std_mpsc::Receiver<Mixable>,
+    input: &std_mpsc::Receiver<MixerInput>,
     egress: &mpsc::Sender<Egress>,
     config: MixingConfig,
+    mut gate: DurabilityGate,
     metrics: &NodeMetrics,
 ) {
     let mut scheduler: MixingScheduler<Mixable> = MixingScheduler::new(config);
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
     let mut open = true;
-    while open || !scheduler.is_empty() {
-        let received = match (open, scheduler.next_deadline()) {
-            (true, Some(deadline)) => input.recv_timeout(deadline.saturating_duration_since(Instant::now())),
+    let emit = |item: Mixable| {
+        metrics.released.fetch_add(1, Ordering::Relaxed);
+        if egress.try_send(egress_of(item)).is_err() {
+            metrics.count_drop(DropReason::QueueFull);
+        }
+    };
+    while open || !scheduler.is_empty() || !gate.is_empty() {
+        let poll = (!gate.is_empty()).then(|| Instant::now() + POLL);
+        let wake_at = match (scheduler.next_deadline(), poll) {
+            (Some(deadline), Some(poll)) => Some(deadline.min(poll)),
+            (deadline, poll) => deadline.or(poll),
+        };
+        let received = match (open, wake_at) {
+            (true, Some(at)) => input.recv_timeout(at.saturating_duration_since(Instant::now())),
             (true, None) => input.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
-            (false, Some(deadline)) => {
-                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            (false, Some(at)) => {
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
                 Err(std_mpsc::RecvTimeoutError::Timeout)
             }
             (false, None) => break,
         };
         match received {
-            Ok(item) => {
+            Ok(MixerInput::Packet(item)) => {
                 let delay = match &item.output {
                     RelayOutput::Forward { delay, .. }
                     | RelayOutput::Deliver { delay, .. }
@@ -306,23 +433,28 @@ fn mixer(
                     });
                 }
             }
+            Ok(MixerInput::Durable) | Err(std_mpsc::RecvTimeoutError::Timeout) => {}
             Err(std_mpsc::RecvTimeoutError::Disconnected) => open = false,
-            Err(std_mpsc::RecvTimeoutError::Timeout) => {}
         }
         let now = Instant::now();
         let mut released = false;
+        gate.release(now, metrics, |item| {
+            released = true;
+            emit(item);
+        });
         while let Some(item) = scheduler.pop_expired(now) {
             released = true;
-            metrics.released.fetch_add(1, Ordering::Relaxed);
-            if egress.try_send(egress_of(item)).is_err() {
-                metrics.count_drop(DropReason::QueueFull);
+            // The egress gate: not before the tag is durable.
+            if let Some(item) = gate.admit(item, now) {
+                emit(item);
             }
         }
         if released && let Ok(mut snapshot) = metrics.mixing.lock() {
             *snapshot = Some(scheduler.metrics());
         }
-        metrics.mixer_held.store(scheduler.len() as u64, Ordering::Relaxed);
+        metrics.mixer_held.store((scheduler.len() + gate.held.len()) as u64, Ordering::Relaxed);
     }
+    gate.abandon(metrics);
 }
 
 fn egress_of(item: Mixable) -> Egress {

@@ -23,7 +23,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore};
+use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -166,19 +166,19 @@ pub async fn run_with(
     let bloom = BloomParameters::for_capacity(config.replay.capacity, config.replay.false_positive_rate)
         .map_err(|e| NodeError::Topology(format!("replay parameters: {e}")))?;
     let replay_dir = config.replay.dir.clone().unwrap_or_else(|| config.node.key_dir.join("replay"));
+    // An unusable replay directory stops the start; a lost epoch (damaged
+    // journal, unreadable snapshot) only refuses that epoch's packets.
     let journal = Arc::new(ReplayStore::open(&replay_dir)?);
+    let metrics = Arc::new(NodeMetrics::default());
     let mut relay = Relay::new(geometry);
     for epoch in store.loaded_epochs().collect::<Vec<_>>() {
         if let Some(secret) = store.secret(epoch) {
-            let (cache, recovered) = journal.load(epoch, bloom)?;
-            if recovered > 0 {
-                tracing::info!(epoch, recovered, "replay cache restored from its journal");
-            }
-            relay.open_epoch_with(epoch, secret.clone(), cache);
+            let loaded = journal.load(epoch, bloom);
+            open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
         }
     }
     let relay = Arc::new(RwLock::new(relay));
-    let metrics = Arc::new(NodeMetrics::default());
+    let (tags, sync_thread) = TagJournal::spawn(journal.clone(), config.replay.group_commit(), metrics.clone())?;
     metrics.epoch.store(u64::from(schedule.epoch_at(now_unix())), Ordering::Relaxed);
     metrics.pow_difficulty.store(u64::from(config.node.pow_difficulty), Ordering::Relaxed);
     let _ = metrics.topology.set(shared.clone());
@@ -247,7 +247,7 @@ pub async fn run_with(
     });
     let handles = Pipeline::spawn(
         relay.clone(),
-        Some(journal.clone()),
+        Some(tags),
         origin_allowed,
         admission.clone(),
         pipeline_config,
@@ -380,24 +380,28 @@ pub async fn run_with(
                 let Ok(rotation) = store.rotate(now, &mut rng) else { continue };
                 publisher.offer(&store, now);
                 let fresh: Vec<u32> = match relay.read() {
-                    Ok(relay) => store.loaded_epochs().filter(|e| !relay.epochs().any(|have| have == *e)).collect(),
+                    Ok(relay) => store
+                        .loaded_epochs()
+                        .filter(|e| !relay.epochs().any(|have| have == *e) && !relay.is_refused(*e))
+                        .collect(),
                     Err(_) => return,
                 };
                 for epoch in fresh {
-                    let (Some(secret), Ok((cache, _))) = (store.secret(epoch), journal.load(epoch, bloom)) else {
-                        continue;
-                    };
-                    if let Ok(mut relay) = relay.write() {
-                        relay.open_epoch_with(epoch, secret.clone(), cache);
-                    }
+                    let Some(secret) = store.secret(epoch) else { continue };
+                    // Disk work (read, sync) before taking the lock the workers need.
+                    let loaded = journal.load(epoch, bloom);
+                    let Ok(mut relay) = relay.write() else { return };
+                    open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
                 }
                 if let (Some(oldest), Ok(mut relay)) = (store.loaded_epochs().min(), relay.write()) {
                     relay.retire_before(oldest);
+                    metrics.replay_refused_epochs.store(relay.refused_epochs().count() as u64, Ordering::Relaxed);
                 }
                 for epoch in rotation.erased {
-                    journal.retire(epoch);
+                    if let Err(error) = journal.retire(epoch) {
+                        tracing::warn!(epoch, %error, "could not delete a retired epoch's replay files");
+                    }
                 }
-                let _ = journal.sync();
                 metrics.epoch.store(u64::from(schedule.epoch_at(now)), Ordering::Relaxed);
             }
         })
@@ -437,6 +441,8 @@ pub async fn run_with(
     from_links.abort();
     drop(handles.inbound);
     let _ = tokio::time::timeout(Duration::from_secs(10), handles.finished).await;
+    // Nothing records any more: sync what is pending and stop the sync thread.
+    let _ = tokio::task::spawn_blocking(move || sync_thread.finish()).await;
     // Every worker has stopped: snapshot the replay caches for the restart.
     if let Ok(relay) = relay.read() {
         for epoch in relay.epochs().collect::<Vec<_>>() {
@@ -458,6 +464,37 @@ pub async fn run_with(
     }
     outbound.join().await;
     Ok(())
+}
+
+/// Opens `epoch` with its loaded replay state, or — if the state is lost
+/// (damaged journal, unreadable snapshot, I/O error) — refuses the epoch's
+/// packets until it ends, logging why.
+fn open_epoch(
+    relay: &mut Relay,
+    epoch: u32,
+    secret: nox_sphinx::SecretKey,
+    loaded: Result<(nox_replay::ReplayCache, usize), crate::ReplayStateError>,
+    metrics: &NodeMetrics,
+) {
+    match loaded {
+        Ok((cache, recovered)) => {
+            if recovered > 0 {
+                tracing::info!(epoch, recovered, "replay cache restored from its journal");
+            }
+            relay.open_epoch_with(epoch, secret, cache);
+        }
+        Err(error) => {
+            tracing::error!(
+                epoch,
+                %error,
+                kind = error.kind(),
+                "replay state of this key epoch is lost: its packets are refused until the epoch ends \
+                 (nox_packets_dropped_total{{reason=\"replay_state_lost\"}})"
+            );
+            relay.refuse_epoch(epoch);
+            metrics.replay_refused_epochs.store(relay.refused_epochs().count() as u64, Ordering::Relaxed);
+        }
+    }
 }
 
 fn short(id: &NodeId) -> String {

@@ -28,6 +28,10 @@ pub enum DropReason {
     /// The replay tag could not be written to the journal; forwarding the
     /// packet could let a replay through after a restart.
     JournalError,
+    /// The packet's key epoch is refused because its replay state was lost
+    /// (a damaged journal, an unreadable snapshot): accepting it could let a
+    /// replay of an already forwarded packet through. Lasts until the epoch ends.
+    ReplayStateLost,
     /// The link peer exceeded its rate tier (paper §4.9 (2)); refused at
     /// ingest before any public-key work.
     RateLimited,
@@ -35,7 +39,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, for exporting zero-valued series.
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::WrongLength,
         DropReason::WrongGeometry,
         DropReason::UnknownEpoch,
@@ -47,6 +51,7 @@ impl DropReason {
         DropReason::QueueFull,
         DropReason::DelayTooLong,
         DropReason::JournalError,
+        DropReason::ReplayStateLost,
         DropReason::RateLimited,
     ];
 
@@ -64,6 +69,7 @@ impl DropReason {
             DropReason::QueueFull => "queue_full",
             DropReason::DelayTooLong => "delay_too_long",
             DropReason::JournalError => "journal_error",
+            DropReason::ReplayStateLost => "replay_state_lost",
             DropReason::RateLimited => "rate_limited",
         }
     }

@@ -27,6 +27,11 @@ impl EpochKeys {
         self.keys.get(&epoch)
     }
 
+    /// Drops (and so zeroizes) the key of `epoch`, if held.
+    pub fn retire(&mut self, epoch: u32) -> bool {
+        self.keys.remove(&epoch).is_some()
+    }
+
     /// Drops (and so zeroizes) every key of an epoch before `epoch`;
     /// returns how many were dropped.
     pub fn retire_before(&mut self, epoch: u32) -> usize {

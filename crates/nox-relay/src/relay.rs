@@ -60,12 +60,14 @@ pub struct Relay {
     geometry: Geometry,
     keys: EpochKeys,
     replay: EpochReplayCaches,
+    /// Epochs whose replay state was lost: their packets are refused until they retire.
+    refused: std::collections::BTreeSet<u32>,
 }
 
 impl Relay {
     /// A relay for `geometry` holding no keys yet.
     pub fn new(geometry: Geometry) -> Self {
-        Self { geometry, keys: EpochKeys::new(), replay: EpochReplayCaches::new(4) }
+        Self { geometry, keys: EpochKeys::new(), replay: EpochReplayCaches::new(4), refused: Default::default() }
     }
 
     /// The geometry this relay accepts.
@@ -97,6 +99,27 @@ impl Relay {
     pub fn retire_before(&mut self, epoch: u32) {
         self.keys.retire_before(epoch);
         self.replay.retire_before(epoch);
+        self.refused = self.refused.split_off(&epoch);
+    }
+
+    /// Refuses `epoch` until it retires, because its replay state was lost:
+    /// drops its key and cache if open, and its packets are dropped at
+    /// admission as [`DropReason::ReplayStateLost`] instead of being processed
+    /// with a cache that may have forgotten tags.
+    pub fn refuse_epoch(&mut self, epoch: u32) {
+        self.keys.retire(epoch);
+        self.replay.retire(epoch);
+        self.refused.insert(epoch);
+    }
+
+    /// Epochs currently refused, oldest first.
+    pub fn refused_epochs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.refused.iter().copied()
+    }
+
+    /// Whether `epoch` is refused ([`Relay::refuse_epoch`]).
+    pub fn is_refused(&self, epoch: u32) -> bool {
+        self.refused.contains(&epoch)
     }
 
     /// Epochs currently accepted.
@@ -109,6 +132,9 @@ impl Relay {
         let view = HeaderView::parse(&self.geometry, packet)?;
         let epoch = view.key_epoch();
         if self.keys.get(epoch).is_none() {
+            if self.refused.contains(&epoch) {
+                return Err(DropReason::ReplayStateLost);
+            }
             return Err(DropReason::UnknownEpoch);
         }
         let tag = view.replay_tag();

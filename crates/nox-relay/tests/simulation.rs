@@ -270,3 +270,38 @@ fn epochs_rotate_mid_run_without_losing_packets_in_the_overlap() {
     sim.run_until(now);
     assert_eq!(sim.drops.get(&DropReason::UnknownEpoch), Some(&1));
 }
+
+/// An epoch whose replay state was lost is refused by name until it retires;
+/// other epochs are untouched.
+#[test]
+fn a_refused_epoch_drops_its_packets_until_it_retires() {
+    let geometry = Geometry::new(4096, 3).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(77);
+    let keys: Vec<SecretKey> = (0..3).map(|_| SecretKey::generate(&mut rng)).collect();
+    let bloom = BloomParameters::for_capacity(1_000, 0.001).unwrap();
+    let mut relay = Relay::new(geometry);
+    relay.open_epoch(4, keys[0].clone(), bloom);
+    relay.open_epoch(5, keys[0].clone(), bloom);
+    relay.refuse_epoch(4);
+    assert!(relay.is_refused(4) && !relay.is_refused(5));
+    assert_eq!(relay.epochs().collect::<Vec<_>>(), vec![5], "the refused epoch's key is dropped");
+    let hops: Vec<PathHop> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| PathHop {
+            node: NodeId([i as u8; 32]),
+            public_key: k.public_key(),
+            delay: Delay(0),
+            pow_difficulty: 0,
+        })
+        .collect();
+    let packet =
+        |epoch, rng: &mut ChaCha20Rng| build_forward(&geometry, &BuildOptions::new(epoch), &hops, b"x", rng).unwrap();
+    assert_eq!(relay.admit(&packet(4, &mut rng), 0), Err(DropReason::ReplayStateLost));
+    assert!(relay.admit(&packet(5, &mut rng), 0).is_ok());
+    assert_eq!(relay.admit(&packet(3, &mut rng), 0), Err(DropReason::UnknownEpoch));
+    assert_eq!(DropReason::ReplayStateLost.label(), "replay_state_lost");
+    assert!(DropReason::ALL.contains(&DropReason::ReplayStateLost));
+    relay.retire_before(5);
+    assert!(!relay.is_refused(4) && relay.refused_epochs().next().is_none());
+}

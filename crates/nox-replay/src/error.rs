@@ -79,6 +79,19 @@ pub enum JournalError {
     /// The header checksum does not match.
     #[error("journal header checksum mismatch")]
     HeaderChecksumMismatch,
+    /// Bytes that a commit slot proves were once durable are unreadable (or, in a version 1
+    /// journal, an intact record follows a bad one): the tags after `offset` are lost. The
+    /// epoch is unprotected; the node must refuse its packets until the epoch ends.
+    #[error(
+        "journal damaged at offset {offset}: bytes up to {durable_len} were durable, tags after the damage are lost"
+    )]
+    Damaged {
+        /// File offset of the first slot that fails its check.
+        offset: u64,
+        /// The durable length claimed by the latest intact commit slot (version 1: the file
+        /// length up to the last intact record).
+        durable_len: u64,
+    },
     /// The journal belongs to another key epoch than the cache it is applied to.
     #[error("journal is for epoch {journal}, cache is for epoch {cache}")]
     EpochMismatch {

@@ -112,7 +112,8 @@ fn torn_last_record_recovers_the_valid_prefix() {
     assert_eq!(parsed.record_count(), 9);
     assert_eq!(parsed.discarded_bytes(), journal::RECORD_LEN);
 
-    // Corruption in the middle stops there and reports everything after as discarded.
+    // Without a commit slot nothing was acknowledged as durable, so even a bad slot followed by
+    // intact records (pages of an unfinished batch written out of order) is a torn tail.
     let mut middle = file.clone();
     middle[journal::HEADER_LEN + 3 * journal::RECORD_LEN + 5] ^= 1;
     let parsed = ParsedJournal::parse(&middle).unwrap();
@@ -122,6 +123,105 @@ fn torn_last_record_recovers_the_valid_prefix() {
     // A header alone is an empty journal; less than a header is reported as such.
     assert_eq!(ParsedJournal::parse(&file[..journal::HEADER_LEN]).unwrap().record_count(), 0);
     assert_eq!(ParsedJournal::parse(&file[..10]), Err(JournalError::TruncatedHeader));
+}
+
+/// Writes `batches` the way the node does: each batch after the first starts with a commit slot
+/// naming the file length the previous batch's sync made durable.
+fn committed_journal(epoch: u32, batches: &[&[[u8; 32]]]) -> (Vec<u8>, Vec<usize>) {
+    let mut file = journal::encode_header(epoch).to_vec();
+    let mut batch_ends = Vec::new();
+    for (index, batch) in batches.iter().enumerate() {
+        if index > 0 {
+            file.extend_from_slice(&journal::encode_commit(epoch, file.len() as u64));
+        }
+        for tag in *batch {
+            file.extend_from_slice(&journal::encode_record(epoch, tag));
+        }
+        batch_ends.push(file.len()); // "fdatasync" here
+    }
+    (file, batch_ends)
+}
+
+#[test]
+fn damage_before_a_commit_slot_is_an_error_not_a_torn_tail() {
+    let epoch = 8;
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let tags: Vec<[u8; 32]> = (0..12).map(|_| random_tag(&mut rng)).collect();
+    let (file, ends) = committed_journal(epoch, &[&tags[..4], &tags[4..8], &tags[8..]]);
+    let parsed = ParsedJournal::parse(&file).unwrap();
+    assert_eq!(parsed.version(), journal::VERSION);
+    assert_eq!(parsed.record_count(), 12);
+    assert_eq!(parsed.tags().collect::<Vec<_>>(), tags);
+    assert_eq!(parsed.durable_len(), ends[1] as u64);
+
+    // A bit flipped in the first (synced, committed) batch: the commit slots after it prove
+    // those bytes were durable, so this is damage and the tags after it are known lost.
+    let mut damaged = file.clone();
+    damaged[journal::HEADER_LEN + journal::RECORD_LEN + 3] ^= 0x40;
+    let offset = (journal::HEADER_LEN + journal::RECORD_LEN) as u64;
+    assert_eq!(ParsedJournal::parse(&damaged), Err(JournalError::Damaged { offset, durable_len: ends[1] as u64 }));
+    let mut cache = ReplayCache::new(epoch, params());
+    assert!(matches!(cache.apply_journal(&damaged), Err(JournalError::Damaged { .. })));
+
+    // Zeros over a committed region (a lost write-back of durable pages) likewise.
+    let mut zeroed = file.clone();
+    zeroed[ends[0] - 10..ends[0] + 30].fill(0);
+    assert!(matches!(ParsedJournal::parse(&zeroed), Err(JournalError::Damaged { .. })));
+
+    // The last batch was never covered by a commit slot (no batch followed its sync): its slots
+    // garbled, even out of order (a bad slot then an intact one), are a torn tail.
+    let mut torn = file.clone();
+    torn[ends[1] + journal::RECORD_LEN + 1] ^= 1; // first record of the last batch
+    let parsed = ParsedJournal::parse(&torn).unwrap();
+    assert_eq!(parsed.record_count(), 8);
+    assert_eq!(parsed.valid_len(), ends[1] + journal::RECORD_LEN);
+    assert_eq!(parsed.discarded_bytes(), file.len() - parsed.valid_len());
+    // ... and so is a commit slot followed by nothing, or a short tail.
+    let parsed = ParsedJournal::parse(&file[..ends[1] + journal::RECORD_LEN + 7]).unwrap();
+    assert_eq!(parsed.record_count(), 8);
+    assert_eq!(parsed.discarded_bytes(), 7);
+
+    // A commit slot written for another epoch, or with non-zero padding, is just a bad slot.
+    let mut foreign = journal::encode_header(epoch).to_vec();
+    foreign.extend_from_slice(&journal::encode_record(epoch, &tags[0]));
+    foreign.extend_from_slice(&journal::encode_record(epoch, &tags[1]));
+    let mut wrong = foreign.clone();
+    wrong[journal::HEADER_LEN + 3] ^= 1;
+    wrong.extend_from_slice(&journal::encode_commit(epoch + 1, wrong.len() as u64));
+    assert_eq!(ParsedJournal::parse(&wrong).unwrap().record_count(), 0);
+    let mut padded = journal::encode_commit(epoch, 1_000);
+    padded[20] = 1;
+    let mut with_padding = foreign.clone();
+    with_padding[journal::HEADER_LEN + 3] ^= 1;
+    with_padding.extend_from_slice(&padded);
+    assert_eq!(ParsedJournal::parse(&with_padding).unwrap().record_count(), 0);
+}
+
+#[test]
+fn version_1_journals_are_still_read() {
+    let epoch = 4;
+    let mut file = journal::encode_header_version(epoch, journal::VERSION_1).to_vec();
+    for i in 0..6u8 {
+        file.extend_from_slice(&journal::encode_record(epoch, &[i; 32]));
+    }
+    let parsed = ParsedJournal::parse(&file).unwrap();
+    assert_eq!((parsed.version(), parsed.record_count()), (1, 6));
+    // Torn tail: cut.
+    let parsed = ParsedJournal::parse(&file[..file.len() - 1]).unwrap();
+    assert_eq!(parsed.record_count(), 5);
+    // No commit slots in v1: an intact record after a bad one is damage.
+    let mut middle = file.clone();
+    middle[journal::HEADER_LEN + 2 * journal::RECORD_LEN] ^= 1;
+    assert_eq!(
+        ParsedJournal::parse(&middle),
+        Err(JournalError::Damaged {
+            offset: (journal::HEADER_LEN + 2 * journal::RECORD_LEN) as u64,
+            durable_len: file.len() as u64
+        })
+    );
+    // Versions other than 1 and 2 are refused by name.
+    let v3 = journal::encode_header_version(epoch, 3);
+    assert_eq!(ParsedJournal::parse(&v3), Err(JournalError::UnsupportedVersion(3)));
 }
 
 #[test]

@@ -168,12 +168,18 @@ fn dir_of(net: &Testnet, client: &Client, id: &nox_sphinx::NodeId) -> PathBuf {
 }
 
 fn restart(node: &Path) -> std::process::Child {
+    restart_after(node, "-TERM", || {})
+}
+
+/// Stops the node with `signal`, runs `between` while it is down, starts it again.
+fn restart_after(node: &Path, signal: &str, between: impl FnOnce()) -> std::process::Child {
     let pid = std::fs::read_to_string(node.join("pid")).unwrap();
-    let _ = Command::new("kill").arg("-TERM").arg(pid.trim()).status();
+    let _ = Command::new("kill").arg(signal).arg(pid.trim()).status();
     let deadline = Instant::now() + Duration::from_secs(15);
     while Path::new(&format!("/proc/{}", pid.trim())).exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    between();
     let log = std::fs::OpenOptions::new().append(true).open(node.join("node.log")).unwrap();
     let child = Command::new(NOX)
         .arg("node")
@@ -284,6 +290,72 @@ async fn real_processes_carry_traffic_and_refuse_every_attack() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(rss_kb < 300_000, "entry RSS {rss_kb} kB after a flood");
+}
+
+/// The file called `name` somewhere under `dir`.
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Killed with SIGKILL (no snapshot at shutdown), a restarted entry still
+/// refuses what it forwarded, from its journal alone; with that journal then
+/// damaged inside its committed batches, the restarted entry refuses the key
+/// epoch (counted and logged) rather than forget tags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_keeps_its_tags_and_a_damaged_journal_refuses_its_epoch() {
+    let mut net = up_with("replay", 3, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+    let anonymous = client(&net.dir, None);
+    let (epoch, path) = anonymous.path(&mut rng);
+    let build = |rng: &mut rand_chacha::ChaCha20Rng, body: &[u8]| {
+        nox_sphinx::build_forward(&anonymous.geometry, &BuildOptions::new(epoch), &path, body, rng).unwrap()
+    };
+    let entry = dir_of(&net, &anonymous, &path[0].node);
+    let exit = dir_of(&net, &anonymous, &path[2].node);
+    // One at a time: each packet is its own group commit in the entry's journal.
+    let sent: Vec<Vec<u8>> = (0..3u8).map(|i| build(&mut rng, &[i; 8])).collect();
+    for (count, packet) in sent.iter().enumerate() {
+        anonymous.send(&path[0].node, packet.clone()).await;
+        assert_eq!(wait_metric(&exit, "nox_packets_delivered_total", count as u64 + 1), count as u64 + 1);
+    }
+    assert!(metric(&entry, "nox_replay_syncs_total") >= 3);
+
+    net.restarted.push(restart_after(&entry, "-KILL", || {}));
+    let again = client(&net.dir, None);
+    for packet in &sent {
+        again.send(&path[0].node, packet.clone()).await;
+    }
+    assert_eq!(
+        wait_metric(&entry, "nox_packets_dropped_total{reason=\"replay\"}", 3),
+        3,
+        "replay accepted after SIGKILL"
+    );
+    assert_eq!(metric(&exit, "nox_packets_delivered_total"), 3);
+
+    // Damage the first record: commit slots after it prove it was durable.
+    let journal = find_file(&entry, &format!("replay-{epoch:010}.journal")).expect("the entry's journal");
+    net.restarted.push(restart_after(&entry, "-KILL", || {
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes[nox_replay::journal::HEADER_LEN + 1] ^= 0x20;
+        std::fs::write(&journal, bytes).unwrap();
+    }));
+    let third = client(&net.dir, None);
+    third.send(&path[0].node, build(&mut rng, b"fresh")).await;
+    assert_eq!(wait_metric(&entry, "nox_packets_dropped_total{reason=\"replay_state_lost\"}", 1), 1);
+    assert!(metric(&entry, "nox_replay_refused_epochs") >= 1);
+    assert_eq!(metric(&exit, "nox_packets_delivered_total"), 3);
+    let log = std::fs::read_to_string(entry.join("node.log")).unwrap_or_default();
+    assert!(log.contains("replay state of this key epoch is lost"), "{log}");
 }
 
 /// An entry node greets each new client link with its current client
