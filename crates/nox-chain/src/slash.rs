@@ -51,6 +51,43 @@ pub fn sign_epoch_keys(
     Ok(Bytes::from(signature.as_bytes().to_vec()))
 }
 
+/// The operator's statements for every Sphinx key of `descriptor`, attached to it.
+pub fn attach_statements(
+    operator: &PrivateKeySigner,
+    chain_id: u64,
+    registry: Address,
+    mut descriptor: nox_topology::SignedDescriptor,
+) -> Result<nox_topology::SignedDescriptor, ChainError> {
+    let mut statements = Vec::with_capacity(descriptor.descriptor.sphinx_keys.len());
+    for key in &descriptor.descriptor.sphinx_keys {
+        let signature = sign_epoch_keys(operator, chain_id, registry, key.epoch, keys_hash(&[key.key.to_bytes()]))?;
+        let signature: [u8; 65] =
+            signature.as_ref().try_into().map_err(|_| ChainError::Config("signature is not 65 bytes".into()))?;
+        statements.push(nox_topology::OperatorStatement { epoch: key.epoch, signature });
+    }
+    descriptor.operator_statements = statements;
+    Ok(descriptor)
+}
+
+/// Slashing evidence from two descriptors of one operator that name different Sphinx keys for
+/// the same epoch, each with its statement (e.g. served to different clients).
+pub fn evidence_from(
+    operator: Address,
+    a: &nox_topology::SignedDescriptor,
+    b: &nox_topology::SignedDescriptor,
+) -> Option<Equivocation> {
+    a.descriptor.sphinx_keys.iter().find_map(|ka| {
+        let kb = b.descriptor.sphinx_keys.iter().find(|kb| kb.epoch == ka.epoch && kb.key != ka.key)?;
+        let (sa, sb) = (a.operator_statement(ka.epoch)?, b.operator_statement(kb.epoch)?);
+        Some(Equivocation {
+            operator,
+            epoch: ka.epoch,
+            a: (keys_hash(&[ka.key.to_bytes()]), Bytes::from(sa.signature.to_vec())),
+            b: (keys_hash(&[kb.key.to_bytes()]), Bytes::from(sb.signature.to_vec())),
+        })
+    })
+}
+
 /// Two conflicting statements of one operator for one epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Equivocation {

@@ -3,8 +3,10 @@
 
 use std::net::SocketAddr;
 
+use std::sync::Arc;
+
 use alloy::primitives::{Address, B256, U256, keccak256};
-use nox_topology::{Member, Membership};
+use nox_topology::{Member, Membership, SignedDescriptor, Unvouched};
 
 /// Role bit: the node relays (entry and mix layers).
 pub const ROLE_RELAY: u8 = 1;
@@ -90,20 +92,51 @@ impl RegistrySnapshot {
             .nodes
             .iter()
             .filter_map(|n| match n.socket_addr() {
-                Some(address) => Some(Member { identity_key: n.identity_key, link_key: n.link_key, address }),
+                Some(address) => Some(Member {
+                    identity_key: n.identity_key,
+                    link_key: n.link_key,
+                    address,
+                    operator: n.operator.into_array(),
+                }),
                 None => {
                     unusable.push(n);
                     None
                 }
             })
             .collect();
-        (Membership::new(members), unusable)
+        let (chain_id, registry) = (self.chain_id, self.registry);
+        let check: nox_topology::StatementCheck =
+            Arc::new(move |member, signed| check_statements(chain_id, registry, member, signed));
+        (Membership::new(members).with_statement_check(check), unusable)
     }
 
     /// The active node with this identity key.
     pub fn by_identity(&self, identity_key: &[u8; 32]) -> Option<&RegisteredNode> {
         self.nodes.iter().find(|n| &n.identity_key == identity_key)
     }
+}
+
+/// Every Sphinx key the descriptor lists must carry the registered operator's EIP-712
+/// statement for its epoch (docs/spec/registry.md §5).
+pub fn check_statements(
+    chain_id: u64,
+    registry: Address,
+    member: &Member,
+    signed: &SignedDescriptor,
+) -> Result<(), Unvouched> {
+    let operator = Address::from(member.operator);
+    for key in &signed.descriptor.sphinx_keys {
+        let statement = signed.operator_statement(key.epoch).ok_or(Unvouched::OperatorStatement(key.epoch))?;
+        let digest =
+            crate::slash::epoch_keys_digest(chain_id, registry, operator, key.epoch, crate::slash::keys_hash(&[key.key.to_bytes()]));
+        let signer = alloy::primitives::Signature::try_from(&statement.signature[..])
+            .ok()
+            .and_then(|sig| sig.recover_address_from_prehash(&digest).ok());
+        if signer != Some(operator) {
+            return Err(Unvouched::OperatorStatement(key.epoch));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

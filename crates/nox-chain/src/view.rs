@@ -25,6 +25,10 @@ pub struct ChainConfig {
     /// Read the registry this many blocks below the latest (reorg margin; 0 on a dev chain).
     #[serde(default)]
     pub confirmations: u64,
+    /// Nodes only: the operator's secp256k1 key (64 hex digits, file mode 0600) that signs the
+    /// node's epoch-key statements; its address must be the registered operator.
+    #[serde(default)]
+    pub operator_key_file: Option<std::path::PathBuf>,
 }
 
 /// The last verified registry snapshot and the endpoints to refresh it from.

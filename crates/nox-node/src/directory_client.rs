@@ -181,6 +181,7 @@ pub fn spawn(
     section: &TopologySection,
     geometry: &Geometry,
     trust: &Trust,
+    operator: Option<Arc<crate::OperatorSigner>>,
     identity: NodeIdentity,
     pow_difficulty: u8,
     shared: &SharedTopology,
@@ -199,7 +200,7 @@ pub fn spawn(
     };
     tokio::spawn(refresh(addr, trust.clone(), *geometry, shared.clone(), me, period, shutdown.clone()));
     let (tx, rx) = watch::channel(Vec::new());
-    let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period };
+    let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period, operator };
     tokio::spawn(upload.run(rx, shutdown.clone()));
     Ok(Publisher(Some(tx)))
 }
@@ -248,6 +249,7 @@ struct Upload {
     pow_difficulty: u8,
     layers: nox_topology::LayerCount,
     retry: Duration,
+    operator: Option<Arc<crate::OperatorSigner>>,
 }
 
 impl Upload {
@@ -282,6 +284,10 @@ impl Upload {
             .identity
             .descriptor(self.address, self.layers, self.pow_difficulty, keys)
             .map_err(|e| e.to_string())?;
+        let descriptor = match &self.operator {
+            Some(operator) => operator.attach(descriptor)?,
+            None => descriptor,
+        };
         nox_directory::upload_descriptor(self.addr, &descriptor, TIMEOUT).await.map_err(|e| e.to_string())
     }
 }

@@ -32,4 +32,4 @@ pub use observe::{ObserveSection, Observer};
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::{DirStorage, MemStorage, PendingTag, ReplayStateError, ReplayStorage, ReplayStore};
 pub use runtime::{NodeError, load_topology, load_topology_with, run, run_with};
-pub use trust::{ChainMembership, ChainStatus, Trust};
+pub use trust::{ChainMembership, ChainStatus, OperatorSigner, Trust};

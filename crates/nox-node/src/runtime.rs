@@ -91,6 +91,7 @@ pub async fn load_topology_with(
 fn check_registered(
     snapshot: &nox_chain::RegistrySnapshot,
     identity: &NodeIdentity,
+    operator: nox_chain::Address,
     config: &NodeConfig,
 ) -> Result<(), NodeError> {
     let identity_key = identity.public().identity_key.to_bytes();
@@ -102,6 +103,12 @@ fn check_registered(
             hex::encode(identity_key)
         )));
     };
+    if record.operator != operator {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists operator {} for this node, the operator key file is {operator}'s",
+            record.operator
+        )));
+    }
     let link_key = identity.public().link_key.to_bytes();
     if record.link_key != link_key {
         return Err(NodeError::NotRegistered(format!(
@@ -140,8 +147,12 @@ pub async fn run_with(
     let geometry = Geometry::default();
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
     let trust = crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref()).await?;
-    if let Some(chain) = trust.chain() {
-        check_registered(&*chain.last().await, &identity, &config)?;
+    let operator = match &config.chain {
+        Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config)?)),
+        None => None,
+    };
+    if let (Some(chain), Some(operator)) = (trust.chain(), &operator) {
+        check_registered(&*chain.last().await, &identity, operator.address(), &config)?;
     }
     let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust).await?;
     let shared = crate::directory_client::SharedTopology::new(topology.clone());
@@ -157,6 +168,7 @@ pub async fn run_with(
         &config.topology,
         &geometry,
         &trust,
+        operator.clone(),
         identity.clone(),
         config.node.pow_difficulty,
         &shared,

@@ -154,3 +154,42 @@ impl Trust {
         }
     }
 }
+
+/// Signs the node's epoch-key statements with its operator key (`[chain] operator_key_file`).
+pub struct OperatorSigner {
+    signer: nox_chain::PrivateKeySigner,
+    chain_id: u64,
+    registry: nox_chain::Address,
+}
+
+impl std::fmt::Debug for OperatorSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorSigner").field("operator", &self.signer.address()).finish_non_exhaustive()
+    }
+}
+
+impl OperatorSigner {
+    /// Loads the key named by `config.operator_key_file` (which must be set).
+    pub fn load(config: &ChainConfig) -> Result<Self, NodeError> {
+        let path = config.operator_key_file.as_ref().ok_or_else(|| {
+            NodeError::Chain(
+                "[chain] operator_key_file is missing: a node signs its epoch-key statements with its operator key".into(),
+            )
+        })?;
+        let text = zeroize::Zeroizing::new(
+            std::fs::read_to_string(path).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?,
+        );
+        let signer = nox_chain::deploy::signer(&text).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?;
+        Ok(Self { signer, chain_id: config.chain_id, registry: config.registry })
+    }
+
+    /// The operator address.
+    pub fn address(&self) -> nox_chain::Address {
+        self.signer.address()
+    }
+
+    /// `descriptor` with a statement for each of its keys.
+    pub fn attach(&self, descriptor: nox_topology::SignedDescriptor) -> Result<nox_topology::SignedDescriptor, String> {
+        nox_chain::slash::attach_statements(&self.signer, self.chain_id, self.registry, descriptor).map_err(|e| e.to_string())
+    }
+}

@@ -178,7 +178,7 @@ impl TopologyDocument {
             let checked = match membership {
                 None => seen.admit(node, layers, issue_epoch),
                 Some(m) => m
-                    .vouch(&node.descriptor)
+                    .vouch(node)
                     .map_err(|reason| TopologyError::Unvouched { node: node.node_id(), reason })
                     .and_then(|()| node.verify_signature())
                     .and_then(|()| seen.admit(node, layers, issue_epoch)),

@@ -6,8 +6,9 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use crate::descriptor::NodeDescriptor;
+use crate::descriptor::SignedDescriptor;
 
 /// One member as the registry lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,7 +19,13 @@ pub struct Member {
     pub link_key: [u8; 32],
     /// The link address the registry holds (`ip:port`).
     pub address: SocketAddr,
+    /// The operator account (an Ethereum address) that signs the node's epoch-key statements.
+    pub operator: [u8; 20],
 }
+
+/// Checks a descriptor's operator statements against its member (supplied by the chain layer,
+/// which holds the signature scheme and the registry's signing domain).
+pub type StatementCheck = Arc<dyn Fn(&Member, &SignedDescriptor) -> Result<(), Unvouched> + Send + Sync>;
 
 /// Why a descriptor is not vouched for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -32,19 +39,38 @@ pub enum Unvouched {
     /// The registry lists another link address for this identity.
     #[error("its link address differs from the registered one")]
     AddressDiffers,
+    /// A listed Sphinx key has no valid statement from the registered operator.
+    #[error("its key for epoch {0} has no valid statement from the registered operator")]
+    OperatorStatement(u32),
 }
 
 /// The set of members at one point of the registry's history.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Membership {
     members: HashMap<[u8; 32], Member>,
+    statements: Option<StatementCheck>,
+}
+
+impl core::fmt::Debug for Membership {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Membership")
+            .field("members", &self.members.len())
+            .field("checks_statements", &self.statements.is_some())
+            .finish()
+    }
 }
 
 impl Membership {
     /// A membership of these members. A later member with the same identity key replaces an
     /// earlier one (the registry never lists one identity twice).
     pub fn new(members: impl IntoIterator<Item = Member>) -> Self {
-        Self { members: members.into_iter().map(|m| (m.identity_key, m)).collect() }
+        Self { members: members.into_iter().map(|m| (m.identity_key, m)).collect(), statements: None }
+    }
+
+    /// Also require every listed Sphinx key to carry a statement that `check` accepts.
+    pub fn with_statement_check(mut self, check: StatementCheck) -> Self {
+        self.statements = Some(check);
+        self
     }
 
     /// Number of members.
@@ -62,8 +88,10 @@ impl Membership {
         self.members.get(identity_key)
     }
 
-    /// Does the membership vouch for this descriptor's identity, link key and address?
-    pub fn vouch(&self, descriptor: &NodeDescriptor) -> Result<(), Unvouched> {
+    /// Does the membership vouch for this descriptor's identity, link key and address (and,
+    /// with a statement check, its keys)?
+    pub fn vouch(&self, signed: &SignedDescriptor) -> Result<(), Unvouched> {
+        let descriptor = &signed.descriptor;
         let member = self.members.get(&descriptor.identity_key.to_bytes()).ok_or(Unvouched::NotRegistered)?;
         if member.link_key != descriptor.link_key.to_bytes() {
             return Err(Unvouched::LinkKeyDiffers);
@@ -71,6 +99,9 @@ impl Membership {
         if member.address != descriptor.address {
             return Err(Unvouched::AddressDiffers);
         }
-        Ok(())
+        match &self.statements {
+            Some(check) => check(member, signed),
+            None => Ok(()),
+        }
     }
 }

@@ -12,7 +12,7 @@ use rand_core::SeedableRng;
 
 fn member_of(node: &TestNode) -> Member {
     let d = &node.signed.descriptor;
-    Member { identity_key: d.identity_key.to_bytes(), link_key: d.link_key.to_bytes(), address: d.address }
+    Member { identity_key: d.identity_key.to_bytes(), link_key: d.link_key.to_bytes(), address: d.address, operator: [9; 20] }
 }
 
 /// One more node per layer, on ports 9000 + 1000.. (distinct from `network`'s).
@@ -118,4 +118,41 @@ fn authority_mode_is_unchanged_one_bad_node_refuses_the_document() {
     // And a foreign authority's key is still refused.
     let other = VerifyConfig::new(SigningKey::from_bytes(&[3; 32]).verifying_key(), geometry());
     assert_eq!(net.verified().document().verify(&other, ISSUED).unwrap_err(), TopologyError::BadDocumentSignature);
+}
+
+#[test]
+fn a_statement_check_leaves_out_keys_without_a_valid_operator_statement() {
+    use nox_topology::{OperatorStatement, SignedDescriptor};
+    let net = network(18, 2);
+    // A stand-in for the chain's check: a statement "signature" is the epoch repeated.
+    let check: nox_topology::StatementCheck = Arc::new(|_member, signed: &SignedDescriptor| {
+        for key in &signed.descriptor.sphinx_keys {
+            match signed.operator_statement(key.epoch) {
+                Some(st) if st.signature == [key.epoch as u8; 65] => {}
+                _ => return Err(Unvouched::OperatorStatement(key.epoch)),
+            }
+        }
+        Ok(())
+    });
+    let members = Membership::new(net.nodes.iter().map(member_of)).with_statement_check(check);
+    let config = VerifyConfig::registry(Arc::new(members), geometry());
+    let mut nodes = net.descriptors();
+    for node in nodes.iter_mut().skip(1) {
+        node.operator_statements = node
+            .descriptor
+            .sphinx_keys
+            .iter()
+            .map(|k| OperatorStatement { epoch: k.epoch, signature: [k.epoch as u8; 65] })
+            .collect();
+    }
+    // Statements travel in the JSON transport format (and are not covered by the signatures).
+    let doc = net.document(nodes);
+    let parsed = nox_topology::TopologyDocument::from_json(doc.to_json().unwrap().as_bytes()).unwrap();
+    assert_eq!(parsed, doc);
+    let bare = parsed.nodes[0].node_id();
+    let with_one_layer_short = parsed.verify(&config, ISSUED);
+    // Node 0 has no statements: left out, unless that empties its layer (2 per layer here).
+    let verified = with_one_layer_short.unwrap();
+    assert_eq!(verified.rejected(), &[(bare, TopologyError::Unvouched { node: bare, reason: Unvouched::OperatorStatement(EPOCH) })]);
+    assert_eq!(verified.nodes().len(), 5);
 }

@@ -311,17 +311,27 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         }
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
+        // With a chain: a fresh operator account signs the node's epoch-key statements and
+        // registers it with a stake.
+        let descriptor = match &chain {
+            Some(info) => {
+                let operator = chain::new_operator(&node_dir)?;
+                let descriptor = chain::with_statements(info, &operator, descriptor)?;
+                registrations.push(chain::NodeToRegister {
+                    operator,
+                    registration: nox_chain::Registration {
+                        identity_key: identity.public().identity_key.to_bytes(),
+                        link_key: identity.public().link_key.to_bytes(),
+                        link_address: listen.to_string(),
+                        role: chain::role(layer, layers),
+                        stake: chain::testnet_stake(),
+                    },
+                });
+                descriptor
+            }
+            None => descriptor,
+        };
         builder.add_node(descriptor);
-        registrations.push(chain::NodeToRegister {
-            dir: node_dir.clone(),
-            registration: nox_chain::Registration {
-                identity_key: identity.public().identity_key.to_bytes(),
-                link_key: identity.public().link_key.to_bytes(),
-                link_address: listen.to_string(),
-                role: chain::role(layer, layers),
-                stake: chain::testnet_stake(),
-            },
-        });
         let observe_section = if observe {
             format!("\n[observe]\nevents = {:?}\n", node_dir.join("observe.events").display().to_string())
         } else {
@@ -365,8 +375,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     })?;
     for (path, config) in configs {
         // With a chain, membership comes from the registry: no authority key to trust.
+        let node_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let trust = match &chain {
-            Some(info) => info.toml(),
+            Some(info) => info.toml(Some(&chain::operator_key_file(&node_dir))),
             None => format!("authority_key = \"{authority_hex}\"\n"),
         };
         let (topology_trust, chain_section) =
@@ -465,6 +476,7 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
 
     // Register with a stake, from a fresh operator account.
+    let operator = chain::new_operator(&node_dir)?;
     let registration = nox_chain::Registration {
         identity_key: identity.public().identity_key.to_bytes(),
         link_key: identity.public().link_key.to_bytes(),
@@ -472,9 +484,10 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
         role: chain::role(layer, layers.get()),
         stake: chain::testnet_stake(),
     };
-    chain::register(dir, &info, vec![chain::NodeToRegister { dir: node_dir.clone(), registration }])?;
+    chain::register(dir, &info, vec![chain::NodeToRegister { operator: operator.clone(), registration }])?;
 
-    // First descriptor: the directory accepts it once it has read the registration.
+    // First descriptor, with its operator statements: the directory accepts it once it has read
+    // the registration.
     let now = unix_now();
     let mut store = EpochKeyStore::open(&node_dir.join("keys/sphinx"), schedule).map_err(|e| e.to_string())?;
     for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
@@ -482,6 +495,7 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     }
     let keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
     let descriptor = identity.descriptor(listen, layers, 0, keys).map_err(|e| e.to_string())?;
+    let descriptor = chain::with_statements(&info, &operator, descriptor)?;
     let directory_addr = directory::addr(dir).ok_or("the testnet has no directory")?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -610,6 +624,9 @@ pub fn status(dir: &Path) -> Result<(), TestnetError> {
         return Err(format!("no testnet in {}", dir.display()));
     }
     if let Some(line) = directory::status_line(dir, pid_alive(&directory::process_dir(dir))) {
+        println!("{line}");
+    }
+    if let Some(line) = chain::status_line(dir, pid_alive(&chain::process_dir(dir))) {
         println!("{line}");
     }
     println!(

@@ -44,13 +44,15 @@ impl ChainInfo {
             registry: self.deployment.registry,
             chain_id: self.deployment.chain_id,
             confirmations: 0,
+            operator_key_file: None,
         }
     }
 
-    /// [`ChainInfo::config`] as TOML.
-    pub fn toml(&self) -> String {
+    /// [`ChainInfo::config`] as TOML (with the node's operator key file, for nodes).
+    pub fn toml(&self, operator_key_file: Option<&Path>) -> String {
+        let key = operator_key_file.map(|f| format!("operator_key_file = {:?}\n", f.display().to_string())).unwrap_or_default();
         format!(
-            "\n[chain]\nrpc_urls = [{:?}]\nregistry = \"{}\"\nchain_id = {}\n",
+            "\n[chain]\nrpc_urls = [{:?}]\nregistry = \"{}\"\nchain_id = {}\n{key}",
             self.rpc_url, self.deployment.registry, self.deployment.chain_id
         )
     }
@@ -128,10 +130,34 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
 
 /// A node to register.
 pub struct NodeToRegister {
-    /// Its state directory (the operator key is written to `keys/operator.key`).
-    pub dir: PathBuf,
+    /// Its operator account (see [`new_operator`]).
+    pub operator: PrivateKeySigner,
     /// What it registers.
     pub registration: Registration,
+}
+
+/// A fresh operator account for the node in `node_dir`, its key written to
+/// `keys/operator.key` (0600).
+pub fn new_operator(node_dir: &Path) -> Result<PrivateKeySigner, TestnetError> {
+    let operator = PrivateKeySigner::random();
+    let key = zeroize::Zeroizing::new(hex::encode(operator.to_bytes()));
+    write_secret(&operator_key_file(node_dir), &key)?;
+    Ok(operator)
+}
+
+/// Where the testnet keeps a node's operator key.
+pub fn operator_key_file(node_dir: &Path) -> PathBuf {
+    node_dir.join("keys/operator.key")
+}
+
+/// `descriptor` with its operator's statements for every key (what nodes upload themselves).
+pub fn with_statements(
+    info: &ChainInfo,
+    operator: &PrivateKeySigner,
+    descriptor: nox_topology::SignedDescriptor,
+) -> Result<nox_topology::SignedDescriptor, TestnetError> {
+    nox_chain::slash::attach_statements(operator, info.deployment.chain_id, info.deployment.registry, descriptor)
+        .map_err(|e| e.to_string())
 }
 
 /// Role bits for a node of `layer` out of `layers`.
@@ -152,34 +178,32 @@ fn write_secret(path: &Path, text: &str) -> Result<(), TestnetError> {
 
 /// The operator key of a node registered by the testnet.
 pub fn operator_key(node_dir: &Path) -> Result<PrivateKeySigner, TestnetError> {
-    let text = std::fs::read_to_string(node_dir.join("keys/operator.key")).map_err(|e| format!("operator key: {e}"))?;
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(operator_key_file(node_dir)).map_err(|e| format!("operator key: {e}"))?,
+    );
     deploy::signer(&text).map_err(|e| e.to_string())
 }
 
-/// Gives each node a fresh operator account, funds it (ETH for gas, the stake) from the
-/// deployer and registers it, all nodes at once.
+/// Funds each node's operator account (ETH for gas, the stake) from the deployer and
+/// registers it, all nodes at once.
 pub fn register(dir: &Path, info: &ChainInfo, nodes: Vec<NodeToRegister>) -> Result<(), TestnetError> {
     let deployer_key = std::fs::read_to_string(dir.join("deployer.key")).map_err(|e| format!("deployer key: {e}"))?;
     let deployer = deploy::signer(&deployer_key).map_err(|e| e.to_string())?;
     let info = Arc::new(info.clone());
     runtime()?.block_on(async move {
-        let mut operators = Vec::new();
         for node in &nodes {
-            let operator = PrivateKeySigner::random();
-            write_secret(&node.dir.join("keys/operator.key"), &hex::encode(operator.to_bytes()))?;
             let eth = U256::from(10u64).pow(U256::from(18u64));
-            deploy::fund(&info.rpc_url, &info.deployment, &deployer, operator.address(), eth, node.registration.stake)
+            deploy::fund(&info.rpc_url, &info.deployment, &deployer, node.operator.address(), eth, node.registration.stake)
                 .await
                 .map_err(|e| format!("funding an operator: {e}"))?;
-            operators.push(operator);
         }
         let mut tasks = tokio::task::JoinSet::new();
-        for (node, operator) in nodes.into_iter().zip(operators) {
+        for node in nodes {
             let info = info.clone();
             tasks.spawn(async move {
-                deploy::register(&info.rpc_url, &info.deployment, &operator, &node.registration)
+                deploy::register(&info.rpc_url, &info.deployment, &node.operator, &node.registration)
                     .await
-                    .map_err(|e| format!("registering {}: {e}", node.dir.display()))
+                    .map_err(|e| format!("registering operator {}: {e}", node.operator.address()))
             });
         }
         while let Some(done) = tasks.join_next().await {
@@ -238,4 +262,22 @@ pub async fn admission_feed(
         }
     });
     Ok(rx)
+}
+
+/// One status line: the chain, the registry's block, fingerprint and active nodes (read and
+/// verified now), and how many of them the verified topology routes to.
+pub fn status_line(dir: &Path, running: bool) -> Option<String> {
+    let info = load(dir)?;
+    let process = if info.managed { if running { " (Anvil running)" } else { " (Anvil stopped)" } } else { "" };
+    let view = runtime().ok()?.block_on(async {
+        let mut view = nox_chain::RegistryView::new(info.config()).map_err(|e| e.to_string())?;
+        view.refresh().await.map_err(|e| e.to_string())
+    });
+    let registry = match view {
+        Ok(s) => format!("block {} fingerprint {} registered {}", s.block, s.fingerprint, s.nodes.len()),
+        Err(e) => format!("registry unreadable: {e}"),
+    };
+    let routable = crate::testnet_directory::topology(dir)
+        .map_or_else(|e| format!("topology: {e}"), |t| format!("routable {}", t.nodes().len()));
+    Some(format!("chain {} at {}{process} — registry {}: {registry}, {routable}", info.deployment.chain_id, info.rpc_url, info.deployment.registry))
 }

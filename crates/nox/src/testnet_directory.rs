@@ -63,7 +63,7 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     let mut command = Command::new(exe);
     command.arg("directory").arg("--config").arg(process.join("directory.toml"));
     if let Some(chain) = chain {
-        write(&process.join("chain.toml"), chain.toml().as_bytes())?;
+        write(&process.join("chain.toml"), chain.toml(None).as_bytes())?;
         command.arg("--chain").arg(process.join("chain.toml"));
     }
     let child = command

@@ -38,9 +38,11 @@ fn nox(args: &[&str], dir: &Path) -> String {
     text
 }
 
+/// The traffic summary line, and the testnet's status (drop reasons) to explain a loss.
 fn delivered_fraction(dir: &Path, packets: u64) -> String {
     let out = nox(&["testnet", "traffic", "--packets", &packets.to_string()], dir);
-    out.lines().find(|l| l.starts_with("traffic:")).unwrap_or_default().to_owned()
+    let line = out.lines().find(|l| l.starts_with("traffic:")).unwrap_or_default().to_owned();
+    format!("{line}\n{}", nox(&["testnet", "status"], dir))
 }
 
 fn node_ids(dir: &Path) -> Vec<[u8; 32]> {
@@ -136,11 +138,25 @@ fn membership_follows_the_registry() {
     // A third party slashes an equivocating node; it drops out of every view.
     let cheat = dir.join("node-5");
     let cheat_id = identity_of(&cheat);
+    // The node publishes one descriptor and hands a second one, with another key for the same
+    // epoch, to someone else: both carry its operator's statements, so together they are proof.
     let operator = nox::testnet_chain::operator_key(&cheat).expect("operator key");
-    let (chain_id, registry) = (info.deployment.chain_id, info.deployment.registry);
-    let sign = |h| slash::sign_epoch_keys(&operator, chain_id, registry, 7, h).expect("signs");
-    let (a, b) = (slash::keys_hash(&[[1; 32]]), slash::keys_hash(&[[2; 32]]));
-    let evidence = Equivocation { operator: operator.address(), epoch: 7, a: (a, sign(a)), b: (b, sign(b)) };
+    let published = runtime()
+        .block_on(nox_directory::fetch_document(nox::testnet_directory::addr(&dir).expect("directory"), Duration::from_secs(3)))
+        .expect("document")
+        .nodes
+        .into_iter()
+        .find(|n| n.descriptor.identity_key.to_bytes() == cheat_id)
+        .expect("the node's published descriptor");
+    assert!(!published.operator_statements.is_empty(), "nodes publish operator statements");
+    let identity = nox_keystore::load_identity(&cheat.join("keys")).expect("identity");
+    let mut other = published.descriptor.clone();
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5);
+    other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
+    let other = nox::testnet_chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
+        .expect("statements");
+    assert!(slash::evidence_from(operator.address(), &published, &published).is_none());
+    let evidence: Equivocation = slash::evidence_from(operator.address(), &published, &other).expect("equivocation");
     let reporter = PrivateKeySigner::random();
     let deployer = nox_chain::deploy::signer(nox_chain::anvil::DEV_KEY).expect("dev key");
     runtime().block_on(async {
