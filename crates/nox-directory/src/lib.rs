@@ -8,7 +8,9 @@ pub mod http;
 mod registry;
 mod server;
 
-pub use client::{ClientError, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor};
+pub use client::{
+    ClientError, Mirrors, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor,
+};
 pub use config::{ConfigError, DirectoryConfig};
 pub use registry::{Accepted, Refusal, Registry};
 pub use server::{Counters, DirectoryServer, Limits};
@@ -42,7 +44,7 @@ pub async fn run_with_admission(
     admission: Option<tokio::sync::watch::Receiver<Vec<[u8; 32]>>>,
 ) -> Result<(), DirectoryError> {
     let registry = config.registry(geometry)?;
-    let limits = Limits { request_timeout: config.request_timeout(), max_connections: config.max_connections };
+    let limits = config.limits();
     let server = DirectoryServer::bind(config.listen, registry, limits).await?;
     let addr = server.local_addr()?;
     if let Some(file) = &config.addr_file {

@@ -10,6 +10,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use nox_directory::Mirrors;
 use nox_keystore::{EpochKeyStore, NodeIdentity};
 use nox_link::{
     LinkPublicKey,
@@ -116,33 +117,50 @@ impl PeerDirectory for SharedTopology {
     }
 }
 
-async fn fetch_verified(addr: SocketAddr, trust: &Trust, geometry: &Geometry) -> Result<VerifiedTopology, String> {
-    let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
-    trust.verify(&document, geometry, now_unix()).await
+impl TopologySection {
+    /// The directory mirrors, `url` first then `mirrors`; `None` when neither is set.
+    pub fn directory(&self) -> Result<Option<Mirrors>, NodeError> {
+        if self.url.is_none() && self.mirrors.is_empty() {
+            return Ok(None);
+        }
+        Mirrors::parse(self.url.iter().chain(&self.mirrors)).map(Some).map_err(|e| NodeError::Topology(e.to_string()))
+    }
 }
 
-/// The topology at start: from `url` (a few tries), else from `file`, verified under `trust`.
+/// A verified document from the first mirror that serves one, under `trust` (for the registry:
+/// the membership read now, or the last verified one if the chain cannot be read).
+async fn fetch_verified(mirrors: &Mirrors, trust: &Trust, geometry: &Geometry) -> Result<VerifiedTopology, String> {
+    let config = trust.verify_config(geometry).await;
+    let verified =
+        mirrors.fetch(TIMEOUT, |document| document.verify(&config, now_unix())).await.map_err(|e| e.to_string())?;
+    for (node, reason) in verified.rejected() {
+        tracing::warn!(node = %hex::encode(&node.0[..4]), %reason, "descriptor refused");
+    }
+    Ok(verified)
+}
+
+/// The topology at start: from the directory mirrors (a few rounds), else from `file`, verified
+/// under `trust`.
 pub async fn initial_topology(
     section: &TopologySection,
     geometry: &Geometry,
     trust: &Trust,
 ) -> Result<VerifiedTopology, NodeError> {
-    if let Some(url) = &section.url {
-        let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+    if let Some(mirrors) = section.directory()? {
         let tries = if section.file.is_some() { 1 } else { 10 };
         let mut last = String::new();
         for attempt in 0..tries {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            match fetch_verified(addr, trust, geometry).await {
+            match fetch_verified(&mirrors, trust, geometry).await {
                 Ok(topology) => return Ok(topology),
                 Err(error) => last = error,
             }
         }
         match &section.file {
             Some(_) => tracing::warn!(error = %last, "directory unavailable at start; using the topology file"),
-            None => return Err(NodeError::Topology(format!("{url}: {last}"))),
+            None => return Err(NodeError::Topology(last)),
         }
     }
     match &section.file {
@@ -174,7 +192,7 @@ impl Publisher {
     }
 }
 
-/// Starts the refresh and upload tasks when `section.url` is set. `initial` is the topology the
+/// Starts the refresh task and one upload task per mirror when a directory is configured. `initial` is the topology the
 /// node started with (it fixes the node's address, the layer count and the schedule).
 #[allow(clippy::too_many_arguments)]
 pub fn spawn(
@@ -187,8 +205,7 @@ pub fn spawn(
     shared: &SharedTopology,
     shutdown: &watch::Receiver<bool>,
 ) -> Result<Publisher, NodeError> {
-    let Some(url) = &section.url else { return Ok(Publisher(None)) };
-    let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+    let Some(mirrors) = section.directory()? else { return Ok(Publisher(None)) };
     let initial = shared.current();
     let me = identity.node_id();
     let address =
@@ -198,15 +215,26 @@ pub fn spawn(
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
         n => Duration::from_secs(n),
     };
-    tokio::spawn(refresh(addr, trust.clone(), *geometry, shared.clone(), me, period, shutdown.clone()));
     let (tx, rx) = watch::channel(Vec::new());
-    let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period, operator };
-    tokio::spawn(upload.run(rx, shutdown.clone()));
+    // Every mirror holds its own registry: each gets the descriptor, and tracks what it accepted.
+    for &addr in mirrors.addrs() {
+        let upload = Upload {
+            addr,
+            identity: identity.clone(),
+            address,
+            pow_difficulty,
+            layers: initial.layers(),
+            retry: period,
+            operator: operator.clone(),
+        };
+        tokio::spawn(upload.run(rx.clone(), shutdown.clone()));
+    }
+    tokio::spawn(refresh(mirrors, trust.clone(), *geometry, shared.clone(), me, period, shutdown.clone()));
     Ok(Publisher(Some(tx)))
 }
 
 async fn refresh(
-    addr: SocketAddr,
+    mirrors: Mirrors,
     trust: Trust,
     geometry: Geometry,
     shared: SharedTopology,
@@ -219,7 +247,7 @@ async fn refresh(
             () = tokio::time::sleep(period) => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
-        let fresh = match fetch_verified(addr, &trust, &geometry).await {
+        let fresh = match fetch_verified(&mirrors, &trust, &geometry).await {
             Ok(fresh) => fresh,
             Err(error) => {
                 tracing::warn!(%error, "topology refresh failed; keeping the current one");

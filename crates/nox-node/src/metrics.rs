@@ -45,6 +45,9 @@ pub struct NodeMetrics {
     drops: [AtomicU64; DropReason::ALL.len()],
     /// Packets refused because the sender may not send to this layer.
     pub wrong_layer: AtomicU64,
+    /// Processed packets egress refused to send: the next hop is not a node
+    /// of the layer after this one.
+    pub egress_not_next_layer: AtomicU64,
     /// Current proof-of-work difficulty required at ingest (of client
     /// packets at an entry node, adaptive).
     pub pow_difficulty: AtomicU64,
@@ -142,6 +145,11 @@ impl NodeMetrics {
             );
         }
         let _ = writeln!(out, "nox_packets_dropped_total{{reason=\"wrong_layer\"}} {}", load(&self.wrong_layer));
+        let _ = writeln!(
+            out,
+            "nox_packets_dropped_total{{reason=\"egress_not_next_layer\"}} {}",
+            load(&self.egress_not_next_layer)
+        );
         gauge(
             &mut out,
             "nox_pow_difficulty_bits",

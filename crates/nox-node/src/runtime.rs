@@ -4,13 +4,13 @@
 use std::{
     net::SocketAddr,
     sync::{Arc, RwLock, atomic::Ordering},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use nox_keystore::{EpochKeyStore, NodeIdentity, load_identity};
 use nox_link::{
     LinkConfig, LinkKeypair,
-    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks, PeerIdentity},
+    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks},
 };
 use nox_mixing::MixingConfig;
 use nox_relay::Relay;
@@ -23,7 +23,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal};
+use crate::{Egress, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal, forward_link};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +52,9 @@ pub enum NodeError {
     /// The registry does not list this node as configured.
     #[error("{0}")]
     NotRegistered(String),
+    /// `[observe]` in a node built without the `observe` feature.
+    #[error("[observe]: {}", crate::observe::NOT_BUILT)]
+    ObserveNotBuilt,
 }
 
 fn now_unix() -> u64 {
@@ -211,7 +214,9 @@ pub async fn run_with(
     let last_layer = topology.layers().get().saturating_sub(1);
     let is_exit = my_layer.0 == last_layer;
     listener_config.accept.clients = my_layer.0 == 0 || is_exit;
-    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip()).collect();
+    // Node addresses only defer the gate's decision to after the handshake; the
+    // exemption itself is keyed on the authenticated link key.
+    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip());
     let gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
     listener_config.gate = gate.clone();
     let ids = topology.nodes().iter().map(|n| n.id);
@@ -283,17 +288,11 @@ pub async fn run_with(
         let (peers, metrics) = (shared.clone(), metrics.clone());
         tokio::spawn(async move {
             while let Some(frame) = link_rx.recv().await {
-                let (origin, client_ip) = match frame.from {
-                    PeerIdentity::Client(_, ip) => (Origin::Client, Some(ip)),
-                    PeerIdentity::Node(key) => match peers.node_of(&key) {
-                        Some(id) => (Origin::Node(id), None),
-                        None => {
-                            metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                    },
+                // The arrival instant is the link's read, carried with the frame.
+                let Some(inbound) = crate::from_link(frame, &peers) else {
+                    metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 };
-                let inbound = Inbound { origin, received_at: Instant::now(), packet: frame.packet, client_ip };
                 if pipeline_in.try_send(inbound).is_err() {
                     metrics.count_drop(nox_relay::DropReason::QueueFull);
                 }
@@ -323,16 +322,16 @@ pub async fn run_with(
             },
         ))
     });
-    // Measurement only (off by default): what a global passive adversary sees.
-    let observer = crate::Observer::start(&config.observe, &me)?.map(Arc::new);
+    // Measurement only (benchmark builds): what a global passive adversary sees.
+    let observer = observer(config.observe.as_ref(), &me)?;
     let to_links = {
         let (peers, metrics, outbound, health) = (shared.clone(), metrics.clone(), outbound.clone(), health.clone());
         let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
-                    Egress::Forward { to, packet, received_at } => match peers.link_key_of(&to) {
-                        Some(key) => {
+                    Egress::Forward { to, packet, received_at } => match forward_link(&peers, &me, &to) {
+                        Ok(key) => {
                             if outbound.send(&key, packet).is_ok() {
                                 metrics.forwarded.fetch_add(1, Ordering::Relaxed);
                                 if let Some(observer) = &observer {
@@ -342,7 +341,7 @@ pub async fn run_with(
                                 metrics.count_drop(nox_relay::DropReason::QueueFull);
                             }
                         }
-                        None => metrics.count_drop(nox_relay::DropReason::Malformed),
+                        Err(refused) => refused.count(&metrics),
                     },
                     Egress::Deliver { packet, payload, received_at } => {
                         let Some(bytes) = packet.get(payload) else { continue };
@@ -506,6 +505,25 @@ fn open_epoch(
             relay.refuse_epoch(epoch);
             metrics.replay_refused_epochs.store(relay.refused_epochs().count() as u64, Ordering::Relaxed);
         }
+    }
+}
+
+/// The `[observe]` recorder, in a build with the `observe` feature.
+#[cfg(feature = "observe")]
+fn observer(section: Option<&crate::ObserveSection>, me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
+    match section {
+        Some(section) => Ok(crate::Observer::start(section, me)?.map(Arc::new)),
+        None => Ok(None),
+    }
+}
+
+/// Without the `observe` feature: `[observe]` is refused (also when the configuration was
+/// built in code rather than loaded).
+#[cfg(not(feature = "observe"))]
+fn observer(section: Option<&crate::ObserveSection>, _me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
+    match section {
+        Some(_) => Err(NodeError::ObserveNotBuilt),
+        None => Ok(None),
     }
 }
 

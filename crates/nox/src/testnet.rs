@@ -180,7 +180,8 @@ pub struct Layout {
     #[arg(long, default_value_t = 300)]
     pub overlap_secs: u64,
     /// Measurement only: every node records link events and ground truth
-    /// to `node-*/observe.events` (`[observe]`; never in production).
+    /// to `node-*/observe.events` (`[observe]`; needs a `nox` built with
+    /// `--features observe`, never in production).
     #[arg(long)]
     pub observe: bool,
     /// No chain: membership from the directory authority's signature alone (the pre-registry
@@ -251,6 +252,10 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         observe,
         ..
     } = layout.clone();
+    // The nodes are this binary: without the `observe` feature they would refuse [observe].
+    if observe && !nox_node::observe::COMPILED_IN {
+        return Err(format!("--observe: {}", nox_node::observe::NOT_BUILT));
+    }
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
@@ -338,7 +343,11 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
+            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            // One host: every client shares the nodes' address, so per-address limits and bans
+            // would only throttle the testnet's own clients (nodes are exempt by their link key,
+            // not by the address, so they would not cover them).
+            admission = "\n[admission]\nmax_connections_per_address = 100000\nmax_connections_per_subnet = 100000\nban_on_offence = false\n",
             sink = if layer + 1 == layers {
                 format!(
                     "\n[exit]\nreply_loss_estimate = {reply_loss_estimate}\ninject_reply_loss = {inject_reply_loss}\n{}",

@@ -52,7 +52,9 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     let process = process_dir(dir);
     std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
     let config = format!(
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\n",
+        // One host: every node and client of the testnet shares 127.0.0.1, so the per-address
+        // cap is the global one here (a real directory keeps the default of 4).
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),
