@@ -43,7 +43,11 @@ pub fn foundry_tool(name: &str) -> Result<PathBuf, ChainError> {
     } else if wrapper.exists() {
         Ok(wrapper)
     } else {
-        Err(ChainError::Tool(format!("{} is still missing after `npm install --prefix {}`", wrapper.display(), tools.display())))
+        Err(ChainError::Tool(format!(
+            "{} is still missing after `npm install --prefix {}`",
+            wrapper.display(),
+            tools.display()
+        )))
     }
 }
 
@@ -63,14 +67,21 @@ fn native_binary(tools: &Path, name: &str) -> Option<PathBuf> {
 }
 
 fn install_tools(tools: &Path) -> Result<(), ChainError> {
-    eprintln!("nox: installing the pinned Ethereum tools (Anvil, Cast, Forge) with `npm install --prefix {}` …", tools.display());
+    eprintln!(
+        "nox: installing the pinned Ethereum tools (Anvil, Cast, Forge) with `npm install --prefix {}` …",
+        tools.display()
+    );
     let status = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(tools)
         .stdout(Stdio::null())
         .status()
         .map_err(|e| ChainError::Tool(format!("npm is needed to install Anvil ({e}); install Node.js and npm")))?;
-    if status.success() { Ok(()) } else { Err(ChainError::Tool(format!("`npm install --prefix {}` failed ({status})", tools.display()))) }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(ChainError::Tool(format!("`npm install --prefix {}` failed ({status})", tools.display())))
+    }
 }
 
 /// How to start Anvil.
@@ -119,7 +130,8 @@ impl Anvil {
         }
         match &options.log {
             Some(path) => {
-                let file = std::fs::File::create(path).map_err(|e| ChainError::Tool(format!("{}: {e}", path.display())))?;
+                let file =
+                    std::fs::File::create(path).map_err(|e| ChainError::Tool(format!("{}: {e}", path.display())))?;
                 let err = file.try_clone().map_err(|e| ChainError::Tool(e.to_string()))?;
                 command.stdout(file).stderr(err);
             }
@@ -138,7 +150,10 @@ impl Anvil {
             if let Some(child) = anvil.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                return Err(ChainError::Tool(format!("anvil exited at start ({status}); is port {} free?", options.port)));
+                return Err(ChainError::Tool(format!(
+                    "anvil exited at start ({status}); is port {} free?",
+                    options.port
+                )));
             }
             if Instant::now() > deadline {
                 return Err(ChainError::Tool(format!("anvil did not listen on {addr} within 20 s")));

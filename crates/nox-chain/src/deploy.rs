@@ -57,7 +57,11 @@ pub fn signer(hex_key: &str) -> Result<PrivateKeySigner, ChainError> {
 
 /// Deploys the testnet stake token, the registry, the executor (which deploys its ledger) and
 /// the ERC-20 payment plugin, from `deployer`.
-pub async fn deploy(rpc_url: &str, deployer: &PrivateKeySigner, params: RegistryParams) -> Result<Deployment, ChainError> {
+pub async fn deploy(
+    rpc_url: &str,
+    deployer: &PrivateKeySigner,
+    params: RegistryParams,
+) -> Result<Deployment, ChainError> {
     let provider = wallet_provider(rpc_url, deployer)?;
     let chain_id = provider.get_chain_id().await.map_err(ChainError::rpc)?;
     let token = NoxStakeToken::deploy(&provider, deployer.address(), params.token_supply)
@@ -98,13 +102,8 @@ pub async fn fund(
 ) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, funder)?;
     let tx = TransactionRequest::default().with_to(to).with_value(eth);
-    let receipt = provider
-        .send_transaction(tx)
-        .await
-        .map_err(ChainError::rpc)?
-        .get_receipt()
-        .await
-        .map_err(ChainError::rpc)?;
+    let receipt =
+        provider.send_transaction(tx).await.map_err(ChainError::rpc)?.get_receipt().await.map_err(ChainError::rpc)?;
     if !receipt.status() {
         return Err(ChainError::Contract(format!("funding {to} with ETH reverted")));
     }
@@ -177,7 +176,11 @@ pub async fn register(
 }
 
 /// The operator leaves: its node drops out of the active list at once.
-pub async fn request_unstake(rpc_url: &str, deployment: &Deployment, operator: &PrivateKeySigner) -> Result<(), ChainError> {
+pub async fn request_unstake(
+    rpc_url: &str,
+    deployment: &Deployment,
+    operator: &PrivateKeySigner,
+) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, operator)?;
     let registry = NodeRegistry::new(deployment.registry, &provider);
     let receipt = registry

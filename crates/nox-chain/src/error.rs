@@ -14,7 +14,9 @@ pub enum ChainError {
     Contract(String),
     /// What the RPC endpoint returned does not verify: the fingerprint it reports differs from
     /// the one recomputed from the node list it returned at the same block.
-    #[error("registry at block {block}: fingerprint mismatch (contract says {reported}, node list hashes to {computed})")]
+    #[error(
+        "registry at block {block}: fingerprint mismatch (contract says {reported}, node list hashes to {computed})"
+    )]
     FingerprintMismatch {
         /// Block read.
         block: u64,

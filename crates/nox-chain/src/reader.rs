@@ -75,9 +75,10 @@ impl RegistryReader {
         let registry = NodeRegistry::new(self.registry, &self.provider);
         let state = registry.registryState().block(at).call().await.map_err(ChainError::rpc)?;
         let (version, count, reported) = (state._0, state._1, state._2);
-        let count = u64::try_from(count).ok().filter(|c| *c <= MAX_NODES).ok_or_else(|| {
-            ChainError::Listing(format!("{count} active nodes exceeds the limit of {MAX_NODES}"))
-        })?;
+        let count = u64::try_from(count)
+            .ok()
+            .filter(|c| *c <= MAX_NODES)
+            .ok_or_else(|| ChainError::Listing(format!("{count} active nodes exceeds the limit of {MAX_NODES}")))?;
         let mut nodes = Vec::with_capacity(count as usize);
         while (nodes.len() as u64) < count {
             let start = nodes.len() as u64;
@@ -110,6 +111,13 @@ impl RegistryReader {
                 computed: computed.to_string(),
             });
         }
-        Ok(RegistrySnapshot { chain_id: self.chain_id, registry: self.registry, block, version, fingerprint: computed, nodes })
+        Ok(RegistrySnapshot {
+            chain_id: self.chain_id,
+            registry: self.registry,
+            block,
+            version,
+            fingerprint: computed,
+            nodes,
+        })
     }
 }

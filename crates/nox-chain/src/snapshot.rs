@@ -127,8 +127,13 @@ pub fn check_statements(
     let operator = Address::from(member.operator);
     for key in &signed.descriptor.sphinx_keys {
         let statement = signed.operator_statement(key.epoch).ok_or(Unvouched::OperatorStatement(key.epoch))?;
-        let digest =
-            crate::slash::epoch_keys_digest(chain_id, registry, operator, key.epoch, crate::slash::keys_hash(&[key.key.to_bytes()]));
+        let digest = crate::slash::epoch_keys_digest(
+            chain_id,
+            registry,
+            operator,
+            key.epoch,
+            crate::slash::keys_hash(&[key.key.to_bytes()]),
+        );
         let signer = alloy::primitives::Signature::try_from(&statement.signature[..])
             .ok()
             .and_then(|sig| sig.recover_address_from_prehash(&digest).ok());

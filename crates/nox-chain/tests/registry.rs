@@ -193,11 +193,14 @@ async fn an_equivocating_node_is_slashed_by_a_third_party_and_leaves_the_registr
 
     let hash_b = slash::keys_hash(&[[8; 32]]);
     let sign = |h| slash::sign_epoch_keys(operator, chain_id, registry, 42, h).expect("signs");
-    let evidence = Equivocation { operator: operator.address(), epoch: 42, a: (hash_a, sign(hash_a)), b: (hash_b, sign(hash_b)) };
+    let evidence =
+        Equivocation { operator: operator.address(), epoch: 42, a: (hash_a, sign(hash_a)), b: (hash_b, sign(hash_b)) };
     let reporter = PrivateKeySigner::random();
     let deployer = deploy::signer(DEV_KEY).expect("dev key");
     let eth = U256::from(10u64).pow(U256::from(18u64));
-    deploy::fund(net.anvil.url(), &net.deployment, &deployer, reporter.address(), eth, U256::ZERO).await.expect("funds");
+    deploy::fund(net.anvil.url(), &net.deployment, &deployer, reporter.address(), eth, U256::ZERO)
+        .await
+        .expect("funds");
 
     // The same statement twice is no equivocation; another operator's signature is not evidence.
     let same = Equivocation { b: evidence.a.clone(), ..evidence.clone() };

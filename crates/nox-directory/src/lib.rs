@@ -60,9 +60,8 @@ pub async fn run_with_admission(
             loop {
                 let admitted = admission.borrow_and_update().clone();
                 if let Ok(mut registry) = registry.lock() {
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_secs());
+                    let now =
+                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
                     match registry.set_admitted(admitted, now) {
                         Ok(true) => tracing::info!("admitted identities updated"),
                         Ok(false) => {}

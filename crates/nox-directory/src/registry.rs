@@ -242,7 +242,11 @@ impl Registry {
     /// accepted on their first upload. Returns whether the admitted set changed. If the
     /// document cannot be re-issued (a layer would be empty), the previous document stays
     /// served and the error is returned; the new admitted set holds either way.
-    pub fn set_admitted(&mut self, admitted: impl IntoIterator<Item = [u8; 32]>, now: u64) -> Result<bool, TopologyError> {
+    pub fn set_admitted(
+        &mut self,
+        admitted: impl IntoIterator<Item = [u8; 32]>,
+        now: u64,
+    ) -> Result<bool, TopologyError> {
         let admitted: BTreeSet<[u8; 32]> = admitted.into_iter().collect();
         if admitted == self.admitted {
             return Ok(false);

@@ -200,7 +200,12 @@ impl NodeMetrics {
         gauge(&mut out, "nox_mixer_held_packets", "Packets held by the mixer.", load(&self.mixer_held));
         if let Some(topology) = self.topology.get() {
             let current = topology.current();
-            gauge(&mut out, "nox_topology_nodes", "Routable nodes of the verified topology.", current.nodes().len() as u64);
+            gauge(
+                &mut out,
+                "nox_topology_nodes",
+                "Routable nodes of the verified topology.",
+                current.nodes().len() as u64,
+            );
             gauge(
                 &mut out,
                 "nox_topology_rejected_nodes",

@@ -173,13 +173,15 @@ impl OperatorSigner {
     pub fn load(config: &ChainConfig) -> Result<Self, NodeError> {
         let path = config.operator_key_file.as_ref().ok_or_else(|| {
             NodeError::Chain(
-                "[chain] operator_key_file is missing: a node signs its epoch-key statements with its operator key".into(),
+                "[chain] operator_key_file is missing: a node signs its epoch-key statements with its operator key"
+                    .into(),
             )
         })?;
         let text = zeroize::Zeroizing::new(
             std::fs::read_to_string(path).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?,
         );
-        let signer = nox_chain::deploy::signer(&text).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?;
+        let signer =
+            nox_chain::deploy::signer(&text).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?;
         Ok(Self { signer, chain_id: config.chain_id, registry: config.registry })
     }
 
@@ -190,6 +192,7 @@ impl OperatorSigner {
 
     /// `descriptor` with a statement for each of its keys.
     pub fn attach(&self, descriptor: nox_topology::SignedDescriptor) -> Result<nox_topology::SignedDescriptor, String> {
-        nox_chain::slash::attach_statements(&self.signer, self.chain_id, self.registry, descriptor).map_err(|e| e.to_string())
+        nox_chain::slash::attach_statements(&self.signer, self.chain_id, self.registry, descriptor)
+            .map_err(|e| e.to_string())
     }
 }

@@ -105,7 +105,12 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
     let operator_statements = n
         .operator_statements
         .iter()
-        .map(|st| Ok(OperatorStatement { epoch: st.epoch, signature: hex_array(&st.signature, "operator_statements.signature")? }))
+        .map(|st| {
+            Ok(OperatorStatement {
+                epoch: st.epoch,
+                signature: hex_array(&st.signature, "operator_statements.signature")?,
+            })
+        })
         .collect::<Result<Vec<_>, TopologyError>>()?;
     Ok(SignedDescriptor { descriptor, signature, operator_statements })
 }

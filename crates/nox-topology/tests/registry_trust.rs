@@ -12,7 +12,12 @@ use rand_core::SeedableRng;
 
 fn member_of(node: &TestNode) -> Member {
     let d = &node.signed.descriptor;
-    Member { identity_key: d.identity_key.to_bytes(), link_key: d.link_key.to_bytes(), address: d.address, operator: [9; 20] }
+    Member {
+        identity_key: d.identity_key.to_bytes(),
+        link_key: d.link_key.to_bytes(),
+        address: d.address,
+        operator: [9; 20],
+    }
 }
 
 /// One more node per layer, on ports 9000 + 1000.. (distinct from `network`'s).
@@ -53,7 +58,7 @@ fn unregistered_or_mismatching_nodes_are_left_out_with_their_reason() {
     let net = network(12, 2);
     let mut members: Vec<Member> = net.nodes.iter().map(member_of).collect();
     // Node 0 is not registered; node 1's registered link key and node 2's address differ.
-    let unregistered = members.remove(0);
+    members.remove(0);
     members[0].link_key[0] ^= 1;
     members[1].address = "127.0.0.1:1".parse().unwrap();
     // A cache adds a forged node that signs its own descriptor: not in the registry.
@@ -80,7 +85,6 @@ fn unregistered_or_mismatching_nodes_are_left_out_with_their_reason() {
     }
     assert!(!ids.contains(&forged.signed.node_id()));
     assert_eq!(verified.nodes().len(), 6 - 3 + 3);
-    drop(unregistered);
 }
 
 #[test]
@@ -153,6 +157,9 @@ fn a_statement_check_leaves_out_keys_without_a_valid_operator_statement() {
     let with_one_layer_short = parsed.verify(&config, ISSUED);
     // Node 0 has no statements: left out, unless that empties its layer (2 per layer here).
     let verified = with_one_layer_short.unwrap();
-    assert_eq!(verified.rejected(), &[(bare, TopologyError::Unvouched { node: bare, reason: Unvouched::OperatorStatement(EPOCH) })]);
+    assert_eq!(
+        verified.rejected(),
+        &[(bare, TopologyError::Unvouched { node: bare, reason: Unvouched::OperatorStatement(EPOCH) })]
+    );
     assert_eq!(verified.nodes().len(), 5);
 }

@@ -33,7 +33,7 @@ pub enum TestnetCommand {
         #[command(flatten)]
         args: TestnetArgs,
         #[command(flatten)]
-        layout: Layout,
+        layout: Box<Layout>,
     },
     /// Show each node's process and counters.
     Status {
@@ -453,7 +453,8 @@ pub fn join(dir: &Path) -> Result<PathBuf, TestnetError> {
 
 /// [`join`], starting the node with the `nox` binary at `exe`.
 pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
-    let info = chain::load(dir).ok_or("this testnet has no chain: joining needs the node registry (testnet up without --no-chain)")?;
+    let info = chain::load(dir)
+        .ok_or("this testnet has no chain: joining needs the node registry (testnet up without --no-chain)")?;
     let existing = nodes(dir);
     let first = existing.first().ok_or_else(|| format!("no testnet in {}", dir.display()))?;
     let topology = directory::topology(dir)?;

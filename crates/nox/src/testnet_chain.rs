@@ -50,7 +50,9 @@ impl ChainInfo {
 
     /// [`ChainInfo::config`] as TOML (with the node's operator key file, for nodes).
     pub fn toml(&self, operator_key_file: Option<&Path>) -> String {
-        let key = operator_key_file.map(|f| format!("operator_key_file = {:?}\n", f.display().to_string())).unwrap_or_default();
+        let key = operator_key_file
+            .map(|f| format!("operator_key_file = {:?}\n", f.display().to_string()))
+            .unwrap_or_default();
         format!(
             "\n[chain]\nrpc_urls = [{:?}]\nregistry = \"{}\"\nchain_id = {}\n{key}",
             self.rpc_url, self.deployment.registry, self.deployment.chain_id
@@ -101,8 +103,11 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
         ChainSource::Anvil { port, block_time } => {
             let process = process_dir(dir);
             std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
-            let options =
-                AnvilOptions { block_time: *block_time, log: Some(process.join("anvil.log")), ..AnvilOptions::on_port(*port) };
+            let options = AnvilOptions {
+                block_time: *block_time,
+                log: Some(process.join("anvil.log")),
+                ..AnvilOptions::on_port(*port)
+            };
             let anvil = Anvil::spawn(&options).map_err(|e| format!("starting Anvil: {e}"))?;
             let url = anvil.url().to_owned();
             let pid = anvil.detach();
@@ -193,9 +198,16 @@ pub fn register(dir: &Path, info: &ChainInfo, nodes: Vec<NodeToRegister>) -> Res
     runtime()?.block_on(async move {
         for node in &nodes {
             let eth = U256::from(10u64).pow(U256::from(18u64));
-            deploy::fund(&info.rpc_url, &info.deployment, &deployer, node.operator.address(), eth, node.registration.stake)
-                .await
-                .map_err(|e| format!("funding an operator: {e}"))?;
+            deploy::fund(
+                &info.rpc_url,
+                &info.deployment,
+                &deployer,
+                node.operator.address(),
+                eth,
+                node.registration.stake,
+            )
+            .await
+            .map_err(|e| format!("funding an operator: {e}"))?;
         }
         let mut tasks = tokio::task::JoinSet::new();
         for node in nodes {
@@ -279,5 +291,8 @@ pub fn status_line(dir: &Path, running: bool) -> Option<String> {
     };
     let routable = crate::testnet_directory::topology(dir)
         .map_or_else(|e| format!("topology: {e}"), |t| format!("routable {}", t.nodes().len()));
-    Some(format!("chain {} at {}{process} — registry {}: {registry}, {routable}", info.deployment.chain_id, info.rpc_url, info.deployment.registry))
+    Some(format!(
+        "chain {} at {}{process} — registry {}: {registry}, {routable}",
+        info.deployment.chain_id, info.rpc_url, info.deployment.registry
+    ))
 }

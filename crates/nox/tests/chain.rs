@@ -126,11 +126,8 @@ fn membership_follows_the_registry() {
     eventually("the node that left is gone from the client's view", || !node_ids(&dir).contains(&leaver_id));
 
     // It refuses to run again: it is no longer registered.
-    let out = Command::new(NOX)
-        .args(["node", "--config"])
-        .arg(leaver.join("node.toml"))
-        .output()
-        .expect("run nox node");
+    let out =
+        Command::new(NOX).args(["node", "--config"]).arg(leaver.join("node.toml")).output().expect("run nox node");
     let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "an unregistered node ran");
     assert!(text.contains("is not registered"), "{text}");
@@ -142,7 +139,10 @@ fn membership_follows_the_registry() {
     // epoch, to someone else: both carry its operator's statements, so together they are proof.
     let operator = nox::testnet_chain::operator_key(&cheat).expect("operator key");
     let published = runtime()
-        .block_on(nox_directory::fetch_document(nox::testnet_directory::addr(&dir).expect("directory"), Duration::from_secs(3)))
+        .block_on(nox_directory::fetch_document(
+            nox::testnet_directory::addr(&dir).expect("directory"),
+            Duration::from_secs(3),
+        ))
         .expect("document")
         .nodes
         .into_iter()
@@ -153,8 +153,9 @@ fn membership_follows_the_registry() {
     let mut other = published.descriptor.clone();
     let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5);
     other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
-    let other = nox::testnet_chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
-        .expect("statements");
+    let other =
+        nox::testnet_chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
+            .expect("statements");
     assert!(slash::evidence_from(operator.address(), &published, &published).is_none());
     let evidence: Equivocation = slash::evidence_from(operator.address(), &published, &other).expect("equivocation");
     let reporter = PrivateKeySigner::random();
@@ -217,9 +218,12 @@ fn refuses_unvouched_descriptors(dir: &Path) {
 
     let verified = runtime.block_on(trust.verify(&document, &Geometry::default(), now)).expect("the rest verifies");
     let rejected = verified.rejected();
-    assert!(rejected.contains(&(forged_id, TopologyError::Unvouched { node: forged_id, reason: Unvouched::NotRegistered })));
     assert!(
-        rejected.contains(&(victim_id, TopologyError::Unvouched { node: victim_id, reason: Unvouched::AddressDiffers }))
+        rejected.contains(&(forged_id, TopologyError::Unvouched { node: forged_id, reason: Unvouched::NotRegistered }))
+    );
+    assert!(
+        rejected
+            .contains(&(victim_id, TopologyError::Unvouched { node: victim_id, reason: Unvouched::AddressDiffers }))
     );
     assert!(verified.node(&forged_id).is_none() && verified.node(&victim_id).is_none());
     assert_eq!(verified.nodes().len(), 8);
