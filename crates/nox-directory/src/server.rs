@@ -154,6 +154,11 @@ impl DirectoryServer {
         self.listener.local_addr()
     }
 
+    /// The registry it serves (to change the admitted set while serving).
+    pub fn registry(&self) -> Arc<Mutex<Registry>> {
+        self.registry.clone()
+    }
+
     /// The outcome counters.
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()

@@ -35,6 +35,10 @@ pub struct NodeConfig {
     /// Refused unless the node is built with the `observe` cargo feature.
     #[serde(default)]
     pub observe: Option<crate::ObserveSection>,
+    /// Membership from the on-chain node registry (docs/spec/registry.md) instead of a
+    /// directory authority.
+    #[serde(default)]
+    pub chain: Option<nox_chain::ChainConfig>,
 }
 
 /// `[exit]`
@@ -95,12 +99,14 @@ pub struct TopologySection {
     /// uploads its descriptor there when it creates new epoch keys.
     #[serde(default)]
     pub url: Option<String>,
-    /// Further directory mirrors (same authority): fetches fall over between `url` and these;
-    /// the descriptor is uploaded to each.
+    /// Further directory mirrors: fetches fall over between `url` and these; the descriptor
+    /// is uploaded to each.
     #[serde(default)]
     pub mirrors: Vec<String>,
-    /// The directory authority's Ed25519 public key, hex.
-    pub authority_key: String,
+    /// The directory authority's Ed25519 public key, hex. Required without `[chain]`; with
+    /// `[chain]` membership comes from the registry and this key is not relied upon.
+    #[serde(default)]
+    pub authority_key: Option<String>,
     /// Seconds between fetches from `url`; 0: a quarter of the epoch length (1 s to 5 min).
     #[serde(default)]
     pub refresh_secs: u64,

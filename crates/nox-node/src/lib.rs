@@ -16,6 +16,7 @@ pub mod observe;
 mod pipeline;
 mod replay_store;
 mod runtime;
+mod trust;
 
 pub use admission::{
     AdaptivePow, AdmissionError, DIFFICULTY_UPDATE_PERIOD, IngestAdmission, difficulty_greeting, run_adaptive_pow,
@@ -34,4 +35,5 @@ pub use metrics::NodeMetrics;
 pub use observe::{ObserveSection, Observer};
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::{DirStorage, MemStorage, PendingTag, ReplayStateError, ReplayStorage, ReplayStore};
-pub use runtime::{NodeError, load_topology, run, run_with};
+pub use runtime::{NodeError, load_topology, load_topology_with, run, run_with};
+pub use trust::{ChainMembership, ChainStatus, OperatorSigner, Trust};

@@ -46,6 +46,12 @@ pub enum NodeError {
     /// The `[admission]` section is unusable.
     #[error("{0}")]
     Admission(#[from] crate::AdmissionError),
+    /// The registry could not be read or verified (`[chain]`).
+    #[error("chain: {0}")]
+    Chain(String),
+    /// The registry does not list this node as configured.
+    #[error("{0}")]
+    NotRegistered(String),
     /// `[observe]` in a node built without the `observe` feature.
     #[error("[observe]: {}", crate::observe::NOT_BUILT)]
     ObserveNotBuilt,
@@ -72,6 +78,57 @@ pub fn load_topology(
     document.verify(&verify, now_unix()).map_err(|e| NodeError::Topology(e.to_string()))
 }
 
+/// Reads a topology document and verifies it under `trust` (authority or registry) now.
+pub async fn load_topology_with(
+    file: &std::path::Path,
+    trust: &crate::Trust,
+    geometry: &Geometry,
+) -> Result<VerifiedTopology, NodeError> {
+    let bytes = std::fs::read(file).map_err(|e| NodeError::Topology(format!("{}: {e}", file.display())))?;
+    let document = TopologyDocument::from_json(&bytes).map_err(|e| NodeError::Topology(e.to_string()))?;
+    trust.verify(&document, geometry, now_unix()).await.map_err(NodeError::Topology)
+}
+
+/// With `[chain]`: the registry must list this node's identity with its link key and listen
+/// address, or the node refuses to run (it would be left out of every verified topology).
+fn check_registered(
+    snapshot: &nox_chain::RegistrySnapshot,
+    identity: &NodeIdentity,
+    operator: nox_chain::Address,
+    config: &NodeConfig,
+) -> Result<(), NodeError> {
+    let identity_key = identity.public().identity_key.to_bytes();
+    let where_ = format!("registry {} on chain {} at block {}", snapshot.registry, snapshot.chain_id, snapshot.block);
+    let Some(record) = snapshot.by_identity(&identity_key) else {
+        return Err(NodeError::NotRegistered(format!(
+            "this node's identity key {} is not registered (or no longer active) in {where_}: register it with a stake \
+             (NodeRegistry.register) before starting the node",
+            hex::encode(identity_key)
+        )));
+    };
+    if record.operator != operator {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists operator {} for this node, the operator key file is {operator}'s",
+            record.operator
+        )));
+    }
+    let link_key = identity.public().link_key.to_bytes();
+    if record.link_key != link_key {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists link key {} for this node, its key is {}: update the registration",
+            hex::encode(record.link_key),
+            hex::encode(link_key)
+        )));
+    }
+    if record.socket_addr() != Some(config.node.listen) {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists link address {:?} for this node, it listens on {}: update the registration",
+            record.link_address, config.node.listen
+        )));
+    }
+    Ok(())
+}
+
 fn hex_32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text.trim()).ok()?.try_into().ok()
 }
@@ -92,7 +149,15 @@ pub async fn run_with(
 ) -> Result<(), NodeError> {
     let geometry = Geometry::default();
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
-    let topology = crate::directory_client::initial_topology(&config.topology, &geometry).await?;
+    let trust = crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref()).await?;
+    let operator = match &config.chain {
+        Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config)?)),
+        None => None,
+    };
+    if let (Some(chain), Some(operator)) = (trust.chain(), &operator) {
+        check_registered(&*chain.last().await, &identity, operator.address(), &config)?;
+    }
+    let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust).await?;
     let shared = crate::directory_client::SharedTopology::new(topology.clone());
     let me = identity.node_id();
     let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
@@ -105,6 +170,8 @@ pub async fn run_with(
     let publisher = crate::directory_client::spawn(
         &config.topology,
         &geometry,
+        &trust,
+        operator.clone(),
         identity.clone(),
         config.node.pow_difficulty,
         &shared,
@@ -129,6 +196,10 @@ pub async fn run_with(
     let (tags, sync_thread) = TagJournal::spawn(journal.clone(), config.replay.group_commit(), metrics.clone())?;
     metrics.epoch.store(u64::from(schedule.epoch_at(now_unix())), Ordering::Relaxed);
     metrics.pow_difficulty.store(u64::from(config.node.pow_difficulty), Ordering::Relaxed);
+    let _ = metrics.topology.set(shared.clone());
+    if let Some(chain) = trust.chain() {
+        let _ = metrics.chain.set(chain.clone());
+    }
 
     // Links.
     let keypair = Arc::new(

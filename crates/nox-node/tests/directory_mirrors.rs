@@ -62,17 +62,18 @@ async fn a_node_starts_from_a_mirror_when_the_first_directory_is_down() {
         file: None,
         url: Some(format!("http://{down}")),
         mirrors: vec![format!("http://{live}/")],
-        authority_key: hex::encode(authority.verifying_key().to_bytes()),
+        authority_key: Some(hex::encode(authority.verifying_key().to_bytes())),
         refresh_secs: 0,
     };
+    let trust = nox_node::Trust::Authority(authority.verifying_key());
     let started = std::time::Instant::now();
-    let topology = initial_topology(&section, &Geometry::default()).await.unwrap();
+    let topology = initial_topology(&section, &Geometry::default(), &trust).await.unwrap();
     assert_eq!(topology.nodes().len(), 3);
     assert!(started.elapsed() < Duration::from_secs(2), "no retry rounds were needed");
 
     // Only the down one: refused, naming it.
     let alone = TopologySection { mirrors: Vec::new(), ..section };
-    let error = tokio::time::timeout(Duration::from_secs(30), initial_topology(&alone, &Geometry::default()))
+    let error = tokio::time::timeout(Duration::from_secs(30), initial_topology(&alone, &Geometry::default(), &trust))
         .await
         .unwrap()
         .unwrap_err()
