@@ -325,6 +325,11 @@ def ingest(g, node, seen, x):
     okm = kdf("NOX sphinx v1 hop key schedule", x[8:40] + s, 240)
     if prf(okm[16:48], x[:8] + x[40 : 40 + R])[:16] != x[40 + R : 56 + R]:
         return "MacMismatch"
+    # Check 8: the MAC verified, so the tag is recorded now, whatever the
+    # routing block and the body say (a concurrent copy would be a Replay).
+    if tag in seen:
+        return "Replay"
+    seen.add(tag)
     u = xor(x[40 : 40 + R] + bytes(64), stream(okm[:16], R + 64))
     kind = decode_block(u[:64])
     if kind in ("MalformedRoutingBlock", "UnknownCommand"):
@@ -342,8 +347,16 @@ def check_failures(f):
     check_nodes("failures", [node])
     for case in f["cases"]:
         seen = {bytes.fromhex(t) for t in case["seen_replay_tags"]}
-        got = ingest(g, node, seen, bytes.fromhex(case["input"]))
+        before = len(seen)
+        x = bytes.fromhex(case["input"])
+        got = ingest(g, node, seen, x)
         check(got == case.get("error", case.get("outcome")), f"failure case {case['name']}: got {got}")
+        # Recorded iff the MAC verified; then a second copy is a replay.
+        mac_ok = got in ("Forward", "Deliver", "Reply", "MalformedRoutingBlock", "UnknownCommand",
+                         "PayloadIntegrity", "BadPadding")
+        check(len(seen) == before + mac_ok, f"failure case {case['name']}: tag recorded iff the MAC verified")
+        if mac_ok:
+            check(ingest(g, node, seen, x) == "Replay", f"failure case {case['name']}: second copy")
     return len(f["cases"])
 
 

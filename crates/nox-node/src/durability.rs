@@ -2,7 +2,9 @@
 //! is on stable storage (docs/spec/replay-cache.md §4).
 //!
 //! ```text
-//! worker: Relay::record(tag) ─▶ TagJournal::record(epoch, tag) → seq ─▶ mixer (packet, seq)
+//! worker: Relay::verify (MAC) ─▶ Relay::record(tag) ─▶ TagJournal::record(epoch, tag) → seq
+//!         ─▶ Recorded::finish ─▶ mixer (packet, seq)   (a finish error drops the packet;
+//!                                                      its tag is journalled all the same)
 //!                                      │ pending batch
 //!                         sync thread: append batch, fdatasync ─▶ durable_seq = last seq
 //! mixer: delay over ∧ durable_seq ≥ seq ─▶ egress

@@ -8,8 +8,11 @@
 //!   packets must meet ([`IngestAdmission`]), layer check, then
 //!   [`Relay::admit`] — length, geometry, epoch, early replay check, proof of
 //!   work. No public-key work.
-//! - **workers** (`workers` OS threads, off the async reactor): Sphinx
-//!   processing ([`Relay::process`]), then [`Relay::record`] of the replay tag.
+//! - **workers** (`workers` OS threads, off the async reactor): public-key
+//!   work and header MAC ([`Relay::verify`]); as soon as the MAC verified,
+//!   [`Relay::record`] of the replay tag and its journal record; only then
+//!   routing block and body ([`nox_relay::Recorded::finish`]). A packet
+//!   dropped there keeps its tag recorded and journalled (sphinx.md §5.4).
 //! - **mixer** (an OS thread, for sub-millisecond timing): `nox-mixing`'s
 //!   scheduler; the time since the link layer read the frame
 //!   ([`Inbound::received_at`], stamped at the read) counts toward the delay
@@ -273,22 +276,7 @@ fn worker(
         metrics.worker_queue_depth.fetch_sub(1, Ordering::Relaxed);
         let Job { admitted, inbound } = job;
         let mut packet = inbound.packet;
-        let processed = relay.read().map_err(|_| DropReason::Malformed).and_then(|r| r.process(&admitted, &mut packet));
-        let recorded = processed.and_then(|output| {
-            let mut relay = relay.write().map_err(|_| DropReason::Malformed)?;
-            relay.record(&admitted)?;
-            drop(relay);
-            // Queue the tag for the next group commit; the mixer holds the
-            // packet until that commit is durable.
-            let seq = match journal {
-                Some(journal) => {
-                    journal.record(admitted.epoch, &admitted.tag.0).map_err(|_| DropReason::JournalError)?
-                }
-                None => 0,
-            };
-            Ok((output, seq))
-        });
-        match recorded {
+        match work(relay, journal, &admitted, &mut packet) {
             Ok((output, seq)) => {
                 metrics.processed.fetch_add(1, Ordering::Relaxed);
                 let item = Mixable { output, packet, received_at: inbound.received_at, seq };
@@ -302,6 +290,31 @@ fn worker(
             Err(reason) => metrics.count_drop(reason),
         }
     }
+}
+
+/// One packet's worker stage: public-key work and MAC ([`Relay::verify`]),
+/// then — for every packet whose MAC verified, before its routing block or
+/// body is read — the tag recorded in the replay cache ([`Relay::record`])
+/// and queued for the journal, then the rest of Sphinx processing
+/// ([`nox_relay::Recorded::finish`]). A packet dropped by `finish` keeps its
+/// tag recorded and journalled: a copy of it is refused at ingest, before any
+/// public-key work, also after a restart. The packet and its journal
+/// sequence number go to the mixer, which holds it until that is durable.
+fn work(
+    relay: &RwLock<Relay>,
+    journal: Option<&TagJournal>,
+    admitted: &Admitted,
+    packet: &mut [u8],
+) -> Result<(RelayOutput, u64), DropReason> {
+    let verified = relay.read().map_err(|_| DropReason::Malformed)?.verify(admitted, packet)?;
+    let recorded = relay.write().map_err(|_| DropReason::Malformed)?.record(verified)?;
+    // Queue the tag for the next group commit before finishing, so a drop
+    // below still leaves it journalled.
+    let seq = match journal {
+        Some(journal) => journal.record(admitted.epoch, &admitted.tag.0).map_err(|_| DropReason::JournalError)?,
+        None => 0,
+    };
+    Ok((recorded.finish()?, seq))
 }
 
 /// Wakes the mixer after a sync if it holds packets waiting for one. A full

@@ -7,6 +7,10 @@
 //!   replay is accepted. Sync is made slow (20 ms ≫ μ = 1 ms), so without
 //!   the egress gate the packets would leave before their tags are durable
 //!   and this test fails.
+//! - `a_packet_refused_after_its_mac_check_is_journalled_and_its_copies_are_replays`:
+//!   a body-tampered packet whose MAC verifies is dropped at the exit, but
+//!   its tag is recorded and made durable all the same, so copies — also
+//!   after a restart — are refused at ingest as replays, not re-processed.
 //! - `a_failed_sync_stops_emission` and `a_lost_epoch_is_refused_while_others_work`
 //!   cover the fail-closed paths.
 
@@ -186,6 +190,54 @@ async fn every_emitted_packet_survives_a_power_loss() {
     for _ in 30..40 {
         assert!(next_egress(&mut node, Duration::from_secs(5)).await.is_some());
     }
+    drop(node.handles.inbound);
+    node.sync.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packet_refused_after_its_mac_check_is_journalled_and_its_copies_are_replays() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let geometry = Geometry::new(4096, 3).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let key = SecretKey::generate(&mut rng);
+    let storage = MemStorage::new();
+    let mut node = start(&storage, &key, &[EPOCH]);
+    // This node is the exit; an earlier hop flipped a body bit, which the
+    // header MAC does not cover.
+    let exit = PathHop { node: NodeId([1; 32]), public_key: key.public_key(), delay: Delay(0), pow_difficulty: 0 };
+    let mut packet = build_forward(&geometry, &BuildOptions::new(EPOCH), &[exit], b"pay", &mut rng).unwrap();
+    packet[geometry.header_len() + 10] ^= 0x01;
+    let tag = tag_of(&packet);
+
+    node.handles.inbound.send(inbound(packet.clone())).await.unwrap();
+    let metrics = node.metrics.clone();
+    wait_for("the exit to refuse the payload", || metrics.drops(DropReason::PayloadIntegrity) == 1).await;
+    // Refused, yet its tag is recorded and journalled.
+    wait_for("the refused packet's tag to be durable", || durable_tags(&storage, EPOCH).contains(&tag)).await;
+
+    // The previous hop replays it (once with another PoW nonce): refused at
+    // ingest, never processed again.
+    let mut renonced = packet.clone();
+    renonced[geometry.nonce_range()].copy_from_slice(&[0x5A; 8]);
+    for copy in [packet.clone(), packet.clone(), renonced] {
+        node.handles.inbound.send(inbound(copy)).await.unwrap();
+    }
+    wait_for("3 replays refused", || metrics.drops(DropReason::Replay) == 3).await;
+    assert_eq!(metrics.drops(DropReason::PayloadIntegrity), 1, "a copy was processed again");
+    assert_eq!(metrics.admitted.load(SeqCst), 1, "a copy passed admission");
+    assert!(next_egress(&mut node, Duration::from_millis(20)).await.is_none(), "nothing reaches egress");
+
+    // Power loss and restart: the journalled tag still refuses the copy.
+    let frozen = storage.fork_durable();
+    let Node { handles, sync, .. } = node;
+    drop(handles);
+    std::mem::forget(sync);
+    let mut node = start(&frozen, &key, &[EPOCH]);
+    node.handles.inbound.send(inbound(packet)).await.unwrap();
+    let metrics = node.metrics.clone();
+    wait_for("the replay refused after restart", || metrics.drops(DropReason::Replay) == 1).await;
+    assert_eq!(metrics.admitted.load(SeqCst), 0);
+    assert!(next_egress(&mut node, Duration::from_millis(20)).await.is_none());
     drop(node.handles.inbound);
     node.sync.finish();
 }

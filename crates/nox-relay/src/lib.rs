@@ -8,4 +8,4 @@ mod relay;
 
 pub use drop_reason::DropReason;
 pub use epoch_keys::EpochKeys;
-pub use relay::{Admitted, Relay, RelayOutput};
+pub use relay::{Admitted, Recorded, Relay, RelayOutput, Verified};

@@ -1,17 +1,29 @@
 //! The per-packet relay logic, pure: ingest checks, Sphinx processing and
-//! replay recording, in the order the pipeline runs them.
+//! replay recording, in the order the pipeline runs them
+//! (docs/spec/sphinx.md §5.4).
 //!
 //! 1. [`Relay::admit`] (ingest, cheap): length and geometry, key epoch held,
 //!    replay tag not seen, proof of work. No public-key work happens for a
 //!    packet that fails here.
-//! 2. [`Relay::process`] (worker, ~50 µs): Sphinx processing with the epoch's
-//!    key; the MAC is verified before anything else is trusted.
-//! 3. [`Relay::record`]: the replay tag is recorded only now, after the MAC
-//!    verified, so junk cannot fill the filter; a tag recorded meanwhile by a
-//!    concurrent copy makes this one a replay.
+//! 2. [`Relay::verify`] (worker, ~50 µs): the public-key work and the header
+//!    MAC, nothing else. A packet whose MAC verified comes back as
+//!    [`Verified`]: it cannot be processed further until its tag is recorded.
+//! 3. [`Relay::record`] consumes the [`Verified`] step and records the tag
+//!    (a tag recorded meanwhile by a concurrent copy makes this one a
+//!    replay). Only now, after the MAC verified, so junk cannot fill the
+//!    filter — but before the routing block and the body are looked at, so a
+//!    packet refused there (a previous hop flipped a body bit) is still
+//!    recorded and a copy of it is dropped at admission, before any
+//!    public-key work.
+//! 4. [`Recorded::finish`]: routing block, body, re-blinding. The caller
+//!    makes the tag durable (the node's journal) whatever this returns.
+//!
+//! The typestate is the rule: [`Verified`] and [`Recorded`] are built only
+//! here, [`Recorded`] only from a [`Verified`] by [`Relay::record`], and only
+//! [`Recorded::finish`] reads past the MAC.
 
 use nox_replay::{BloomParameters, EpochReplayCaches, ReplayCache};
-use nox_sphinx::{Geometry, HeaderView, Processed, ReplayTag, SecretKey, process_packet};
+use nox_sphinx::{Geometry, HeaderView, MacVerified, Processed, ReplayTag, SecretKey, verify_header};
 
 use crate::{DropReason, EpochKeys};
 
@@ -22,6 +34,59 @@ pub struct Admitted {
     pub epoch: u32,
     /// Its replay tag at this hop.
     pub tag: ReplayTag,
+}
+
+/// A packet whose header MAC verified at this hop ([`Relay::verify`]); its
+/// tag must now be recorded ([`Relay::record`]), whatever happens after.
+/// Borrows the packet buffer, so the bytes that were verified are the bytes
+/// that are processed.
+#[derive(Debug)]
+#[must_use = "the tag of a packet whose MAC verified must be recorded with Relay::record"]
+pub struct Verified<'p> {
+    admitted: Admitted,
+    header: MacVerified<'p>,
+}
+
+impl Verified<'_> {
+    /// The packet's epoch and tag.
+    pub fn admitted(&self) -> Admitted {
+        self.admitted
+    }
+}
+
+/// A MAC-verified packet whose tag is recorded in the relay's replay cache:
+/// the caller makes the tag durable (journal) and may then
+/// [`finish`](Recorded::finish) it.
+#[derive(Debug)]
+#[must_use = "a recorded packet is journalled and then finished"]
+pub struct Recorded<'p> {
+    admitted: Admitted,
+    header: MacVerified<'p>,
+}
+
+impl Recorded<'_> {
+    /// The packet's epoch and the tag just recorded (to journal).
+    pub fn admitted(&self) -> Admitted {
+        self.admitted
+    }
+
+    /// The rest of Sphinx processing, in place (docs/spec/sphinx.md §5.4
+    /// checks 9–10): routing block, body, re-blinding. Needs no relay state,
+    /// so no lock. A drop here leaves the tag recorded.
+    pub fn finish(self) -> Result<RelayOutput, DropReason> {
+        let processed = self.header.finish()?;
+        let delay = |d: nox_sphinx::Delay| match d.requested() {
+            Some(given) => nox_mixing::Delay::Given(given),
+            None => nox_mixing::Delay::Sample,
+        };
+        Ok(match processed {
+            Processed::Forward { next_hop, delay: d } => RelayOutput::Forward { next_hop, delay: delay(d) },
+            Processed::Deliver { delay: d, payload } => RelayOutput::Deliver { delay: delay(d), payload },
+            Processed::Reply { delay: d, recipient, surb_id, body } => {
+                RelayOutput::Reply { delay: delay(d), recipient, surb_id, body }
+            }
+        })
+    }
 }
 
 /// What to do with a processed packet (the buffer was rewritten in place).
@@ -147,29 +212,23 @@ impl Relay {
         Ok(Admitted { epoch, tag })
     }
 
-    /// Sphinx processing of an admitted packet, in place.
-    pub fn process(&self, admitted: &Admitted, packet: &mut [u8]) -> Result<RelayOutput, DropReason> {
+    /// The public-key work and the header MAC of an admitted packet
+    /// (docs/spec/sphinx.md §5.4 checks 6–7), without reading the routing
+    /// block or the body. The buffer is not modified.
+    pub fn verify<'p>(&self, admitted: &Admitted, packet: &'p mut [u8]) -> Result<Verified<'p>, DropReason> {
         let key = self.keys.get(admitted.epoch).ok_or(DropReason::UnknownEpoch)?;
-        let processed = process_packet(&self.geometry, key, packet)?;
-        let delay = |d: nox_sphinx::Delay| match d.requested() {
-            Some(given) => nox_mixing::Delay::Given(given),
-            None => nox_mixing::Delay::Sample,
-        };
-        Ok(match processed {
-            Processed::Forward { next_hop, delay: d } => RelayOutput::Forward { next_hop, delay: delay(d) },
-            Processed::Deliver { delay: d, payload } => RelayOutput::Deliver { delay: delay(d), payload },
-            Processed::Reply { delay: d, recipient, surb_id, body } => {
-                RelayOutput::Reply { delay: delay(d), recipient, surb_id, body }
-            }
-        })
+        let header = verify_header(&self.geometry, key, packet)?;
+        Ok(Verified { admitted: *admitted, header })
     }
 
-    /// Records the tag of a packet whose MAC verified; a replay if another
-    /// copy was recorded first.
-    pub fn record(&mut self, admitted: &Admitted) -> Result<(), DropReason> {
+    /// Records the tag of a packet whose MAC verified (§5.4 check 8); a
+    /// replay if another copy was recorded first, which is then not processed
+    /// further.
+    pub fn record<'p>(&mut self, verified: Verified<'p>) -> Result<Recorded<'p>, DropReason> {
+        let Verified { admitted, header } = verified;
         match self.replay.insert(admitted.epoch, &admitted.tag.0) {
             Ok(outcome) if outcome.is_replay() => Err(DropReason::Replay),
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(Recorded { admitted, header }),
             Err(_) => Err(DropReason::UnknownEpoch),
         }
     }

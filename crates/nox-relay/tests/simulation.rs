@@ -144,9 +144,8 @@ impl Sim {
     fn arrive(&mut self, index: usize, mut packet: Vec<u8>, now: Instant) {
         let node = &mut self.nodes[index];
         let result = node.relay.admit(&packet, 0).and_then(|admitted| {
-            let output = node.relay.process(&admitted, &mut packet)?;
-            node.relay.record(&admitted)?;
-            Ok(output)
+            let verified = node.relay.verify(&admitted, &mut packet)?;
+            node.relay.record(verified)?.finish()
         });
         let output = match result {
             Ok(output) => output,

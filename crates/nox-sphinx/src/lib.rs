@@ -23,7 +23,7 @@ pub use geometry::{
 };
 pub use header::{HeaderView, ReplayTag};
 pub use keys::{NodeId, PublicKey, SecretKey};
-pub use process::{Processed, process_packet};
+pub use process::{MacVerified, Processed, process_packet, verify_header};
 pub use routing::{Delay, SurbId};
 pub use surb::{Surb, SurbRecovery, build_surb};
 

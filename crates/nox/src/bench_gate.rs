@@ -39,7 +39,7 @@ pub enum Workload {
     FecDecode,
     /// One packet end to end, single-threaded: the client builds it (3 hops,
     /// PoW difficulty 0), then per hop the link record (AES-GCM seal and
-    /// open), `Relay::admit`, `Relay::process`, `Relay::record` and a mixing
+    /// open), `Relay::admit`, `Relay::verify`, `Relay::record`, `Recorded::finish` and a mixing
     /// scheduler insert + pop: every node's per-packet CPU path, minus the
     /// kernel and the thread hand-offs.
     #[value(name = "packet-3-hops")]
@@ -205,8 +205,8 @@ fn packet_3_hops(count: u32) -> Result<(), BenchError> {
             let (_, opened) = hop.opener.feed(black_box(&wire)).map_err(failed)?;
             let mut received = opened.ok_or_else(|| failed("incomplete record"))?;
             let admitted = hop.relay.admit(&received, 0).map_err(dropped)?;
-            let output = hop.relay.process(&admitted, &mut received).map_err(dropped)?;
-            hop.relay.record(&admitted).map_err(dropped)?;
+            let verified = hop.relay.verify(&admitted, &mut received).map_err(dropped)?;
+            let output = hop.relay.record(verified).map_err(dropped)?.finish().map_err(dropped)?;
             let delay = match output {
                 RelayOutput::Forward { delay, .. } if index < 2 => delay,
                 RelayOutput::Deliver { delay, ref payload }
