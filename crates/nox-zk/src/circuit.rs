@@ -11,9 +11,10 @@
 //! 4. `value`, `fee`, `change = value − fee` each fit in [`VALUE_BITS`] bits (so `value = fee +
 //!    change` holds over the integers, not only mod p);
 //! 5. `change_commitment = Poseidon(change, asset, change_inner)`;
-//! 6. `relayer, execution_hash, chain_id, pool, deadline` are bound to the proof: each is
-//!    multiplied into one constraint (`x · 1 = x` would be optimised away by nothing, but we do
-//!    not rely on the proving system's own input rows alone).
+//! 6. `relayer, execution_hash, chain_id, pool, deadline` take part in no relation, but are bound
+//!    to the proof all the same: each appears in one constraint (`x · x = x²`), so the binding does
+//!    not rest on the QAP reduction's extra input rows alone (a Groth16 public input that appears
+//!    in no constraint has a zero verifying-key point and would be malleable).
 
 use crate::{
     VALUE_BITS,
@@ -212,14 +213,10 @@ impl ConstraintSynthesizer<Fr> for GasPaymentCircuit<'_> {
     }
 }
 
-/// The fee as an integer, for the prover's bit witnesses (None if it does not fit in 128 bits:
-/// the range check is then unsatisfiable).
+/// The fee's low 128 bits, for the prover's bit witnesses. If the fee does not fit in 128 bits,
+/// no assignment of the bits recomposes to it and the statement is unsatisfiable.
 fn fee_native(w: Option<&Witness>, p: &PublicInputs) -> Option<u128> {
     w?;
     let bytes = crate::field::to_be32(&p.fee);
-    if bytes[..16].iter().any(|b| *b != 0) {
-        // Any assignment fails the recomposition; give the low bits so synthesis proceeds.
-        return Some(u128::from_be_bytes(bytes[16..].try_into().ok()?));
-    }
     Some(u128::from_be_bytes(bytes[16..].try_into().ok()?))
 }
