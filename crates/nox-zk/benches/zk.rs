@@ -29,6 +29,7 @@ fn main() {
         return;
     }
     let runs: usize = std::env::var("NOX_ZK_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let (constraints, witnesses, instances) = constraint_count().expect("count");
     let t = Instant::now();
     let (pk, vk) = testnet_setup().expect("setup");
@@ -66,11 +67,21 @@ fn main() {
     println!("verify median {vm:.2} ms  min {vmin:.2}  max {vmax:.2}  (native arkworks)");
     println!("proof size {size} bytes (EVM encoding; 128 compressed)");
     println!("cpu: {cpu}, {threads} threads");
+    let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average before: {}   after: {}", load_before.trim(), load_after.trim());
     if let Ok(path) = std::env::var("NOX_ZK_BENCH_JSON") {
+        // cargo runs benches in the crate's directory; a relative path is the workspace's.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
         let json = serde_json::json!({
             "benchmark": "nox-zk gas-payment circuit, Groth16 over BN254 (arkworks 0.6)",
             "command": "NOX_ZK_BENCH_JSON=bench/data/zk.json cargo bench -p nox-zk",
-            "machine": { "cpu": cpu, "threads": threads },
+            "machine": {
+                "cpu": cpu,
+                "threads": threads,
+                "note": "2-core VM shared with three other engineers' builds: see load averages",
+                "loadavg_before": load_before.trim(),
+                "loadavg_after": load_after.trim(),
+            },
             "constraints": constraints,
             "witness_variables": witnesses,
             "instance_variables": instances,

@@ -78,7 +78,8 @@ impl PublicInputs {
     }
 }
 
-/// The private witness.
+/// The private witness: zeroized on drop.
+#[derive(zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
 pub struct Witness {
     /// Spending key of the note's owner.
     pub sk: SpendingKey,

@@ -25,7 +25,8 @@ pub fn zeros() -> &'static [Fr; TREE_DEPTH + 1] {
 }
 
 /// A Merkle authentication path: the leaf's position and its siblings from the leaf level up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Part of a prover's witness (the position identifies the note): zeroized on drop.
+#[derive(Clone, Debug, PartialEq, Eq, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
 pub struct MerklePath {
     /// Leaf position; bit `i` says whether the node at level `i` is a right child.
     pub index: u64,

@@ -46,8 +46,9 @@ impl SpendingKey {
     }
 }
 
-/// A note: `value` of `asset`, spendable by the key whose owner tag is `owner`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A note: `value` of `asset`, spendable by the key whose owner tag is `owner`. Its blinding is
+/// secret (it hides the note in its commitment): zeroized on drop, and no `Debug`.
+#[derive(Clone, PartialEq, Eq, Zeroize, ZeroizeOnDrop)]
 pub struct Note {
     /// Amount in the asset's smallest unit; below 2^[`crate::VALUE_BITS`] by type.
     pub value: u128,
