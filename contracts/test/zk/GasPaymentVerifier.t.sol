@@ -2,6 +2,7 @@
 pragma solidity 0.8.37;
 
 import {Test} from "forge-std/Test.sol";
+import {BatchExecutor} from "../../src/BatchExecutor.sol";
 import {GasPaymentVerifier} from "../../src/zk/GasPaymentVerifier.sol";
 import {ZkVectors} from "./ZkVectors.sol";
 import {PoseidonT2} from "poseidon-solidity/PoseidonT2.sol";
@@ -97,6 +98,18 @@ contract GasPaymentVerifierTest is Test {
     /// poseidon-solidity reduces its inputs mod R: the pool must check inputs itself.
     function test_poseidonReducesInputs_soThePoolMustCheckThem() public pure {
         assertEq(PoseidonT3.hash([uint256(1) + R, 2]), PoseidonT3.hash([uint256(1), 2]));
+    }
+
+    /// The Rust execution hash (the proof's input 6) is the executor's: same action, same H.
+    function test_executionHashMatchesTheExecutor() public {
+        BatchExecutor executor = new BatchExecutor();
+        (bytes32 raw, uint256 field) = executor.executionHash(
+            address(uint160(0xA1A1a1a1A1A1A1A1A1a1a1a1a1a1A1A1a1A1a1a1)), hex"123456782074686520616374696f6e", 250
+        );
+        (bytes32 wantRaw, uint256 wantField) = ZkVectors.executionHash();
+        assertEq(raw, wantRaw);
+        assertEq(field, wantField);
+        assertEq(field, ZkVectors.input()[6]);
     }
 
     /// Gas of one width-3 Poseidon as an external library call (per Merkle level on chain).

@@ -52,4 +52,12 @@ library ZkVectors {
     function emptyRoot() internal pure returns (uint256) {
         return 0x2f68a1c58e257e42a17a6c61dff5551ed560b9922ab119d5ac8e184c9734ead9;
     }
+
+    /// executionHash(0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1, hex"123456782074686520616374696f6e", 250): raw keccak and its reduction mod r.
+    function executionHash() internal pure returns (bytes32 raw, uint256 field) {
+        return (
+            0x57716e762c3db7b1a28d6f52746364138919f45d7a46de9df527cb8ea7636f86,
+            0x270d20034b0c1787ea3d299bf2e20bb660e60c15008d6e0cb145d5fab7636f85
+        );
+    }
 }

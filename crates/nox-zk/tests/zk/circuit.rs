@@ -28,7 +28,7 @@ fn proof_is_bound_to_every_public_input() {
     let (_, vk) = common::keys();
     let (p, proof) = common::honest();
     let (_, other_action) = execution_hash(&TARGET, b"another action", 250);
-    let (_, other_fee_hash) = execution_hash(&TARGET, b"\x12\x34\x56\x78 the action", 251);
+    let (_, other_fee_hash) = execution_hash(&TARGET, ACTION_CALLDATA, 251);
     type Edit = fn(&mut PublicInputs, Fr, Fr);
     let edits: [(&str, Edit); 12] = [
         ("execution hash (other action)", |p, a, _| p.execution_hash = a),

@@ -86,6 +86,16 @@ library ZkVectors {
         "\n    /// The root of an empty depth-32 tree.\n    function emptyRoot() internal pure returns (uint256) {{\n        return {};\n    }}\n",
         hex(&to_be32(&zeros()[nox_zk::TREE_DEPTH]))
     );
+    // The execution hash of the vector's action, as BatchExecutor.executionHash must compute it.
+    let (raw, field) = nox_zk::field::execution_hash(&TARGET, ACTION_CALLDATA, 250);
+    let _ = write!(
+        s,
+        "\n    /// executionHash(0x{t}, hex\"{d}\", 250): raw keccak and its reduction mod r.\n    function executionHash() internal pure returns (bytes32 raw, uint256 field) {{\n        return (\n            {},\n            {}\n        );\n    }}\n",
+        hex(&raw),
+        hex(&to_be32(&field)),
+        t = TARGET.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        d = ACTION_CALLDATA.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+    );
     s.push_str("}\n");
     check_or_write("contracts/test/zk/ZkVectors.sol", &s);
 }
