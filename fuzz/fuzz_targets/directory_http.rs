@@ -13,6 +13,8 @@ fuzz_target!(|data: &[u8]| {
     {
         assert!(head.content_length <= MAX_BODY_BYTES);
         assert!(head.path.starts_with('/'));
+        assert!(head.path.bytes().all(|b| b.is_ascii_graphic()), "path is visible ASCII");
+        assert!(!head.method.is_empty() && head.method.bytes().all(|b| b.is_ascii_graphic()), "method is a token");
     }
     if let Ok((_, body)) = parse_response(data) {
         assert!(body.len() <= data.len());

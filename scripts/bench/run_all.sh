@@ -33,9 +33,12 @@ summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 record() { printf '%-18s %-8s %6ss  %s\n' "$1" "$2" "$3" "$4" >>"$summary"; }
 
-echo "==> building the release binary (cargo build --release -p nox)"
-cargo build --release --locked -q -p nox
-nox="$CARGO_TARGET_DIR/release/nox"
+# The benchmark build: release settings plus the nodes' [observe] timing log (the anonymity
+# experiments need it; the default binary refuses [observe]). Its own profile keeps it out of
+# target/release.
+echo "==> building the benchmark binary (cargo build --profile bench-observe --features observe -p nox)"
+cargo build --profile bench-observe --features observe --locked -q -p nox
+nox="$CARGO_TARGET_DIR/bench-observe/nox"
 
 # Network: surb-rtt reply-loss http-overhead latency-vs-delay concurrency
 # scaling testnet in-process fec-curve; anonymity: anonymity attacks fec-arq.

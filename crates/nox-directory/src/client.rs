@@ -4,6 +4,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nox_topology::{MAX_DOCUMENT_BYTES, SignedDescriptor, TopologyDocument, TopologyError};
@@ -42,6 +44,85 @@ pub enum ClientError {
     /// The document does not parse.
     #[error("document: {0}")]
     Topology(#[from] TopologyError),
+    /// No directory URL was given.
+    #[error("no directory url given")]
+    NoMirror,
+    /// Every mirror failed; one line per mirror.
+    #[error("every directory mirror failed: {0}")]
+    AllMirrors(String),
+}
+
+/// Several directory mirrors serving documents signed by the same authority
+/// (docs/spec/directory.md §5): a fetch tries them in turn, starting with the one that answered
+/// last, and falls over to the next on any failure — unreachable, an error status, or a
+/// document the caller's check refuses (bad signature, stale). Cheap to clone; clones share the
+/// "answered last" position.
+#[derive(Clone, Debug)]
+pub struct Mirrors {
+    addrs: Arc<[SocketAddr]>,
+    preferred: Arc<AtomicUsize>,
+}
+
+impl Mirrors {
+    /// Parses each `http://IP:PORT`; duplicates are kept once. No URL at all is
+    /// [`ClientError::NoMirror`].
+    pub fn parse<S: AsRef<str>>(urls: impl IntoIterator<Item = S>) -> Result<Self, ClientError> {
+        let mut addrs = Vec::new();
+        for url in urls {
+            let addr = parse_url(url.as_ref())?;
+            if !addrs.contains(&addr) {
+                addrs.push(addr);
+            }
+        }
+        Self::new(addrs)
+    }
+
+    /// Mirrors at these addresses (none: [`ClientError::NoMirror`]).
+    pub fn new(addrs: Vec<SocketAddr>) -> Result<Self, ClientError> {
+        if addrs.is_empty() {
+            return Err(ClientError::NoMirror);
+        }
+        Ok(Self { addrs: addrs.into(), preferred: Arc::new(AtomicUsize::new(0)) })
+    }
+
+    /// Every mirror's address, in the configured order.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// The order of the next attempt: the mirror that answered last, then the others.
+    fn order(&self) -> impl Iterator<Item = (usize, SocketAddr)> + '_ {
+        let first = self.preferred.load(Ordering::Relaxed) % self.addrs.len();
+        (0..self.addrs.len()).map(move |i| {
+            let index = (first + i) % self.addrs.len();
+            (index, self.addrs[index])
+        })
+    }
+
+    /// `GET /topology` from the first mirror whose document `check` accepts (each mirror
+    /// within `timeout`). `check` is where the caller verifies the document.
+    pub async fn fetch<T, E: std::fmt::Display>(
+        &self,
+        timeout: Duration,
+        check: impl Fn(TopologyDocument) -> Result<T, E>,
+    ) -> Result<T, ClientError> {
+        let mut failures = Vec::new();
+        for (index, addr) in self.order() {
+            let outcome = match fetch_document(addr, timeout).await {
+                Ok(document) => check(document).map_err(|e| format!("{addr}: {e}")),
+                Err(error @ ClientError::Io { .. }) => Err(error.to_string()),
+                Err(error) => Err(format!("directory {addr}: {error}")),
+            };
+            match outcome {
+                Ok(value) => {
+                    self.preferred.store(index, Ordering::Relaxed);
+                    return Ok(value);
+                }
+                Err(error) => failures.push(error),
+            }
+        }
+        Err(ClientError::AllMirrors(failures.join("; ")))
+    }
 }
 
 /// Parses `http://IP:PORT` (IPv6 in brackets; no host names, no path other than `/`).

@@ -30,9 +30,25 @@ pub struct DirectoryConfig {
     /// Time allowed to send one whole request, milliseconds.
     #[serde(default = "default_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// Time allowed before a connection's first byte, milliseconds (idle connections are
+    /// closed after it).
+    #[serde(default = "default_first_byte_timeout_ms")]
+    pub first_byte_timeout_ms: u64,
     /// Connections served at once; more are closed unanswered (and counted).
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Connections served at once from one address (IPv4, or IPv6 /64); more are closed
+    /// unanswered (and counted).
+    #[serde(default = "default_max_connections_per_address")]
+    pub max_connections_per_address: usize,
+}
+
+fn default_first_byte_timeout_ms() -> u64 {
+    500
+}
+
+fn default_max_connections_per_address() -> usize {
+    4
 }
 
 fn default_request_timeout_ms() -> u64 {
@@ -82,6 +98,16 @@ impl DirectoryConfig {
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms.max(1))
+    }
+
+    /// The service's limits.
+    pub fn limits(&self) -> crate::Limits {
+        crate::Limits {
+            request_timeout: self.request_timeout(),
+            first_byte_timeout: Duration::from_millis(self.first_byte_timeout_ms.max(1)),
+            max_connections: self.max_connections.max(1),
+            max_connections_per_address: self.max_connections_per_address.max(1),
+        }
     }
 
     /// Reads the key and the initial document and builds the registry.

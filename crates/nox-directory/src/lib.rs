@@ -8,7 +8,9 @@ pub mod http;
 mod registry;
 mod server;
 
-pub use client::{ClientError, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor};
+pub use client::{
+    ClientError, Mirrors, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor,
+};
 pub use config::{ConfigError, DirectoryConfig};
 pub use registry::{Accepted, Refusal, Registry};
 pub use server::{Counters, DirectoryServer, Limits};
@@ -30,8 +32,19 @@ pub async fn run(
     geometry: nox_sphinx::Geometry,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), DirectoryError> {
+    run_with_admission(config, geometry, shutdown, None).await
+}
+
+/// [`run`], with the admitted identities replaced whenever `admission` changes (the caller
+/// feeds it from the node registry; see [`Registry::set_admitted`]).
+pub async fn run_with_admission(
+    config: DirectoryConfig,
+    geometry: nox_sphinx::Geometry,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    admission: Option<tokio::sync::watch::Receiver<Vec<[u8; 32]>>>,
+) -> Result<(), DirectoryError> {
     let registry = config.registry(geometry)?;
-    let limits = Limits { request_timeout: config.request_timeout(), max_connections: config.max_connections };
+    let limits = config.limits();
     let server = DirectoryServer::bind(config.listen, registry, limits).await?;
     let addr = server.local_addr()?;
     if let Some(file) = &config.addr_file {
@@ -40,6 +53,28 @@ pub async fn run(
         std::fs::rename(&temp, file)?;
     }
     tracing::info!(%addr, "directory serving");
+    if let Some(mut admission) = admission {
+        let registry = server.registry();
+        let mut stop = shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let admitted = admission.borrow_and_update().clone();
+                if let Ok(mut registry) = registry.lock() {
+                    let now =
+                        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    match registry.set_admitted(admitted, now) {
+                        Ok(true) => tracing::info!("admitted identities updated"),
+                        Ok(false) => {}
+                        Err(error) => tracing::warn!(%error, "admitted identities updated; document not re-issued"),
+                    }
+                }
+                tokio::select! {
+                    changed = admission.changed() => if changed.is_err() { return },
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        });
+    }
     server.serve(shutdown).await?;
     Ok(())
 }

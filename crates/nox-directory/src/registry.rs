@@ -237,6 +237,29 @@ impl Registry {
         Ok(())
     }
 
+    /// Replaces the admitted identities (e.g. with the node registry's members). Nodes no longer
+    /// admitted leave the served document at once (re-issued at `now`); newly admitted ones are
+    /// accepted on their first upload. Returns whether the admitted set changed. If the
+    /// document cannot be re-issued (a layer would be empty), the previous document stays
+    /// served and the error is returned; the new admitted set holds either way.
+    pub fn set_admitted(
+        &mut self,
+        admitted: impl IntoIterator<Item = [u8; 32]>,
+        now: u64,
+    ) -> Result<bool, TopologyError> {
+        let admitted: BTreeSet<[u8; 32]> = admitted.into_iter().collect();
+        if admitted == self.admitted {
+            return Ok(false);
+        }
+        self.admitted = admitted;
+        let before = self.nodes.len();
+        self.nodes.retain(|_, n| self.admitted.contains(n.descriptor.identity_key.as_bytes()));
+        if self.nodes.len() != before {
+            self.issue(now)?;
+        }
+        Ok(true)
+    }
+
     /// Re-issues the document if it is due at `now`: when the epoch changed since the last
     /// issue, or `reissue_secs` after it. Nodes without a key for the
     /// current epoch are left out. On failure (e.g. a layer would be empty) the previous

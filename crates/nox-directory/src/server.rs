@@ -1,10 +1,14 @@
 //! The HTTP service around the [`Registry`]: `GET /topology`, `POST /descriptor`,
 //! `GET /metrics` (docs/spec/directory.md §2). One request per connection, bounded in size,
 //! time and concurrency; every outcome is counted.
+//!
+//! One host cannot take the service: connections are capped per address (IPv4 address or
+//! IPv6 /64) as well as in total, a connection that sends nothing within the first-byte timeout
+//! is closed, and the whole request must arrive within the request timeout.
 
 use std::{
-    collections::BTreeMap,
-    net::SocketAddr,
+    collections::{BTreeMap, HashMap},
+    net::{IpAddr, Ipv6Addr, SocketAddr},
     sync::{Arc, Mutex},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -53,15 +57,76 @@ impl Counters {
 /// Limits of the service.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Time allowed to send one whole request.
+    /// Time allowed to send one whole request, from accept.
     pub request_timeout: Duration,
+    /// Time allowed before the first byte of the request arrives (idle connections are closed
+    /// after it, answered 408).
+    pub first_byte_timeout: Duration,
     /// Connections served at once.
     pub max_connections: usize,
+    /// Connections served at once from one address (IPv4 address or IPv6 /64); more are
+    /// closed unanswered (counted as `busy_address`).
+    pub max_connections_per_address: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { request_timeout: Duration::from_secs(2), max_connections: 64 }
+        Self {
+            request_timeout: Duration::from_secs(2),
+            first_byte_timeout: Duration::from_millis(500),
+            max_connections: 64,
+            max_connections_per_address: 4,
+        }
+    }
+}
+
+/// The key of the per-address cap: an IPv4 address, or an IPv6 address's /64 (one host
+/// usually holds a whole /64). IPv4-mapped IPv6 addresses count as their IPv4 address.
+fn address_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+/// Open connections per address key.
+#[derive(Debug, Default)]
+struct PerAddress(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place in [`PerAddress`], given back on drop.
+struct AddressSlot {
+    table: Arc<PerAddress>,
+    key: IpAddr,
+}
+
+impl PerAddress {
+    fn try_open(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<AddressSlot> {
+        let key = address_key(ip);
+        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let open = map.entry(key).or_default();
+        if *open >= max.max(1) {
+            return None;
+        }
+        *open += 1;
+        Some(AddressSlot { table: self.clone(), key })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut map = self.table.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(open) = map.get_mut(&self.key) {
+            *open = open.saturating_sub(1);
+            if *open == 0 {
+                map.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -89,6 +154,11 @@ impl DirectoryServer {
         self.listener.local_addr()
     }
 
+    /// The registry it serves (to change the admitted set while serving).
+    pub fn registry(&self) -> Arc<Mutex<Registry>> {
+        self.registry.clone()
+    }
+
     /// The outcome counters.
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()
@@ -97,18 +167,24 @@ impl DirectoryServer {
     /// Serves until `shutdown` turns true.
     pub async fn serve(self, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
         let permits = Arc::new(Semaphore::new(self.limits.max_connections.max(1)));
+        let per_address = Arc::new(PerAddress::default());
         loop {
             let accepted = tokio::select! {
                 accepted = self.listener.accept() => accepted,
                 _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
             };
-            let stream = match accepted {
-                Ok((stream, _)) => stream,
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
+            };
+            // The per-address cap first: one host's connections must not use up the slots.
+            let Some(slot) = per_address.try_open(peer.ip(), self.limits.max_connections_per_address) else {
+                self.counters.count("busy_address");
+                continue;
             };
             let Ok(permit) = permits.clone().try_acquire_owned() else {
                 self.counters.count("busy");
@@ -117,17 +193,32 @@ impl DirectoryServer {
             let (registry, counters, limits) = (self.registry.clone(), self.counters.clone(), self.limits);
             tokio::spawn(async move {
                 handle(stream, &registry, &counters, limits).await;
-                drop(permit);
+                drop((permit, slot));
             });
         }
     }
 }
 
+/// Reads one request: its first byte within `first_byte_timeout`, all of it within
+/// `request_timeout` (both from accept). `Err(outcome)`: which timeout.
+async fn read_bounded(
+    stream: &mut TcpStream,
+    limits: Limits,
+) -> Result<Result<(crate::http::RequestHead, Vec<u8>), crate::http::HttpError>, &'static str> {
+    let deadline = tokio::time::Instant::now() + limits.request_timeout;
+    let first_byte = limits.first_byte_timeout.min(limits.request_timeout);
+    let mut probe = [0u8; 1];
+    // `peek` returns when a byte (or the end of the stream) is there, without consuming it; an
+    // error shows again at the read below.
+    let _ = tokio::time::timeout(first_byte, stream.peek(&mut probe)).await.map_err(|_| "idle")?;
+    tokio::time::timeout_at(deadline, read_request(stream, MAX_BODY_BYTES)).await.map_err(|_| "timeout")
+}
+
 async fn handle(mut stream: TcpStream, registry: &Mutex<Registry>, counters: &Counters, limits: Limits) {
-    let read = tokio::time::timeout(limits.request_timeout, read_request(&mut stream, MAX_BODY_BYTES)).await;
+    let read = read_bounded(&mut stream, limits).await;
     let (status, content_type, body) = match read {
-        Err(_) => {
-            counters.count("timeout");
+        Err(outcome) => {
+            counters.count(outcome);
             (408, "text/plain", b"request not received in time\n".to_vec())
         }
         Ok(Err(error)) => {

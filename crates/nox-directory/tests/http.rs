@@ -33,7 +33,12 @@ fn raw(addr: SocketAddr, bytes: &[u8]) -> (u16, String) {
 async fn serves_accepts_and_refuses_over_http() {
     let t0 = now();
     let common::Net { nodes, registry, .. } = common::net(t0);
-    let limits = Limits { request_timeout: Duration::from_millis(300), max_connections: 8 };
+    let limits = Limits {
+        request_timeout: Duration::from_millis(300),
+        first_byte_timeout: Duration::from_millis(300),
+        max_connections: 8,
+        max_connections_per_address: 8,
+    };
     let server = DirectoryServer::bind(([127, 0, 0, 1], 0).into(), registry, limits).await.unwrap();
     let addr = server.local_addr().unwrap();
     let counters = server.counters();
@@ -76,13 +81,20 @@ async fn serves_accepts_and_refuses_over_http() {
         // Chunked: no.
         let (status, _) = raw(addr, b"POST /descriptor HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n");
         assert_eq!(status, 411);
+        // A signed length, and two lengths: no.
+        let (status, _) = raw(addr, b"POST /descriptor HTTP/1.1\r\ncontent-length: +5\r\n\r\nhello");
+        assert_eq!(status, 400);
+        let two = b"POST /descriptor HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 5\r\n\r\nhello";
+        assert_eq!(raw(addr, two).0, 400);
         // An endless head.
         let mut endless = b"GET /topology HTTP/1.1\r\n".to_vec();
         endless.extend(std::iter::repeat_n(b'a', 10_000));
         let (status, _) = raw(addr, &endless);
         assert_eq!(status, 431);
-        // A slow sender.
+        // A slow sender, and one that sends nothing.
         let (status, _) = raw(addr, b"GET /topology HTTP/1.1\r\n");
+        assert_eq!(status, 408);
+        let (status, _) = raw(addr, b"");
         assert_eq!(status, 408);
         // Unknown route, wrong method, garbage request line.
         assert_eq!(get_blocking(addr, "/nowhere", PATIENCE).unwrap().0, 404);
@@ -100,6 +112,7 @@ async fn serves_accepts_and_refuses_over_http() {
     assert_eq!(counters.get("refused_changed"), 1);
     assert_eq!(counters.get("refused_malformed"), 1);
     assert_eq!(counters.get("timeout"), 1);
+    assert_eq!(counters.get("idle"), 1);
     assert!(counters.get("bad_http") >= 4);
 
     stop.send(true).unwrap();

@@ -118,9 +118,12 @@ pub fn data_shards_for(message_len: usize, max_fragment_len: usize) -> Result<us
     Ok(data_shards)
 }
 
-fn shard_len_for(message_len: usize, data_shards: usize) -> usize {
+/// `max(2, round_up_to_even(ceil(L / d)))`, or `None` if it overflows `usize`
+/// (L = 2³² − 1 with d = 1 on a 32-bit target, where an unchecked rounding
+/// would wrap to 0 and accept the layout).
+fn shard_len_for(message_len: usize, data_shards: usize) -> Option<usize> {
     let per_shard = message_len.div_ceil(data_shards);
-    per_shard.next_multiple_of(SHARD_ALIGN).max(SHARD_ALIGN)
+    Some(per_shard.checked_next_multiple_of(SHARD_ALIGN)?.max(SHARD_ALIGN))
 }
 
 impl Layout {
@@ -136,7 +139,10 @@ impl Layout {
         let Ok(length_field) = u32::try_from(message_len) else {
             return Err(LayoutError::MessageTooLarge { message_len, max: u32::MAX as usize });
         };
-        let shard_len = shard_len_for(message_len, data_shards);
+        let Some(shard_len) = shard_len_for(message_len, data_shards) else {
+            // Only d = 1 can overflow, so no PaddingOnlyShard check is skipped.
+            return Err(LayoutError::MessageTooLarge { message_len, max: u32::MAX as usize - 1 });
+        };
         if data_shards > 1 && (data_shards - 1) * shard_len >= message_len {
             return Err(LayoutError::PaddingOnlyShard { message_len, data_shards });
         }
@@ -195,5 +201,20 @@ impl Layout {
 
     pub(crate) fn count_fields(&self) -> (u8, u8) {
         (self.data_shards, self.parity_shards)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_length_rounding_overflow_is_refused_not_wrapped() {
+        // On 64-bit targets usize::MAX stands in for u32::MAX on 32-bit
+        // ones: rounding it up to even must fail, not wrap to 0.
+        assert_eq!(shard_len_for(usize::MAX, 1), None);
+        assert_eq!(shard_len_for(usize::MAX, 2), Some(usize::MAX / 2 + 1));
+        assert_eq!(shard_len_for(0, 1), Some(2));
+        assert_eq!(shard_len_for(7, 2), Some(4));
     }
 }

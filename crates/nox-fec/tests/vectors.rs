@@ -55,7 +55,45 @@ fn cases() -> Vec<Case> {
             parity: ratio(500),
         },
         Case { name: "two-byte shards", message_len: 7, max_fragment_len: 26, parity: Parity::Fixed(3) },
+        Case {
+            name: "100-byte shards: one 64-byte block and a 36-byte tail",
+            message_len: 300,
+            max_fragment_len: 124,
+            parity: Parity::Fixed(2),
+        },
+        Case {
+            name: "128-byte shards, high rate in five chunks: d = 9, p = 2",
+            message_len: 1152,
+            max_fragment_len: 152,
+            parity: Parity::Fixed(2),
+        },
+        Case {
+            name: "low rate: d = 2, p = 20, 100-byte shards",
+            message_len: 200,
+            max_fragment_len: 124,
+            parity: Parity::Fixed(20),
+        },
+        Case {
+            name: "equal powers of two with d <= p use high rate: d = 3, p = 4, 64-byte shards",
+            message_len: 192,
+            max_fragment_len: 88,
+            parity: Parity::Fixed(4),
+        },
     ]
+}
+
+/// Which construction of fragments.md §4 produces the parity shards: no
+/// parity, copies of the single data shard, or the high- or low-rate
+/// Reed-Solomon encoder (§4.2, the choice `reed-solomon-simd` makes).
+fn parity_construction(d: usize, p: usize) -> &'static str {
+    if p == 0 {
+        "none"
+    } else if d == 1 {
+        "copy"
+    } else {
+        let (n, m) = (d.next_power_of_two(), p.next_power_of_two());
+        if n > m || (n == m && d <= p) { "high" } else { "low" }
+    }
 }
 
 fn valid_vector(case: &Case) -> Value {
@@ -71,6 +109,7 @@ fn valid_vector(case: &Case) -> Value {
         "data_shards": layout.data_shards(),
         "parity_shards": layout.parity_shards(),
         "shard_len": layout.shard_len(),
+        "parity_construction": parity_construction(layout.data_shards(), layout.parity_shards()),
         "fragments": fragments.iter().map(hex::encode).collect::<Vec<_>>(),
     })
 }
@@ -130,7 +169,8 @@ fn all_vectors() -> Value {
     json!({
         "description": "NOX fragment format v1 test vectors; see docs/spec/fragments.md. \
             message[i] = (31*i + 7) mod 251. Fragments are listed by shard index: \
-            data shards first, then parity shards (Leopard-RS GF(2^16) as in reed-solomon-simd 3.x).",
+            data shards first, then parity shards (fragments.md §4: Reed-Solomon over GF(2^16), \
+            parity_construction names the encoder).",
         "format_version": 1,
         "header_len": HEADER_LEN,
         "valid": cases().iter().map(valid_vector).collect::<Vec<_>>(),

@@ -431,7 +431,8 @@ impl ConnectionGate for RecordingGate {
     fn offence(&self, _peer: std::net::IpAddr) {
         self.offences.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
-    fn closed(&self, _peer: std::net::IpAddr) {
+    fn closed(&self, _peer: std::net::IpAddr, stage: GateStage) {
+        assert_eq!(stage, GateStage::Accepted, "no handshake completed in this test");
         self.closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
@@ -462,4 +463,22 @@ async fn the_gate_refuses_before_the_handshake_and_hears_offences() {
     eventually("refusal counted", || b.counters.snapshot().rejected_by_gate == 1).await;
     assert_eq!(b.counters.snapshot().handshakes_failed, 1);
     let _ = b.stop.send(true);
+}
+
+/// The arrival instant is taken at the read, not when the consumer dequeues the packet: a
+/// packet that waits in the inbound channel keeps its arrival time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arrival_instant_is_stamped_at_the_read() {
+    let link = cfg(1024);
+    let entry = key();
+    let mut config = ListenerConfig::new(link, entry.clone(), Arc::new(HashSet::new()));
+    config.accept.clients = true;
+    let mut node = listen_on("127.0.0.1:0".parse().unwrap(), config, 64).await;
+    let client = dialer(DialerConfig::client(link), &[(entry.public(), node.listener.local_addr())]);
+    client.links.send(&entry.public(), vec![5; 1024]).unwrap();
+    eventually("the packet was read", || node.counters.snapshot().frames_in == 1).await;
+    let read_by = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let got = recv(&mut node.rx).await;
+    assert!(got.received_at <= read_by, "stamped at the read, not at the dequeue 150 ms later");
 }

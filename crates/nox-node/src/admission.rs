@@ -373,11 +373,11 @@ mod tests {
 
     #[test]
     fn persistent_offenders_are_reported_to_the_gate() {
-        let gate = Arc::new(crate::AdmissionGate::new(&AdmissionSection::default(), Default::default()));
+        let gate = Arc::new(crate::AdmissionGate::new(&AdmissionSection::default(), []));
         let admission = IngestAdmission::new(&section(), 0, []).unwrap().with_offences(gate.clone());
         let ip: IpAddr = "198.51.100.9".parse().unwrap();
         assert!(gate.admit(ip));
-        gate.closed(ip);
+        gate.closed(ip, nox_link::transport::GateStage::Accepted);
         let now = Instant::now();
         for _ in 0..2_000 {
             let _ = admission.check(&Origin::Client, Some(ip), now);

@@ -31,9 +31,14 @@ pub struct NodeConfig {
     /// Connection limits and bans.
     #[serde(default)]
     pub admission: crate::AdmissionSection,
-    /// Measurement only, off by default: link-timing capture for `nox bench anonymity`.
+    /// Measurement only, absent by default: link-timing capture for `nox bench anonymity`.
+    /// Refused unless the node is built with the `observe` cargo feature.
     #[serde(default)]
-    pub observe: crate::ObserveSection,
+    pub observe: Option<crate::ObserveSection>,
+    /// Membership from the on-chain node registry (docs/spec/registry.md) instead of a
+    /// directory authority.
+    #[serde(default)]
+    pub chain: Option<nox_chain::ChainConfig>,
 }
 
 /// `[exit]`
@@ -94,8 +99,14 @@ pub struct TopologySection {
     /// uploads its descriptor there when it creates new epoch keys.
     #[serde(default)]
     pub url: Option<String>,
-    /// The directory authority's Ed25519 public key, hex.
-    pub authority_key: String,
+    /// Further directory mirrors: fetches fall over between `url` and these; the descriptor
+    /// is uploaded to each.
+    #[serde(default)]
+    pub mirrors: Vec<String>,
+    /// The directory authority's Ed25519 public key, hex. Required without `[chain]`; with
+    /// `[chain]` membership comes from the registry and this key is not relied upon.
+    #[serde(default)]
+    pub authority_key: Option<String>,
     /// Seconds between fetches from `url`; 0: a quarter of the epoch length (1 s to 5 min).
     #[serde(default)]
     pub refresh_secs: u64,
@@ -249,6 +260,9 @@ impl NodeConfig {
         if let Some(v) = env("NOX_TOPOLOGY_URL") {
             self.topology.url = Some(v);
         }
+        if let Some(v) = env("NOX_TOPOLOGY_MIRRORS") {
+            self.topology.mirrors = v.split(',').map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect();
+        }
         if let Some(v) = env("NOX_TOPOLOGY_REFRESH_SECS") {
             self.topology.refresh_secs = parse("NOX_TOPOLOGY_REFRESH_SECS", v)?;
         }
@@ -280,6 +294,9 @@ impl NodeConfig {
             self.admission.expected_client_rate = parse("NOX_ADMISSION_EXPECTED_CLIENT_RATE", v)?;
         }
         self.admission.validate().map_err(|e| ConfigError::Invalid { section: "admission", message: e.to_string() })?;
+        if self.observe.is_some() && !crate::observe::COMPILED_IN {
+            return Err(ConfigError::Invalid { section: "observe", message: crate::observe::NOT_BUILT.into() });
+        }
         let exit = &self.exit;
         let probability = |x: f64| (0.0..1.0).contains(&x);
         if !probability(exit.reply_loss_estimate) || !probability(exit.inject_reply_loss) {
@@ -298,6 +315,31 @@ impl NodeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default build has no timing log: `[observe]` is refused with a clear error. Fails if
+    /// the `observe` feature were on by default (in this crate or in the `nox` binary's
+    /// dependency on it), or if the default build accepted the section.
+    #[test]
+    fn observe_is_refused_unless_built_in_and_never_built_in_by_default() {
+        let with_observe = format!("{MINIMAL}\n[observe]\nevents = \"/tmp/observe.events\"\n");
+        let mut config: NodeConfig = toml::from_str(&with_observe).unwrap();
+        let checked = config.apply_env(|_| None);
+        if cfg!(feature = "observe") {
+            assert!(checked.is_ok());
+        } else {
+            let error = checked.unwrap_err().to_string();
+            assert!(error.contains("[observe]") && error.contains("--features observe"), "{error}");
+        }
+        // Whatever this test was built with, the manifests must not turn it on by default.
+        for manifest in [include_str!("../Cargo.toml"), include_str!("../../nox/Cargo.toml")] {
+            let manifest: toml::Table = toml::from_str(manifest).unwrap();
+            let default = manifest.get("features").and_then(|f| f.get("default"));
+            assert!(default.is_none_or(|d| !format!("{d:?}").contains("observe")), "observe in default features");
+            let dependency = manifest.get("dependencies").and_then(|d| d.get("nox-node"));
+            let features = dependency.and_then(|d| d.get("features")).map(|f| format!("{f:?}")).unwrap_or_default();
+            assert!(!features.contains("observe"), "the nox binary enables observe unconditionally");
+        }
+    }
 
     const MINIMAL: &str = r#"
         [node]
@@ -318,12 +360,14 @@ mod tests {
                 "NOX_NODE_LISTEN" => Some("127.0.0.1:9999".into()),
                 "NOX_MIXING_MEAN_DELAY_MS" => Some("5".into()),
                 "NOX_TOPOLOGY_URL" => Some("http://127.0.0.1:8000".into()),
+                "NOX_TOPOLOGY_MIRRORS" => Some("http://127.0.0.2:8000, http://[::1]:8000".into()),
                 _ => None,
             })
             .unwrap();
         assert_eq!(config.node.listen.port(), 9999);
         assert_eq!(config.mixing.mean_delay(), Duration::from_millis(5));
         assert_eq!(config.topology.url.as_deref(), Some("http://127.0.0.1:8000"));
+        assert_eq!(config.topology.mirrors, ["http://127.0.0.2:8000", "http://[::1]:8000"]);
         assert_eq!(config.topology.file.as_deref(), Some(std::path::Path::new("/tmp/topology.json")));
         let bad = config.apply_env(|name| (name == "NOX_NODE_POW_DIFFICULTY").then(|| "lots".into()));
         assert!(matches!(bad, Err(ConfigError::Env { name: "NOX_NODE_POW_DIFFICULTY", .. })));

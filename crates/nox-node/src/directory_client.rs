@@ -10,16 +10,17 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use nox_directory::Mirrors;
 use nox_keystore::{EpochKeyStore, NodeIdentity};
 use nox_link::{
     LinkPublicKey,
     transport::{PeerDirectory, PeerFilter},
 };
 use nox_sphinx::{Geometry, NodeId};
-use nox_topology::{EpochKey, VerifiedTopology, VerifyConfig, VerifyingKey};
+use nox_topology::{EpochKey, VerifiedTopology};
 use tokio::sync::watch;
 
-use crate::{NodeError, TopologySection};
+use crate::{NodeError, TopologySection, trust::Trust};
 
 /// Time allowed for one exchange with the directory.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,6 +58,12 @@ impl View {
 /// Cheap to clone; readers take an `Arc` snapshot and never block the refresher for long.
 #[derive(Clone)]
 pub struct SharedTopology(Arc<RwLock<Arc<View>>>);
+
+impl std::fmt::Debug for SharedTopology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedTopology").field("fingerprint", &self.current().fingerprint()).finish()
+    }
+}
 
 impl SharedTopology {
     /// Starts with `topology`.
@@ -110,43 +117,54 @@ impl PeerDirectory for SharedTopology {
     }
 }
 
-fn verify_config(section: &TopologySection, geometry: &Geometry) -> Result<VerifyConfig, NodeError> {
-    let bytes: [u8; 32] = hex::decode(section.authority_key.trim())
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
-    let authority = VerifyingKey::from_bytes(&bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
-    Ok(VerifyConfig::new(authority, *geometry))
+impl TopologySection {
+    /// The directory mirrors, `url` first then `mirrors`; `None` when neither is set.
+    pub fn directory(&self) -> Result<Option<Mirrors>, NodeError> {
+        if self.url.is_none() && self.mirrors.is_empty() {
+            return Ok(None);
+        }
+        Mirrors::parse(self.url.iter().chain(&self.mirrors)).map(Some).map_err(|e| NodeError::Topology(e.to_string()))
+    }
 }
 
-async fn fetch_verified(addr: SocketAddr, verify: &VerifyConfig) -> Result<VerifiedTopology, String> {
-    let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
-    document.verify(verify, now_unix()).map_err(|e| e.to_string())
+/// A verified document from the first mirror that serves one, under `trust` (for the registry:
+/// the membership read now, or the last verified one if the chain cannot be read).
+async fn fetch_verified(mirrors: &Mirrors, trust: &Trust, geometry: &Geometry) -> Result<VerifiedTopology, String> {
+    let config = trust.verify_config(geometry).await;
+    let verified =
+        mirrors.fetch(TIMEOUT, |document| document.verify(&config, now_unix())).await.map_err(|e| e.to_string())?;
+    for (node, reason) in verified.rejected() {
+        tracing::warn!(node = %hex::encode(&node.0[..4]), %reason, "descriptor refused");
+    }
+    Ok(verified)
 }
 
-/// The topology at start: from `url` (a few tries), else from `file`.
-pub async fn initial_topology(section: &TopologySection, geometry: &Geometry) -> Result<VerifiedTopology, NodeError> {
-    let verify = verify_config(section, geometry)?;
-    if let Some(url) = &section.url {
-        let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
+/// The topology at start: from the directory mirrors (a few rounds), else from `file`, verified
+/// under `trust`.
+pub async fn initial_topology(
+    section: &TopologySection,
+    geometry: &Geometry,
+    trust: &Trust,
+) -> Result<VerifiedTopology, NodeError> {
+    if let Some(mirrors) = section.directory()? {
         let tries = if section.file.is_some() { 1 } else { 10 };
         let mut last = String::new();
         for attempt in 0..tries {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            match fetch_verified(addr, &verify).await {
+            match fetch_verified(&mirrors, trust, geometry).await {
                 Ok(topology) => return Ok(topology),
                 Err(error) => last = error,
             }
         }
         match &section.file {
             Some(_) => tracing::warn!(error = %last, "directory unavailable at start; using the topology file"),
-            None => return Err(NodeError::Topology(format!("{url}: {last}"))),
+            None => return Err(NodeError::Topology(last)),
         }
     }
     match &section.file {
-        Some(file) => crate::load_topology(file, &section.authority_key, geometry),
+        Some(file) => crate::runtime::load_topology_with(file, trust, geometry).await,
         None => Err(NodeError::Topology("[topology] needs `file` or `url`".into())),
     }
 }
@@ -174,19 +192,20 @@ impl Publisher {
     }
 }
 
-/// Starts the refresh and upload tasks when `section.url` is set. `initial` is the topology the
+/// Starts the refresh task and one upload task per mirror when a directory is configured. `initial` is the topology the
 /// node started with (it fixes the node's address, the layer count and the schedule).
+#[allow(clippy::too_many_arguments)]
 pub fn spawn(
     section: &TopologySection,
     geometry: &Geometry,
+    trust: &Trust,
+    operator: Option<Arc<crate::OperatorSigner>>,
     identity: NodeIdentity,
     pow_difficulty: u8,
     shared: &SharedTopology,
     shutdown: &watch::Receiver<bool>,
 ) -> Result<Publisher, NodeError> {
-    let Some(url) = &section.url else { return Ok(Publisher(None)) };
-    let addr = nox_directory::parse_url(url).map_err(|e| NodeError::Topology(e.to_string()))?;
-    let verify = verify_config(section, geometry)?;
+    let Some(mirrors) = section.directory()? else { return Ok(Publisher(None)) };
     let initial = shared.current();
     let me = identity.node_id();
     let address =
@@ -196,16 +215,28 @@ pub fn spawn(
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
         n => Duration::from_secs(n),
     };
-    tokio::spawn(refresh(addr, verify, shared.clone(), me, period, shutdown.clone()));
     let (tx, rx) = watch::channel(Vec::new());
-    let upload = Upload { addr, identity, address, pow_difficulty, layers: initial.layers(), retry: period };
-    tokio::spawn(upload.run(rx, shutdown.clone()));
+    // Every mirror holds its own registry: each gets the descriptor, and tracks what it accepted.
+    for &addr in mirrors.addrs() {
+        let upload = Upload {
+            addr,
+            identity: identity.clone(),
+            address,
+            pow_difficulty,
+            layers: initial.layers(),
+            retry: period,
+            operator: operator.clone(),
+        };
+        tokio::spawn(upload.run(rx.clone(), shutdown.clone()));
+    }
+    tokio::spawn(refresh(mirrors, trust.clone(), *geometry, shared.clone(), me, period, shutdown.clone()));
     Ok(Publisher(Some(tx)))
 }
 
 async fn refresh(
-    addr: SocketAddr,
-    verify: VerifyConfig,
+    mirrors: Mirrors,
+    trust: Trust,
+    geometry: Geometry,
     shared: SharedTopology,
     me: NodeId,
     period: Duration,
@@ -216,7 +247,7 @@ async fn refresh(
             () = tokio::time::sleep(period) => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
-        let fresh = match fetch_verified(addr, &verify).await {
+        let fresh = match fetch_verified(&mirrors, &trust, &geometry).await {
             Ok(fresh) => fresh,
             Err(error) => {
                 tracing::warn!(%error, "topology refresh failed; keeping the current one");
@@ -246,6 +277,7 @@ struct Upload {
     pow_difficulty: u8,
     layers: nox_topology::LayerCount,
     retry: Duration,
+    operator: Option<Arc<crate::OperatorSigner>>,
 }
 
 impl Upload {
@@ -280,6 +312,10 @@ impl Upload {
             .identity
             .descriptor(self.address, self.layers, self.pow_difficulty, keys)
             .map_err(|e| e.to_string())?;
+        let descriptor = match &self.operator {
+            Some(operator) => operator.attach(descriptor)?,
+            None => descriptor,
+        };
         nox_directory::upload_descriptor(self.addr, &descriptor, TIMEOUT).await.map_err(|e| e.to_string())
     }
 }

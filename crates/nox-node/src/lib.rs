@@ -7,13 +7,16 @@ mod config;
 mod cover;
 mod directory_client;
 mod durability;
+mod egress;
 mod exit;
 mod gate;
+mod ingress;
 mod metrics;
 pub mod observe;
 mod pipeline;
 mod replay_store;
 mod runtime;
+mod trust;
 
 pub use admission::{
     AdaptivePow, AdmissionError, DIFFICULTY_UPDATE_PERIOD, IngestAdmission, difficulty_greeting, run_adaptive_pow,
@@ -24,10 +27,13 @@ pub use config::{
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use directory_client::{Publisher, SharedTopology, initial_topology};
 pub use durability::{GroupCommitConfig, NotDurable, SyncThread, TagJournal};
+pub use egress::{ForwardRefused, forward_link};
 pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, LinkKeyLookup, ReplyPolicy, deliver_to_mailbox};
 pub use gate::{AdmissionGate, AdmissionSection};
+pub use ingress::from_link;
 pub use metrics::NodeMetrics;
 pub use observe::{ObserveSection, Observer};
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::{DirStorage, MemStorage, PendingTag, ReplayStateError, ReplayStorage, ReplayStore};
-pub use runtime::{NodeError, load_topology, run, run_with};
+pub use runtime::{NodeError, load_topology, load_topology_with, run, run_with};
+pub use trust::{ChainMembership, ChainStatus, OperatorSigner, Trust};

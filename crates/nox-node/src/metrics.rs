@@ -45,6 +45,9 @@ pub struct NodeMetrics {
     drops: [AtomicU64; DropReason::ALL.len()],
     /// Packets refused because the sender may not send to this layer.
     pub wrong_layer: AtomicU64,
+    /// Processed packets egress refused to send: the next hop is not a node
+    /// of the layer after this one.
+    pub egress_not_next_layer: AtomicU64,
     /// Current proof-of-work difficulty required at ingest (of client
     /// packets at an entry node, adaptive).
     pub pow_difficulty: AtomicU64,
@@ -74,6 +77,10 @@ pub struct NodeMetrics {
     pub replay_refused_epochs: AtomicU64,
     /// Last mixer snapshot (counters and delay histogram).
     pub mixing: Mutex<Option<MixingMetrics>>,
+    /// The registry view, when membership comes from the chain.
+    pub chain: std::sync::OnceLock<std::sync::Arc<crate::ChainMembership>>,
+    /// The topology in use (routable nodes).
+    pub topology: std::sync::OnceLock<crate::SharedTopology>,
 }
 
 impl NodeMetrics {
@@ -138,6 +145,11 @@ impl NodeMetrics {
             );
         }
         let _ = writeln!(out, "nox_packets_dropped_total{{reason=\"wrong_layer\"}} {}", load(&self.wrong_layer));
+        let _ = writeln!(
+            out,
+            "nox_packets_dropped_total{{reason=\"egress_not_next_layer\"}} {}",
+            load(&self.egress_not_next_layer)
+        );
         gauge(
             &mut out,
             "nox_pow_difficulty_bits",
@@ -186,6 +198,37 @@ impl NodeMetrics {
         );
         gauge(&mut out, "nox_worker_queue_depth", "Packets waiting for a worker.", load(&self.worker_queue_depth));
         gauge(&mut out, "nox_mixer_held_packets", "Packets held by the mixer.", load(&self.mixer_held));
+        if let Some(topology) = self.topology.get() {
+            let current = topology.current();
+            gauge(
+                &mut out,
+                "nox_topology_nodes",
+                "Routable nodes of the verified topology.",
+                current.nodes().len() as u64,
+            );
+            gauge(
+                &mut out,
+                "nox_topology_rejected_nodes",
+                "Nodes of the fetched document left out (not vouched for by the registry).",
+                current.rejected().len() as u64,
+            );
+        }
+        if let Some(chain) = self.chain.get() {
+            let status = chain.status();
+            gauge(&mut out, "nox_chain_block", "Block of the last verified registry snapshot.", status.block);
+            gauge(&mut out, "nox_chain_registered_nodes", "Active nodes in the registry.", status.registered);
+            counter(
+                &mut out,
+                "nox_chain_refresh_errors_total",
+                "Registry refreshes that gave no verified snapshot (last one kept).",
+                status.errors,
+            );
+            let _ = writeln!(
+                out,
+                "# HELP nox_chain_info The registry snapshot in use.\n# TYPE nox_chain_info gauge\nnox_chain_info{{fingerprint=\"0x{}\"}} 1",
+                hex::encode(status.fingerprint)
+            );
+        }
         if let Ok(guard) = self.mixing.lock()
             && let Some(mixing) = guard.as_ref()
         {

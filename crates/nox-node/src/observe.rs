@@ -5,7 +5,13 @@
 //! holds the ground truth the scorer uses only to grade the adversary: how long each packet was
 //! held here and the first 16 bytes of each delivered payload (the harness's message id).
 //!
-//! Never enable this on a production node: it writes a timing log of all traffic.
+//! Never enable this on a production node: it writes a timing log of all traffic. It is
+//! therefore not in the production binary at all: the [`Observer`] that writes the log exists
+//! only with the `observe` cargo feature (benchmark builds: `scripts/bench/anonymity.sh` builds
+//! `nox` with `--features observe`). Without it, [`Observer`] is an empty enum (no value can
+//! exist, so every recording call is dead code) and a configuration with `[observe]` is refused
+//! ([`COMPILED_IN`], [`NOT_BUILT`]). The record types and parsers below are always built: the
+//! benchmark harness reads logs with them.
 //!
 //! Records go through a bounded channel to a writer thread; when the channel is full the
 //! record is dropped and counted (the pipeline never blocks on the disk).
@@ -19,19 +25,29 @@
 //! `time_us` is microseconds since the Unix epoch, node ids are the first 8 bytes of the
 //! `NodeId` in hex, `seq` numbers this node's deliveries.
 
+use std::{path::PathBuf, time::Instant};
+
+#[cfg(feature = "observe")]
 use std::{
     io::Write,
-    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
         mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel},
     },
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use nox_sphinx::NodeId;
 use serde::Deserialize;
+
+/// Whether this build can record (`observe` cargo feature).
+pub const COMPILED_IN: bool = cfg!(feature = "observe");
+
+/// Why a build without the `observe` feature refuses `[observe]`.
+pub const NOT_BUILT: &str = "this node has no per-packet timing log: [observe] is a benchmarking tool, available only in \
+     a build with the `observe` cargo feature (cargo build --release -p nox --features observe, as \
+     scripts/bench/anonymity.sh does); remove the [observe] section";
 
 /// `[observe]` (measurement only; absent or `events` unset: nothing is recorded).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -137,6 +153,7 @@ pub fn parse_truth(line: &str) -> Option<TruthRecord> {
     }
 }
 
+#[cfg(feature = "observe")]
 enum Record {
     Forward { time_us: u64, to: [u8; 8], held_us: u64 },
     Cover { time_us: u64, to: [u8; 8] },
@@ -144,6 +161,7 @@ enum Record {
 }
 
 /// The recording handle used by egress.
+#[cfg(feature = "observe")]
 pub struct Observer {
     me: String,
     tx: SyncSender<Record>,
@@ -151,10 +169,12 @@ pub struct Observer {
     next_seq: AtomicU64,
 }
 
+#[cfg(feature = "observe")]
 fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
+#[cfg(feature = "observe")]
 impl Observer {
     /// Opens the files (append) and starts the writer thread; `None` when `events` is unset.
     pub fn start(section: &ObserveSection, me: &NodeId) -> std::io::Result<Option<Self>> {
@@ -219,6 +239,7 @@ impl Observer {
     }
 }
 
+#[cfg(feature = "observe")]
 fn write_loop<W: Write>(rx: &Receiver<Record>, me: &str, mut events: W, mut truth: W, dropped: &AtomicU64) {
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
@@ -246,10 +267,34 @@ fn write_loop<W: Write>(rx: &Receiver<Record>, me: &str, mut events: W, mut trut
     let _ = truth.flush();
 }
 
+/// Without the `observe` feature no observer can exist: the recording calls are unreachable.
+#[cfg(not(feature = "observe"))]
+#[derive(Debug)]
+pub enum Observer {}
+
+#[cfg(not(feature = "observe"))]
+impl Observer {
+    /// Unreachable: no `Observer` exists in this build.
+    pub fn forward(&self, _to: &NodeId, _received_at: Instant) {
+        match *self {}
+    }
+
+    /// Unreachable: no `Observer` exists in this build.
+    pub fn deliver(&self, _payload: &[u8], _received_at: Instant) {
+        match *self {}
+    }
+
+    /// Unreachable: no `Observer` exists in this build.
+    pub fn cover(&self, _to: &NodeId) {
+        match *self {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[cfg(feature = "observe")]
     #[test]
     fn records_are_written_and_parse_back() {
         let dir = std::env::temp_dir().join(format!("nox-observe-{}", std::process::id()));

@@ -11,8 +11,9 @@
 //! - **workers** (`workers` OS threads, off the async reactor): Sphinx
 //!   processing ([`Relay::process`]), then [`Relay::record`] of the replay tag.
 //! - **mixer** (an OS thread, for sub-millisecond timing): `nox-mixing`'s
-//!   scheduler; the time since the frame was received counts toward the
-//!   delay (seed 003). **Durability gate**: a packet whose delay is over
+//!   scheduler; the time since the link layer read the frame
+//!   ([`Inbound::received_at`], stamped at the read) counts toward the delay
+//!   (seed 003). **Durability gate**: a packet whose delay is over
 //!   leaves only once its replay tag is durable ([`TagJournal`], group
 //!   commit); until then it waits, and if the journal fails it is dropped.
 //! - **egress**: a channel the caller drains (links, exit services, clients).
@@ -51,7 +52,8 @@ pub enum Origin {
 pub struct Inbound {
     /// The authenticated sender.
     pub origin: Origin,
-    /// When the link layer received it; counts toward the mixing delay.
+    /// When the link layer's read returned it (not when it was dequeued):
+    /// the mixing delay counts from here.
     pub received_at: Instant,
     /// The packet bytes.
     pub packet: Vec<u8>,

@@ -4,13 +4,13 @@
 use std::{
     net::SocketAddr,
     sync::{Arc, RwLock, atomic::Ordering},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use nox_keystore::{EpochKeyStore, NodeIdentity, load_identity};
 use nox_link::{
     LinkConfig, LinkKeypair,
-    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks, PeerIdentity},
+    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks},
 };
 use nox_mixing::MixingConfig;
 use nox_relay::Relay;
@@ -23,7 +23,7 @@ use tokio::{
     sync::{mpsc, watch},
 };
 
-use crate::{Egress, Inbound, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal};
+use crate::{Egress, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal, forward_link};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +46,15 @@ pub enum NodeError {
     /// The `[admission]` section is unusable.
     #[error("{0}")]
     Admission(#[from] crate::AdmissionError),
+    /// The registry could not be read or verified (`[chain]`).
+    #[error("chain: {0}")]
+    Chain(String),
+    /// The registry does not list this node as configured.
+    #[error("{0}")]
+    NotRegistered(String),
+    /// `[observe]` in a node built without the `observe` feature.
+    #[error("[observe]: {}", crate::observe::NOT_BUILT)]
+    ObserveNotBuilt,
 }
 
 fn now_unix() -> u64 {
@@ -69,6 +78,57 @@ pub fn load_topology(
     document.verify(&verify, now_unix()).map_err(|e| NodeError::Topology(e.to_string()))
 }
 
+/// Reads a topology document and verifies it under `trust` (authority or registry) now.
+pub async fn load_topology_with(
+    file: &std::path::Path,
+    trust: &crate::Trust,
+    geometry: &Geometry,
+) -> Result<VerifiedTopology, NodeError> {
+    let bytes = std::fs::read(file).map_err(|e| NodeError::Topology(format!("{}: {e}", file.display())))?;
+    let document = TopologyDocument::from_json(&bytes).map_err(|e| NodeError::Topology(e.to_string()))?;
+    trust.verify(&document, geometry, now_unix()).await.map_err(NodeError::Topology)
+}
+
+/// With `[chain]`: the registry must list this node's identity with its link key and listen
+/// address, or the node refuses to run (it would be left out of every verified topology).
+fn check_registered(
+    snapshot: &nox_chain::RegistrySnapshot,
+    identity: &NodeIdentity,
+    operator: nox_chain::Address,
+    config: &NodeConfig,
+) -> Result<(), NodeError> {
+    let identity_key = identity.public().identity_key.to_bytes();
+    let where_ = format!("registry {} on chain {} at block {}", snapshot.registry, snapshot.chain_id, snapshot.block);
+    let Some(record) = snapshot.by_identity(&identity_key) else {
+        return Err(NodeError::NotRegistered(format!(
+            "this node's identity key {} is not registered (or no longer active) in {where_}: register it with a stake \
+             (NodeRegistry.register) before starting the node",
+            hex::encode(identity_key)
+        )));
+    };
+    if record.operator != operator {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists operator {} for this node, the operator key file is {operator}'s",
+            record.operator
+        )));
+    }
+    let link_key = identity.public().link_key.to_bytes();
+    if record.link_key != link_key {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists link key {} for this node, its key is {}: update the registration",
+            hex::encode(record.link_key),
+            hex::encode(link_key)
+        )));
+    }
+    if record.socket_addr() != Some(config.node.listen) {
+        return Err(NodeError::NotRegistered(format!(
+            "{where_} lists link address {:?} for this node, it listens on {}: update the registration",
+            record.link_address, config.node.listen
+        )));
+    }
+    Ok(())
+}
+
 fn hex_32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text.trim()).ok()?.try_into().ok()
 }
@@ -89,7 +149,15 @@ pub async fn run_with(
 ) -> Result<(), NodeError> {
     let geometry = Geometry::default();
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
-    let topology = crate::directory_client::initial_topology(&config.topology, &geometry).await?;
+    let trust = crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref()).await?;
+    let operator = match &config.chain {
+        Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config)?)),
+        None => None,
+    };
+    if let (Some(chain), Some(operator)) = (trust.chain(), &operator) {
+        check_registered(&*chain.last().await, &identity, operator.address(), &config)?;
+    }
+    let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust).await?;
     let shared = crate::directory_client::SharedTopology::new(topology.clone());
     let me = identity.node_id();
     let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
@@ -102,6 +170,8 @@ pub async fn run_with(
     let publisher = crate::directory_client::spawn(
         &config.topology,
         &geometry,
+        &trust,
+        operator.clone(),
         identity.clone(),
         config.node.pow_difficulty,
         &shared,
@@ -126,6 +196,10 @@ pub async fn run_with(
     let (tags, sync_thread) = TagJournal::spawn(journal.clone(), config.replay.group_commit(), metrics.clone())?;
     metrics.epoch.store(u64::from(schedule.epoch_at(now_unix())), Ordering::Relaxed);
     metrics.pow_difficulty.store(u64::from(config.node.pow_difficulty), Ordering::Relaxed);
+    let _ = metrics.topology.set(shared.clone());
+    if let Some(chain) = trust.chain() {
+        let _ = metrics.chain.set(chain.clone());
+    }
 
     // Links.
     let keypair = Arc::new(
@@ -140,7 +214,9 @@ pub async fn run_with(
     let last_layer = topology.layers().get().saturating_sub(1);
     let is_exit = my_layer.0 == last_layer;
     listener_config.accept.clients = my_layer.0 == 0 || is_exit;
-    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip()).collect();
+    // Node addresses only defer the gate's decision to after the handshake; the
+    // exemption itself is keyed on the authenticated link key.
+    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip());
     let gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
     listener_config.gate = gate.clone();
     let ids = topology.nodes().iter().map(|n| n.id);
@@ -212,17 +288,11 @@ pub async fn run_with(
         let (peers, metrics) = (shared.clone(), metrics.clone());
         tokio::spawn(async move {
             while let Some(frame) = link_rx.recv().await {
-                let (origin, client_ip) = match frame.from {
-                    PeerIdentity::Client(_, ip) => (Origin::Client, Some(ip)),
-                    PeerIdentity::Node(key) => match peers.node_of(&key) {
-                        Some(id) => (Origin::Node(id), None),
-                        None => {
-                            metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                    },
+                // The arrival instant is the link's read, carried with the frame.
+                let Some(inbound) = crate::from_link(frame, &peers) else {
+                    metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 };
-                let inbound = Inbound { origin, received_at: Instant::now(), packet: frame.packet, client_ip };
                 if pipeline_in.try_send(inbound).is_err() {
                     metrics.count_drop(nox_relay::DropReason::QueueFull);
                 }
@@ -252,16 +322,16 @@ pub async fn run_with(
             },
         ))
     });
-    // Measurement only (off by default): what a global passive adversary sees.
-    let observer = crate::Observer::start(&config.observe, &me)?.map(Arc::new);
+    // Measurement only (benchmark builds): what a global passive adversary sees.
+    let observer = observer(config.observe.as_ref(), &me)?;
     let to_links = {
         let (peers, metrics, outbound, health) = (shared.clone(), metrics.clone(), outbound.clone(), health.clone());
         let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
         tokio::spawn(async move {
             while let Some(out) = egress.recv().await {
                 match out {
-                    Egress::Forward { to, packet, received_at } => match peers.link_key_of(&to) {
-                        Some(key) => {
+                    Egress::Forward { to, packet, received_at } => match forward_link(&peers, &me, &to) {
+                        Ok(key) => {
                             if outbound.send(&key, packet).is_ok() {
                                 metrics.forwarded.fetch_add(1, Ordering::Relaxed);
                                 if let Some(observer) = &observer {
@@ -271,7 +341,7 @@ pub async fn run_with(
                                 metrics.count_drop(nox_relay::DropReason::QueueFull);
                             }
                         }
-                        None => metrics.count_drop(nox_relay::DropReason::Malformed),
+                        Err(refused) => refused.count(&metrics),
                     },
                     Egress::Deliver { packet, payload, received_at } => {
                         let Some(bytes) = packet.get(payload) else { continue };
@@ -435,6 +505,25 @@ fn open_epoch(
             relay.refuse_epoch(epoch);
             metrics.replay_refused_epochs.store(relay.refused_epochs().count() as u64, Ordering::Relaxed);
         }
+    }
+}
+
+/// The `[observe]` recorder, in a build with the `observe` feature.
+#[cfg(feature = "observe")]
+fn observer(section: Option<&crate::ObserveSection>, me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
+    match section {
+        Some(section) => Ok(crate::Observer::start(section, me)?.map(Arc::new)),
+        None => Ok(None),
+    }
+}
+
+/// Without the `observe` feature: `[observe]` is refused (also when the configuration was
+/// built in code rather than loaded).
+#[cfg(not(feature = "observe"))]
+fn observer(section: Option<&crate::ObserveSection>, _me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
+    match section {
+        Some(_) => Err(NodeError::ObserveNotBuilt),
+        None => Ok(None),
     }
 }
 

@@ -45,11 +45,7 @@ impl HopKeys {
     /// 240 bytes = ρ (16) ‖ μ (32) ‖ π = k1..k4 (128) ‖ blinding (64,
     /// reduced mod ℓ).
     pub(crate) fn derive(alpha: &[u8; 32], shared_secret: &[u8; 32]) -> Self {
-        let mut hasher = blake3::Hasher::new_derive_key(CTX_HOP_KEYS);
-        hasher.update(alpha);
-        hasher.update(shared_secret);
-        let mut okm = [0u8; 240];
-        hasher.finalize_xof().fill(&mut okm);
+        let mut okm = hop_key_material(alpha, shared_secret);
         let mut routing = [0u8; 16];
         let mut mac = [0u8; 32];
         let mut body_keys = [0u8; 128];
@@ -65,6 +61,17 @@ impl HopKeys {
         wide.zeroize();
         Self { routing, mac, body, blinding }
     }
+}
+
+/// The 240 bytes the hop key schedule splits: `BLAKE3-derive_key(CTX_HOP_KEYS, α ‖ s)`
+/// extended with the XOF. The caller zeroizes it.
+pub(crate) fn hop_key_material(alpha: &[u8; 32], shared_secret: &[u8; 32]) -> [u8; 240] {
+    let mut hasher = blake3::Hasher::new_derive_key(CTX_HOP_KEYS);
+    hasher.update(alpha);
+    hasher.update(shared_secret);
+    let mut okm = [0u8; 240];
+    hasher.finalize_xof().fill(&mut okm);
+    okm
 }
 
 /// Header MAC: BLAKE3 keyed by μ over `prefix ‖ β`, first 16 bytes.

@@ -27,7 +27,8 @@ pub use process::{Processed, process_packet};
 pub use routing::{Delay, SurbId};
 pub use surb::{Surb, SurbRecovery, build_surb};
 
-/// Primitives exposed for the per-step benchmarks only; not a stable API.
+/// Primitives exposed for the per-step benchmarks and the known-answer vector
+/// generator (`tests/vectors.rs`) only; not a stable API.
 #[doc(hidden)]
 pub mod bench_internals {
     /// Header MAC over prefix and routing field.
@@ -49,6 +50,22 @@ pub mod bench_internals {
     /// The hop key schedule; returns the MAC key.
     pub fn derive_hop_keys(alpha: &[u8; 32], shared: &[u8; 32]) -> [u8; 32] {
         crate::crypto::HopKeys::derive(alpha, shared).mac
+    }
+
+    /// The hop key schedule's outputs as bytes, split as in
+    /// docs/spec/sphinx.md §4.1: ρ (16), μ (32), π = k1 ‖ k2 ‖ k3 ‖ k4 (128)
+    /// and the blinding factor b as its canonical 32-byte scalar encoding.
+    pub fn hop_key_schedule(alpha: &[u8; 32], shared: &[u8; 32]) -> ([u8; 16], [u8; 32], [u8; 128], [u8; 32]) {
+        let okm = zeroize::Zeroizing::new(crate::crypto::hop_key_material(alpha, shared));
+        let keys = crate::crypto::HopKeys::derive(alpha, shared);
+        let mut pi = [0u8; 128];
+        pi.copy_from_slice(&okm[48..176]);
+        (keys.routing, keys.mac, pi, keys.blinding.to_bytes())
+    }
+
+    /// Lioness encryption of a body with the 128 bytes of round keys π.
+    pub fn lioness_encrypt_round_keys(round_keys: &[u8; 128], body: &mut [u8]) {
+        crate::lioness::Lioness::from_round_keys(round_keys).encrypt(body);
     }
 
     /// Decode α (ristretto255 decompression).

@@ -48,7 +48,7 @@ impl DocumentBuilder {
         };
         document.sign(authority);
         let config = VerifyConfig {
-            authority: authority.verifying_key(),
+            trust: crate::Trust::Authority(authority.verifying_key()),
             geometry: self.geometry,
             max_age: Duration::ZERO,
             max_clock_skew: Duration::ZERO,

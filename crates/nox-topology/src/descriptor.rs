@@ -107,7 +107,7 @@ impl NodeDescriptor {
             return Err(TopologyError::SigningKeyMismatch);
         }
         let signature = identity.sign(&self.signing_message());
-        Ok(SignedDescriptor { descriptor: self, signature })
+        Ok(SignedDescriptor { descriptor: self, signature, operator_statements: Vec::new() })
     }
 }
 
@@ -118,6 +118,28 @@ pub struct SignedDescriptor {
     pub descriptor: NodeDescriptor,
     /// Ed25519 signature by `descriptor.identity_key` over `descriptor.signing_message()`.
     pub signature: Signature,
+    /// The operator's statements naming the node's Sphinx key per epoch (docs/spec/registry.md
+    /// §5): outside the identity signature and the canonical encoding, because each one
+    /// authenticates itself against the operator the registry lists. Required under
+    /// [`crate::Trust::Registry`] when the membership checks statements; two statements for one
+    /// epoch naming different keys are slashing evidence.
+    pub operator_statements: Vec<OperatorStatement>,
+}
+
+/// An operator's EIP-712 `EpochKeys(operator, epoch, keccak256(sphinx_key))` signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperatorStatement {
+    /// The key epoch.
+    pub epoch: u32,
+    /// 65-byte secp256k1 signature `r ‖ s ‖ v`.
+    pub signature: [u8; 65],
+}
+
+impl SignedDescriptor {
+    /// The statement for `epoch`, if any.
+    pub fn operator_statement(&self, epoch: u32) -> Option<&OperatorStatement> {
+        self.operator_statements.iter().find(|s| s.epoch == epoch)
+    }
 }
 
 impl SignedDescriptor {

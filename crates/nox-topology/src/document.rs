@@ -2,6 +2,7 @@
 
 use core::time::Duration;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use nox_sphinx::Geometry;
@@ -11,6 +12,7 @@ use crate::encoding::{BodyFields, DOCUMENT_CONTEXT, encode_body, fingerprint};
 use crate::error::TopologyError;
 use crate::json::DocumentJson;
 use crate::layer::LayerCount;
+use crate::membership::Membership;
 use crate::schedule::EpochSchedule;
 use crate::verified::{Fingerprint, VerifiedTopology};
 
@@ -41,11 +43,25 @@ pub struct TopologyDocument {
     pub signature: Signature,
 }
 
+/// Who decides which nodes are in the network.
+#[derive(Clone, Debug)]
+pub enum Trust {
+    /// A directory authority: the document must carry its signature, and every node it lists
+    /// must pass (one bad node refuses the whole document).
+    Authority(VerifyingKey),
+    /// A membership read from the node registry (docs/spec/registry.md): the document is an
+    /// untrusted cache. Its signature is not checked; each node is used only if the membership
+    /// vouches for its identity, link key and address and its self-signature verifies. Nodes that
+    /// fail are left out and reported ([`VerifiedTopology::rejected`]), so a cache or one
+    /// misbehaving member cannot deny the others.
+    Registry(Arc<Membership>),
+}
+
 /// What a client or node trusts when verifying a document.
 #[derive(Clone, Debug)]
 pub struct VerifyConfig {
-    /// The directory authority's Ed25519 key.
-    pub authority: VerifyingKey,
+    /// Who decides membership.
+    pub trust: Trust,
     /// The geometry this client or node uses.
     pub geometry: Geometry,
     /// Documents issued longer ago than this are refused.
@@ -57,7 +73,16 @@ pub struct VerifyConfig {
 impl VerifyConfig {
     /// Default freshness: documents at most 2 h old, 5 min of clock skew.
     pub fn new(authority: VerifyingKey, geometry: Geometry) -> Self {
-        Self { authority, geometry, max_age: Duration::from_secs(7200), max_clock_skew: Duration::from_secs(300) }
+        Self::with_trust(Trust::Authority(authority), geometry)
+    }
+
+    /// Membership from the node registry, default freshness.
+    pub fn registry(membership: Arc<Membership>, geometry: Geometry) -> Self {
+        Self::with_trust(Trust::Registry(membership), geometry)
+    }
+
+    fn with_trust(trust: Trust, geometry: Geometry) -> Self {
+        Self { trust, geometry, max_age: Duration::from_secs(7200), max_clock_skew: Duration::from_secs(300) }
     }
 }
 
@@ -134,53 +159,99 @@ impl TopologyDocument {
         if let Some(n) = self.nodes.iter().find(|n| n.descriptor.sphinx_keys.len() > MAX_EPOCH_KEYS) {
             return Err(TopologyError::EpochKeys(n.node_id()));
         }
-        config
-            .authority
-            .verify_strict(&self.signing_message(), &self.signature)
-            .map_err(|_| TopologyError::BadDocumentSignature)?;
+        let membership = match &config.trust {
+            Trust::Authority(authority) => {
+                authority
+                    .verify_strict(&self.signing_message(), &self.signature)
+                    .map_err(|_| TopologyError::BadDocumentSignature)?;
+                None
+            }
+            Trust::Registry(membership) => Some(membership.as_ref()),
+        };
 
         let issue_epoch = self.schedule.epoch_at(self.issued_at);
-        let mut ids = HashSet::new();
-        let mut addresses = HashSet::new();
-        let mut link_keys = HashSet::new();
-        let mut sphinx_keys = HashSet::new();
+        let mut seen = Seen::default();
+        let mut kept = Vec::with_capacity(self.nodes.len());
+        let mut rejected = Vec::new();
         let mut per_layer = vec![0usize; usize::from(layers.get())];
         for node in &self.nodes {
-            let d = &node.descriptor;
-            let id = node.node_id();
-            check_address(&d.address)?;
-            let keys = &d.sphinx_keys;
-            if keys.is_empty() || keys.windows(2).any(|w| w[0].epoch >= w[1].epoch) {
-                return Err(TopologyError::EpochKeys(id));
+            let checked = match membership {
+                None => seen.admit(node, layers, issue_epoch),
+                Some(m) => m
+                    .vouch(node)
+                    .map_err(|reason| TopologyError::Unvouched { node: node.node_id(), reason })
+                    .and_then(|()| node.verify_signature())
+                    .and_then(|()| seen.admit(node, layers, issue_epoch)),
+            };
+            match checked {
+                Ok(()) => {
+                    per_layer[node.descriptor.layer.index()] += 1;
+                    kept.push(node.clone());
+                }
+                Err(e) if membership.is_none() => return Err(e),
+                Err(e) => rejected.push((node.node_id(), e)),
             }
-            if d.sphinx_key(issue_epoch).is_none() {
-                return Err(TopologyError::MissingEpochKey { node: id, epoch: issue_epoch });
-            }
-            let computed = layers.assign(&id);
-            if d.layer != computed {
-                return Err(TopologyError::WrongLayer { node: id, claimed: d.layer, computed });
-            }
-            if !ids.insert(id) {
-                return Err(TopologyError::DuplicateNodeId(id));
-            }
-            if !addresses.insert(d.address) {
-                return Err(TopologyError::DuplicateAddress(id));
-            }
-            if !link_keys.insert(d.link_key) {
-                return Err(TopologyError::DuplicateLinkKey(id));
-            }
-            if !keys.iter().all(|k| sphinx_keys.insert(k.key.to_bytes())) {
-                return Err(TopologyError::DuplicateSphinxKey(id));
-            }
-            per_layer[computed.index()] += 1;
         }
         if let Some(empty) = layers.iter().find(|l| per_layer[l.index()] == 0) {
             return Err(TopologyError::EmptyLayer(empty));
         }
-        for node in &self.nodes {
-            node.verify_signature()?;
+        if membership.is_none() {
+            for node in &kept {
+                node.verify_signature()?;
+            }
         }
-        let fingerprint = Fingerprint(fingerprint(&self.fields()));
-        Ok(VerifiedTopology::new(self.clone(), layers, fingerprint))
+        let mut document = self.clone();
+        document.nodes = kept;
+        let fingerprint = Fingerprint(fingerprint(&document.fields()));
+        Ok(VerifiedTopology::new(document, layers, fingerprint, rejected))
+    }
+}
+
+/// The per-node checks and the uniqueness sets across the nodes admitted so far.
+#[derive(Default)]
+struct Seen {
+    ids: HashSet<nox_sphinx::NodeId>,
+    addresses: HashSet<std::net::SocketAddr>,
+    link_keys: HashSet<crate::LinkPublicKey>,
+    sphinx_keys: HashSet<[u8; 32]>,
+}
+
+impl Seen {
+    /// Address, key list (ascending epochs, includes the issue epoch), assigned layer, and no
+    /// duplicate id / address / link key / Sphinx key with a node admitted before. The sets
+    /// change only if every check passes.
+    fn admit(&mut self, node: &SignedDescriptor, layers: LayerCount, issue_epoch: u32) -> Result<(), TopologyError> {
+        let d = &node.descriptor;
+        let id = node.node_id();
+        check_address(&d.address)?;
+        let keys = &d.sphinx_keys;
+        if keys.is_empty() || keys.windows(2).any(|w| w[0].epoch >= w[1].epoch) {
+            return Err(TopologyError::EpochKeys(id));
+        }
+        if d.sphinx_key(issue_epoch).is_none() {
+            return Err(TopologyError::MissingEpochKey { node: id, epoch: issue_epoch });
+        }
+        let computed = layers.assign(&id);
+        if d.layer != computed {
+            return Err(TopologyError::WrongLayer { node: id, claimed: d.layer, computed });
+        }
+        if self.ids.contains(&id) {
+            return Err(TopologyError::DuplicateNodeId(id));
+        }
+        if self.addresses.contains(&d.address) {
+            return Err(TopologyError::DuplicateAddress(id));
+        }
+        if self.link_keys.contains(&d.link_key) {
+            return Err(TopologyError::DuplicateLinkKey(id));
+        }
+        let mut own = HashSet::with_capacity(keys.len());
+        if !keys.iter().all(|k| own.insert(k.key.to_bytes()) && !self.sphinx_keys.contains(&k.key.to_bytes())) {
+            return Err(TopologyError::DuplicateSphinxKey(id));
+        }
+        self.ids.insert(id);
+        self.addresses.insert(d.address);
+        self.link_keys.insert(d.link_key);
+        self.sphinx_keys.extend(own);
+        Ok(())
     }
 }

@@ -125,6 +125,14 @@ pub enum TopologyError {
     /// A layer has no nodes.
     #[error("{0} has no nodes")]
     EmptyLayer(Layer),
+    /// The registry does not vouch for the node (docs/spec/registry.md).
+    #[error("node {node:?} is not vouched for by the registry: {reason}")]
+    Unvouched {
+        /// The node.
+        node: NodeId,
+        /// What differs.
+        reason: crate::Unvouched,
+    },
     /// `sign` was called with a key that is not the descriptor's identity key.
     #[error("signing key does not match the descriptor's identity key")]
     SigningKeyMismatch,

@@ -9,7 +9,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use nox_sphinx::PublicKey;
 use serde::{Deserialize, Serialize};
 
-use crate::descriptor::{EpochKey, LinkPublicKey, NodeDescriptor, SignedDescriptor};
+use crate::descriptor::{EpochKey, LinkPublicKey, NodeDescriptor, OperatorStatement, SignedDescriptor};
 use crate::document::TopologyDocument;
 use crate::error::TopologyError;
 use crate::layer::Layer;
@@ -46,6 +46,16 @@ struct NodeJson {
     layer: u8,
     pow_difficulty: u8,
     sphinx_keys: Vec<EpochKeyJson>,
+    signature: String,
+    /// Operator statements (docs/spec/registry.md §5); absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    operator_statements: Vec<StatementJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatementJson {
+    epoch: u32,
     signature: String,
 }
 
@@ -89,7 +99,20 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
     if descriptor.node_id().0 != node_id {
         return Err(TopologyError::NodeIdMismatch);
     }
-    Ok(SignedDescriptor { descriptor, signature })
+    if n.operator_statements.len() > crate::MAX_EPOCH_KEYS {
+        return Err(TopologyError::Json(format!("more than {} operator statements", crate::MAX_EPOCH_KEYS)));
+    }
+    let operator_statements = n
+        .operator_statements
+        .iter()
+        .map(|st| {
+            Ok(OperatorStatement {
+                epoch: st.epoch,
+                signature: hex_array(&st.signature, "operator_statements.signature")?,
+            })
+        })
+        .collect::<Result<Vec<_>, TopologyError>>()?;
+    Ok(SignedDescriptor { descriptor, signature, operator_statements })
 }
 
 impl DocumentJson {
@@ -150,6 +173,11 @@ fn node_json(n: &SignedDescriptor) -> NodeJson {
             .map(|k| EpochKeyJson { epoch: k.epoch, key: hex::encode(k.key.to_bytes()) })
             .collect(),
         signature: hex::encode(n.signature.to_bytes()),
+        operator_statements: n
+            .operator_statements
+            .iter()
+            .map(|st| StatementJson { epoch: st.epoch, signature: hex::encode(st.signature) })
+            .collect(),
     }
 }
 

@@ -9,16 +9,20 @@ mod encoding;
 mod error;
 mod json;
 mod layer;
+mod membership;
 mod schedule;
 mod verified;
 
 pub use builder::DocumentBuilder;
-pub use descriptor::{EpochKey, LinkPublicKey, MAX_EPOCH_KEYS, NodeDescriptor, SignedDescriptor, check_address};
-pub use document::{MAX_DOCUMENT_BYTES, MAX_NODES, TopologyDocument, VERSION, VerifyConfig};
+pub use descriptor::{
+    EpochKey, LinkPublicKey, MAX_EPOCH_KEYS, NodeDescriptor, OperatorStatement, SignedDescriptor, check_address,
+};
+pub use document::{MAX_DOCUMENT_BYTES, MAX_NODES, TopologyDocument, Trust, VERSION, VerifyConfig};
 pub use encoding::{DESCRIPTOR_CONTEXT, DOCUMENT_CONTEXT, FINGERPRINT_CONTEXT};
 pub use error::{PathError, ScheduleError, TopologyError};
 pub use json::MAX_DESCRIPTOR_BYTES;
 pub use layer::{LAYER_CONTEXT, Layer, LayerCount, MAX_LAYERS, NODE_ID_CONTEXT, node_id_of};
+pub use membership::{Member, Membership, StatementCheck, Unvouched};
 pub use schedule::{
     DEFAULT_EPOCH_LENGTH, DEFAULT_OVERLAP, DEFAULT_PUBLISH_AHEAD, EpochSchedule, MAX_PUBLISH_AHEAD, unix_seconds,
 };

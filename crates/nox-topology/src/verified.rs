@@ -52,10 +52,17 @@ pub struct VerifiedTopology {
     index: HashMap<NodeId, usize>,
     /// Indices into `nodes`, per layer, in id order.
     by_layer: Vec<Vec<usize>>,
+    /// Nodes of the document left out under [`crate::Trust::Registry`], with the reason.
+    rejected: Vec<(NodeId, crate::TopologyError)>,
 }
 
 impl VerifiedTopology {
-    pub(crate) fn new(document: TopologyDocument, layers: LayerCount, fingerprint: Fingerprint) -> Self {
+    pub(crate) fn new(
+        document: TopologyDocument,
+        layers: LayerCount,
+        fingerprint: Fingerprint,
+        rejected: Vec<(NodeId, crate::TopologyError)>,
+    ) -> Self {
         let mut nodes: Vec<TopologyNode> =
             document.nodes.iter().map(|n| TopologyNode { id: n.node_id(), descriptor: n.descriptor.clone() }).collect();
         nodes.sort_by_key(|a| a.id);
@@ -66,7 +73,7 @@ impl VerifiedTopology {
                 layer.push(i);
             }
         }
-        Self { document, layers, fingerprint, nodes, index, by_layer }
+        Self { document, layers, fingerprint, nodes, index, by_layer, rejected }
     }
 
     /// The verified document (to store or serve further).
@@ -92,6 +99,12 @@ impl VerifiedTopology {
     /// The fingerprint (docs/spec/topology.md §4).
     pub fn fingerprint(&self) -> Fingerprint {
         self.fingerprint
+    }
+
+    /// The document's nodes that were left out, with the reason (only under
+    /// [`crate::Trust::Registry`]; under an authority any bad node refuses the document).
+    pub fn rejected(&self) -> &[(NodeId, crate::TopologyError)] {
+        &self.rejected
     }
 
     /// All nodes, sorted by id.

@@ -192,6 +192,12 @@ pub fn plan(args: &AnonymityArgs) -> Vec<(f64, f64, Vec<PhaseSpec>)> {
 
 /// Runs every testnet and phase, then scores and writes the JSON files.
 pub fn run(args: &AnonymityArgs) -> Result<(), BenchError> {
+    if !nox_node::observe::COMPILED_IN {
+        return Err(err(format!(
+            "nox bench anonymity captures the nodes' [observe] logs: {} (scripts/bench/anonymity.sh builds one)",
+            nox_node::observe::NOT_BUILT
+        )));
+    }
     let (_, _, _, seconds) = args.resolved();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().map_err(err)?;
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);

@@ -11,18 +11,24 @@ use nox_sphinx::Geometry;
 
 /// How often the topology file is checked for changes.
 const TOPOLOGY_POLL: Duration = Duration::from_secs(5);
+/// Time allowed for one directory fetch, per mirror.
+const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where the topology comes from.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TopologyArgs {
     /// A testnet state directory (`topology.json` and `authority.pub`).
-    #[arg(long, conflicts_with_all = ["topology", "authority"])]
+    #[arg(long, conflicts_with_all = ["topology", "authority", "directory"])]
     pub testnet: Option<PathBuf>,
     /// A topology document (JSON); needs `--authority`.
-    #[arg(long, requires = "authority")]
+    #[arg(long, requires = "authority", conflicts_with = "directory")]
     pub topology: Option<PathBuf>,
+    /// A directory mirror, `http://IP:PORT`; repeat for several (fetches fall over between
+    /// them). Needs `--authority`.
+    #[arg(long, requires = "authority")]
+    pub directory: Vec<String>,
     /// The directory authority's Ed25519 public key, hex.
-    #[arg(long, requires = "topology")]
+    #[arg(long)]
     pub authority: Option<String>,
     /// Seconds before a request without a complete reply fails (never retried).
     #[arg(long, default_value_t = 30)]
@@ -102,13 +108,24 @@ async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, Str
             tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
             Ok(client)
         }
+        (None, None, Some(key)) if !args.directory.is_empty() => {
+            let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(|e| e.to_string())?;
+            let verify = verify_config(key, geometry)?;
+            let topology = fetch_from_mirrors(&mirrors, &verify).await?;
+            let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+            tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, verify));
+            Ok(client)
+        }
         (None, Some(file), Some(key)) => {
             let topology = nox_node::load_topology(file, key, &geometry).map_err(|e| e.to_string())?;
             let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
             tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
             Ok(client)
         }
-        _ => Err("give --testnet <dir> or --topology <file> --authority <hex>".into()),
+        _ => {
+            Err("give --testnet <dir>, --topology <file> --authority <hex>, or --directory <url>... --authority <hex>"
+                .into())
+        }
     }
 }
 
@@ -119,6 +136,46 @@ async fn refresh_from_testnet(client: ClientHandle, dir: PathBuf) {
     loop {
         tokio::time::sleep(TOPOLOGY_POLL).await;
         match crate::testnet_directory::topology_async(&dir).await {
+            Ok(topology) if topology.issued_at() > issued => {
+                issued = topology.issued_at();
+                if let Err(e) = client.set_topology(topology) {
+                    tracing::warn!("new topology not usable: {e}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("topology refresh failed: {e}"),
+        }
+    }
+}
+
+fn verify_config(authority: &str, geometry: Geometry) -> Result<nox_topology::VerifyConfig, String> {
+    let bytes: [u8; 32] = hex::decode(authority.trim())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or("--authority: expected 64 hex digits")?;
+    let key = nox_topology::VerifyingKey::from_bytes(&bytes).map_err(|e| format!("--authority: {e}"))?;
+    Ok(nox_topology::VerifyConfig::new(key, geometry))
+}
+
+async fn fetch_from_mirrors(
+    mirrors: &nox_directory::Mirrors,
+    verify: &nox_topology::VerifyConfig,
+) -> Result<nox_topology::VerifiedTopology, String> {
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    mirrors.fetch(DIRECTORY_TIMEOUT, |document| document.verify(verify, now())).await.map_err(|e| e.to_string())
+}
+
+/// Fetches from the directory mirrors every poll period (falling over between them) and hands
+/// a newer document (by issue time) to the client.
+async fn refresh_from_mirrors(
+    client: ClientHandle,
+    mirrors: nox_directory::Mirrors,
+    verify: nox_topology::VerifyConfig,
+) {
+    let mut issued = 0;
+    loop {
+        tokio::time::sleep(TOPOLOGY_POLL).await;
+        match fetch_from_mirrors(&mirrors, &verify).await {
             Ok(topology) if topology.issued_at() > issued => {
                 issued = topology.issued_at();
                 if let Err(e) = client.set_topology(topology) {

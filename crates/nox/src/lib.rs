@@ -23,4 +23,5 @@ pub mod exit_glue;
 pub mod machine;
 pub mod progress;
 pub mod testnet;
+pub mod testnet_chain;
 pub mod testnet_directory;

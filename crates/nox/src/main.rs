@@ -33,6 +33,10 @@ enum Command {
         /// Path to directory.toml.
         #[arg(long)]
         config: std::path::PathBuf,
+        /// A TOML file with a `[chain]` section: admit exactly the node registry's active
+        /// members (re-read every few seconds) instead of a fixed list.
+        #[arg(long)]
+        chain: Option<std::path::PathBuf>,
     },
     /// Generate a node's long-term identity (Ed25519) and link (X25519) keys
     /// in a new directory (mode 0700, files 0600) and print the public parts.
@@ -55,7 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(&args).map_err(|e| e.to_string()),
         Command::Keygen { dir } => keygen(&dir),
         Command::Node { config } => node(&config),
-        Command::Directory { config } => directory(&config),
+        Command::Directory { config, chain } => directory(&config, chain.as_deref()),
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
         Command::Client(args) => {
@@ -120,11 +124,19 @@ fn node(path: &std::path::Path) -> Result<(), String> {
     })
 }
 
-fn directory(path: &std::path::Path) -> Result<(), String> {
+fn directory(path: &std::path::Path, chain: Option<&std::path::Path>) -> Result<(), String> {
     init_logging();
     let config = nox_directory::DirectoryConfig::load(path).map_err(|e| e.to_string())?;
+    let chain = chain.map(nox::testnet_chain::load_chain_toml).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        nox_directory::run(config, nox_sphinx::Geometry::default(), stop_on_signal()).await.map_err(|e| e.to_string())
+        let stop = stop_on_signal();
+        let admission = match chain {
+            Some(chain) => Some(nox::testnet_chain::admission_feed(chain, stop.clone()).await?),
+            None => None,
+        };
+        nox_directory::run_with_admission(config, nox_sphinx::Geometry::default(), stop, admission)
+            .await
+            .map_err(|e| e.to_string())
     })
 }

@@ -10,6 +10,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+use crate::testnet_chain as chain;
 use crate::testnet_directory as directory;
 use nox_keystore::{EpochKeyStore, generate_identity};
 use nox_sphinx::Geometry;
@@ -32,7 +33,7 @@ pub enum TestnetCommand {
         #[command(flatten)]
         args: TestnetArgs,
         #[command(flatten)]
-        layout: Layout,
+        layout: Box<Layout>,
     },
     /// Show each node's process and counters.
     Status {
@@ -60,6 +61,22 @@ pub enum TestnetCommand {
         /// Packets to send.
         #[arg(long, default_value_t = 2000)]
         packets: u64,
+    },
+    /// Add a node to a running testnet the way a new operator would: fresh keys, a stake
+    /// registered in the node registry, its first descriptor uploaded to the directory once
+    /// the registry admits it, then the node process started.
+    Join {
+        #[command(flatten)]
+        args: TestnetArgs,
+    },
+    /// A node's operator leaves: `requestUnstake` in the registry (the node drops out of every
+    /// verified topology), then its process is stopped.
+    Leave {
+        #[command(flatten)]
+        args: TestnetArgs,
+        /// The node's index (`node-<index>`).
+        #[arg(long)]
+        node: usize,
     },
     /// Stop every node (SIGTERM, then SIGKILL after 15 s).
     Down {
@@ -102,6 +119,8 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
             down(&args.dir)?;
             result.and(shown)
         }
+        TestnetCommand::Join { args } => join(&args.dir).map(|_| ()),
+        TestnetCommand::Leave { args, node } => leave(&args.dir, *node),
         TestnetCommand::Down { args } => down(&args.dir),
     }
 }
@@ -161,9 +180,41 @@ pub struct Layout {
     #[arg(long, default_value_t = 300)]
     pub overlap_secs: u64,
     /// Measurement only: every node records link events and ground truth
-    /// to `node-*/observe.events` (`[observe]`; never in production).
+    /// to `node-*/observe.events` (`[observe]`; needs a `nox` built with
+    /// `--features observe`, never in production).
     #[arg(long)]
     pub observe: bool,
+    /// No chain: membership from the directory authority's signature alone (the pre-registry
+    /// mode). By default the testnet starts Anvil, deploys the NOX contracts and registers
+    /// every node with a stake; membership then comes from the registry.
+    #[arg(long, conflicts_with = "chain_rpc")]
+    pub no_chain: bool,
+    /// Use this external chain (JSON-RPC URL) instead of starting Anvil.
+    #[arg(long)]
+    pub chain_rpc: Option<String>,
+    /// Funded key (hex) that deploys the contracts and funds the operators on `--chain-rpc`
+    /// (default: Anvil's first development key).
+    #[arg(long)]
+    pub deployer_key: Option<String>,
+    /// Anvil's seconds per block (default: a block per transaction).
+    #[arg(long)]
+    pub block_time: Option<u64>,
+}
+
+impl Layout {
+    /// Where the testnet's chain comes from, if it has one.
+    fn chain_source(&self) -> Option<chain::ChainSource> {
+        if self.no_chain {
+            return None;
+        }
+        Some(match &self.chain_rpc {
+            Some(rpc_url) => chain::ChainSource::External {
+                rpc_url: rpc_url.clone(),
+                deployer_key: self.deployer_key.clone().unwrap_or_else(|| nox_chain::anvil::DEV_KEY.to_owned()),
+            },
+            None => chain::ChainSource::Anvil { port: self.base_port.saturating_add(200), block_time: self.block_time },
+        })
+    }
 }
 
 impl Default for Layout {
@@ -199,7 +250,12 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         epoch_secs,
         overlap_secs,
         observe,
+        ..
     } = layout.clone();
+    // The nodes are this binary: without the `observe` feature they would refuse [observe].
+    if observe && !nox_node::observe::COMPILED_IN {
+        return Err(format!("--observe: {}", nox_node::observe::NOT_BUILT));
+    }
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
@@ -207,6 +263,16 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     check_exit_allow(&exit_allow, base_port, node_count)?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let chain = match layout.chain_source() {
+        Some(source) => Some(chain::start(dir, &source).inspect_err(|_| {
+            let _ = down(dir);
+        })?),
+        None => None,
+    };
+    // Exits answer JSON-RPC from the testnet's chain unless told otherwise.
+    let rpc_upstream = rpc_upstream.or_else(|| chain.as_ref().map(|c| c.rpc_url.clone()));
+    let rpc_chain_id = rpc_chain_id.or(chain.as_ref().map(|c| c.deployment.chain_id));
+    let mut registrations = Vec::new();
     let layer_count = LayerCount::new(layers).ok_or("layers must be between 1 and 16")?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
     let mut authority_seed = [0u8; 32];
@@ -250,6 +316,26 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         }
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
+        // With a chain: a fresh operator account signs the node's epoch-key statements and
+        // registers it with a stake.
+        let descriptor = match &chain {
+            Some(info) => {
+                let operator = chain::new_operator(&node_dir)?;
+                let descriptor = chain::with_statements(info, &operator, descriptor)?;
+                registrations.push(chain::NodeToRegister {
+                    operator,
+                    registration: nox_chain::Registration {
+                        identity_key: identity.public().identity_key.to_bytes(),
+                        link_key: identity.public().link_key.to_bytes(),
+                        link_address: listen.to_string(),
+                        role: chain::role(layer, layers),
+                        stake: chain::testnet_stake(),
+                    },
+                });
+                descriptor
+            }
+            None => descriptor,
+        };
         builder.add_node(descriptor);
         let observe_section = if observe {
             format!("\n[observe]\nevents = {:?}\n", node_dir.join("observe.events").display().to_string())
@@ -257,7 +343,11 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{sink}{services}",
+            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            // One host: every client shares the nodes' address, so per-address limits and bans
+            // would only throttle the testnet's own clients (nodes are exempt by their link key,
+            // not by the address, so they would not cover them).
+            admission = "\n[admission]\nmax_connections_per_address = 100000\nmax_connections_per_subnet = 100000\nban_on_offence = false\n",
             sink = if layer + 1 == layers {
                 format!(
                     "\n[exit]\nreply_loss_estimate = {reply_loss_estimate}\ninject_reply_loss = {inject_reply_loss}\n{}",
@@ -282,48 +372,171 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let json = topology.document().to_json().map_err(|e| e.to_string())?;
     write(&dir.join("topology.json"), json.as_bytes())?;
     write(&dir.join("authority.pub"), authority_hex.as_bytes())?;
+    if let Some(info) = &chain {
+        chain::register(dir, info, registrations).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
+    }
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let directory_addr = directory::start(dir, &exe, &authority_seed).inspect_err(|_| {
         let _ = down(dir);
     })?;
     for (path, config) in configs {
+        // With a chain, membership comes from the registry: no authority key to trust.
+        let node_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let trust = match &chain {
+            Some(info) => info.toml(Some(&chain::operator_key_file(&node_dir))),
+            None => format!("authority_key = \"{authority_hex}\"\n"),
+        };
+        let (topology_trust, chain_section) =
+            if chain.is_some() { (String::new(), trust) } else { (trust, String::new()) };
         let topology = format!(
-            "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\nauthority_key = \"{authority_hex}\"\n",
+            "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\n{topology_trust}{chain_section}",
             file = dir.join("topology.json").display().to_string(),
         );
         write(&path, topology.as_bytes())?;
     }
     for node in nodes(dir) {
-        let log = std::fs::File::create(node.dir.join("node.log")).map_err(|e| e.to_string())?;
-        let log_err = log.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(&exe)
-            .arg("node")
-            .arg("--config")
-            .arg(node.dir.join("node.toml"))
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .spawn()
-            .map_err(|e| format!("starting a node: {e}"))?;
-        write(&node.dir.join("pid"), child.id().to_string().as_bytes())?;
+        spawn_node(&exe, &node.dir)?;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     for node in nodes(dir) {
-        while scrape(node.metrics).is_none() {
-            if Instant::now() > deadline || !pid_alive(&node.dir) {
-                let log = std::fs::read_to_string(node.dir.join("node.log")).unwrap_or_default();
-                let _ = down(dir);
-                return Err(format!("node in {} did not start:\n{log}", node.dir.display()));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_ready(&node, deadline).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
     }
+    let chain_line = chain.as_ref().map_or_else(
+        || "no chain (authority-signed membership)".to_owned(),
+        |c| format!("registry {} on chain {} at {}", c.deployment.registry, c.deployment.chain_id, c.rpc_url),
+    );
     println!(
-        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., directory http://{directory_addr}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
         index,
         dir.display()
     );
+    Ok(())
+}
+
+/// Starts `nox node` for the node in `node_dir` (log in `node.log`, pid in `pid`).
+fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
+    let log = std::fs::File::create(node_dir.join("node.log")).map_err(|e| e.to_string())?;
+    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+    let child = Command::new(exe)
+        .arg("node")
+        .arg("--config")
+        .arg(node_dir.join("node.toml"))
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|e| format!("starting a node: {e}"))?;
+    write(&node_dir.join("pid"), child.id().to_string().as_bytes())
+}
+
+/// Waits until the node answers on its metrics port.
+fn wait_ready(node: &NodeEntry, deadline: Instant) -> Result<(), TestnetError> {
+    while scrape(node.metrics).is_none() {
+        if Instant::now() > deadline || !pid_alive(&node.dir) {
+            let log = std::fs::read_to_string(node.dir.join("node.log")).unwrap_or_default();
+            return Err(format!("node in {} did not start:\n{log}", node.dir.display()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// `nox testnet join`: returns the new node's directory.
+pub fn join(dir: &Path) -> Result<PathBuf, TestnetError> {
+    join_with(dir, &std::env::current_exe().map_err(|e| e.to_string())?)
+}
+
+/// [`join`], starting the node with the `nox` binary at `exe`.
+pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
+    let info = chain::load(dir)
+        .ok_or("this testnet has no chain: joining needs the node registry (testnet up without --no-chain)")?;
+    let existing = nodes(dir);
+    let first = existing.first().ok_or_else(|| format!("no testnet in {}", dir.display()))?;
+    let topology = directory::topology(dir)?;
+    let (layers, schedule) = (topology.layers(), *topology.schedule());
+    let index = existing.len();
+    let node_dir = dir.join(format!("node-{index}"));
+    let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
+    let identity = generate_identity(&node_dir.join("keys"), &mut rng).map_err(|e| e.to_string())?;
+    let layer = identity.public().layer(layers).0;
+    // The new node's configuration is its layer's first node's, with its own keys and ports.
+    let template = existing.iter().find(|n| n.layer == layer).unwrap_or(first);
+    let template_text = std::fs::read_to_string(template.dir.join("node.toml")).map_err(|e| e.to_string())?;
+    let listen_of = |text: &str| -> Option<SocketAddr> {
+        text.lines().find_map(|l| l.strip_prefix("listen = ")).and_then(|v| v.trim_matches('"').parse().ok())
+    };
+    let template_listen = listen_of(&template_text).ok_or("template node.toml has no listen address")?;
+    let base_port = listen_of(&std::fs::read_to_string(first.dir.join("node.toml")).map_err(|e| e.to_string())?)
+        .ok_or("node-0 has no listen address")?
+        .port();
+    let port = base_port + index as u16;
+    let listen: SocketAddr = ([127, 0, 0, 1], port).into();
+    let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
+    let template_name = template.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let config = template_text
+        .replace(&format!("{template_name}/"), &format!("node-{index}/"))
+        .replace(&format!("\"{template_listen}\""), &format!("\"{listen}\""))
+        .replace(&format!("\"{}\"", template.metrics), &format!("\"{metrics}\""));
+    write(&node_dir.join("node.toml"), config.as_bytes())?;
+    write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
+
+    // Register with a stake, from a fresh operator account.
+    let operator = chain::new_operator(&node_dir)?;
+    let registration = nox_chain::Registration {
+        identity_key: identity.public().identity_key.to_bytes(),
+        link_key: identity.public().link_key.to_bytes(),
+        link_address: listen.to_string(),
+        role: chain::role(layer, layers.get()),
+        stake: chain::testnet_stake(),
+    };
+    chain::register(dir, &info, vec![chain::NodeToRegister { operator: operator.clone(), registration }])?;
+
+    // First descriptor, with its operator statements: the directory accepts it once it has read
+    // the registration.
+    let now = unix_now();
+    let mut store = EpochKeyStore::open(&node_dir.join("keys/sphinx"), schedule).map_err(|e| e.to_string())?;
+    for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
+        store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
+    }
+    let keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
+    let descriptor = identity.descriptor(listen, layers, 0, keys).map_err(|e| e.to_string())?;
+    let descriptor = chain::with_statements(&info, &operator, descriptor)?;
+    let directory_addr = directory::addr(dir).ok_or("the testnet has no directory")?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match runtime.block_on(nox_directory::upload_descriptor(directory_addr, &descriptor, Duration::from_secs(3))) {
+            Ok(_) => break,
+            Err(e) if Instant::now() > deadline => return Err(format!("the directory refused the new node: {e}")),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+    write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
+    spawn_node(exe, &node_dir)?;
+    let entry = NodeEntry { dir: node_dir.clone(), metrics, layer };
+    wait_ready(&entry, Instant::now() + Duration::from_secs(30))?;
+    println!("testnet join: node-{index} in layer {layer} on {listen}, registered and running");
+    Ok(node_dir)
+}
+
+/// `nox testnet leave --node N`.
+pub fn leave(dir: &Path, index: usize) -> Result<(), TestnetError> {
+    let info = chain::load(dir).ok_or("this testnet has no chain")?;
+    let node_dir = dir.join(format!("node-{index}"));
+    let operator = chain::operator_key(&node_dir)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime
+        .block_on(nox_chain::deploy::request_unstake(&info.rpc_url, &info.deployment, &operator))
+        .map_err(|e| format!("requestUnstake: {e}"))?;
+    if let Some(pid) = pid_of(&node_dir) {
+        let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+    }
+    println!("testnet leave: node-{index} requested unstake (out of the registry's active list) and was stopped");
     Ok(())
 }
 
@@ -423,6 +636,9 @@ pub fn status(dir: &Path) -> Result<(), TestnetError> {
     if let Some(line) = directory::status_line(dir, pid_alive(&directory::process_dir(dir))) {
         println!("{line}");
     }
+    if let Some(line) = chain::status_line(dir, pid_alive(&chain::process_dir(dir))) {
+        println!("{line}");
+    }
     println!(
         "{:<8} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  drops",
         "node", "layer", "running", "received", "processed", "forwarded", "delivered", "rss_kb"
@@ -461,7 +677,9 @@ pub fn rss_kb(node_dir: &Path) -> Option<u64> {
 pub fn down(dir: &Path) -> Result<(), TestnetError> {
     let all = nodes(dir);
     let directory_dir = directory::process_dir(dir);
-    let processes: Vec<&Path> = all.iter().map(|n| n.dir.as_path()).chain([directory_dir.as_path()]).collect();
+    let chain_dir = chain::process_dir(dir);
+    let processes: Vec<&Path> =
+        all.iter().map(|n| n.dir.as_path()).chain([directory_dir.as_path(), chain_dir.as_path()]).collect();
     for process in &processes {
         if pid_alive(process)
             && let Some(pid) = pid_of(process)
@@ -481,7 +699,7 @@ pub fn down(dir: &Path) -> Result<(), TestnetError> {
         }
         let _ = std::fs::remove_file(process.join("pid"));
     }
-    println!("testnet down: {} nodes and the directory stopped", all.len());
+    println!("testnet down: {} nodes, the directory and the chain (if started here) stopped", all.len());
     Ok(())
 }
 

@@ -39,6 +39,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
 /// Writes the authority key (0600) and `directory.toml`, starts `nox directory` and waits until
 /// it serves the document at `topology.json`. Returns its address.
 pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<SocketAddr, TestnetError> {
+    let chain = crate::testnet_chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
     let key_file = dir.join("authority.key");
     let mut file = std::fs::OpenOptions::new()
@@ -51,7 +52,9 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     let process = process_dir(dir);
     std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
     let config = format!(
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\n",
+        // One host: every node and client of the testnet shares 127.0.0.1, so the per-address
+        // cap is the global one here (a real directory keeps the default of 4).
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),
@@ -59,10 +62,13 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     write(&process.join("directory.toml"), config.as_bytes())?;
     let log = std::fs::File::create(process.join("directory.log")).map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
-    let child = Command::new(exe)
-        .arg("directory")
-        .arg("--config")
-        .arg(process.join("directory.toml"))
+    let mut command = Command::new(exe);
+    command.arg("directory").arg("--config").arg(process.join("directory.toml"));
+    if let Some(chain) = chain {
+        write(&process.join("chain.toml"), chain.toml(None).as_bytes())?;
+        command.arg("--chain").arg(process.join("chain.toml"));
+    }
+    let child = command
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)
@@ -99,25 +105,37 @@ fn now_unix() -> u64 {
 }
 
 /// The testnet's current topology, verified: from the directory when it has one, else from
-/// `topology.json` (blocking).
+/// `topology.json`; against the registry when the testnet has a chain, else the authority's key
+/// (blocking; usable inside or outside a tokio runtime).
 pub fn topology(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
-    let verify = verify_config(dir)?;
+    let dir = dir.to_path_buf();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?
+                    .block_on(topology_async(&dir))
+            })
+            .join()
+            .map_err(|_| "the topology reader panicked".to_owned())?
+    })
+}
+
+/// [`topology`] without blocking (inside a tokio runtime).
+pub async fn topology_async(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
     let document = match addr(dir) {
-        Some(addr) => nox_directory::fetch_document_blocking(addr, TIMEOUT).map_err(|e| e.to_string())?,
+        Some(addr) => nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?,
         None => {
             let bytes = std::fs::read(dir.join("topology.json")).map_err(|e| format!("no testnet: {e}"))?;
             nox_topology::TopologyDocument::from_json(&bytes).map_err(|e| e.to_string())?
         }
     };
-    document.verify(&verify, now_unix()).map_err(|e| e.to_string())
-}
-
-/// [`topology`] without blocking (inside a tokio runtime).
-pub async fn topology_async(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
-    let Some(addr) = addr(dir) else { return topology(dir) };
-    let verify = verify_config(dir)?;
-    let document = nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?;
-    document.verify(&verify, now_unix()).map_err(|e| e.to_string())
+    match crate::testnet_chain::trust(dir).await? {
+        Some(trust) => trust.verify(&document, &Geometry::default(), now_unix()).await,
+        None => document.verify(&verify_config(dir)?, now_unix()).map_err(|e| e.to_string()),
+    }
 }
 
 /// One status line: address, process, current document, upload outcomes.

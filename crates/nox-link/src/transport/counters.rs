@@ -36,8 +36,9 @@ macro_rules! counters {
 counters! {
     /// Handshakes completed (either side).
     handshakes_ok,
-    /// Connections the listener's gate refused on accept (address banned or
-    /// over its connection limits), before any handshake work.
+    /// Connections the listener's gate refused: on accept (address banned or
+    /// over its connection limits), before any handshake work, or after the
+    /// handshake (a client on an address the gate could only judge then).
     rejected_by_gate,
     /// Handshakes that failed: bad preamble, wrong geometry, failed
     /// authentication, connection closed or timed out mid-handshake.

@@ -1,7 +1,7 @@
 //! Drives one established link: a read loop and (optionally) a write loop,
 //! concurrently in one task.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -90,7 +90,9 @@ async fn read_loop(mut rd: ReadHalf<'_>, mut opener: FrameOpener, from: PeerIden
         }
         match opener.advance(n) {
             Ok(None) => {}
-            Ok(Some(packet)) => match ctx.inbound.try_send(Inbound { from, packet }) {
+            // Stamped here, at the read, not where the consumer dequeues it: time spent in the
+            // inbound queue is part of the packet's stay at the node.
+            Ok(Some(packet)) => match ctx.inbound.try_send(Inbound { from, received_at: Instant::now(), packet }) {
                 Ok(()) => bump(&c.frames_in),
                 Err(mpsc::error::TrySendError::Full(_)) => bump(&c.dropped_inbound_full),
                 Err(mpsc::error::TrySendError::Closed(_)) => return LinkEnd::InboundClosed,

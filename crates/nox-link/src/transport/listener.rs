@@ -41,18 +41,45 @@ impl<F: Fn(&LinkPublicKey) -> bool + Send + Sync + 'static> PeerFilter for F {
     }
 }
 
+/// How far a connection got, as far as the [`ConnectionGate`] is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GateStage {
+    /// Admitted on accept; not (or not yet) approved after its handshake.
+    Accepted,
+    /// Approved after the handshake as a node of the topology, authenticated by its static link
+    /// key.
+    Node,
+    /// Approved after the handshake as an anonymous client.
+    Client,
+}
+
 /// Decides which remote addresses may connect, and hears how they behave.
 /// The node backs it with `nox-admission` (connection limits per address
 /// and per subnet, graduated bans); the default admits everyone.
+///
+/// Each connection is seen as `admit` on accept, then, if its handshake
+/// completes, `authenticated` with what the handshake proved, then `closed`
+/// with the last stage the gate approved. An exemption for nodes belongs in
+/// `authenticated` (keyed on the authenticated static key), never in `admit`
+/// (which only knows an address, possibly shared with clients).
 pub trait ConnectionGate: Send + Sync + 'static {
     /// Called on accept, before any handshake work; `false` closes the
     /// connection (counted as `rejected_by_gate`).
     fn admit(&self, peer: IpAddr) -> bool;
+    /// The handshake completed: `node` is the authenticated static key of a
+    /// node of the topology, `None` an anonymous client. `false` closes the
+    /// link (counted as `rejected_by_gate`). The default approves.
+    fn authenticated(&self, peer: IpAddr, node: Option<&LinkPublicKey>) -> bool {
+        let _ = (peer, node);
+        true
+    }
     /// The peer failed or timed out its handshake, or presented a node key
     /// that is not in the topology.
     fn offence(&self, peer: IpAddr);
-    /// An admitted connection ended.
-    fn closed(&self, peer: IpAddr);
+    /// An admitted connection ended; `stage` is the last stage the gate
+    /// approved ([`GateStage::Accepted`] if `authenticated` was not called or
+    /// refused).
+    fn closed(&self, peer: IpAddr, stage: GateStage);
 }
 
 /// A gate that admits every address.
@@ -64,7 +91,7 @@ impl ConnectionGate for OpenGate {
         true
     }
     fn offence(&self, _peer: IpAddr) {}
-    fn closed(&self, _peer: IpAddr) {}
+    fn closed(&self, _peer: IpAddr, _stage: GateStage) {}
 }
 
 /// Listener settings. [`ListenerConfig::new`] gives the defaults.
@@ -244,8 +271,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
                 let _ = stream.set_nodelay(true);
                 let (shared, shutdown) = (shared.clone(), shutdown.clone());
                 tasks.spawn(async move {
-                    serve(stream, peer, shared.clone(), shutdown, permit).await;
-                    shared.config.gate.closed(peer);
+                    let stage = serve(stream, peer, shared.clone(), shutdown, permit).await;
+                    shared.config.gate.closed(peer, stage);
                 });
             }
         }
@@ -267,12 +294,12 @@ async fn serve(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
-) {
+) -> GateStage {
     let c = &shared.counters;
     let cfg = &shared.config;
     let outcome = tokio::select! {
         r = tokio::time::timeout(cfg.handshake_timeout, respond(&mut stream, cfg)) => r,
-        () = wait_shutdown(&mut shutdown) => return,
+        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
     };
     let session = match outcome {
         Ok(Ok(session)) => session,
@@ -280,7 +307,7 @@ async fn serve(
             debug!("inbound link refused: node key not in topology");
             bump(&c.rejected_unauthenticated);
             cfg.gate.offence(peer);
-            return;
+            return GateStage::Accepted;
         }
         Ok(Err(reason)) => {
             if let Refused::Link(e) = &reason {
@@ -288,16 +315,26 @@ async fn serve(
             }
             bump(&c.handshakes_failed);
             cfg.gate.offence(peer);
-            return;
+            return GateStage::Accepted;
         }
         Err(_) => {
             bump(&c.handshakes_failed);
             bump(&c.handshake_timeouts);
             cfg.gate.offence(peer);
-            return;
+            return GateStage::Accepted;
         }
     };
     bump(&c.handshakes_ok);
+    // The gate learns what the handshake proved: only here can a node be told
+    // apart from a client sharing its address.
+    let (node, stage) = match session.remote() {
+        Remote::Node(key) => (Some(*key), GateStage::Node),
+        Remote::Client => (None, GateStage::Client),
+    };
+    if !cfg.gate.authenticated(peer, node.as_ref()) {
+        bump(&c.rejected_by_gate);
+        return GateStage::Accepted;
+    }
     let ctx = LinkCtx { counters: c, inbound: &shared.inbound, write_timeout: cfg.write_timeout };
     let end = match *session.remote() {
         Remote::Node(key) => run_link(stream, session, PeerIdentity::Node(key), None, &ctx, &mut shutdown).await,
@@ -329,6 +366,7 @@ async fn serve(
         }
     };
     debug!(?end, "inbound link closed");
+    stage
 }
 
 /// Queues the greeting record on a new client link unless it equals

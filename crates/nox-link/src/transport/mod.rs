@@ -15,7 +15,7 @@ use crate::keys::LinkPublicKey;
 
 pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
-pub use listener::{ClientGreeting, ConnectionGate, Listener, ListenerConfig, OpenGate, PeerFilter};
+pub use listener::{ClientGreeting, ConnectionGate, GateStage, Listener, ListenerConfig, OpenGate, PeerFilter};
 pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory};
 
 /// A local, per-connection number for an anonymous client link. It is not
@@ -39,6 +39,9 @@ pub enum PeerIdentity {
 pub struct Inbound {
     /// The authenticated sender (the link, not the packet's origin).
     pub from: PeerIdentity,
+    /// When the read that completed the packet returned from the socket: the packet's arrival
+    /// at the node, before any queue. A node's mixing delay counts from here.
+    pub received_at: std::time::Instant,
     /// The Sphinx packet.
     pub packet: Vec<u8>,
 }

@@ -1,0 +1,198 @@
+//! Who decides membership: a directory authority's key (`[topology] authority_key`), or the
+//! on-chain node registry (`[chain]`, docs/spec/registry.md). With the registry, the directory
+//! is an untrusted cache of self-signed descriptors: every refresh re-reads the registry at a
+//! named block, checks its fingerprint, and verifies the document against that membership. An
+//! RPC endpoint that is down or lies leaves the last verified membership in force.
+
+use std::sync::{Arc, Mutex};
+
+use nox_chain::{ChainConfig, RegistrySnapshot, RegistryView};
+use nox_sphinx::Geometry;
+use nox_topology::{TopologyDocument, VerifiedTopology, VerifyConfig, VerifyingKey};
+
+use crate::runtime::NodeError;
+
+/// What the chain view last saw (for metrics and status).
+#[derive(Clone, Debug, Default)]
+pub struct ChainStatus {
+    /// Block of the last verified snapshot.
+    pub block: u64,
+    /// Its fingerprint.
+    pub fingerprint: [u8; 32],
+    /// Active registered nodes.
+    pub registered: u64,
+    /// Refreshes that failed (no endpoint gave a verified snapshot).
+    pub errors: u64,
+}
+
+/// The registry view of a node, directory or client.
+#[derive(Debug)]
+pub struct ChainMembership {
+    view: tokio::sync::Mutex<RegistryView>,
+    status: Mutex<ChainStatus>,
+}
+
+impl ChainMembership {
+    /// Reads the first snapshot (a few tries: the chain may still be starting).
+    pub async fn start(config: ChainConfig) -> Result<Arc<Self>, NodeError> {
+        let mut view = RegistryView::new(config).map_err(|e| NodeError::Chain(e.to_string()))?;
+        let mut last = String::new();
+        for attempt in 0..10 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            match view.refresh().await {
+                Ok(snapshot) => {
+                    let this = Arc::new(Self { view: tokio::sync::Mutex::new(view), status: Mutex::default() });
+                    this.record(&snapshot);
+                    return Ok(this);
+                }
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(NodeError::Chain(last))
+    }
+
+    fn record(&self, snapshot: &RegistrySnapshot) {
+        if let Ok(mut status) = self.status.lock() {
+            status.block = snapshot.block;
+            status.fingerprint = snapshot.fingerprint.0;
+            status.registered = snapshot.nodes.len() as u64;
+        }
+    }
+
+    /// Refreshes the snapshot; on failure keeps (and returns) the last verified one.
+    pub async fn refresh(&self) -> Arc<RegistrySnapshot> {
+        let mut view = self.view.lock().await;
+        match view.refresh().await {
+            Ok(snapshot) => {
+                self.record(&snapshot);
+                snapshot
+            }
+            Err(error) => {
+                tracing::warn!(%error, "registry refresh failed; keeping the last verified membership");
+                if let Ok(mut status) = self.status.lock() {
+                    status.errors += 1;
+                }
+                // `start` guarantees a first snapshot.
+                view.last().unwrap_or_default()
+            }
+        }
+    }
+
+    /// The last snapshot, without refreshing.
+    pub async fn last(&self) -> Arc<RegistrySnapshot> {
+        self.view.lock().await.last().unwrap_or_default()
+    }
+
+    /// What the view last saw.
+    pub fn status(&self) -> ChainStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+/// The membership source of a node or client.
+#[derive(Clone, Debug)]
+pub enum Trust {
+    /// A directory authority's Ed25519 key.
+    Authority(VerifyingKey),
+    /// The on-chain registry.
+    Chain(Arc<ChainMembership>),
+}
+
+impl Trust {
+    /// From `[topology] authority_key` and `[chain]`: the registry when `[chain]` is present
+    /// (the authority key, if also given, is then not relied upon).
+    pub async fn from_config(authority_key: Option<&str>, chain: Option<&ChainConfig>) -> Result<Self, NodeError> {
+        match (chain, authority_key) {
+            (Some(chain), _) => Ok(Self::Chain(ChainMembership::start(chain.clone()).await?)),
+            (None, Some(key)) => {
+                let bytes: [u8; 32] = hex::decode(key.trim())
+                    .ok()
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| NodeError::Topology("authority_key must be 32 bytes of hex".into()))?;
+                let key =
+                    VerifyingKey::from_bytes(&bytes).map_err(|e| NodeError::Topology(format!("authority_key: {e}")))?;
+                Ok(Self::Authority(key))
+            }
+            (None, None) => Err(NodeError::Topology("set [topology] authority_key or a [chain] section".into())),
+        }
+    }
+
+    /// The verification rules now: for the registry, after a refresh (or the last verified
+    /// membership if the refresh failed).
+    pub async fn verify_config(&self, geometry: &Geometry) -> VerifyConfig {
+        match self {
+            Self::Authority(key) => VerifyConfig::new(*key, *geometry),
+            Self::Chain(chain) => {
+                let snapshot = chain.refresh().await;
+                VerifyConfig::registry(Arc::new(snapshot.membership().0), *geometry)
+            }
+        }
+    }
+
+    /// Verifies `document` now, logging the nodes the registry does not vouch for.
+    pub async fn verify(
+        &self,
+        document: &TopologyDocument,
+        geometry: &Geometry,
+        now_unix: u64,
+    ) -> Result<VerifiedTopology, String> {
+        let config = self.verify_config(geometry).await;
+        let verified = document.verify(&config, now_unix).map_err(|e| e.to_string())?;
+        for (node, reason) in verified.rejected() {
+            tracing::warn!(node = %hex::encode(&node.0[..4]), %reason, "descriptor refused");
+        }
+        Ok(verified)
+    }
+
+    /// The chain view, if membership comes from the registry.
+    pub fn chain(&self) -> Option<&Arc<ChainMembership>> {
+        match self {
+            Self::Chain(chain) => Some(chain),
+            Self::Authority(_) => None,
+        }
+    }
+}
+
+/// Signs the node's epoch-key statements with its operator key (`[chain] operator_key_file`).
+pub struct OperatorSigner {
+    signer: nox_chain::PrivateKeySigner,
+    chain_id: u64,
+    registry: nox_chain::Address,
+}
+
+impl std::fmt::Debug for OperatorSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorSigner").field("operator", &self.signer.address()).finish_non_exhaustive()
+    }
+}
+
+impl OperatorSigner {
+    /// Loads the key named by `config.operator_key_file` (which must be set).
+    pub fn load(config: &ChainConfig) -> Result<Self, NodeError> {
+        let path = config.operator_key_file.as_ref().ok_or_else(|| {
+            NodeError::Chain(
+                "[chain] operator_key_file is missing: a node signs its epoch-key statements with its operator key"
+                    .into(),
+            )
+        })?;
+        let text = zeroize::Zeroizing::new(
+            std::fs::read_to_string(path).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?,
+        );
+        let signer =
+            nox_chain::deploy::signer(&text).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?;
+        Ok(Self { signer, chain_id: config.chain_id, registry: config.registry })
+    }
+
+    /// The operator address.
+    pub fn address(&self) -> nox_chain::Address {
+        self.signer.address()
+    }
+
+    /// `descriptor` with a statement for each of its keys.
+    pub fn attach(&self, descriptor: nox_topology::SignedDescriptor) -> Result<nox_topology::SignedDescriptor, String> {
+        nox_chain::slash::attach_statements(&self.signer, self.chain_id, self.registry, descriptor)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,298 @@
+//! The testnet's chain: an Anvil next to the nodes (the default) or an external chain, the NOX
+//! contracts deployed on it, and every node funded, staked and registered from its own operator
+//! account. `<state dir>/chain.json` records where it all is; nodes, the directory and clients
+//! derive membership from the registry (docs/spec/registry.md).
+
+use std::{
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use nox_chain::{
+    ChainConfig, Deployment, PrivateKeySigner, Registration, RegistryParams, U256,
+    anvil::{Anvil, AnvilOptions, DEV_KEY},
+    deploy,
+    snapshot::{ROLE_EXIT, ROLE_RELAY},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::testnet::TestnetError;
+
+/// Stake every testnet node locks (token base units, 18 decimals: 1,000 tNOX).
+pub fn testnet_stake() -> U256 {
+    U256::from(1000u64) * U256::from(10u64).pow(U256::from(18u64))
+}
+
+/// What `chain.json` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainInfo {
+    /// The chain's JSON-RPC URL.
+    pub rpc_url: String,
+    /// The contracts.
+    pub deployment: Deployment,
+    /// Whether the testnet started (and `down` stops) the chain.
+    pub managed: bool,
+}
+
+impl ChainInfo {
+    /// The `[chain]` section nodes and clients use.
+    pub fn config(&self) -> ChainConfig {
+        ChainConfig {
+            rpc_urls: vec![self.rpc_url.clone()],
+            registry: self.deployment.registry,
+            chain_id: self.deployment.chain_id,
+            confirmations: 0,
+            operator_key_file: None,
+        }
+    }
+
+    /// [`ChainInfo::config`] as TOML (with the node's operator key file, for nodes).
+    pub fn toml(&self, operator_key_file: Option<&Path>) -> String {
+        let key = operator_key_file
+            .map(|f| format!("operator_key_file = {:?}\n", f.display().to_string()))
+            .unwrap_or_default();
+        format!(
+            "\n[chain]\nrpc_urls = [{:?}]\nregistry = \"{}\"\nchain_id = {}\n{key}",
+            self.rpc_url, self.deployment.registry, self.deployment.chain_id
+        )
+    }
+}
+
+/// Where the chain's process files go (`pid`, `anvil.log`).
+pub fn process_dir(dir: &Path) -> PathBuf {
+    dir.join("anvil")
+}
+
+fn chain_file(dir: &Path) -> PathBuf {
+    dir.join("chain.json")
+}
+
+/// The testnet's chain, if it has one.
+pub fn load(dir: &Path) -> Option<ChainInfo> {
+    serde_json::from_slice(&std::fs::read(chain_file(dir)).ok()?).ok()
+}
+
+/// How the testnet gets its chain.
+#[derive(Clone, Debug)]
+pub enum ChainSource {
+    /// Start Anvil on this port.
+    Anvil {
+        /// Loopback port.
+        port: u16,
+        /// Seconds per block (`None`: a block per transaction).
+        block_time: Option<u64>,
+    },
+    /// Use an external chain, deploying from this key (hex).
+    External {
+        /// JSON-RPC URL.
+        rpc_url: String,
+        /// Funded deployer key.
+        deployer_key: String,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, TestnetError> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())
+}
+
+/// Starts (or connects to) the chain and deploys the contracts; writes `chain.json`.
+pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError> {
+    let (rpc_url, key, managed) = match source {
+        ChainSource::Anvil { port, block_time } => {
+            let process = process_dir(dir);
+            std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
+            let options = AnvilOptions {
+                block_time: *block_time,
+                log: Some(process.join("anvil.log")),
+                ..AnvilOptions::on_port(*port)
+            };
+            let anvil = Anvil::spawn(&options).map_err(|e| format!("starting Anvil: {e}"))?;
+            let url = anvil.url().to_owned();
+            let pid = anvil.detach();
+            std::fs::write(process.join("pid"), pid.to_string()).map_err(|e| e.to_string())?;
+            (url, DEV_KEY.to_owned(), true)
+        }
+        ChainSource::External { rpc_url, deployer_key } => (rpc_url.clone(), deployer_key.clone(), false),
+    };
+    let deployer = deploy::signer(&key).map_err(|e| e.to_string())?;
+    let params = RegistryParams {
+        min_stake: testnet_stake(),
+        unstake_delay: 3600,
+        slash_reporter_bps: 1000,
+        token_supply: testnet_stake() * U256::from(1_000_000u64),
+    };
+    let deployment = runtime()?
+        .block_on(deploy::deploy(&rpc_url, &deployer, params))
+        .map_err(|e| format!("deploying the NOX contracts on {rpc_url}: {e}"))?;
+    let info = ChainInfo { rpc_url, deployment, managed };
+    let json = serde_json::to_vec_pretty(&info).map_err(|e| e.to_string())?;
+    std::fs::write(chain_file(dir), json).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("deployer.key"), key).map_err(|e| e.to_string())?;
+    Ok(info)
+}
+
+/// A node to register.
+pub struct NodeToRegister {
+    /// Its operator account (see [`new_operator`]).
+    pub operator: PrivateKeySigner,
+    /// What it registers.
+    pub registration: Registration,
+}
+
+/// A fresh operator account for the node in `node_dir`, its key written to
+/// `keys/operator.key` (0600).
+pub fn new_operator(node_dir: &Path) -> Result<PrivateKeySigner, TestnetError> {
+    let operator = PrivateKeySigner::random();
+    let key = zeroize::Zeroizing::new(hex::encode(operator.to_bytes()));
+    write_secret(&operator_key_file(node_dir), &key)?;
+    Ok(operator)
+}
+
+/// Where the testnet keeps a node's operator key.
+pub fn operator_key_file(node_dir: &Path) -> PathBuf {
+    node_dir.join("keys/operator.key")
+}
+
+/// `descriptor` with its operator's statements for every key (what nodes upload themselves).
+pub fn with_statements(
+    info: &ChainInfo,
+    operator: &PrivateKeySigner,
+    descriptor: nox_topology::SignedDescriptor,
+) -> Result<nox_topology::SignedDescriptor, TestnetError> {
+    nox_chain::slash::attach_statements(operator, info.deployment.chain_id, info.deployment.registry, descriptor)
+        .map_err(|e| e.to_string())
+}
+
+/// Role bits for a node of `layer` out of `layers`.
+pub fn role(layer: u8, layers: u8) -> u8 {
+    if layer + 1 == layers { ROLE_RELAY | ROLE_EXIT } else { ROLE_RELAY }
+}
+
+fn write_secret(path: &Path, text: &str) -> Result<(), TestnetError> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// The operator key of a node registered by the testnet.
+pub fn operator_key(node_dir: &Path) -> Result<PrivateKeySigner, TestnetError> {
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(operator_key_file(node_dir)).map_err(|e| format!("operator key: {e}"))?,
+    );
+    deploy::signer(&text).map_err(|e| e.to_string())
+}
+
+/// Funds each node's operator account (ETH for gas, the stake) from the deployer and
+/// registers it, all nodes at once.
+pub fn register(dir: &Path, info: &ChainInfo, nodes: Vec<NodeToRegister>) -> Result<(), TestnetError> {
+    let deployer_key = std::fs::read_to_string(dir.join("deployer.key")).map_err(|e| format!("deployer key: {e}"))?;
+    let deployer = deploy::signer(&deployer_key).map_err(|e| e.to_string())?;
+    let info = Arc::new(info.clone());
+    runtime()?.block_on(async move {
+        for node in &nodes {
+            let eth = U256::from(10u64).pow(U256::from(18u64));
+            deploy::fund(
+                &info.rpc_url,
+                &info.deployment,
+                &deployer,
+                node.operator.address(),
+                eth,
+                node.registration.stake,
+            )
+            .await
+            .map_err(|e| format!("funding an operator: {e}"))?;
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for node in nodes {
+            let info = info.clone();
+            tasks.spawn(async move {
+                deploy::register(&info.rpc_url, &info.deployment, &node.operator, &node.registration)
+                    .await
+                    .map_err(|e| format!("registering operator {}: {e}", node.operator.address()))
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done.map_err(|e| e.to_string())??;
+        }
+        Ok(())
+    })
+}
+
+/// The registry's view for a client of the testnet: a [`nox_node::Trust`] when the testnet
+/// has a chain.
+pub async fn trust(dir: &Path) -> Result<Option<nox_node::Trust>, TestnetError> {
+    let Some(info) = load(dir) else { return Ok(None) };
+    let chain = nox_node::ChainMembership::start(info.config()).await.map_err(|e| e.to_string())?;
+    Ok(Some(nox_node::Trust::Chain(chain)))
+}
+
+/// Reads a TOML file holding a `[chain]` section.
+pub fn load_chain_toml(path: &Path) -> Result<ChainConfig, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        chain: ChainConfig,
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str::<File>(&text).map(|f| f.chain).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Seconds between registry reads of a directory.
+const ADMISSION_PERIOD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The registry's active identities, re-read every [`ADMISSION_PERIOD`] (a directory admits
+/// exactly those). A failed read keeps the last verified set.
+pub async fn admission_feed(
+    config: ChainConfig,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<tokio::sync::watch::Receiver<Vec<[u8; 32]>>, String> {
+    let chain = nox_node::ChainMembership::start(config).await.map_err(|e| e.to_string())?;
+    let identities = |s: &nox_chain::RegistrySnapshot| s.nodes.iter().map(|n| n.identity_key).collect::<Vec<_>>();
+    let (tx, rx) = tokio::sync::watch::channel(identities(&*chain.last().await));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(ADMISSION_PERIOD) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            let snapshot = chain.refresh().await;
+            tx.send_if_modified(|current| {
+                let fresh = identities(&snapshot);
+                let changed = *current != fresh;
+                if changed {
+                    *current = fresh;
+                }
+                changed
+            });
+        }
+    });
+    Ok(rx)
+}
+
+/// One status line: the chain, the registry's block, fingerprint and active nodes (read and
+/// verified now), and how many of them the verified topology routes to.
+pub fn status_line(dir: &Path, running: bool) -> Option<String> {
+    let info = load(dir)?;
+    let process = if info.managed { if running { " (Anvil running)" } else { " (Anvil stopped)" } } else { "" };
+    let view = runtime().ok()?.block_on(async {
+        let mut view = nox_chain::RegistryView::new(info.config()).map_err(|e| e.to_string())?;
+        view.refresh().await.map_err(|e| e.to_string())
+    });
+    let registry = match view {
+        Ok(s) => format!("block {} fingerprint {} registered {}", s.block, s.fingerprint, s.nodes.len()),
+        Err(e) => format!("registry unreadable: {e}"),
+    };
+    let routable = crate::testnet_directory::topology(dir)
+        .map_or_else(|e| format!("topology: {e}"), |t| format!("routable {}", t.nodes().len()));
+    Some(format!(
+        "chain {} at {}{process} — registry {}: {registry}, {routable}",
+        info.deployment.chain_id, info.rpc_url, info.deployment.registry
+    ))
+}

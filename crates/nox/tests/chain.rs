@@ -1,0 +1,230 @@
+//! The chain as the source of membership, on real processes: `nox testnet up` starts Anvil,
+//! deploys the contracts and registers 9 nodes with a stake; traffic is delivered; a 10th node
+//! registers mid-run and is routed to; a node that leaves and a node slashed for equivocation by
+//! a third party drop out of every view; descriptors the registry does not vouch for are
+//! refused; a node that is not registered refuses to run.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use nox::testnet::{metric, nodes, scrape};
+use nox_chain::slash::{self, Equivocation};
+use nox_chain::{PrivateKeySigner, U256};
+use nox_sphinx::Geometry;
+use nox_topology::{TopologyError, Unvouched};
+
+const NOX: &str = env!("CARGO_BIN_EXE_nox");
+/// Epoch length of the test network; nodes re-read the registry every quarter epoch.
+const EPOCH_SECS: u64 = 12;
+
+struct Testnet {
+    dir: PathBuf,
+}
+
+impl Drop for Testnet {
+    fn drop(&mut self) {
+        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn nox(args: &[&str], dir: &Path) -> String {
+    let out = Command::new(NOX).args(args).arg("--dir").arg(dir).output().expect("run nox");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "nox {args:?} failed:\n{text}");
+    text
+}
+
+/// The traffic summary line, and the testnet's status (drop reasons) to explain a loss.
+fn delivered_fraction(dir: &Path, packets: u64) -> String {
+    let out = nox(&["testnet", "traffic", "--packets", &packets.to_string()], dir);
+    let line = out.lines().find(|l| l.starts_with("traffic:")).unwrap_or_default().to_owned();
+    format!("{line}\n{}", nox(&["testnet", "status"], dir))
+}
+
+fn node_ids(dir: &Path) -> Vec<[u8; 32]> {
+    let topology = nox::testnet_directory::topology(dir).expect("a verified topology");
+    topology.nodes().iter().map(|n| n.descriptor.identity_key.to_bytes()).collect()
+}
+
+fn identity_of(node_dir: &Path) -> [u8; 32] {
+    nox_keystore::load_identity(&node_dir.join("keys")).expect("identity").public().identity_key.to_bytes()
+}
+
+/// Waits until `check` holds (at most 1.5 epochs: a registry change reaches every view within
+/// one epoch, the rest is margin for the directory's re-issue).
+fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(EPOCH_SECS * 3 / 2);
+    while !check() {
+        assert!(Instant::now() < deadline, "not within an epoch: {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+}
+
+#[test]
+fn membership_follows_the_registry() {
+    let dir = std::env::temp_dir().join(format!("nox-it-chain-{}", std::process::id()));
+    let base = 24_000 + (std::process::id() % 100) as u16 * 30;
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = nox(
+        &[
+            "testnet",
+            "up",
+            "--epoch-secs",
+            &EPOCH_SECS.to_string(),
+            "--overlap-secs",
+            "3",
+            "--base-port",
+            &base.to_string(),
+        ],
+        &dir,
+    );
+    let net = Testnet { dir: dir.clone() };
+    assert!(out.contains("registry 0x"), "{out}");
+    let info = nox::testnet_chain::load(&dir).expect("chain.json");
+
+    // 9 registered nodes, every one routable, traffic delivered.
+    assert_eq!(node_ids(&dir).len(), 9);
+    let first = nodes(&dir)[0].metrics;
+    let text = scrape(first).expect("metrics");
+    assert_eq!(metric(&text, "nox_chain_registered_nodes"), 9);
+    assert_eq!(metric(&text, "nox_topology_nodes"), 9);
+    assert!(text.contains("nox_chain_info{fingerprint=\"0x"), "{text}");
+    let line = delivered_fraction(&dir, 300);
+    assert!(line.contains("delivered 300 (100.0 %)"), "{line}");
+
+    // Descriptors the registry does not vouch for are refused by clients.
+    refuses_unvouched_descriptors(&dir);
+
+    // A 10th node registers mid-run and is routed to within an epoch.
+    let joined = nox::testnet::join_with(&dir, Path::new(NOX)).expect("joins");
+    let new_id = identity_of(&joined);
+    eventually("the new node in the client's view", || node_ids(&dir).contains(&new_id));
+    eventually("every node routes to the new node", || {
+        nodes(&dir).iter().all(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_topology_nodes") == 10)
+    });
+    let received = |d: &Path| {
+        let entry = nodes(&net.dir).into_iter().find(|n| n.dir == d).expect("listed");
+        metric(&scrape(entry.metrics).unwrap_or_default(), "nox_packets_received_total")
+    };
+    let before = received(&joined);
+    let line = delivered_fraction(&dir, 300);
+    assert!(line.contains("delivered 300 (100.0 %)"), "{line}");
+    assert!(received(&joined) > before, "the new node carried none of 300 packets");
+
+    // A node leaves: out of the registry, then out of every view.
+    let leaver = dir.join("node-2");
+    let leaver_id = identity_of(&leaver);
+    nox(&["testnet", "leave", "--node", "2"], &dir);
+    eventually("the node that left is gone from the client's view", || !node_ids(&dir).contains(&leaver_id));
+
+    // It refuses to run again: it is no longer registered.
+    let out =
+        Command::new(NOX).args(["node", "--config"]).arg(leaver.join("node.toml")).output().expect("run nox node");
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "an unregistered node ran");
+    assert!(text.contains("is not registered"), "{text}");
+
+    // A third party slashes an equivocating node; it drops out of every view.
+    let cheat = dir.join("node-5");
+    let cheat_id = identity_of(&cheat);
+    // The node publishes one descriptor and hands a second one, with another key for the same
+    // epoch, to someone else: both carry its operator's statements, so together they are proof.
+    let operator = nox::testnet_chain::operator_key(&cheat).expect("operator key");
+    let published = runtime()
+        .block_on(nox_directory::fetch_document(
+            nox::testnet_directory::addr(&dir).expect("directory"),
+            Duration::from_secs(3),
+        ))
+        .expect("document")
+        .nodes
+        .into_iter()
+        .find(|n| n.descriptor.identity_key.to_bytes() == cheat_id)
+        .expect("the node's published descriptor");
+    assert!(!published.operator_statements.is_empty(), "nodes publish operator statements");
+    let identity = nox_keystore::load_identity(&cheat.join("keys")).expect("identity");
+    let mut other = published.descriptor.clone();
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5);
+    other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
+    let other =
+        nox::testnet_chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
+            .expect("statements");
+    assert!(slash::evidence_from(operator.address(), &published, &published).is_none());
+    let evidence: Equivocation = slash::evidence_from(operator.address(), &published, &other).expect("equivocation");
+    let reporter = PrivateKeySigner::random();
+    let deployer = nox_chain::deploy::signer(nox_chain::anvil::DEV_KEY).expect("dev key");
+    runtime().block_on(async {
+        let eth = U256::from(10u64).pow(U256::from(18u64));
+        nox_chain::deploy::fund(&info.rpc_url, &info.deployment, &deployer, reporter.address(), eth, U256::ZERO)
+            .await
+            .expect("funds the reporter");
+        slash::submit(&info.rpc_url, &info.deployment, &reporter, &evidence).await.expect("slashed");
+    });
+    eventually("the slashed node is gone from the client's view", || !node_ids(&dir).contains(&cheat_id));
+    eventually("every running node dropped the slashed one", || {
+        nodes(&dir)
+            .iter()
+            .filter(|n| n.dir != leaver && n.dir != cheat)
+            .all(|n| metric(&scrape(n.metrics).unwrap_or_default(), "nox_chain_registered_nodes") == 8)
+    });
+    let line = delivered_fraction(&dir, 300);
+    assert!(line.contains("delivered 300 (100.0 %)"), "{line}");
+    drop(net);
+}
+
+/// A forged node and a tampered descriptor in the document a cache serves: left out, each with
+/// its reason; the registered nodes still verify.
+fn refuses_unvouched_descriptors(dir: &Path) {
+    use nox_topology::{NodeDescriptor, SigningKey};
+    let runtime = runtime();
+    let trust = runtime.block_on(nox::testnet_chain::trust(dir)).expect("trust").expect("a chain");
+    let addr = nox::testnet_directory::addr(dir).expect("directory");
+    let mut document = runtime
+        .block_on(nox_directory::fetch_document(addr, Duration::from_secs(3)))
+        .expect("the directory's document");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+
+    // A node nobody registered, signing its own descriptor, with the epoch keys of a real node.
+    let mut forged = document.nodes[0].descriptor.clone();
+    let stranger = SigningKey::from_bytes(&[0x5a; 32]);
+    forged = NodeDescriptor::new(
+        stranger.verifying_key(),
+        nox_topology::LinkPublicKey::from_secret(&[0x5b; 32]),
+        "127.0.0.1:1".parse().expect("addr"),
+        nox_topology::LayerCount::new(3).expect("layers"),
+        0,
+        forged.sphinx_keys.iter().map(|k| nox_topology::EpochKey { epoch: k.epoch, key: k.key }).collect(),
+    );
+    let forged_id = forged.node_id();
+    document.nodes.push(forged.sign(&stranger).expect("self-signed"));
+    // A registered node re-signs its descriptor with another address.
+    let victim = document.nodes[1].clone();
+    let node_dir = nodes(dir)
+        .into_iter()
+        .find(|n| identity_of(&n.dir) == victim.descriptor.identity_key.to_bytes())
+        .expect("the victim's directory");
+    let identity = nox_keystore::load_identity(&node_dir.dir.join("keys")).expect("identity");
+    let mut moved = victim.descriptor.clone();
+    moved.address = "127.0.0.1:2".parse().expect("addr");
+    document.nodes[1] = moved.sign(identity.signing_key()).expect("signs");
+    let victim_id = victim.node_id();
+
+    let verified = runtime.block_on(trust.verify(&document, &Geometry::default(), now)).expect("the rest verifies");
+    let rejected = verified.rejected();
+    assert!(
+        rejected.contains(&(forged_id, TopologyError::Unvouched { node: forged_id, reason: Unvouched::NotRegistered }))
+    );
+    assert!(
+        rejected
+            .contains(&(victim_id, TopologyError::Unvouched { node: victim_id, reason: Unvouched::AddressDiffers }))
+    );
+    assert!(verified.node(&forged_id).is_none() && verified.node(&victim_id).is_none());
+    assert_eq!(verified.nodes().len(), 8);
+}
