@@ -1,0 +1,51 @@
+//! Typed errors.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ZkError {
+    /// A value (note value, fee, change) does not fit in [`crate::VALUE_BITS`] bits.
+    #[error("value does not fit in {bits} bits")]
+    ValueOutOfRange {
+        /// The bound in bits.
+        bits: u32,
+    },
+    /// The note cannot pay the fee (`fee > value`).
+    #[error("fee {fee} exceeds note value {value}")]
+    InsufficientValue {
+        /// The note's value.
+        value: u128,
+        /// The requested fee.
+        fee: u128,
+    },
+    /// A byte string is not the canonical encoding of a BN254 scalar (≥ p or wrong length).
+    #[error("not a canonical BN254 scalar")]
+    NonCanonicalScalar,
+    /// A Merkle path has the wrong length or its leaf index does not fit the tree.
+    #[error("malformed Merkle path: {0}")]
+    BadPath(&'static str),
+    /// The Merkle tree is full.
+    #[error("Merkle tree is full")]
+    TreeFull,
+    /// A point or proof encoding is not valid.
+    #[error("malformed encoding: {0}")]
+    Encoding(&'static str),
+    /// The Poseidon implementation refused its input (wrong arity).
+    #[error("poseidon: {0}")]
+    Poseidon(String),
+    /// Constraint synthesis or proving failed (the witness does not satisfy the circuit, or
+    /// arkworks reported an internal error).
+    #[error("proving system: {0}")]
+    Snark(String),
+    /// The public inputs and proof were well formed but the proof does not verify.
+    #[error("proof does not verify")]
+    ProofRejected,
+}
+
+impl From<ark_relations::gr1cs::SynthesisError> for ZkError {
+    fn from(e: ark_relations::gr1cs::SynthesisError) -> Self {
+        ZkError::Snark(e.to_string())
+    }
+}

@@ -1,0 +1,141 @@
+//! Groth16 over BN254: setup, prove, verify, and the EVM encoding of proofs and keys.
+
+use crate::{
+    circuit::{GasPaymentCircuit, NUM_PUBLIC_INPUTS, PublicInputs, Witness},
+    error::ZkError,
+    field::to_be32,
+};
+use ark_bn254::{Bn254, Fq, Fr, G1Affine, G2Affine};
+use ark_ec::AffineRepr;
+use ark_ff::{BigInteger, PrimeField};
+use ark_groth16::Groth16;
+use ark_snark::SNARK;
+use rand_core::{CryptoRng, RngCore, SeedableRng};
+
+pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
+
+/// Size of a proof in the EVM encoding: A (2 words), B (4), C (2).
+pub const PROOF_BYTES: usize = 8 * 32;
+
+/// The seed label of the testnet setup. **Testnet artifact**: the randomness of this setup
+/// (the "toxic waste") is public, so anyone can forge proofs against its verifying key. A real
+/// deployment uses keys from a multi-party ceremony (docs/design/zk-payment.md §7).
+pub const TESTNET_SETUP_LABEL: &[u8; 32] = b"NOX testnet gas-payment setup v1";
+
+/// Circuit-specific Groth16 keys for the gas-payment circuit.
+pub fn setup<R: RngCore + CryptoRng>(rng: &mut R) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
+    Groth16::<Bn254>::circuit_specific_setup(GasPaymentCircuit::blank(), rng).map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// The deterministic **testnet** setup (see [`TESTNET_SETUP_LABEL`]).
+pub fn testnet_setup() -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
+    let mut rng = rand_chacha::ChaCha20Rng::from_seed(*TESTNET_SETUP_LABEL);
+    setup(&mut rng)
+}
+
+/// Proves a gas payment. Fails with [`ZkError::Snark`] if the witness does not satisfy the
+/// statement (checked before proving, so an invalid statement never yields a proof).
+pub fn prove<R: RngCore + CryptoRng>(
+    pk: &ProvingKey<Bn254>,
+    public: &PublicInputs,
+    witness: &Witness,
+    rng: &mut R,
+) -> Result<Proof<Bn254>, ZkError> {
+    if !crate::is_satisfied(public, witness)? {
+        return Err(ZkError::Snark("witness does not satisfy the gas-payment statement".into()));
+    }
+    let circuit = GasPaymentCircuit { public: public.clone(), witness: Some(witness) };
+    Groth16::<Bn254>::prove(pk, circuit, rng).map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// Verifies a proof against the public inputs.
+pub fn verify(vk: &VerifyingKey<Bn254>, public: &PublicInputs, proof: &Proof<Bn254>) -> Result<(), ZkError> {
+    match Groth16::<Bn254>::verify(vk, &public.to_vec(), proof) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ZkError::ProofRejected),
+        Err(e) => Err(ZkError::Snark(e.to_string())),
+    }
+}
+
+fn fq_be(x: &Fq) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(&x.into_bigint().to_bytes_be());
+    out
+}
+
+/// A G1 point as `[x, y]` words (the point at infinity as `[0, 0]`, as the precompiles take it).
+pub fn g1_words(p: &G1Affine) -> [[u8; 32]; 2] {
+    match p.xy() {
+        Some((x, y)) => [fq_be(&x), fq_be(&y)],
+        None => [[0; 32]; 2],
+    }
+}
+
+/// A G2 point as `[x.c1, x.c0, y.c1, y.c0]` words: EIP-197 puts the imaginary part first.
+pub fn g2_words(p: &G2Affine) -> [[u8; 32]; 4] {
+    match p.xy() {
+        Some((x, y)) => [fq_be(&x.c1), fq_be(&x.c0), fq_be(&y.c1), fq_be(&y.c0)],
+        None => [[0; 32]; 4],
+    }
+}
+
+/// A proof as the verifier contract takes it: `uint256[8]` = `[A.x, A.y, B.x.c1, B.x.c0,
+/// B.y.c1, B.y.c0, C.x, C.y]`, 256 bytes.
+pub fn proof_to_evm(proof: &Proof<Bn254>) -> [u8; PROOF_BYTES] {
+    let mut out = [0u8; PROOF_BYTES];
+    let words = g1_words(&proof.a).into_iter().chain(g2_words(&proof.b)).chain(g1_words(&proof.c));
+    for (chunk, w) in out.chunks_exact_mut(32).zip(words) {
+        chunk.copy_from_slice(&w);
+    }
+    out
+}
+
+fn fq_from(bytes: &[u8]) -> Result<Fq, ZkError> {
+    let x = Fq::from_be_bytes_mod_order(bytes);
+    if x.into_bigint().to_bytes_be() == bytes {
+        Ok(x)
+    } else {
+        Err(ZkError::Encoding("coordinate not below the base field modulus"))
+    }
+}
+
+/// Decodes the EVM encoding of a proof, checking that each point is on its curve and in the
+/// prime-order subgroup.
+pub fn proof_from_evm(bytes: &[u8; PROOF_BYTES]) -> Result<Proof<Bn254>, ZkError> {
+    let w: Vec<Fq> = bytes.chunks_exact(32).map(fq_from).collect::<Result<_, _>>()?;
+    let g1 = |x: Fq, y: Fq| -> Result<G1Affine, ZkError> {
+        let p = G1Affine::new_unchecked(x, y);
+        if p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve() {
+            Ok(p)
+        } else {
+            Err(ZkError::Encoding("G1 point not on the curve"))
+        }
+    };
+    let x = ark_bn254::Fq2::new(w[3], w[2]);
+    let y = ark_bn254::Fq2::new(w[5], w[4]);
+    let b = G2Affine::new_unchecked(x, y);
+    if !(b.is_on_curve() && b.is_in_correct_subgroup_assuming_on_curve()) {
+        return Err(ZkError::Encoding("G2 point not on the curve or not in the subgroup"));
+    }
+    Ok(Proof { a: g1(w[0], w[1])?, b, c: g1(w[6], w[7])? })
+}
+
+/// The public inputs as `uint256[10]` words.
+pub fn inputs_to_evm(public: &PublicInputs) -> [[u8; 32]; NUM_PUBLIC_INPUTS] {
+    let v = public.to_vec();
+    let mut out = [[0u8; 32]; NUM_PUBLIC_INPUTS];
+    for (o, x) in out.iter_mut().zip(&v) {
+        *o = to_be32(x);
+    }
+    out
+}
+
+/// Scalar field modulus as a decimal string (used by the Solidity generator).
+pub fn scalar_modulus_decimal() -> String {
+    Fr::MODULUS.to_string()
+}
+
+/// Base field modulus as a decimal string.
+pub fn base_modulus_decimal() -> String {
+    Fq::MODULUS.to_string()
+}

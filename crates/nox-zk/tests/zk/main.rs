@@ -1,0 +1,7 @@
+//! One test binary, so the Groth16 setup and the honest proof are made once (`common::keys`,
+//! `common::honest`) and shared by every test.
+
+mod circuit;
+mod common;
+mod evm;
+mod poseidon;
