@@ -41,6 +41,15 @@ bash contracts/build.sh --check
 bash contracts/gas.sh --check
 bash contracts/anvil-smoke.sh
 
+step "spec vectors recomputed from the spec text alone (scripts/spec-check, pinned venv)"
+spec_venv=scripts/spec-check/.venv
+if [ ! -x "$spec_venv/bin/python" ] || ! cmp -s scripts/spec-check/requirements.txt "$spec_venv/.requirements.txt"; then
+  python3 -m venv "$spec_venv"
+  "$spec_venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/spec-check/requirements.txt
+  cp scripts/spec-check/requirements.txt "$spec_venv/.requirements.txt"
+fi
+"$spec_venv/bin/python" scripts/spec-check/check_vectors.py
+
 step "format"
 cargo fmt --all -- --check
 

@@ -219,3 +219,29 @@ async fn an_equivocating_node_is_slashed_by_a_third_party_and_leaves_the_registr
     assert!(after.by_identity(&[1; 32]).is_none(), "a slashed node is no longer listed");
     assert_eq!(after.nodes.len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_falls_over_between_endpoints_and_keeps_the_last_verified_snapshot() {
+    use nox_chain::{ChainConfig, RegistryView};
+    let net = net(2).await;
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let config = ChainConfig {
+        rpc_urls: vec![dead.clone(), net.anvil.url().to_owned()],
+        registry: net.deployment.registry,
+        chain_id: net.deployment.chain_id,
+        confirmations: 0,
+        operator_key_file: None,
+    };
+    let mut view = RegistryView::new(config).expect("a view");
+    assert!(view.last().is_none());
+    // The first endpoint is down: the second one answers.
+    let first = view.refresh().await.expect("falls over to the live endpoint");
+    assert_eq!(first.nodes.len(), 2);
+    // Every endpoint down: the refresh fails, naming each, and the last verified snapshot stays.
+    let Net { anvil, .. } = net;
+    drop(anvil);
+    let err = view.refresh().await.unwrap_err().to_string();
+    assert!(err.contains(&dead), "{err}");
+    assert_eq!(view.last().as_deref(), Some(&*first));
+    assert_eq!(view.membership().map(|m| m.len()), Some(2));
+}
