@@ -41,8 +41,10 @@ cargo build --profile bench-observe --features observe --locked -q -p nox
 nox="$CARGO_TARGET_DIR/bench-observe/nox"
 
 # Network: surb-rtt reply-loss http-overhead latency-vs-delay concurrency
-# scaling testnet in-process fec-curve; anonymity: anonymity attacks fec-arq.
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq"
+# scaling testnet in-process fec-curve; anonymity: anonymity attacks fec-arq;
+# chain: registry (topology refresh from the NodeRegistry on Anvil; needs
+# `npm install --prefix tools`, done on first use).
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {

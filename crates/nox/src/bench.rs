@@ -70,6 +70,9 @@ pub enum BenchCommand {
     Attacks(crate::bench_attacks::AttackArgs),
     /// FEC (one round) vs ARQ (retransmission rounds) for an m-fragment reply.
     FecArq(crate::bench_attacks::FecArqArgs),
+    /// Topology refresh cost from the on-chain registry (RPC calls, bytes, time, eth_call gas)
+    /// for 9, 100 and 1,000 nodes registered on Anvil (bench/data/registry.json).
+    Registry(crate::bench_registry::RegistryArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -126,6 +129,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Anonymity(args) => crate::bench_anonymity::run(args),
         BenchCommand::Attacks(args) => crate::bench_attacks::run_attacks(args),
         BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
+        BenchCommand::Registry(args) => crate::bench_registry::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()
