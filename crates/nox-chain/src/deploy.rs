@@ -50,6 +50,15 @@ pub fn wallet_provider(rpc_url: &str, key: &PrivateKeySigner) -> Result<DynProvi
     Ok(ProviderBuilder::new().wallet(EthereumWallet::from(key.clone())).connect_http(url).erased())
 }
 
+/// Waits for a sent transaction's receipt; a reverted one is `ChainError::Contract(what reverted)`.
+pub(crate) async fn confirm(
+    sent: Result<alloy::providers::PendingTransactionBuilder<alloy::network::Ethereum>, impl core::fmt::Display>,
+    what: &str,
+) -> Result<(), ChainError> {
+    let receipt = sent.map_err(ChainError::contract)?.get_receipt().await.map_err(ChainError::rpc)?;
+    if receipt.status() { Ok(()) } else { Err(ChainError::Contract(format!("{what} reverted"))) }
+}
+
 /// Parses a hex private key (with or without `0x`).
 pub fn signer(hex_key: &str) -> Result<PrivateKeySigner, ChainError> {
     hex_key.trim().parse().map_err(|e| ChainError::Config(format!("private key: {e}")))
@@ -102,24 +111,9 @@ pub async fn fund(
 ) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, funder)?;
     let tx = TransactionRequest::default().with_to(to).with_value(eth);
-    let receipt =
-        provider.send_transaction(tx).await.map_err(ChainError::rpc)?.get_receipt().await.map_err(ChainError::rpc)?;
-    if !receipt.status() {
-        return Err(ChainError::Contract(format!("funding {to} with ETH reverted")));
-    }
+    confirm(provider.send_transaction(tx).await, &format!("funding {to} with ETH")).await?;
     let token = NoxStakeToken::new(deployment.stake_token, &provider);
-    let receipt = token
-        .transfer(to, tokens)
-        .send()
-        .await
-        .map_err(ChainError::contract)?
-        .get_receipt()
-        .await
-        .map_err(ChainError::rpc)?;
-    if !receipt.status() {
-        return Err(ChainError::Contract(format!("funding {to} with stake tokens reverted")));
-    }
-    Ok(())
+    confirm(token.transfer(to, tokens).send().await, &format!("funding {to} with stake tokens")).await
 }
 
 /// What a node registers.
@@ -146,33 +140,22 @@ pub async fn register(
 ) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, operator)?;
     let token = NoxStakeToken::new(deployment.stake_token, &provider);
-    let approved = token
-        .approve(deployment.registry, registration.stake)
-        .send()
-        .await
-        .map_err(ChainError::contract)?
-        .get_receipt()
-        .await
-        .map_err(ChainError::rpc)?;
-    if !approved.status() {
-        return Err(ChainError::Contract("approving the stake reverted".into()));
-    }
+    confirm(token.approve(deployment.registry, registration.stake).send().await, "approving the stake").await?;
     let registry = NodeRegistry::new(deployment.registry, &provider);
-    let receipt = registry
-        .register(
-            registration.identity_key.into(),
-            registration.link_key.into(),
-            registration.link_address.clone(),
-            registration.role,
-            registration.stake,
-        )
-        .send()
-        .await
-        .map_err(ChainError::contract)?
-        .get_receipt()
-        .await
-        .map_err(ChainError::rpc)?;
-    if receipt.status() { Ok(()) } else { Err(ChainError::Contract("register reverted".into())) }
+    confirm(
+        registry
+            .register(
+                registration.identity_key.into(),
+                registration.link_key.into(),
+                registration.link_address.clone(),
+                registration.role,
+                registration.stake,
+            )
+            .send()
+            .await,
+        "register",
+    )
+    .await
 }
 
 /// The operator leaves: its node drops out of the active list at once.
@@ -183,13 +166,5 @@ pub async fn request_unstake(
 ) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, operator)?;
     let registry = NodeRegistry::new(deployment.registry, &provider);
-    let receipt = registry
-        .requestUnstake()
-        .send()
-        .await
-        .map_err(ChainError::contract)?
-        .get_receipt()
-        .await
-        .map_err(ChainError::rpc)?;
-    if receipt.status() { Ok(()) } else { Err(ChainError::Contract("requestUnstake reverted".into())) }
+    confirm(registry.requestUnstake().send().await, "requestUnstake").await
 }

@@ -9,7 +9,7 @@ use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::{SolStruct, eip712_domain};
 
 use crate::bindings::NodeRegistry;
-use crate::deploy::{Deployment, wallet_provider};
+use crate::deploy::{Deployment, confirm, wallet_provider};
 use crate::error::ChainError;
 
 alloy::sol! {
@@ -110,20 +110,19 @@ pub async fn submit(
 ) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, reporter)?;
     let registry = NodeRegistry::new(deployment.registry, &provider);
-    let receipt = registry
-        .slashEquivocation(
-            evidence.operator,
-            evidence.epoch,
-            evidence.a.0,
-            evidence.a.1.clone(),
-            evidence.b.0,
-            evidence.b.1.clone(),
-        )
-        .send()
-        .await
-        .map_err(ChainError::contract)?
-        .get_receipt()
-        .await
-        .map_err(ChainError::rpc)?;
-    if receipt.status() { Ok(()) } else { Err(ChainError::Contract("slashEquivocation reverted".into())) }
+    confirm(
+        registry
+            .slashEquivocation(
+                evidence.operator,
+                evidence.epoch,
+                evidence.a.0,
+                evidence.a.1.clone(),
+                evidence.b.0,
+                evidence.b.1.clone(),
+            )
+            .send()
+            .await,
+        "slashEquivocation",
+    )
+    .await
 }

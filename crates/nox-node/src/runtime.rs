@@ -129,6 +129,14 @@ fn check_registered(
     Ok(())
 }
 
+/// Time until just after the next key-epoch boundary (50 ms past it, so `now_unix` is already in
+/// the new epoch).
+fn until_next_epoch(schedule: &nox_topology::EpochSchedule) -> Option<Duration> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+    let next = schedule.epoch_start(schedule.epoch_at(now.as_secs()).checked_add(1)?);
+    Some(Duration::from_secs(next).checked_sub(now).unwrap_or_default() + Duration::from_millis(50))
+}
+
 fn hex_32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text.trim()).ok()?.try_into().ok()
 }
@@ -383,8 +391,13 @@ pub async fn run_with(
         tokio::spawn(async move {
             let period = (schedule.overlap() / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
             loop {
+                // Every `period`, and right after each epoch boundary: the new epoch's key (created
+                // and published an epoch ahead) must be open before clients switch to it, half an
+                // overlap after the boundary — a periodic tick alone could open it up to a whole
+                // period late.
+                let pause = until_next_epoch(&schedule).map_or(period, |boundary| boundary.min(period));
                 tokio::select! {
-                    () = tokio::time::sleep(period) => {}
+                    () = tokio::time::sleep(pause) => {}
                     _ = shutdown.wait_for(|stop| *stop) => return,
                 }
                 let now = now_unix();
