@@ -400,7 +400,8 @@ async fn measure(
     let before = proxy.read();
     counted_reader.snapshot_at(block).await.map_err(err)?;
     let snapshot_at_rpc = proxy.read().since(&before);
-    let config = ChainConfig { rpc_urls: vec![proxied.clone()], registry, chain_id, confirmations: 0 };
+    let config =
+        ChainConfig { rpc_urls: vec![proxied.clone()], registry, chain_id, confirmations: 0, operator_key_file: None };
     let mut counted_view = RegistryView::new(config).map_err(err)?;
     let before = proxy.read();
     counted_view.refresh().await.map_err(err)?;
@@ -425,7 +426,8 @@ async fn measure(
 
     // Wall time, straight to Anvil: a few untimed warm-up rounds, then `snapshot_at` and
     // `refresh` alternate so that both see the same machine and Anvil conditions.
-    let config = ChainConfig { rpc_urls: vec![url.to_string()], registry, chain_id, confirmations: 0 };
+    let config =
+        ChainConfig { rpc_urls: vec![url.to_string()], registry, chain_id, confirmations: 0, operator_key_file: None };
     let mut view = RegistryView::new(config).map_err(err)?;
     let t0 = Instant::now();
     view.refresh().await.map_err(err)?;
