@@ -554,7 +554,11 @@ fn verify_topology(snapshot: &RegistrySnapshot, nodes: &[GenNode], reps: usize) 
             0,
             keys,
         );
-        descriptors.push(descriptor.sign(&node.identity).map_err(err)?);
+        let signed = descriptor.sign(&node.identity).map_err(err)?;
+        // With the operator's EIP-712 statement for each key, as nodes publish them (verified too).
+        let signed = nox_chain::slash::attach_statements(&node.operator, snapshot.chain_id, snapshot.registry, signed)
+            .map_err(err)?;
+        descriptors.push(signed);
     }
     let document = TopologyDocument {
         version: VERSION,
