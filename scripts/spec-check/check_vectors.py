@@ -517,14 +517,44 @@ def check_fragment_errors():
             check(parse_error(bytes.fromhex(fr)) is None, f"{case['name']}: fragment refused")
 
 
+def check_notes():
+    """notes.md §2 and §4: keys, address and memo (Poseidon values are checked against
+    poseidon-solidity by the forge tests, not here)."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+    def pub(k):
+        return X25519PrivateKey.from_private_bytes(k).public_key().public_bytes_raw()
+
+    v = json.loads((VECTORS / "notes.json").read_text())
+    seed = bytes.fromhex(v["seed"])
+    vk = blake3.blake3(seed, derive_key_context="NOX wallet v1 viewing key").digest()
+    check(vk.hex() == v["viewing_secret"], "notes: viewing secret")
+    VK = pub(vk)
+    check(VK.hex() == v["viewing_public"], "notes: viewing public key")
+    check(v["payment_address"] == "noxpay:" + v["owner"] + VK.hex(), "notes: payment address")
+    e = bytes.fromhex(v["memo"]["ephemeral_secret"])
+    E = pub(e)
+    shared = X25519PrivateKey.from_private_bytes(e).exchange(X25519PublicKey.from_public_bytes(VK))
+    key = blake3.blake3(shared + E + VK, derive_key_context="NOX note memo v1").digest()
+    note = v["note"]
+    plain = int(note["value"]).to_bytes(16, "big") + bytes.fromhex(note["blinding"])
+    memo = E + ChaCha20Poly1305(key).encrypt(bytes(12), plain, bytes.fromhex(note["asset"]))
+    check(memo.hex() == v["memo"]["memo"], "notes: memo rebuilt")
+    check(int(v["withdraw_domain"], 16) == 2**160, "notes: withdrawal domain")
+    check(int(v["change"]["value"]) == int(note["value"]) - int(v["fee"]), "notes: change value")
+
+
 def main():
     cases = check_sphinx()
     check_fragments()
     check_fragment_errors()
+    check_notes()
     for f in FAILURES:
         print("MISMATCH", f)
     print(f"sphinx: forward and SURB vectors rebuilt and traced, pow checked, {cases} failure cases")
     print("fragments: every valid vector checked, parity from section 4; parse errors from section 5")
+    print("notes: viewing key, address and memo rebuilt from section 2 and 4")
     print("OK" if not FAILURES else f"{len(FAILURES)} mismatches")
     return 1 if FAILURES else 0
 
