@@ -17,8 +17,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::Duration,
+    process::{Command, Stdio},
 };
 
 use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
@@ -78,30 +77,10 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
-struct Anvil(Child);
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn anvil(port: u16) -> Anvil {
-    let child = Command::new(tool("anvil"))
-        .args(["--port", &port.to_string(), "--silent"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start anvil");
-    let anvil = Anvil(child);
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return anvil;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("anvil did not listen on {port}");
+/// The native Anvil binary (`nox_chain::anvil`), killed on drop: the npm `.bin` wrapper would
+/// leave the real process running if the wrapper were killed.
+fn anvil(port: u16) -> nox_chain::anvil::Anvil {
+    nox_chain::anvil::Anvil::spawn(&nox_chain::anvil::AnvilOptions::on_port(port)).expect("start anvil")
 }
 
 /// Runs a Foundry tool (blocking, off the runtime) and returns its stdout.
