@@ -26,6 +26,9 @@ pub enum ZkError {
     /// A Merkle path has the wrong length or its leaf index does not fit the tree.
     #[error("malformed Merkle path: {0}")]
     BadPath(&'static str),
+    /// A batch insertion is malformed (size, alignment).
+    #[error("bad batch: {0}")]
+    BadBatch(&'static str),
     /// The Merkle tree is full.
     #[error("Merkle tree is full")]
     TreeFull,

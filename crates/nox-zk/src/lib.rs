@@ -6,6 +6,7 @@ pub mod circuit;
 pub mod error;
 pub mod field;
 pub mod groth16;
+pub mod insert;
 pub mod merkle;
 pub mod note;
 pub mod poseidon;

@@ -4,7 +4,11 @@
 //! [`Tree`] is an in-memory append-only tree for tests, vectors and a wallet's local view; a
 //! wallet with the whole chain's leaves rebuilds it and reads its path from it.
 
-use crate::{error::ZkError, poseidon};
+use crate::{
+    error::ZkError,
+    insert::{BATCH_LEVELS, BATCH_SIZE, InsertPublic, InsertWitness},
+    poseidon,
+};
 use ark_bn254::Fr;
 use std::sync::OnceLock;
 
@@ -105,6 +109,33 @@ impl Tree {
     /// The current root.
     pub fn root(&self) -> Fr {
         self.node(TREE_DEPTH, 0)
+    }
+
+    /// Appends one batch (docs/design/zk-payment.md §4.3): `leaves` (1 to 16) then zeros up to
+    /// 16 slots, as one aligned subtree. Returns the insertion statement and its witness. The
+    /// tree's length must be a multiple of 16 (every batch fills its 16 slots).
+    pub fn insert_batch(&mut self, leaves: &[Fr]) -> Result<(InsertPublic, InsertWitness), ZkError> {
+        if leaves.is_empty() || leaves.len() > BATCH_SIZE {
+            return Err(ZkError::BadBatch("a batch holds 1 to 16 leaves"));
+        }
+        let start = self.len();
+        if !start.is_multiple_of(BATCH_SIZE as u64) {
+            return Err(ZkError::BadBatch("the tree does not end at a batch boundary"));
+        }
+        if TREE_DEPTH < 64 && (start + BATCH_SIZE as u64) > 1u64 << TREE_DEPTH {
+            return Err(ZkError::TreeFull);
+        }
+        let old_root = self.root();
+        let pos = (start as usize) >> BATCH_LEVELS;
+        let siblings =
+            (BATCH_LEVELS..TREE_DEPTH).map(|lvl| self.node(lvl, (pos >> (lvl - BATCH_LEVELS)) ^ 1)).collect();
+        let mut batch = [Fr::from(0u64); BATCH_SIZE];
+        batch[..leaves.len()].copy_from_slice(leaves);
+        for leaf in batch {
+            self.push(leaf)?;
+        }
+        let public = InsertPublic { old_root, new_root: self.root(), start_index: start, leaves: batch };
+        Ok((public, InsertWitness { siblings }))
     }
 
     /// The path of leaf `index`.

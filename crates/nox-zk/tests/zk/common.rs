@@ -76,3 +76,11 @@ pub fn honest() -> &'static (Payment, Proof<E>) {
         (p, proof)
     })
 }
+
+/// The insertion circuit's size (docs/design/zk-payment.md §4.3).
+pub const INSERT_CONSTRAINTS: usize = 17_183;
+
+pub fn insert_keys() -> &'static (ProvingKey<Bn254>, VerifyingKey<Bn254>) {
+    static K: OnceLock<(ProvingKey<Bn254>, VerifyingKey<Bn254>)> = OnceLock::new();
+    K.get_or_init(|| nox_zk::insert::testnet_setup().expect("insert testnet setup"))
+}

@@ -13,11 +13,11 @@ use nox_zk::{
 };
 use std::{fmt::Write, path::PathBuf};
 
-fn repo() -> PathBuf {
+pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn check_or_write(rel: &str, want: &str) {
+pub fn check_or_write(rel: &str, want: &str) {
     let path = repo().join(rel);
     if std::env::var_os("NOX_ZK_WRITE").is_some() {
         std::fs::write(&path, want).expect("write");
@@ -27,7 +27,7 @@ fn check_or_write(rel: &str, want: &str) {
     assert!(have == want, "{rel} is stale: run NOX_ZK_WRITE=1 cargo test -p nox-zk --test evm");
 }
 
-fn hex(w: &[u8; 32]) -> String {
+pub fn hex(w: &[u8; 32]) -> String {
     let mut s = String::from("0x");
     for b in w {
         let _ = write!(s, "{b:02x}");

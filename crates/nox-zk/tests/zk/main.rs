@@ -4,4 +4,6 @@
 mod circuit;
 mod common;
 mod evm;
+mod insert;
+mod pool_vectors;
 mod poseidon;

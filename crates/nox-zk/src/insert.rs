@@ -1,0 +1,209 @@
+//! The batch-insertion circuit (docs/design/zk-payment.md §4.3).
+//!
+//! The pool queues every new commitment and anyone inserts the next batch of up to
+//! [`BATCH_SIZE`] queued commitments as one aligned subtree of height [`BATCH_LEVELS`] (missing
+//! leaves are 0), proving in zero knowledge that the tree was updated correctly, so the chain
+//! never hashes a Merkle path. Public inputs, in this order ([`InsertPublic::to_vec`]):
+//! `oldRoot, newRoot, startIndex, leaf[0..16]`. Private: the 28 siblings of the subtree's
+//! position. The circuit enforces
+//!
+//! 1. `startIndex = 16 · pos` with `pos` decomposed into 28 boolean bits (so the batch is
+//!    aligned and inside the tree);
+//! 2. the empty subtree (`zeros()[4]`) sits at `pos` under `oldRoot` with the siblings;
+//! 3. the subtree root of the 16 leaves (15 Poseidon hashes) sits at the same position, with the
+//!    same siblings, under `newRoot`.
+//!
+//! So the old tree had nothing in the batch's slots, the new tree differs from it in exactly
+//! those slots, and they hold exactly the 16 leaves the chain fed the verifier.
+
+use crate::{
+    error::ZkError,
+    field::to_be32,
+    merkle::{TREE_DEPTH, zeros},
+    poseidon::hash_gadget,
+};
+use ark_bn254::{Bn254, Fr};
+use ark_groth16::{Groth16, Proof, ProvingKey, VerifyingKey};
+use ark_r1cs_std::{
+    alloc::AllocVar,
+    boolean::Boolean,
+    eq::EqGadget,
+    fields::{FieldVar, fp::FpVar},
+    select::CondSelectGadget,
+};
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, SynthesisError};
+use ark_snark::SNARK;
+use rand_core::{CryptoRng, RngCore, SeedableRng};
+
+/// Leaves per batch.
+pub const BATCH_SIZE: usize = 16;
+/// Height of a batch's subtree (`2^BATCH_LEVELS = BATCH_SIZE`).
+pub const BATCH_LEVELS: usize = 4;
+/// Levels above a batch's subtree.
+pub const UPPER_LEVELS: usize = TREE_DEPTH - BATCH_LEVELS;
+/// Number of public inputs.
+pub const INSERT_NUM_PUBLIC_INPUTS: usize = 3 + BATCH_SIZE;
+
+/// The seed label of the testnet insertion setup. **Testnet artifact**: its randomness is public
+/// (anyone can forge insertion proofs for its verifying key); see
+/// [`crate::groth16::TESTNET_SETUP_LABEL`].
+pub const TESTNET_INSERT_SETUP_LABEL: &[u8; 32] = b"NOX testnet batch-insert setup 1";
+
+/// The public inputs of one batch insertion, each as the pool computes it from its own state
+/// (all but `new_root`, which the inserter supplies and the proof vouches for).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsertPublic {
+    /// The pool's current root.
+    pub old_root: Fr,
+    /// The root after the batch.
+    pub new_root: Fr,
+    /// Leaf position of the batch's first slot (a multiple of 16).
+    pub start_index: u64,
+    /// The 16 leaves: the queued commitments in order, then zeros.
+    pub leaves: [Fr; BATCH_SIZE],
+}
+
+impl InsertPublic {
+    /// The inputs in the verifier's order.
+    pub fn to_vec(&self) -> Vec<Fr> {
+        let mut v = Vec::with_capacity(INSERT_NUM_PUBLIC_INPUTS);
+        v.push(self.old_root);
+        v.push(self.new_root);
+        v.push(Fr::from(self.start_index));
+        v.extend_from_slice(&self.leaves);
+        v
+    }
+
+    /// The inputs as `uint256[19]` words.
+    pub fn to_evm(&self) -> [[u8; 32]; INSERT_NUM_PUBLIC_INPUTS] {
+        let mut out = [[0u8; 32]; INSERT_NUM_PUBLIC_INPUTS];
+        for (o, x) in out.iter_mut().zip(self.to_vec()) {
+            *o = to_be32(&x);
+        }
+        out
+    }
+}
+
+/// The private witness: the siblings of the batch's subtree, level 4 first. (Public data of the
+/// tree, but part of no input.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InsertWitness {
+    /// [`UPPER_LEVELS`] siblings.
+    pub siblings: Vec<Fr>,
+}
+
+/// The insertion circuit; `witness == None` only shapes the constraint system (setup).
+pub struct InsertCircuit<'a> {
+    /// Public inputs (any values for setup).
+    pub public: InsertPublic,
+    /// The witness, `None` for setup.
+    pub witness: Option<&'a InsertWitness>,
+}
+
+impl InsertCircuit<'_> {
+    /// The circuit for key generation.
+    pub fn blank() -> InsertCircuit<'static> {
+        let z = Fr::from(0u64);
+        InsertCircuit {
+            public: InsertPublic { old_root: z, new_root: z, start_index: 0, leaves: [z; BATCH_SIZE] },
+            witness: None,
+        }
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for InsertCircuit<'_> {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        let p = &self.public;
+        let w = self.witness;
+        let input = |v: Fr| FpVar::new_input(cs.clone(), || Ok(v));
+        let old_root = input(p.old_root)?;
+        let new_root = input(p.new_root)?;
+        let start = input(Fr::from(p.start_index))?;
+        let leaves = p.leaves.iter().map(|l| input(*l)).collect::<Result<Vec<_>, _>>()?;
+
+        // 1. Position: startIndex = 16 · pos, pos < 2^28 (bit i of pos = bit i + 4 of startIndex).
+        let pos = p.start_index >> BATCH_LEVELS;
+        let mut bits = Vec::with_capacity(UPPER_LEVELS);
+        for i in 0..UPPER_LEVELS {
+            bits.push(Boolean::new_witness(cs.clone(), || {
+                w.map(|_| (pos >> i) & 1 == 1).ok_or(SynthesisError::AssignmentMissing)
+            })?);
+        }
+        let pos_var = Boolean::le_bits_to_fp(&bits)?;
+        (pos_var * Fr::from(BATCH_SIZE as u64)).enforce_equal(&start)?;
+
+        // 3 (first half). The subtree root of the 16 leaves.
+        let mut level = leaves;
+        while level.len() > 1 {
+            level = level.chunks_exact(2).map(|pair| hash_gadget(pair)).collect::<Result<Vec<_>, _>>()?;
+        }
+        let subtree = level.pop().ok_or(SynthesisError::Unsatisfiable)?;
+
+        // 2 and 3: the same path from the empty subtree to oldRoot and from the batch to newRoot.
+        let mut old = FpVar::constant(zeros()[BATCH_LEVELS]);
+        let mut new = subtree;
+        for (lvl, bit) in bits.iter().enumerate() {
+            let sib = FpVar::new_witness(cs.clone(), || {
+                w.and_then(|w| w.siblings.get(lvl).copied()).ok_or(SynthesisError::AssignmentMissing)
+            })?;
+            let ol = FpVar::conditionally_select(bit, &sib, &old)?;
+            let or = FpVar::conditionally_select(bit, &old, &sib)?;
+            old = hash_gadget(&[ol, or])?;
+            let nl = FpVar::conditionally_select(bit, &sib, &new)?;
+            let nr = FpVar::conditionally_select(bit, &new, &sib)?;
+            new = hash_gadget(&[nl, nr])?;
+        }
+        old.enforce_equal(&old_root)?;
+        new.enforce_equal(&new_root)?;
+        Ok(())
+    }
+}
+
+/// Whether `witness` satisfies the insertion statement for `public` (no proof is made).
+pub fn is_satisfied(public: &InsertPublic, witness: &InsertWitness) -> Result<bool, ZkError> {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    InsertCircuit { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
+    cs.is_satisfied().map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// Number of R1CS constraints of the insertion circuit (and of witness and instance variables).
+pub fn constraint_count() -> Result<(usize, usize, usize), ZkError> {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    cs.set_mode(ark_relations::gr1cs::SynthesisMode::Setup);
+    InsertCircuit::blank().generate_constraints(cs.clone())?;
+    cs.finalize();
+    Ok((cs.num_constraints(), cs.num_witness_variables(), cs.num_instance_variables()))
+}
+
+/// Circuit-specific Groth16 keys for the insertion circuit.
+pub fn setup<R: RngCore + CryptoRng>(rng: &mut R) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
+    Groth16::<Bn254>::circuit_specific_setup(InsertCircuit::blank(), rng).map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// The deterministic **testnet** insertion setup (see [`TESTNET_INSERT_SETUP_LABEL`]).
+pub fn testnet_setup() -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
+    setup(&mut rand_chacha::ChaCha20Rng::from_seed(*TESTNET_INSERT_SETUP_LABEL))
+}
+
+/// Proves a batch insertion; refuses (before proving) a witness that does not satisfy it.
+pub fn prove<R: RngCore + CryptoRng>(
+    pk: &ProvingKey<Bn254>,
+    public: &InsertPublic,
+    witness: &InsertWitness,
+    rng: &mut R,
+) -> Result<Proof<Bn254>, ZkError> {
+    if !is_satisfied(public, witness)? {
+        return Err(ZkError::Snark("witness does not satisfy the insertion statement".into()));
+    }
+    Groth16::<Bn254>::prove(pk, InsertCircuit { public: public.clone(), witness: Some(witness) }, rng)
+        .map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// Verifies an insertion proof.
+pub fn verify(vk: &VerifyingKey<Bn254>, public: &InsertPublic, proof: &Proof<Bn254>) -> Result<(), ZkError> {
+    match Groth16::<Bn254>::verify(vk, &public.to_vec(), proof) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ZkError::ProofRejected),
+        Err(e) => Err(ZkError::Snark(e.to_string())),
+    }
+}
