@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 FORGE=../tools/node_modules/.bin/forge
-CONTRACTS=(NoxStakeToken NodeRegistry RewardLedger BatchExecutor Erc20Payment IPayment)
+CONTRACTS=(NoxStakeToken NodeRegistry RewardLedger BatchExecutor Erc20Payment IPayment ShieldedPool GasPaymentVerifier InsertVerifier PoseidonT4)
 
 mode=write
 case "${1:-}" in

@@ -6,8 +6,9 @@ pragma solidity 0.8.37;
 /// NOTE0 (TOKEN) and NOTE1 (ETH), INSERT1, PAY (NOTE0 pays PAY_FEE to RELAYER for
 /// ACTION_DATA on TARGET), WITHDRAW (NOTE1 sends WITHDRAW_AMOUNT to RECIPIENT), WITHDRAW_BOUND
 /// (the same, bound to BOUND_ACTION_HASH), INSERT2 (the two changes), PAY2 (PAY's change pays
-/// again); EXTRA is another second batch, after INSERT1, holding NOTE2 (TOKEN) alone. The pool
-/// must be deployed at POOL on chain CHAIN_ID.
+/// again); EXTRA is another second batch, after INSERT1, holding NOTE2 (TOKEN) alone; FULL is
+/// a first batch of 16 deposits of 1 wei of ETH with inner = 1..16. The pool must be deployed at
+/// POOL on chain CHAIN_ID.
 library PoolVectors {
     uint256 internal constant CHAIN_ID = 31337;
     address internal constant POOL = address(0x10001);
@@ -150,8 +151,10 @@ library PoolVectors {
         x[9] = 0x00000000000000000000000000000000000000000000000000000000f4865700;
     }
     bytes32 internal constant BOUND_ACTION_HASH = 0x0a10caeb274b612ad67719100680948a7bee6fb025606719f3acbfdfb1e32f6f;
-    uint256 internal constant WITHDRAW_BOUND_NULLIFIER = 0x1c54bef9c644b9784cdf7aadbb6f94fccfc6644e53394ade86c265765997214a;
-    uint256 internal constant WITHDRAW_BOUND_CHANGE = 0x1a218147cd2916d36f0823a52746a19ff2b155c4453ed828c1315e3aa5415613;
+    uint256 internal constant WITHDRAW_BOUND_NULLIFIER =
+        0x1c54bef9c644b9784cdf7aadbb6f94fccfc6644e53394ade86c265765997214a;
+    uint256 internal constant WITHDRAW_BOUND_CHANGE =
+        0x1a218147cd2916d36f0823a52746a19ff2b155c4453ed828c1315e3aa5415613;
 
     function withdrawBoundProof() internal pure returns (uint256[8] memory x) {
         x[0] = 0x2cd87fd6522fbb071398441679b77f98e7cfadc4e8b85822f3a4a816beffb75c;
@@ -235,5 +238,39 @@ library PoolVectors {
         x[7] = 0x0000000000000000000000000000000000000000000000000000000000007a69;
         x[8] = 0x0000000000000000000000000000000000000000000000000000000000010001;
         x[9] = 0x00000000000000000000000000000000000000000000000000000000f4865700;
+    }
+    uint256 internal constant FULL_ROOT = 0x0f87133f694f76b25325ea03eadc0356ec88b64e8e9f9dd51aa54ec5b8cf8455;
+
+    function fullProof() internal pure returns (uint256[8] memory x) {
+        x[0] = 0x2cf76015eb661fc6276c33f50ded76f7092a463d1a5e7a7cdb69c50cafcb986c;
+        x[1] = 0x26ec9dfc82c60881900d9b90c838281671b5ea938234dc00b3b2662ca30e02a6;
+        x[2] = 0x1aa12b43d5358052e8bdc3dbb5168a018dcaedf5a5d703b9adaa26d032a84066;
+        x[3] = 0x0103406826267c26280e211d001d95ac82d1a19e6f9cde1f1390adfb7391a314;
+        x[4] = 0x28467060e8f99c641bf8dd498f4a14d54b30dec6430ad7fb660e416bdd325943;
+        x[5] = 0x1543663ff10856dc6eb791ecd286dad30047bde686365edefe250c14c3539f4e;
+        x[6] = 0x1f5ca8b9119924a8cb9f0ddddaf9c81b46f15e3a4f4fbebdd572b78b47907c51;
+        x[7] = 0x1fccbad3ffef68c24ad36388f3126a3fc489ac0c4a6367a44d3eca97a047b9dc;
+    }
+
+    function fullInputs() internal pure returns (uint256[19] memory x) {
+        x[0] = 0x2f68a1c58e257e42a17a6c61dff5551ed560b9922ab119d5ac8e184c9734ead9;
+        x[1] = 0x0f87133f694f76b25325ea03eadc0356ec88b64e8e9f9dd51aa54ec5b8cf8455;
+        x[2] = 0x0000000000000000000000000000000000000000000000000000000000000000;
+        x[3] = 0x2ad5d8ff25aca9eb83aa08d35a9f6b882014e4e61b4a106c14f89c96991b7620;
+        x[4] = 0x037fac84ffc020a0afeac09708db3d08de145a66d90068db64e67c750894e4ee;
+        x[5] = 0x0cada1011dbbfce3eead4f9c09b8797dd20fb6eb8e467cd5554a0e5ae437a4b3;
+        x[6] = 0x050b842661cdcd7d8b25b29840d8edd3075eccdaa1a573d9179ce629489eb16d;
+        x[7] = 0x1d6b6d54dc5b4cdc92f08ab299035cb41ccac5fd3531fc8a3c1f5ed430cb8e51;
+        x[8] = 0x1baf4982d39e899e74d9c0bd6a38c8d0f43718ff221e0ec1acc55375c74c7c29;
+        x[9] = 0x0905be2fac70d4c18383abb234bfaaaaa6d070068c8da4c9204844a1f7d41193;
+        x[10] = 0x18d5f1101b0eb2c0cc66d87e7260888690fe3312a26f4c6d89a79e20cd8fd1e4;
+        x[11] = 0x0f05a6f8f29b8c7ed8e76d6cf0fdac10f4524dd05992b7a2a176520215b19e73;
+        x[12] = 0x1958c963d444a589dd38127184bc0b6043dbede71612d876b21c82a493b55d4c;
+        x[13] = 0x14537cad268d5f8fc95379f5f140d6ad815c6820cc8eac7766a0cafa90b9644a;
+        x[14] = 0x01eb2e2310669934d24d7628209255474c758d790de278fc1de85c90b537848c;
+        x[15] = 0x27472a1a9d8f1bd5e7b676907682b0dcc32e1501edf1952939df05267d882e2b;
+        x[16] = 0x2101facccfd18a22f8d21adee418072a67f76eb537fa69e1930c0feb830baef8;
+        x[17] = 0x0df4430a281c4a229ebf27bc46a6e98c6c96b03dc2c3755d234bf22af21741d4;
+        x[18] = 0x21f207b7f3d02c951c6739f3b0d5e0b8b62fdca6f25ed2b092f39a32c22c2ceb;
     }
 }
