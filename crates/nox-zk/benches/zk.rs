@@ -1,5 +1,5 @@
-//! `cargo bench -p nox-zk`: gas-payment proof generation (median of N, default 15), verification,
-//! proof size and constraint count. `NOX_ZK_BENCH_RUNS=N` changes N; `NOX_ZK_BENCH_JSON=path`
+//! `cargo bench -p nox-zk`: gas-payment and batch-insertion proof generation (median of N, default
+//! 15), verification, proof size and constraint counts. `NOX_ZK_BENCH_RUNS=N` changes N; `NOX_ZK_BENCH_JSON=path`
 //! writes the results as JSON (bench/data/zk.json is one such run).
 
 #[path = "../tests/zk/common.rs"]
@@ -48,6 +48,27 @@ fn main() {
         verify(&vk, &p.public, &proof).expect("verify");
         verify_ms.push(ms(t.elapsed()));
     }
+    // The batch-insertion circuit: a full batch of 16 into a tree holding one batch.
+    let (ic, _, _) = nox_zk::insert::constraint_count().expect("count");
+    let t = Instant::now();
+    let (ipk, ivk) = nox_zk::insert::testnet_setup().expect("insert setup");
+    let insert_setup_ms = ms(t.elapsed());
+    let mut tree = nox_zk::Tree::new();
+    let leaves = |seed: u8| {
+        let mut r = common::rng(seed);
+        (0..16).map(|_| nox_zk::note::random_scalar(&mut r)).collect::<Vec<_>>()
+    };
+    tree.insert_batch(&leaves(1)).expect("first batch");
+    let (ipub, iwit) = tree.insert_batch(&leaves(2)).expect("second batch");
+    let _ = nox_zk::insert::prove(&ipk, &ipub, &iwit, &mut rng).expect("warm-up");
+    let mut insert_prove_ms = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let proof = nox_zk::insert::prove(&ipk, &ipub, &iwit, &mut rng).expect("prove");
+        insert_prove_ms.push(ms(t.elapsed()));
+        nox_zk::insert::verify(&ivk, &ipub, &proof).expect("verify");
+    }
+    let (ipm, ipmin, ipmax) = stats(insert_prove_ms.clone());
     let (pm, pmin, pmax) = stats(prove_ms.clone());
     let (vm, vmin, vmax) = stats(verify_ms.clone());
     let size = proof_to_evm(&proof).len();
@@ -66,6 +87,8 @@ fn main() {
     println!("prove  median {pm:.1} ms  min {pmin:.1}  max {pmax:.1}  (n = {runs})");
     println!("verify median {vm:.2} ms  min {vmin:.2}  max {vmax:.2}  (native arkworks)");
     println!("proof size {size} bytes (EVM encoding; 128 compressed)");
+    println!("insertion circuit: {ic} constraints, setup {insert_setup_ms:.0} ms");
+    println!("insert prove median {ipm:.1} ms  min {ipmin:.1}  max {ipmax:.1}  (n = {runs}, batch of 16)");
     println!("cpu: {cpu}, {threads} threads");
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average before: {}   after: {}", load_before.trim(), load_after.trim());
@@ -78,7 +101,7 @@ fn main() {
             "machine": {
                 "cpu": cpu,
                 "threads": threads,
-                "note": "2-core VM shared with three other engineers' builds: see load averages",
+                "note": "2-core VM; other builds may share it: see load averages",
                 "loadavg_before": load_before.trim(),
                 "loadavg_after": load_after.trim(),
             },
@@ -89,6 +112,11 @@ fn main() {
             "prove_ms": { "median": pm, "min": pmin, "max": pmax, "runs": runs, "samples": prove_ms },
             "verify_native_ms": { "median": vm, "min": vmin, "max": vmax, "samples": verify_ms },
             "proof_bytes_evm": size,
+            "insert": {
+                "constraints": ic,
+                "setup_ms": insert_setup_ms,
+                "prove_ms": { "median": ipm, "min": ipmin, "max": ipmax, "runs": runs, "samples": insert_prove_ms },
+            },
         });
         std::fs::write(&path, serde_json::to_string_pretty(&json).expect("json") + "\n").expect("write json");
     }

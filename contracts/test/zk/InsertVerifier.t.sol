@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {Test} from "forge-std/Test.sol";
+import {InsertVerifier} from "../../src/zk/InsertVerifier.sol";
+import {GasPaymentVerifier} from "../../src/zk/GasPaymentVerifier.sol";
+import {PoolVectors as V} from "./PoolVectors.sol";
+
+/// The generated insertion verifier against the Rust prover's proofs (PoolVectors), and the
+/// spend verifier against the pool scenario's spends.
+contract InsertVerifierTest is Test {
+    uint256 internal constant R = 21888242871839275222246405745257275088548364400416034343698204186575808495617;
+
+    InsertVerifier internal verifier;
+    GasPaymentVerifier internal spendVerifier;
+
+    function setUp() public {
+        verifier = new InsertVerifier();
+        spendVerifier = new GasPaymentVerifier();
+    }
+
+    function test_acceptsEveryVectorProof() public view {
+        assertTrue(verifier.verifyProof(V.insert1Proof(), V.insert1Inputs()));
+        assertTrue(verifier.verifyProof(V.insert2Proof(), V.insert2Inputs()));
+        assertTrue(verifier.verifyProof(V.extraProof(), V.extraInputs()));
+        assertTrue(verifier.verifyProof(V.fullProof(), V.fullInputs()));
+        assertTrue(spendVerifier.verifyProof(V.payProof(), V.payInputs()));
+        assertTrue(spendVerifier.verifyProof(V.withdrawProof(), V.withdrawInputs()));
+        assertTrue(spendVerifier.verifyProof(V.withdrawBoundProof(), V.withdrawBoundInputs()));
+        assertTrue(spendVerifier.verifyProof(V.pay2Proof(), V.pay2Inputs()));
+    }
+
+    /// Every one of the 19 inputs is bound (old root, new root, start index, each leaf).
+    function test_refusesEveryChangedInput() public view {
+        uint256[8] memory proof = V.insert2Proof();
+        for (uint256 i = 0; i < 19; ++i) {
+            uint256[19] memory input = V.insert2Inputs();
+            input[i] = (input[i] + 1) % R;
+            assertFalse(verifier.verifyProof(proof, input));
+        }
+    }
+
+    function test_refusesNonCanonicalInputs() public view {
+        uint256[8] memory proof = V.insert1Proof();
+        for (uint256 i = 0; i < 19; ++i) {
+            uint256[19] memory input = V.insert1Inputs();
+            input[i] += R;
+            assertFalse(verifier.verifyProof(proof, input));
+        }
+    }
+
+    /// One batch's proof is not another's.
+    function test_refusesAnotherBatchsProof() public view {
+        assertFalse(verifier.verifyProof(V.insert1Proof(), V.insert2Inputs()));
+        assertFalse(verifier.verifyProof(V.extraProof(), V.insert2Inputs()));
+    }
+}
