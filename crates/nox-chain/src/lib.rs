@@ -6,6 +6,7 @@ pub mod anvil;
 pub mod bindings;
 pub mod deploy;
 mod error;
+pub mod pool;
 pub mod reader;
 pub mod slash;
 pub mod snapshot;

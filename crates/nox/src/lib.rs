@@ -26,3 +26,4 @@ pub mod progress;
 pub mod testnet;
 pub mod testnet_chain;
 pub mod testnet_directory;
+pub mod wallet_cmd;

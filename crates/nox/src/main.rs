@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{bench, client_cmd, demo, testnet};
+use nox::{bench, client_cmd, demo, testnet, wallet_cmd};
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +51,10 @@ enum Command {
     /// An anonymous client: SOCKS5 and Ethereum JSON-RPC endpoints through
     /// the mixnet (`--socks`, `--rpc`), or a one-shot `echo`.
     Client(client_cmd::ClientArgs),
+    /// The shielded-pool wallet: keys, deposits, balance, gas-payment proofs, withdrawals
+    /// (docs/spec/notes.md).
+    #[command(subcommand)]
+    Wallet(wallet_cmd::WalletCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -62,6 +66,7 @@ fn main() -> std::process::ExitCode {
         Command::Directory { config, chain } => directory(&config, chain.as_deref()),
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
+        Command::Wallet(command) => wallet_cmd::run(command),
         Command::Client(args) => {
             init_logging();
             client_cmd::run(args)

@@ -13,6 +13,7 @@ use nox_chain::{
     ChainConfig, Deployment, PrivateKeySigner, Registration, RegistryParams, U256,
     anvil::{Anvil, AnvilOptions, DEV_KEY},
     deploy,
+    pool::PoolDeployment,
     snapshot::{ROLE_EXIT, ROLE_RELAY},
 };
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,9 @@ pub fn testnet_stake() -> U256 {
     U256::from(1000u64) * U256::from(10u64).pow(U256::from(18u64))
 }
 
+/// Roots the testnet pool accepts besides the current one (docs/design/zk-payment.md §4.2).
+pub const POOL_ROOT_WINDOW: u64 = 64;
+
 /// What `chain.json` holds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +38,9 @@ pub struct ChainInfo {
     pub deployment: Deployment,
     /// Whether the testnet started (and `down` stops) the chain.
     pub managed: bool,
+    /// The shielded pool (issue 12); absent in a `chain.json` written before it existed.
+    #[serde(default)]
+    pub pool: Option<PoolDeployment>,
 }
 
 impl ChainInfo {
@@ -123,10 +130,14 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
         slash_reporter_bps: 1000,
         token_supply: testnet_stake() * U256::from(1_000_000u64),
     };
-    let deployment = runtime()?
+    let rt = runtime()?;
+    let deployment = rt
         .block_on(deploy::deploy(&rpc_url, &deployer, params))
         .map_err(|e| format!("deploying the NOX contracts on {rpc_url}: {e}"))?;
-    let info = ChainInfo { rpc_url, deployment, managed };
+    let pool = rt
+        .block_on(nox_chain::pool::deploy_pool(&rpc_url, &deployer, deployment.executor, POOL_ROOT_WINDOW))
+        .map_err(|e| format!("deploying the shielded pool on {rpc_url}: {e}"))?;
+    let info = ChainInfo { rpc_url, deployment, managed, pool: Some(pool) };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| e.to_string())?;
     std::fs::write(chain_file(dir), json).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("deployer.key"), key).map_err(|e| e.to_string())?;
@@ -291,8 +302,12 @@ pub fn status_line(dir: &Path, running: bool) -> Option<String> {
     };
     let routable = crate::testnet_directory::topology(dir)
         .map_or_else(|e| format!("topology: {e}"), |t| format!("routable {}", t.nodes().len()));
+    let pool = info
+        .pool
+        .as_ref()
+        .map_or_else(String::new, |p| format!("; shielded pool {} (executor {})", p.pool, info.deployment.executor));
     Some(format!(
-        "chain {} at {}{process} — registry {}: {registry}, {routable}",
+        "chain {} at {}{process} — registry {}: {registry}, {routable}{pool}",
         info.deployment.chain_id, info.rpc_url, info.deployment.registry
     ))
 }

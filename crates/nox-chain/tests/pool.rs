@@ -1,0 +1,69 @@
+//! The shielded pool on a real Anvil, deployed from the committed artifacts: its empty root and
+//! a deposit's commitment (computed on chain with the npm Poseidon) equal the Rust ones.
+
+use std::net::TcpListener;
+
+use alloy::primitives::{Address, Bytes, U256};
+use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
+use nox_chain::deploy::{self, RegistryParams};
+use nox_chain::pool::{ShieldedPool, deploy_pool};
+use nox_zk::field::{from_be32, to_be32};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_deploys_and_a_deposit_commits_as_in_rust() {
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("port");
+    let anvil = tokio::task::spawn_blocking(move || Anvil::spawn(&AnvilOptions::on_port(port)))
+        .await
+        .expect("spawn task")
+        .expect("anvil starts");
+    let deployer = deploy::signer(DEV_KEY).expect("dev key");
+    let params = RegistryParams {
+        min_stake: U256::from(1u64),
+        unstake_delay: 1,
+        slash_reporter_bps: 1000,
+        token_supply: U256::from(1u64),
+    };
+    let deployment = deploy::deploy(anvil.url(), &deployer, params).await.expect("deploys");
+    let at = deploy_pool(anvil.url(), &deployer, deployment.executor, 64).await.expect("pool deploys");
+    assert_eq!(at.executor, deployment.executor);
+
+    let provider = deploy::wallet_provider(anvil.url(), &deployer).expect("provider");
+    let pool = ShieldedPool::new(at.pool, &provider);
+    let root = pool.currentRoot().call().await.expect("currentRoot");
+    let empty = nox_zk::merkle::zeros()[nox_zk::TREE_DEPTH];
+    assert_eq!(root.to_be_bytes::<32>(), to_be32(&empty), "the empty root");
+    assert_eq!(pool.ledger().call().await.expect("ledger"), deployment.ledger);
+
+    let inner = nox_zk::poseidon::hash(&[ark_bn254::Fr::from(7u64), ark_bn254::Fr::from(9u64)]).expect("inner");
+    let amount = 12_345u128;
+    let receipt = pool
+        .deposit(Address::ZERO, U256::from(amount), U256::from_be_bytes(to_be32(&inner)), Bytes::from(vec![1, 2, 3]))
+        .value(U256::from(amount))
+        .send()
+        .await
+        .expect("sends")
+        .get_receipt()
+        .await
+        .expect("receipt");
+    assert!(receipt.status());
+    let event = receipt
+        .inner
+        .logs()
+        .iter()
+        .find_map(|l| l.log_decode::<ShieldedPool::Deposited>().ok())
+        .expect("Deposited")
+        .inner
+        .data;
+    assert_eq!(event.queueIndex, U256::ZERO);
+    let want = nox_zk::note::commitment(amount, ark_bn254::Fr::from(0u64), inner).expect("commitment");
+    assert_eq!(from_be32(&event.commitment.to_be_bytes::<32>()).expect("scalar"), want);
+
+    // A deposit whose value does not match msg.value is refused (nothing queued).
+    let refused = pool
+        .deposit(Address::ZERO, U256::from(5u64), U256::from(1u64), Bytes::new())
+        .value(U256::from(4u64))
+        .send()
+        .await;
+    assert!(refused.is_err(), "the node's gas estimation reports the revert");
+    assert_eq!(pool.nextQueueIndex().call().await.expect("nextQueueIndex"), U256::from(1u64));
+}

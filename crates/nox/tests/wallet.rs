@@ -1,0 +1,270 @@
+//! The anonymous gas payment end to end, on real processes (issue 12): `nox testnet up` starts
+//! Anvil, deploys the contracts with the shielded pool and runs one node per layer; `nox client
+//! --rpc` is the wallet's JSON-RPC endpoint, so every chain read and every transaction the
+//! wallet sends leaves through the mixnet's exit; the `nox wallet` commands are separate
+//! processes. A relayer (this test, with its own account, as an exit will in issue 13) submits
+//! the bundles to the BatchExecutor.
+//!
+//! deposit → insert → gas payment for a succeeding action (relayer credited, action run) →
+//! insert → the change pays for a reverting action (relayer still credited) → insert → withdraw
+//! to a fresh address; a replayed bundle (double spend) is refused on chain; a second wallet
+//! restored from nothing but its key file recovers the same balance.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use alloy::{
+    primitives::{Address, U256},
+    providers::Provider,
+    sol_types::SolEvent,
+};
+use nox::wallet_cmd::BundleFile;
+use nox_chain::bindings::{BatchExecutor, RewardLedger};
+
+const NOX: &str = env!("CARGO_BIN_EXE_nox");
+/// Anvil's default accounts 1–3 (account 0 deploys): a depositor, an inserter, a relayer.
+const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+const INSERTER_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+const RELAYER_KEY: &str = "7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
+const PASSPHRASE: &str = "correct horse battery staple";
+
+struct Testnet {
+    dir: PathBuf,
+    client: Option<Child>,
+}
+
+impl Drop for Testnet {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.client.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+fn write_key(dir: &Path, name: &str, key: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, key).expect("write key");
+    path
+}
+
+/// Runs `nox wallet <args>`; returns stdout + stderr, or the failure text.
+fn wallet(args: &[&str]) -> Result<String, String> {
+    let out = Command::new(NOX)
+        .arg("wallet")
+        .args(args)
+        .env("NOX_WALLET_PASSPHRASE", PASSPHRASE)
+        .output()
+        .expect("run nox wallet");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() { Ok(text) } else { Err(text) }
+}
+
+fn ok(args: &[&str]) -> String {
+    wallet(args).unwrap_or_else(|e| panic!("nox wallet {args:?} failed:\n{e}"))
+}
+
+/// The `spendable` figure of ETH in `nox wallet balance`.
+fn spendable(out: &str) -> u128 {
+    let line = out.lines().find(|l| l.starts_with("ETH: spendable ")).unwrap_or_else(|| panic!("no ETH line:\n{out}"));
+    line["ETH: spendable ".len()..].split_whitespace().next().and_then(|v| v.parse().ok()).expect("a number")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
+    let dir = std::env::temp_dir().join(format!("nox-it-wallet-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let base = 30_000 + (std::process::id() % 100) as u16 * 30;
+    let status = Command::new(NOX)
+        .args(["testnet", "up", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0", "--base-port"])
+        .arg(base.to_string())
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run nox testnet up");
+    assert!(status.success(), "testnet up failed");
+    let mut net = Testnet { dir: dir.clone(), client: None };
+    let info = nox::testnet_chain::load(&dir).expect("chain.json");
+    let pool = info.pool.clone().expect("the testnet deploys the shielded pool");
+
+    // The wallet's endpoint: the mixnet client's JSON-RPC server.
+    let rpc_port = free_port();
+    let client = Command::new(NOX)
+        .args(["client", "--testnet"])
+        .arg(&dir)
+        .args(["--rpc", &format!("127.0.0.1:{rpc_port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nox client");
+    net.client = Some(client);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_err() {
+        assert!(Instant::now() < deadline, "nox client --rpc did not listen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rpc = format!("http://127.0.0.1:{rpc_port}");
+    let wdir = dir.join("wallet");
+    let w = wdir.to_str().expect("utf-8 path");
+    let t = dir.to_str().expect("utf-8 path");
+    let user_key = write_key(&dir, "user.key", USER_KEY);
+    let inserter_key = write_key(&dir, "inserter.key", INSERTER_KEY);
+    let chain: Vec<&str> = vec!["--wallet", w, "--testnet", t, "--rpc", &rpc];
+    let with = |extra: &[&str]| -> Vec<String> { chain.iter().chain(extra).map(|s| (*s).to_owned()).collect() };
+    let run = |cmd: &str, extra: &[&str]| -> String {
+        let args: Vec<String> = std::iter::once(cmd.to_owned()).chain(with(extra)).collect();
+        ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let out = ok(&["new", "--wallet", w]);
+    assert!(out.contains("noxpay:"), "{out}");
+    assert!(wallet(&["new", "--wallet", w]).is_err(), "a second `new` must not overwrite the wallet");
+
+    // Deposit 1 ETH (through the mixnet), then insert its batch.
+    let one_eth: u128 = 1_000_000_000_000_000_000;
+    run("deposit", &["--amount", &one_eth.to_string(), "--key-file", user_key.to_str().unwrap()]);
+    let out = run("balance", &[]);
+    assert!(out.contains(&format!("pending insertion {one_eth}")), "{out}");
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    assert_eq!(spendable(&run("balance", &[])), one_eth);
+
+    // The relayer: its own account, submitting directly to the chain.
+    let relayer = nox_chain::deploy::signer(RELAYER_KEY).expect("key");
+    let relayer_provider = nox_chain::deploy::wallet_provider(&info.rpc_url, &relayer).expect("provider");
+    let ledger = RewardLedger::new(info.deployment.ledger, &relayer_provider);
+    let credited = || async { ledger.balanceOf(relayer.address(), Address::ZERO).call().await.expect("balanceOf") };
+    let thief = nox_chain::deploy::signer(INSERTER_KEY).expect("key");
+    // A fresh provider per submission: alloy's nonce cache advances even when gas estimation
+    // refuses the transaction, and a later transaction would then wait forever behind a gap.
+    let submit = |by: &nox_chain::PrivateKeySigner, bundle: BundleFile| {
+        let provider = nox_chain::deploy::wallet_provider(&info.rpc_url, by).expect("provider");
+        let executor = BatchExecutor::new(info.deployment.executor, provider);
+        async move {
+            let call = executor.execute(BatchExecutor::Bundle {
+                payment: bundle.payment,
+                paymentData: bundle.payment_data,
+                fee: bundle.fee,
+                action: BatchExecutor::Action { target: bundle.target, value: U256::ZERO, data: bundle.data },
+            });
+            let receipt = call
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .with_timeout(Some(Duration::from_secs(60)))
+                .get_receipt()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !receipt.status() {
+                return Err("reverted".to_owned());
+            }
+            let executed = receipt
+                .inner
+                .logs()
+                .iter()
+                .find_map(|l| BatchExecutor::ActionExecuted::decode_log(&l.inner).ok())
+                .expect("ActionExecuted");
+            Ok(executed.data.success)
+        }
+    };
+    let read =
+        |path: &Path| -> BundleFile { serde_json::from_slice(&std::fs::read(path).expect("bundle")).expect("json") };
+
+    // 1. A gas payment for an action that succeeds (the stake token's totalSupply()).
+    let fee1: u128 = 3_000_000_000_000_000;
+    let b1 = dir.join("bundle1.json");
+    let token = info.deployment.stake_token.to_string();
+    run(
+        "pay",
+        &[
+            "--relayer",
+            &relayer.address().to_string(),
+            "--fee",
+            &fee1.to_string(),
+            "--target",
+            &token,
+            "--data",
+            "0x18160ddd",
+            "--out",
+            b1.to_str().unwrap(),
+        ],
+    );
+    let bundle1 = read(&b1);
+    assert_eq!(bundle1.executor, info.deployment.executor);
+    assert_eq!(bundle1.payment, pool.pool);
+    // Another account cannot collect it: the pool feeds the verifier the submitter's address.
+    assert!(submit(&thief, read(&b1)).await.is_err(), "a bundle for another relayer must be refused");
+    let before = credited().await;
+    assert_eq!(submit(&relayer, read(&b1)).await, Ok(true), "the paid action runs");
+    assert_eq!(credited().await - before, U256::from(fee1), "the relayer is credited the fee");
+
+    // The same bundle again: the nullifier is spent.
+    assert!(submit(&relayer, read(&b1)).await.is_err(), "a replayed bundle (double spend) must be refused");
+
+    // 2. The change is spendable after its batch: it pays for an action that reverts.
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    assert_eq!(spendable(&run("balance", &[])), one_eth - fee1);
+    let fee2: u128 = 2_000_000_000_000_000;
+    let b2 = dir.join("bundle2.json");
+    run(
+        "pay",
+        &[
+            "--relayer",
+            &relayer.address().to_string(),
+            "--fee",
+            &fee2.to_string(),
+            "--target",
+            &token,
+            "--data",
+            "0xdeadbeef",
+            "--out",
+            b2.to_str().unwrap(),
+        ],
+    );
+    let before = credited().await;
+    assert_eq!(submit(&relayer, read(&b2)).await, Ok(false), "the action reverts inside the bundle");
+    assert_eq!(credited().await - before, U256::from(fee2), "a reverted action still pays the relayer");
+
+    // 3. Withdraw part of the change to a fresh address.
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    let left = one_eth - fee1 - fee2;
+    assert_eq!(spendable(&run("balance", &[])), left);
+    let fresh = Address::from([0x5a; 20]);
+    let amount: u128 = 500_000_000_000_000_000;
+    let submitter = write_key(&dir, "submitter.key", INSERTER_KEY);
+    run(
+        "withdraw",
+        &["--amount", &amount.to_string(), "--to", &fresh.to_string(), "--key-file", submitter.to_str().unwrap()],
+    );
+    let got = relayer_provider.get_balance(fresh).await.expect("balance");
+    assert_eq!(got, U256::from(amount), "the recipient received the withdrawal");
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    assert_eq!(spendable(&run("balance", &[])), left - amount);
+
+    // Overspending is refused before any proof is made.
+    let args: Vec<String> = std::iter::once("withdraw".to_owned())
+        .chain(with(&[
+            "--amount",
+            &one_eth.to_string(),
+            "--to",
+            &fresh.to_string(),
+            "--key-file",
+            submitter.to_str().unwrap(),
+        ]))
+        .collect();
+    let err = wallet(&args.iter().map(String::as_str).collect::<Vec<_>>()).expect_err("overspend");
+    assert!(err.contains("no spendable note"), "{err}");
+
+    // The wallet is recoverable from its key file alone: delete the state and rescan.
+    std::fs::remove_file(wdir.join("wallet.state")).expect("state file");
+    assert_eq!(spendable(&run("balance", &[])), left - amount);
+}
