@@ -27,3 +27,4 @@ pub mod testnet;
 pub mod testnet_chain;
 pub mod testnet_directory;
 pub mod wallet_cmd;
+pub mod zk_cmd;

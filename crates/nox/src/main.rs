@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{bench, client_cmd, demo, testnet, wallet_cmd};
+use nox::{bench, client_cmd, demo, testnet, wallet_cmd, zk_cmd};
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +55,9 @@ enum Command {
     /// (docs/spec/notes.md).
     #[command(subcommand)]
     Wallet(wallet_cmd::WalletCommand),
+    /// Zero-knowledge tooling: the Groth16 setup ceremony (`nox zk setup`, docs/spec/ceremony.md).
+    #[command(subcommand)]
+    Zk(zk_cmd::ZkCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -67,6 +70,7 @@ fn main() -> std::process::ExitCode {
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
         Command::Wallet(command) => wallet_cmd::run(command),
+        Command::Zk(command) => zk_cmd::run(command),
         Command::Client(args) => {
             init_logging();
             client_cmd::run(args)

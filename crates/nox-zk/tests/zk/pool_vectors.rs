@@ -63,11 +63,20 @@ fn sk() -> SpendingKey {
 struct Out(String);
 
 impl Out {
+    /// A constant, wrapped as `forge fmt` wraps lines over 120 columns.
+    fn line(&mut self, ty: &str, name: &str, value: &str) {
+        let one = format!("    {ty} internal constant {name} = {value};");
+        if one.len() <= 120 {
+            let _ = writeln!(self.0, "{one}");
+        } else {
+            let _ = writeln!(self.0, "    {ty} internal constant {name} =\n        {value};");
+        }
+    }
     fn konst(&mut self, name: &str, x: &Fr) {
-        let _ = writeln!(self.0, "    uint256 internal constant {name} = {};", hex(&to_be32(x)));
+        self.line("uint256", name, &hex(&to_be32(x)));
     }
     fn raw(&mut self, name: &str, x: &[u8; 32]) {
-        let _ = writeln!(self.0, "    bytes32 internal constant {name} = {};", hex(x));
+        self.line("bytes32", name, &hex(x));
     }
     fn array(&mut self, name: &str, words: &[[u8; 32]]) {
         let _ =
@@ -163,8 +172,9 @@ pragma solidity 0.8.37;
 /// NOTE0 (TOKEN) and NOTE1 (ETH), INSERT1, PAY (NOTE0 pays PAY_FEE to RELAYER for
 /// ACTION_DATA on TARGET), WITHDRAW (NOTE1 sends WITHDRAW_AMOUNT to RECIPIENT), WITHDRAW_BOUND
 /// (the same, bound to BOUND_ACTION_HASH), INSERT2 (the two changes), PAY2 (PAY's change pays
-/// again); EXTRA is another second batch, after INSERT1, holding NOTE2 (TOKEN) alone. The pool
-/// must be deployed at POOL on chain CHAIN_ID.
+/// again); EXTRA is another second batch, after INSERT1, holding NOTE2 (TOKEN) alone; FULL is
+/// a first batch of 16 deposits of 1 wei of ETH with inner = 1..16. The pool must be deployed at
+/// POOL on chain CHAIN_ID.
 library PoolVectors {
     uint256 internal constant CHAIN_ID = 31337;
     address internal constant POOL = address(0x10001);
@@ -235,6 +245,12 @@ library PoolVectors {
     insert_batch(&mut out, "INSERT2", &mut tree, &[pay.public.change_commitment, withdraw.public.change_commitment], 5);
     assert_eq!(tree.path(16).expect("path").root(pay.change.commitment().expect("cm")).expect("root"), tree.root());
     let _ = spend(&mut out, "PAY2", &tree, &pay.change, 16, PAY_FEE, relayer, pay_field, 6);
+
+    // A full batch into an empty pool: 16 deposits of 1 wei of ETH with inner = 1..=16 (the gas
+    // of insertion is measured on a full batch).
+    let full: Vec<Fr> =
+        (1..=16u64).map(|i| nox_zk::note::commitment(1, Fr::from(0u64), Fr::from(i)).expect("cm")).collect();
+    insert_batch(&mut out, "FULL", &mut Tree::new(), &full, 8);
     out.0.push_str("}\n");
     check_or_write("contracts/test/zk/PoolVectors.sol", &out.0);
 }

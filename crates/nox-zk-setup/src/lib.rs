@@ -1,0 +1,40 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod phase1;
+pub mod phase2;
+pub mod pok;
+
+pub use error::SetupError;
+pub use phase1::Phase1;
+pub use phase2::Phase2;
+
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+
+/// Writes `magic` and `value` (compressed points).
+pub(crate) fn encode<T: CanonicalSerialize>(magic: &[u8; 8], value: &T) -> Result<Vec<u8>, SetupError> {
+    let mut out = magic.to_vec();
+    value.serialize_compressed(&mut out).map_err(|e| SetupError::Encoding(e.to_string()))?;
+    Ok(out)
+}
+
+/// Reads what [`encode`] wrote: the magic, then the value with every point checked (on the
+/// curve, in the prime-order subgroup), and nothing after it.
+pub(crate) fn decode<T: CanonicalDeserialize>(magic: &[u8; 8], bytes: &[u8]) -> Result<T, SetupError> {
+    let body = bytes
+        .strip_prefix(magic.as_slice())
+        .ok_or(SetupError::Format("wrong magic: not this kind of ceremony file, or another version"))?;
+    let mut reader = body;
+    let value = T::deserialize_compressed(&mut reader).map_err(|e| SetupError::Encoding(e.to_string()))?;
+    if !reader.is_empty() {
+        return Err(SetupError::Format("trailing bytes after the transcript"));
+    }
+    Ok(value)
+}
+
+/// BLAKE3 of a transcript's encoding: how contributions name what they extend.
+pub fn transcript_hash(bytes: &[u8]) -> [u8; 32] {
+    *blake3::hash(bytes).as_bytes()
+}
