@@ -208,3 +208,39 @@ fn the_gas_payment_circuit_through_a_ceremony() {
     let sol = nox_zk::solidity::verifier_contract(&pk.vk, "CeremonyVerifier", "test ceremony").expect("10 inputs");
     assert!(sol.contains("contract CeremonyVerifier"));
 }
+
+/// The fuzz target's seed corpus (fuzz/corpus/zk_setup_files): regenerated with
+/// `NOX_SETUP_WRITE_CORPUS=1`, otherwise checked to parse.
+#[test]
+fn fuzz_seed_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/zk_setup_files");
+    let p0 = Phase1::new(2).expect("new");
+    let p1 = p0.contribute(&mut rng(40)).expect("contribute");
+    if std::env::var_os("NOX_SETUP_WRITE_CORPUS").is_some() {
+        std::fs::write(dir.join("phase1-initial"), p0.to_bytes().expect("encode")).expect("write");
+        std::fs::write(dir.join("phase1-contributed"), p1.to_bytes().expect("encode")).expect("write");
+    }
+    for name in ["phase1-initial", "phase1-contributed"] {
+        let bytes = std::fs::read(dir.join(name)).expect("corpus file");
+        Phase1::from_bytes(&bytes).expect("the seed corpus parses");
+    }
+}
+
+/// docs/spec/vectors/ceremony.json: the starting phase-1 transcript of size 2 (every point a
+/// generator, compressed as arkworks writes it) and its transcript hash. `NOX_SETUP_WRITE_VECTORS=1`
+/// rewrites it.
+#[test]
+fn committed_vectors_match() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/spec/vectors/ceremony.json");
+    let p0 = Phase1::new(2).expect("new");
+    let bytes = p0.to_bytes().expect("encode");
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hash: String = nox_zk_setup::transcript_hash(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let want = format!(
+        "{{\n  \"description\": \"docs/spec/ceremony.md §1: the starting phase-1 transcript of size 2 (tau_g1: 3 x G1, tau_g2: 2 x G2, alpha_tau_g1 and beta_tau_g1: 2 x G1 each, beta_g2: G2, no contributions), arkworks compressed encoding after the magic, and its transcript hash (BLAKE3 of the whole file)\",\n  \"phase1_initial_size2\": \"{hex}\",\n  \"transcript_hash\": \"{hash}\"\n}}\n"
+    );
+    if std::env::var_os("NOX_SETUP_WRITE_VECTORS").is_some() {
+        std::fs::write(&path, &want).expect("write");
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap_or_default(), want, "stale: NOX_SETUP_WRITE_VECTORS=1");
+}
