@@ -135,7 +135,7 @@ impl ConstraintSynthesizer<Fr> for InsertCircuit<'_> {
         // 3 (first half). The subtree root of the 16 leaves.
         let mut level = leaves;
         while level.len() > 1 {
-            level = level.chunks_exact(2).map(|pair| hash_gadget(pair)).collect::<Result<Vec<_>, _>>()?;
+            level = level.chunks_exact(2).map(hash_gadget).collect::<Result<Vec<_>, _>>()?;
         }
         let subtree = level.pop().ok_or(SynthesisError::Unsatisfiable)?;
 

@@ -33,7 +33,7 @@ fn batches_give_the_roots_of_plain_appends() {
         for l in &ls {
             plain.push(*l).expect("push");
         }
-        while plain.len() % BATCH_SIZE as u64 != 0 {
+        while !plain.len().is_multiple_of(BATCH_SIZE as u64) {
             plain.push(Fr::from(0u64)).expect("pad");
         }
         assert_eq!(public.new_root, plain.root());
