@@ -21,8 +21,13 @@ pub(crate) fn encode<T: CanonicalSerialize>(magic: &[u8; 8], value: &T) -> Resul
 }
 
 /// Reads what [`encode`] wrote: the magic, then the value with every point checked (on the
-/// curve, in the prime-order subgroup), and nothing after it.
-pub(crate) fn decode<T: CanonicalDeserialize>(magic: &[u8; 8], bytes: &[u8]) -> Result<T, SetupError> {
+/// curve, in the prime-order subgroup), nothing after it, and only in its one canonical
+/// encoding (arkworks reads a point flagged as infinity whatever its coordinate bytes say; such
+/// a file is refused, so every transcript has exactly one byte string).
+pub(crate) fn decode<T: CanonicalDeserialize + CanonicalSerialize>(
+    magic: &[u8; 8],
+    bytes: &[u8],
+) -> Result<T, SetupError> {
     let body = bytes
         .strip_prefix(magic.as_slice())
         .ok_or(SetupError::Format("wrong magic: not this kind of ceremony file, or another version"))?;
@@ -30,6 +35,11 @@ pub(crate) fn decode<T: CanonicalDeserialize>(magic: &[u8; 8], bytes: &[u8]) -> 
     let value = T::deserialize_compressed(&mut reader).map_err(|e| SetupError::Encoding(e.to_string()))?;
     if !reader.is_empty() {
         return Err(SetupError::Format("trailing bytes after the transcript"));
+    }
+    let mut again = Vec::with_capacity(body.len());
+    value.serialize_compressed(&mut again).map_err(|e| SetupError::Encoding(e.to_string()))?;
+    if again != body {
+        return Err(SetupError::Format("not the canonical encoding of its points"));
     }
     Ok(value)
 }

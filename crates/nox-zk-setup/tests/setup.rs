@@ -244,3 +244,22 @@ fn committed_vectors_match() {
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap_or_default(), want, "stale: NOX_SETUP_WRITE_VECTORS=1");
 }
+
+/// Found by the fuzzer (`zk_setup_files`): arkworks reads a compressed point whose infinity flag
+/// is set as the identity whatever its coordinate bytes are, so one transcript had many byte
+/// strings. Only the canonical encoding is accepted now.
+#[test]
+fn a_point_flagged_infinity_with_coordinate_bytes_is_refused() {
+    let bytes = Phase1::new(2).expect("new").to_bytes().expect("encode");
+    // magic 8, size 8, τ·G1 (8 + 3·32), τ·G2 (8 + 2·64), α·τ·G1 (8 + 2·32), β·τ·G1 (8 + 2·32): β·G2 at 400..464.
+    let last = 463;
+    let mut flagged = bytes.clone();
+    flagged[last] |= 0x40;
+    assert!(matches!(Phase1::from_bytes(&flagged), Err(SetupError::Format(_) | SetupError::Encoding(_))));
+    let crash = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus/zk_setup_files/regression-infinity-flag");
+    let data = std::fs::read(crash).expect("the fuzzer's input is in the corpus");
+    if let Ok(p) = Phase1::from_bytes(&data) {
+        assert_eq!(p.to_bytes().expect("encode"), data, "parsed, so canonical");
+    }
+}
