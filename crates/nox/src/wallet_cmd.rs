@@ -555,25 +555,37 @@ impl Ticker {
     }
 }
 
-/// The spend circuit's keys: cached in the wallet directory after the first use.
+type ProvingKey = nox_zk::groth16::ProvingKey<ark_bn254::Bn254>;
+type VerifyingKey = nox_zk::groth16::VerifyingKey<ark_bn254::Bn254>;
+type KeySetup = fn() -> Result<(ProvingKey, VerifyingKey), nox_zk::ZkError>;
+
+/// A circuit's proving key, cached in the wallet directory after the first use.
 ///
-/// TESTNET: these are `nox_zk::groth16::testnet_setup()`'s keys, whose randomness is public; a
-/// deployment with value uses keys from `nox zk setup` and a verifier generated from them.
-fn spend_keys(w: &WalletArgs) -> CmdResult<nox_zk::groth16::ProvingKey<ark_bn254::Bn254>> {
+/// TESTNET: these are the `testnet_setup()` keys of `nox_zk`, whose randomness is public; a
+/// deployment with value uses keys from `nox zk setup` and verifiers generated from them.
+fn cached_key(w: &WalletArgs, file: &str, what: &str, setup: KeySetup) -> CmdResult<ProvingKey> {
     use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
-    let path = w.wallet.join("testnet-spend.pk");
+    let path = w.wallet.join(file);
     if let Ok(bytes) = std::fs::read(&path)
         && let Ok(pk) = nox_zk::groth16::ProvingKey::deserialize_compressed_unchecked(&bytes[..])
     {
         return Ok(pk);
     }
-    let t = Ticker::start("deriving the testnet proving key (first use; cached afterwards)");
-    let (pk, _) = nox_zk::groth16::testnet_setup().map_err(|e| e.to_string())?;
+    let t = Ticker::start(&format!("deriving the testnet {what} proving key (first use; cached afterwards)"));
+    let (pk, _) = setup().map_err(|e| e.to_string())?;
     t.finish();
     let mut bytes = Vec::new();
     pk.serialize_compressed(&mut bytes).map_err(|e| e.to_string())?;
     write_private(&path, &bytes)?;
     Ok(pk)
+}
+
+fn spend_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
+    cached_key(w, "testnet-spend.pk", "spend", nox_zk::groth16::testnet_setup)
+}
+
+fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
+    cached_key(w, "testnet-insert.pk", "insertion", nox_zk::insert::testnet_setup)
 }
 
 /// Proves a prepared spend (checked locally before it is sent anywhere).
@@ -722,24 +734,6 @@ async fn pay(a: &PayArgs) -> CmdResult {
         prepared.change_value
     );
     Ok(())
-}
-
-/// The insertion circuit's keys, cached like [`spend_keys`] (TESTNET keys, public randomness).
-fn insert_keys(w: &WalletArgs) -> CmdResult<nox_zk::groth16::ProvingKey<ark_bn254::Bn254>> {
-    use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
-    let path = w.wallet.join("testnet-insert.pk");
-    if let Ok(bytes) = std::fs::read(&path)
-        && let Ok(pk) = nox_zk::groth16::ProvingKey::deserialize_compressed_unchecked(&bytes[..])
-    {
-        return Ok(pk);
-    }
-    let t = Ticker::start("deriving the testnet insertion proving key (first use; cached afterwards)");
-    let (pk, _) = nox_zk::insert::testnet_setup().map_err(|e| e.to_string())?;
-    t.finish();
-    let mut bytes = Vec::new();
-    pk.serialize_compressed(&mut bytes).map_err(|e| e.to_string())?;
-    write_private(&path, &bytes)?;
-    Ok(pk)
 }
 
 fn proof_words(proof: &[u8; 256]) -> [U256; 8] {
