@@ -22,7 +22,7 @@ sol!(
 
 sol!(
     #[sol(rpc)]
-    #[derive(Debug)]
+    #[derive(Debug, PartialEq, Eq)]
     BatchExecutor,
     "../../contracts/artifacts/BatchExecutor.json"
 );

@@ -7,6 +7,7 @@ pub mod bindings;
 pub mod deploy;
 mod error;
 pub mod pool;
+pub mod pool_sync;
 pub mod reader;
 pub mod slash;
 pub mod snapshot;

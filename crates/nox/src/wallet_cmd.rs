@@ -19,14 +19,14 @@ use std::{
 use alloy::{
     primitives::{Address, B256, Bytes, U256},
     providers::{DynProvider, Provider, ProviderBuilder},
-    rpc::types::{Filter, TransactionRequest},
-    sol_types::{SolEvent, SolValue},
+    rpc::types::TransactionRequest,
+    sol_types::SolValue,
 };
 use ark_bn254::Fr;
 use clap::{Args, Subcommand};
 use nox_chain::pool::{IERC20, ShieldedPool, Spend};
 use nox_wallet::{
-    PoolEvent, PoolView, Seed, SpendKind, SpendRequest,
+    PoolView, Seed, SpendKind, SpendRequest,
     file::{self, KdfParams},
 };
 use nox_zk::field;
@@ -333,79 +333,15 @@ fn read_provider(rpc: &str) -> CmdResult<DynProvider> {
     Ok(ProviderBuilder::new().connect_http(url).erased())
 }
 
-/// Blocks per `eth_getLogs` page: an exit's default bound is 1,000 blocks.
-const LOG_PAGE: u64 = 1000;
-
-fn word(x: U256) -> CmdResult<Fr> {
-    field::from_be32(&x.to_be_bytes::<32>()).map_err(|_| "the pool emitted a word ≥ r".to_owned())
-}
-
-fn small(x: U256, what: &str) -> CmdResult<u64> {
-    u64::try_from(x).map_err(|_| format!("{what} out of range"))
-}
-
 fn asset_word(a: Address) -> Fr {
     field::address(&a.0.0)
 }
 
-/// Decodes one pool log.
-fn decode(log: &alloy::rpc::types::Log) -> CmdResult<Option<PoolEvent>> {
-    let Some(topic) = log.topic0() else { return Ok(None) };
-    let bad = |e: alloy::sol_types::Error| format!("undecodable pool event: {e}");
-    Ok(Some(if *topic == ShieldedPool::Deposited::SIGNATURE_HASH {
-        let e = ShieldedPool::Deposited::decode_log(&log.inner).map_err(bad)?.data;
-        PoolEvent::Deposited {
-            queue_index: small(e.queueIndex, "queue index")?,
-            commitment: word(e.commitment)?,
-            asset: asset_word(e.asset),
-            amount: u128::try_from(e.amount).map_err(|_| "deposit amount ≥ 2^128")?,
-            memo: e.memo.to_vec(),
-        }
-    } else if *topic == ShieldedPool::Spent::SIGNATURE_HASH {
-        let e = ShieldedPool::Spent::decode_log(&log.inner).map_err(bad)?.data;
-        PoolEvent::Spent {
-            nullifier: word(e.nullifier)?,
-            queue_index: small(e.queueIndex, "queue index")?,
-            change_commitment: word(e.changeCommitment)?,
-            asset: asset_word(e.asset),
-            fee: u128::try_from(e.fee).map_err(|_| "spent amount ≥ 2^128")?,
-        }
-    } else if *topic == ShieldedPool::BatchInserted::SIGNATURE_HASH {
-        let e = ShieldedPool::BatchInserted::decode_log(&log.inner).map_err(bad)?.data;
-        PoolEvent::BatchInserted {
-            start_leaf: small(e.startLeafIndex, "leaf index")?,
-            first_queue: small(e.firstQueueIndex, "queue index")?,
-            count: small(e.count, "batch size")?,
-            new_root: word(e.newRoot)?,
-        }
-    } else {
-        return Ok(None);
-    }))
-}
-
-/// Applies the pool's events since the view's last block, page by page; returns the head.
+/// Applies the pool's events since the view's last block (nox_chain::pool_sync).
 async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolView) -> CmdResult<u64> {
-    let head = provider.get_block_number().await.map_err(|e| format!("{}: {e}", at.rpc))?;
-    let mut from = view.last_block + 1;
-    if view.last_block == 0 && view.notes().is_empty() {
-        from = from.max(at.from_block);
-    }
-    while from <= head {
-        let to = (from + LOG_PAGE - 1).min(head);
-        let filter = Filter::new().address(at.pool).from_block(from).to_block(to);
-        let logs = provider.get_logs(&filter).await.map_err(|e| format!("reading pool events {from}..{to}: {e}"))?;
-        for log in &logs {
-            if log.removed {
-                return Err("the RPC endpoint returned a removed (reorganised) log; retry".into());
-            }
-            if let Some(event) = decode(log)? {
-                view.apply(seed, &event).map_err(|e| format!("block {:?}: {e}", log.block_number))?;
-            }
-        }
-        view.last_block = to;
-        from = to + 1;
-    }
-    Ok(head)
+    nox_chain::pool_sync::sync(provider, at.pool, at.from_block, seed, view)
+        .await
+        .map_err(|e| format!("{}: {e}", at.rpc))
 }
 
 async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {

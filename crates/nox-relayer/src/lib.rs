@@ -1,0 +1,16 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod check;
+pub mod journal;
+pub mod price;
+mod service;
+pub mod wire;
+
+pub use check::{Admission, Admitted, admit};
+pub use journal::{Journal, JournalError, Pending};
+pub use service::{
+    Policy, Relayer, RelayerConfig, RelayerError, TokenPair, decode_verifying_key, encode_verifying_key,
+};
+pub use wire::{Outcome, Quote, Reason, RelayRequest, Submission};

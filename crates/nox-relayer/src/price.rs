@@ -1,0 +1,143 @@
+//! Pricing (docs/spec/relay.md §4): the fees the relayer bids, the gas limit it sets, the fee it
+//! requires, and the value of a fee paid in a token. Pure integer arithmetic, rounded against
+//! the relayer's loss: costs up, values down.
+
+use alloy::primitives::U256;
+
+/// Basis points in one.
+pub const BPS: u32 = 10_000;
+
+/// The EIP-1559 fees of one transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeePlan {
+    /// The next block's base fee, wei per gas (informational: the check uses `max_fee_per_gas`).
+    pub base_fee: u128,
+    /// Priority fee bid.
+    pub priority_fee: u128,
+    /// Max fee per gas set: the most the transaction can cost per gas.
+    pub max_fee_per_gas: u128,
+}
+
+fn scale_up(x: u128, bps: u32) -> u128 {
+    let num = U256::from(x) * U256::from(BPS + bps);
+    u128::try_from(num.div_ceil(U256::from(BPS))).unwrap_or(u128::MAX)
+}
+
+impl FeePlan {
+    /// Bid `priority_fee` on top of the next base fee, with room for the base fee to rise by
+    /// `headroom_bps` before the transaction stops being includable.
+    pub fn new(next_base_fee: u128, priority_fee: u128, headroom_bps: u32) -> Self {
+        let max_fee_per_gas = scale_up(next_base_fee, headroom_bps).saturating_add(priority_fee);
+        Self { base_fee: next_base_fee, priority_fee, max_fee_per_gas }
+    }
+
+    /// A replacement: both fees raised by at least `bump_bps` (nodes require ≥ 10 % for a
+    /// replacement) and at least to `current` (a fresh plan at the current base fee).
+    pub fn bumped(&self, bump_bps: u32, current: &FeePlan) -> Self {
+        let priority_fee = scale_up(self.priority_fee, bump_bps).max(self.priority_fee + 1).max(current.priority_fee);
+        let max_fee_per_gas =
+            scale_up(self.max_fee_per_gas, bump_bps).max(self.max_fee_per_gas + 1).max(current.max_fee_per_gas);
+        Self { base_fee: current.base_fee, priority_fee, max_fee_per_gas: max_fee_per_gas.max(priority_fee) }
+    }
+}
+
+/// The gas limit set for a bundle that used `simulated` gas with an unbounded limit. The
+/// executor runs the action with all the gas left (`call(gas(), …)`), so a limit cut to the
+/// simulated figure could starve the action while the payment still succeeds; the limit keeps
+/// the EIP-150 1/64 reserve plus `extra_bps` on top, and the exact transaction is simulated
+/// again at this limit before it is sent.
+pub fn gas_limit(simulated: u64, extra_bps: u32) -> u64 {
+    let with_reserve = (u128::from(simulated) * 64).div_ceil(63);
+    let limit = scale_up(with_reserve, extra_bps) + 10_000;
+    u64::try_from(limit).unwrap_or(u64::MAX)
+}
+
+/// The smallest fee value (wei) accepted for `gas_limit` at `max_fee_per_gas` with `margin_bps`:
+/// `ceil(gas_limit × max_fee × (1 + margin))`. The margin holds at the most the relayer can pay.
+pub fn required_wei(gas_limit: u64, max_fee_per_gas: u128, margin_bps: u32) -> U256 {
+    let cost = U256::from(gas_limit) * U256::from(max_fee_per_gas);
+    (cost * U256::from(BPS + margin_bps)).div_ceil(U256::from(BPS))
+}
+
+/// A constant-product pool's reserves, the fee asset first (Uniswap v2, 0.3 % fee).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reserves {
+    /// Reserve of the fee asset.
+    pub asset: U256,
+    /// Reserve of WETH.
+    pub weth: U256,
+}
+
+impl Reserves {
+    /// Wei the relayer would get by selling `amount` of the asset into the pool
+    /// (`UniswapV2Library.getAmountOut`): the value of a fee, rounded down.
+    pub fn value_in_wei(&self, amount: U256) -> U256 {
+        if amount.is_zero() || self.asset.is_zero() || self.weth.is_zero() {
+            return U256::ZERO;
+        }
+        let in_with_fee = amount * U256::from(997u64);
+        in_with_fee * self.weth / (self.asset * U256::from(1000u64) + in_with_fee)
+    }
+
+    /// Amount of the asset whose sale yields at least `wei` (`getAmountIn`), or `None` if the
+    /// pool cannot yield that much.
+    pub fn asset_for_wei(&self, wei: U256) -> Option<U256> {
+        if wei.is_zero() {
+            return Some(U256::ZERO);
+        }
+        if wei >= self.weth || self.asset.is_zero() {
+            return None;
+        }
+        let num = self.asset * wei * U256::from(1000u64);
+        let den = (self.weth - wei) * U256::from(997u64);
+        Some(num / den + U256::from(1u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plan_and_requirement() {
+        let p = FeePlan::new(1_000_000_000, 100_000_000, 2_500);
+        assert_eq!(p.max_fee_per_gas, 1_350_000_000);
+        assert_eq!(required_wei(100_000, p.max_fee_per_gas, 1_000), U256::from(148_500_000_000_000u64));
+        // The requirement rounds up.
+        assert_eq!(required_wei(1, 1, 1), U256::from(2u64));
+    }
+
+    #[test]
+    fn bumps_are_at_least_the_replacement_minimum() {
+        let p = FeePlan::new(1_000, 10, 0);
+        let b = p.bumped(1_250, &p);
+        assert!(b.priority_fee * 10 >= p.priority_fee * 11);
+        assert!(b.max_fee_per_gas * 10 >= p.max_fee_per_gas * 11);
+        // A base fee that rose past the bump wins.
+        let risen = FeePlan::new(5_000, 10, 0);
+        assert!(p.bumped(1_250, &risen).max_fee_per_gas >= risen.max_fee_per_gas);
+        // Zero fees still move.
+        let zero = FeePlan::new(0, 0, 0);
+        assert!(zero.bumped(1_250, &zero).priority_fee > 0);
+    }
+
+    #[test]
+    fn gas_limit_keeps_the_reserve() {
+        assert_eq!(gas_limit(63_000, 0), 74_000);
+        assert!(gas_limit(400_000, 2_000) > 400_000 * 64 / 63 * 12 / 10);
+    }
+
+    proptest! {
+        #[test]
+        fn selling_the_quoted_amount_yields_the_wei(
+            asset in 1_000u64..u64::MAX, weth in 1_000u64..u64::MAX, wei in 1u64..u64::MAX
+        ) {
+            let r = Reserves { asset: U256::from(asset), weth: U256::from(weth) };
+            match r.asset_for_wei(U256::from(wei)) {
+                Some(amount) => prop_assert!(r.value_in_wei(amount) >= U256::from(wei)),
+                None => prop_assert!(U256::from(wei) >= r.weth),
+            }
+        }
+    }
+}

@@ -1,0 +1,721 @@
+//! The relayer: admission, simulation of the exact transaction, pricing, submission and
+//! tracking to a receipt (docs/spec/relay.md). The chain is reached through one JSON-RPC
+//! endpoint; the key signs locally.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use alloy::eips::eip1559::BaseFeeParams;
+use alloy::eips::eip2718::Encodable2718;
+use alloy::eips::{BlockId, BlockNumberOrTag};
+use alloy::network::{EthereumWallet, TransactionBuilder};
+use alloy::primitives::{Address, B256, Bytes, U256};
+use alloy::providers::{DynProvider, Provider, ProviderBuilder};
+use alloy::rpc::types::TransactionRequest;
+use alloy::rpc::types::simulate::{SimBlock, SimulatePayload};
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol;
+use alloy::sol_types::{SolCall, SolInterface};
+use ark_bn254::Bn254;
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+use nox_chain::bindings::BatchExecutor;
+use nox_chain::pool::ShieldedPool;
+use nox_zk::groth16::VerifyingKey;
+use serde::Deserialize;
+use tokio::sync::{Mutex, Semaphore, oneshot};
+
+use crate::check::{Admission, Admitted, admit};
+use crate::journal::{Journal, JournalError, Pending};
+use crate::price::{FeePlan, Reserves, gas_limit, required_wei};
+use crate::wire::{AssetPrice, Outcome, Quote, Reason, RelayRequest, Submission};
+
+sol! {
+    /// The Uniswap v2 pair calls a token price needs.
+    #[sol(rpc)]
+    interface IUniswapV2Pair {
+        function getReserves() external view returns (uint112 reserve0, uint112 reserve1, uint32 blockTimestampLast);
+        function token0() external view returns (address);
+    }
+}
+
+/// Where the relayer runs: the `[exit.services.relay]` table of an exit node.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelayerConfig {
+    /// The chain's JSON-RPC endpoint (the operator's own node).
+    pub rpc_url: String,
+    /// File holding the relayer account's private key (hex).
+    pub key_file: PathBuf,
+    /// The nonce journal (created if missing).
+    pub journal: PathBuf,
+    /// The spend circuit's verifying key ([`encode_verifying_key`] hex), the key of the pool's
+    /// spend verifier contract.
+    pub verifying_key: PathBuf,
+    /// Chain id (checked against the endpoint at start).
+    pub chain_id: u64,
+    /// The BatchExecutor.
+    pub executor: Address,
+    /// The shielded pool (the only payment plugin accepted).
+    pub pool: Address,
+    /// Fee assets besides ETH, each priced by a Uniswap v2 pair with WETH.
+    #[serde(default)]
+    pub tokens: Vec<TokenPair>,
+    /// Pricing and submission policy.
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+/// A fee token and the Uniswap v2 pair (token/WETH) that prices it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenPair {
+    /// The token.
+    pub token: Address,
+    /// The token/WETH pair.
+    pub pair: Address,
+}
+
+/// How the relayer prices and submits.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Margin over cost, basis points (paper §5: at least 10 %).
+    pub margin_bps: u32,
+    /// Priority fee bid, wei per gas.
+    pub priority_fee_wei: u128,
+    /// Room above the next base fee in the max fee, basis points.
+    pub base_fee_headroom_bps: u32,
+    /// Extra gas above the simulated use (plus the 1/64 reserve), basis points.
+    pub gas_extra_bps: u32,
+    /// Gas limit of the first simulation.
+    pub gas_cap: u64,
+    /// Seconds a payment must stay valid when it arrives.
+    pub min_validity_s: u64,
+    /// Bundles in flight at once.
+    pub max_in_flight: usize,
+    /// Milliseconds without a receipt before a fee bump.
+    pub bump_after_ms: u64,
+    /// Fee bumps per transaction at most.
+    pub max_bumps: u32,
+    /// Each bump's increase, basis points (≥ 1000: nodes refuse smaller replacements).
+    pub bump_bps: u32,
+    /// Milliseconds the client's answer waits for a receipt (tracking goes on after).
+    pub wait_ms: u64,
+    /// Milliseconds between receipt polls.
+    pub poll_ms: u64,
+    /// Gas the executor and a shielded payment take besides the action (told in quotes).
+    pub payment_gas: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            margin_bps: 1_000,
+            priority_fee_wei: 1_000_000_000,
+            base_fee_headroom_bps: 2_500,
+            gas_extra_bps: 2_000,
+            gas_cap: 5_000_000,
+            min_validity_s: 60,
+            max_in_flight: 16,
+            bump_after_ms: 15_000,
+            max_bumps: 3,
+            bump_bps: 1_250,
+            wait_ms: 120_000,
+            poll_ms: 250,
+            payment_gas: 500_000,
+        }
+    }
+}
+
+/// Why the relayer could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayerError {
+    /// A setting is unusable.
+    #[error("relayer configuration: {0}")]
+    Config(String),
+    /// The nonce journal.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The chain endpoint.
+    #[error("relayer chain endpoint: {0}")]
+    Chain(String),
+}
+
+/// A verifying key as the relayer reads it: hex of its compressed arkworks encoding.
+pub fn encode_verifying_key(vk: &VerifyingKey<Bn254>) -> String {
+    let mut bytes = Vec::new();
+    // Serialising into a Vec cannot fail.
+    let _ = vk.serialize_compressed(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// Reads [`encode_verifying_key`]'s output; every point is checked to be on the curve and in
+/// the right subgroup.
+pub fn decode_verifying_key(text: &str) -> Result<VerifyingKey<Bn254>, String> {
+    let bytes = hex::decode(text.trim()).map_err(|e| format!("not hex: {e}"))?;
+    VerifyingKey::<Bn254>::deserialize_compressed(&bytes[..]).map_err(|e| format!("not a verifying key: {e}"))
+}
+
+fn read_text(path: &Path, what: &str) -> Result<String, RelayerError> {
+    std::fs::read_to_string(path).map_err(|e| RelayerError::Config(format!("{what} {}: {e}", path.display())))
+}
+
+/// The relayer service. Cheap to share (`Arc`).
+pub struct Relayer {
+    config: RelayerConfig,
+    provider: DynProvider,
+    wallet: EthereumWallet,
+    account: Address,
+    vk: Arc<VerifyingKey<Bn254>>,
+    admission: Admission,
+    journal: Mutex<Journal>,
+    /// Nullifiers of bundles between admission and settlement here.
+    in_flight: StdMutex<HashSet<U256>>,
+    permits: Arc<Semaphore>,
+}
+
+/// Removes a nullifier from the in-flight set when dropped.
+struct InFlight {
+    relayer: Arc<Relayer>,
+    nullifier: U256,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut set) = self.relayer.in_flight.lock() {
+            set.remove(&self.nullifier);
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn chain_refusal(e: impl std::fmt::Display) -> Outcome {
+    Outcome::refused(Reason::Chain, format!("the relayer's chain node failed: {e}"))
+}
+
+/// What a simulation found.
+#[derive(Clone, Copy, Debug)]
+struct Simulated {
+    gas_used: u64,
+    action_success: bool,
+}
+
+impl Relayer {
+    /// Starts the relayer: reads its key and verifying key, checks the endpoint's chain id,
+    /// opens the nonce journal and resumes tracking every transaction it lists (rebroadcast,
+    /// then followed to a receipt).
+    pub async fn start(config: RelayerConfig) -> Result<Arc<Self>, RelayerError> {
+        let key = read_text(&config.key_file, "key file")?;
+        let signer: PrivateKeySigner = key
+            .trim()
+            .parse()
+            .map_err(|e| RelayerError::Config(format!("key file {}: {e}", config.key_file.display())))?;
+        let vk = decode_verifying_key(&read_text(&config.verifying_key, "verifying key")?)
+            .map_err(|e| RelayerError::Config(format!("verifying key {}: {e}", config.verifying_key.display())))?;
+        let p = &config.policy;
+        if p.bump_bps < 1_000 || p.max_in_flight == 0 || p.poll_ms == 0 || p.gas_cap == 0 {
+            return Err(RelayerError::Config("policy: bump_bps ≥ 1000, max_in_flight, poll_ms and gas_cap ≥ 1".into()));
+        }
+        let url =
+            config.rpc_url.parse().map_err(|e| RelayerError::Config(format!("rpc_url {:?}: {e}", config.rpc_url)))?;
+        let provider = ProviderBuilder::new().connect_http(url).erased();
+        let chain = provider.get_chain_id().await.map_err(|e| RelayerError::Chain(e.to_string()))?;
+        if chain != config.chain_id {
+            return Err(RelayerError::Config(format!(
+                "the endpoint is on chain {chain}, the relayer is set for {}",
+                config.chain_id
+            )));
+        }
+        let account = signer.address();
+        let mut journal = Journal::open(&config.journal, config.chain_id, account)?;
+        let count =
+            provider.get_transaction_count(account).pending().await.map_err(|e| RelayerError::Chain(e.to_string()))?;
+        journal.reconcile(count)?;
+        let mut assets = vec![Address::ZERO];
+        assets.extend(config.tokens.iter().map(|t| t.token));
+        let admission = Admission {
+            chain_id: config.chain_id,
+            executor: config.executor,
+            relayer: account,
+            pool: config.pool,
+            assets,
+            min_validity: p.min_validity_s,
+        };
+        let resume: Vec<u64> = journal.pending().iter().map(|p| p.nonce).collect();
+        let relayer = Arc::new(Self {
+            permits: Arc::new(Semaphore::new(config.policy.max_in_flight)),
+            config,
+            provider,
+            wallet: EthereumWallet::from(signer),
+            account,
+            vk: Arc::new(vk),
+            admission,
+            journal: Mutex::new(journal),
+            in_flight: StdMutex::new(HashSet::new()),
+        });
+        for nonce in resume {
+            tracing::info!(nonce, "relayer: resuming a transaction from the journal");
+            let r = relayer.clone();
+            tokio::spawn(async move {
+                r.rebroadcast(nonce).await;
+                let outcome = r.track(nonce, None).await;
+                tracing::info!(nonce, ?outcome, "relayer: resumed transaction settled");
+            });
+        }
+        Ok(relayer)
+    }
+
+    /// The relayer's account.
+    pub fn account(&self) -> Address {
+        self.account
+    }
+
+    /// The transactions it has signed and not yet seen mined.
+    pub async fn pending(&self) -> Vec<Pending> {
+        self.journal.lock().await.pending().to_vec()
+    }
+
+    /// The next nonce it will use.
+    pub async fn next_nonce(&self) -> u64 {
+        self.journal.lock().await.next_nonce()
+    }
+
+    /// Answers a relay request body: the JSON of a [`Quote`] or an [`Outcome`]. `Err` only when
+    /// a quote cannot be read from the chain.
+    pub async fn handle(self: &Arc<Self>, body: &[u8]) -> Result<Vec<u8>, String> {
+        let json = match RelayRequest::decode(body) {
+            Err(e) => serde_json::to_vec(&Outcome::refused(Reason::Malformed, e.to_string())),
+            Ok(RelayRequest::Quote) => serde_json::to_vec(&self.quote().await?),
+            Ok(RelayRequest::Submit(s)) => serde_json::to_vec(&self.submit(*s).await),
+        };
+        json.map_err(|e| e.to_string())
+    }
+
+    async fn fee_plan(&self) -> Result<(u64, FeePlan), String> {
+        let block = self
+            .provider
+            .get_block_by_number(BlockNumberOrTag::Latest)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("the node has no latest block")?;
+        let next = block.header.inner.next_block_base_fee(BaseFeeParams::ethereum()).unwrap_or(0);
+        let p = &self.config.policy;
+        Ok((block.header.inner.number, FeePlan::new(u128::from(next), p.priority_fee_wei, p.base_fee_headroom_bps)))
+    }
+
+    async fn reserves(&self, token: Address) -> Result<Option<Reserves>, String> {
+        let Some(pair) = self.config.tokens.iter().find(|t| t.token == token) else { return Ok(None) };
+        let pair = IUniswapV2Pair::new(pair.pair, &self.provider);
+        let token0 = pair.token0().call().await.map_err(|e| e.to_string())?;
+        let r = pair.getReserves().call().await.map_err(|e| e.to_string())?;
+        let (r0, r1) = (U256::from(r.reserve0), U256::from(r.reserve1));
+        Ok(Some(if token0 == token { Reserves { asset: r0, weth: r1 } } else { Reserves { asset: r1, weth: r0 } }))
+    }
+
+    /// The value of `fee` of `asset` in wei (ETH: itself; a token: what selling it yields).
+    async fn value_wei(&self, asset: Address, fee: U256) -> Result<U256, String> {
+        if asset == Address::ZERO {
+            return Ok(fee);
+        }
+        Ok(self.reserves(asset).await?.map_or(U256::ZERO, |r| r.value_in_wei(fee)))
+    }
+
+    /// The smallest fee in `asset` worth `wei`.
+    async fn fee_for_wei(&self, asset: Address, wei: U256) -> Result<Option<U256>, String> {
+        if asset == Address::ZERO {
+            return Ok(Some(wei));
+        }
+        Ok(self.reserves(asset).await?.and_then(|r| r.asset_for_wei(wei)))
+    }
+
+    /// The current price.
+    pub async fn quote(&self) -> Result<Quote, String> {
+        let (block, plan) = self.fee_plan().await?;
+        let p = &self.config.policy;
+        let per_million_wei = required_wei(1_000_000, plan.max_fee_per_gas, p.margin_bps);
+        let mut prices = Vec::new();
+        for asset in &self.admission.assets {
+            if let Some(per_million_gas) = self.fee_for_wei(*asset, per_million_wei).await? {
+                prices.push(AssetPrice { asset: *asset, per_million_gas });
+            }
+        }
+        Ok(Quote {
+            chain_id: self.config.chain_id,
+            executor: self.config.executor,
+            relayer: self.account,
+            pool: self.config.pool,
+            block,
+            base_fee: U256::from(plan.base_fee),
+            priority_fee: U256::from(plan.priority_fee),
+            max_fee_per_gas: U256::from(plan.max_fee_per_gas),
+            margin_bps: p.margin_bps,
+            gas_extra_bps: p.gas_extra_bps,
+            prices,
+            payment_gas: p.payment_gas,
+        })
+    }
+
+    fn request(&self, calldata: &[u8], gas: u64, plan: &FeePlan) -> TransactionRequest {
+        TransactionRequest::default()
+            .with_from(self.account)
+            .with_to(self.config.executor)
+            .with_input(Bytes::copy_from_slice(calldata))
+            .with_chain_id(self.config.chain_id)
+            .with_gas_limit(gas)
+            .with_max_fee_per_gas(plan.max_fee_per_gas)
+            .with_max_priority_fee_per_gas(plan.priority_fee)
+    }
+
+    /// Runs the transaction on the pending state: `eth_simulateV1`, or `eth_call` plus
+    /// `eth_estimateGas` where the node lacks it. `Err` is a refusal.
+    async fn simulate(&self, tx: &TransactionRequest) -> Result<Simulated, Outcome> {
+        let payload = SimulatePayload {
+            block_state_calls: vec![SimBlock { calls: vec![tx.clone()], ..Default::default() }],
+            ..Default::default()
+        };
+        match self.provider.simulate(&payload).block_id(BlockId::pending()).await {
+            Ok(blocks) => {
+                let call =
+                    blocks.first().and_then(|b| b.calls.first()).ok_or_else(|| chain_refusal("empty simulation"))?;
+                if !call.status {
+                    return Err(revert_refusal(&call.return_data, call.error.as_ref().map(|e| e.message.as_str())));
+                }
+                let action_success = BatchExecutor::executeCall::abi_decode_returns(&call.return_data)
+                    .map_err(|e| chain_refusal(format!("simulation returned no action status: {e}")))?;
+                Ok(Simulated { gas_used: call.gas_used, action_success })
+            }
+            Err(e) if e.as_error_resp().is_some_and(|r| r.code == -32601) => self.simulate_fallback(tx).await,
+            Err(e) => Err(chain_refusal(e)),
+        }
+    }
+
+    async fn simulate_fallback(&self, tx: &TransactionRequest) -> Result<Simulated, Outcome> {
+        let returned = match self.provider.call(tx.clone()).block(BlockId::pending()).await {
+            Ok(r) => r,
+            Err(e) => {
+                let data = e.as_error_resp().and_then(|r| r.as_revert_data()).unwrap_or_default();
+                return Err(revert_refusal(&data, Some(&e.to_string())));
+            }
+        };
+        let action_success = BatchExecutor::executeCall::abi_decode_returns(&returned)
+            .map_err(|e| chain_refusal(format!("eth_call returned no action status: {e}")))?;
+        let gas_used = self.provider.estimate_gas(tx.clone()).block(BlockId::pending()).await.map_err(chain_refusal)?;
+        Ok(Simulated { gas_used, action_success })
+    }
+
+    /// Admits, simulates, prices and (unless asked only to simulate) submits a bundle, then
+    /// waits for its receipt up to the policy's wait.
+    pub async fn submit(self: &Arc<Self>, s: Submission) -> Outcome {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            return Outcome::refused(Reason::Busy, "too many bundles in flight at this relayer");
+        };
+        let admission = self.admission.clone();
+        let vk = self.vk.clone();
+        let checked = {
+            let s = s.clone();
+            tokio::task::spawn_blocking(move || admit(&admission, &vk, &s, unix_now())).await
+        };
+        let admitted = match checked {
+            Ok(Ok(a)) => a,
+            Ok(Err((reason, detail))) => return Outcome::refused(reason, detail),
+            Err(e) => return Outcome::refused(Reason::Malformed, format!("admission failed: {e}")),
+        };
+        let nullifier = admitted.spend.nullifier;
+        let fresh = self.in_flight.lock().map(|mut set| set.insert(nullifier)).unwrap_or(false);
+        if !fresh {
+            return Outcome::refused(Reason::Replayed, "a bundle with this payment is already in flight here");
+        }
+        let guard = InFlight { relayer: self.clone(), nullifier };
+        let outcome = self.price_and_send(&s, &admitted, guard).await;
+        drop(permit);
+        outcome
+    }
+
+    async fn price_and_send(self: &Arc<Self>, s: &Submission, a: &Admitted, guard: InFlight) -> Outcome {
+        let pool = ShieldedPool::new(self.config.pool, &self.provider);
+        match pool.isSpent(a.spend.nullifier).call().await {
+            Ok(true) => return Outcome::refused(Reason::Spent, "the payment's note is already spent"),
+            Ok(false) => {}
+            Err(e) => return chain_refusal(e),
+        }
+        match pool.isKnownRoot(a.spend.root).call().await {
+            Ok(true) => {}
+            Ok(false) => return Outcome::refused(Reason::UnknownRoot, "the proof's root is not in the pool's window"),
+            Err(e) => return chain_refusal(e),
+        }
+        let plan = match self.fee_plan().await {
+            Ok((_, plan)) => plan,
+            Err(e) => return chain_refusal(e),
+        };
+        let p = &self.config.policy;
+        let first = match self.simulate(&self.request(&s.calldata, p.gas_cap, &plan)).await {
+            Ok(sim) => sim,
+            Err(refusal) => return refusal,
+        };
+        let limit = gas_limit(first.gas_used, p.gas_extra_bps);
+        // The exact transaction: same sender, calldata, fees and the gas limit it will carry.
+        let exact = self.request(&s.calldata, limit, &plan);
+        let sim = match self.simulate(&exact).await {
+            Ok(sim) => sim,
+            Err(refusal) => return refusal,
+        };
+        if first.action_success && !sim.action_success {
+            return Outcome::refused(
+                Reason::ActionReverts,
+                "the action runs out of gas at the gas limit the relayer sets",
+            );
+        }
+        if !sim.action_success && !s.pay_on_revert {
+            return Outcome::refused(
+                Reason::ActionReverts,
+                "the action reverts in simulation (ask to pay anyway to submit it)",
+            );
+        }
+        let required = required_wei(limit, plan.max_fee_per_gas, p.margin_bps);
+        let value = match self.value_wei(a.asset, a.fee).await {
+            Ok(v) => v,
+            Err(e) => return chain_refusal(e),
+        };
+        let required_fee = match self.fee_for_wei(a.asset, required).await {
+            Ok(f) => f,
+            Err(e) => return chain_refusal(e),
+        };
+        if value < required {
+            return Outcome::Refused {
+                reason: Reason::Unprofitable,
+                detail: format!(
+                    "the fee is worth {value} wei; gas limit {limit} at {} wei per gas plus a {} bps margin needs {required} wei",
+                    plan.max_fee_per_gas, p.margin_bps
+                ),
+                required_fee,
+            };
+        }
+        if s.simulate_only {
+            return Outcome::Simulated {
+                gas_used: sim.gas_used,
+                gas_limit: limit,
+                action_success: sim.action_success,
+                required_fee: required_fee.unwrap_or(U256::MAX),
+            };
+        }
+        let nonce = match self.send_new(&exact, a, value).await {
+            Ok(nonce) => nonce,
+            Err(refusal) => return refusal,
+        };
+        let (tx, rx) = oneshot::channel();
+        let relayer = self.clone();
+        tokio::spawn(async move {
+            let outcome = relayer.track(nonce, Some(value)).await;
+            drop(guard);
+            let _ = tx.send(outcome);
+        });
+        let hash = self.latest_hash(nonce).await.unwrap_or_default();
+        match tokio::time::timeout(Duration::from_millis(p.wait_ms), rx).await {
+            Ok(Ok(outcome)) => outcome,
+            _ => Outcome::Pending {
+                tx_hash: hash,
+                detail: format!("not mined within {} ms; the relayer keeps tracking it", p.wait_ms),
+            },
+        }
+    }
+
+    async fn latest_hash(&self, nonce: u64) -> Option<B256> {
+        self.journal.lock().await.pending().iter().find(|p| p.nonce == nonce).and_then(|p| p.hashes.last().copied())
+    }
+
+    async fn sign(&self, tx: TransactionRequest, nonce: u64) -> Result<(B256, Bytes), String> {
+        let envelope = tx.with_nonce(nonce).build(&self.wallet).await.map_err(|e| e.to_string())?;
+        Ok((*envelope.tx_hash(), Bytes::from(envelope.encoded_2718())))
+    }
+
+    /// Signs at the next nonce, journals, broadcasts. The journal lock is held until the
+    /// broadcast's answer, so a refused broadcast gives its nonce back and no gap opens.
+    async fn send_new(&self, tx: &TransactionRequest, a: &Admitted, value_wei: U256) -> Result<u64, Outcome> {
+        let mut journal = self.journal.lock().await;
+        let nonce = journal.next_nonce();
+        let (hash, raw) = self.sign(tx.clone(), nonce).await.map_err(chain_refusal)?;
+        journal
+            .record(Pending {
+                nonce,
+                hashes: vec![hash],
+                raw: raw.clone(),
+                gas_limit: tx.gas.unwrap_or_default(),
+                priority_fee: tx.max_priority_fee_per_gas.unwrap_or_default(),
+                max_fee_per_gas: tx.max_fee_per_gas.unwrap_or_default(),
+                fee: a.fee,
+                asset: a.asset,
+                nullifier: a.spend.nullifier,
+                value_wei,
+                bumps: 0,
+            })
+            .map_err(chain_refusal)?;
+        match self.provider.send_raw_transaction(&raw).await {
+            Ok(_) => Ok(nonce),
+            Err(e) if e.to_string().contains("already known") => Ok(nonce),
+            Err(e) => {
+                if let Err(j) = journal.unrecord(nonce) {
+                    tracing::error!(nonce, error = %j, "relayer: could not take back a refused transaction");
+                }
+                Err(chain_refusal(format!("broadcast refused: {e}")))
+            }
+        }
+    }
+
+    async fn rebroadcast(&self, nonce: u64) {
+        let raw = self.journal.lock().await.pending().iter().find(|p| p.nonce == nonce).map(|p| p.raw.clone());
+        if let Some(raw) = raw
+            && let Err(e) = self.provider.send_raw_transaction(&raw).await
+        {
+            tracing::info!(nonce, error = %e, "relayer: rebroadcast not accepted (mined or known already?)");
+        }
+    }
+
+    /// Follows the transaction at `nonce` to a receipt, bumping its fees while the bumped price
+    /// stays profitable for a fee worth `value_wei` (unknown after a restart: then it re-prices
+    /// from the journal's fee and asset). Settles the journal entry.
+    async fn track(&self, nonce: u64, value_wei: Option<U256>) -> Outcome {
+        let p = &self.config.policy;
+        let mut last_send = Instant::now();
+        let mut bumping = true;
+        let mut nonce_taken_polls = 0u32;
+        loop {
+            tokio::time::sleep(Duration::from_millis(p.poll_ms)).await;
+            let Some(entry) = self.journal.lock().await.pending().iter().find(|e| e.nonce == nonce).cloned() else {
+                return Outcome::refused(Reason::Chain, "the transaction left the journal");
+            };
+            for hash in entry.hashes.iter().rev() {
+                match self.provider.get_transaction_receipt(*hash).await {
+                    Ok(Some(receipt)) => {
+                        self.settle(nonce).await;
+                        return receipt_outcome(&receipt, &entry, self.config.executor);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(nonce, error = %e, "relayer: receipt poll failed"),
+                }
+            }
+            // Our nonce used by a transaction we never signed (the key used elsewhere).
+            match self.provider.get_transaction_count(self.account).latest().await {
+                Ok(count) if count > nonce => {
+                    nonce_taken_polls += 1;
+                    if nonce_taken_polls >= 3 {
+                        self.settle(nonce).await;
+                        return Outcome::refused(Reason::Chain, "the relayer's nonce was used by another transaction");
+                    }
+                    continue;
+                }
+                _ => nonce_taken_polls = 0,
+            }
+            if bumping && entry.bumps < p.max_bumps && last_send.elapsed() >= Duration::from_millis(p.bump_after_ms) {
+                bumping = self.bump(&entry, value_wei).await;
+                last_send = Instant::now();
+            }
+        }
+    }
+
+    async fn settle(&self, nonce: u64) {
+        if let Err(e) = self.journal.lock().await.settle(nonce) {
+            tracing::error!(nonce, error = %e, "relayer: could not settle a journal entry");
+        }
+    }
+
+    /// One fee bump of `entry`, if still profitable. Returns whether further bumps may follow.
+    async fn bump(&self, entry: &Pending, value_wei: Option<U256>) -> bool {
+        let p = &self.config.policy;
+        let Ok((_, current)) = self.fee_plan().await else { return true };
+        let old = FeePlan {
+            base_fee: current.base_fee,
+            priority_fee: entry.priority_fee,
+            max_fee_per_gas: entry.max_fee_per_gas,
+        };
+        let new = old.bumped(p.bump_bps, &current);
+        let value = match value_wei {
+            Some(v) => v,
+            None => self.value_wei(entry.asset, entry.fee).await.unwrap_or(U256::ZERO),
+        };
+        if required_wei(entry.gas_limit, new.max_fee_per_gas, p.margin_bps) > value {
+            tracing::info!(nonce = entry.nonce, "relayer: no further fee bump (it would be unprofitable)");
+            return false;
+        }
+        let tx = TransactionRequest::default()
+            .with_from(self.account)
+            .with_to(self.config.executor)
+            .with_input(self.calldata_of(entry).unwrap_or_default())
+            .with_chain_id(self.config.chain_id)
+            .with_gas_limit(entry.gas_limit)
+            .with_max_fee_per_gas(new.max_fee_per_gas)
+            .with_max_priority_fee_per_gas(new.priority_fee);
+        let Ok((hash, raw)) = self.sign(tx, entry.nonce).await else { return false };
+        let mut journal = self.journal.lock().await;
+        if let Err(e) = journal.replace(entry.nonce, hash, raw.clone(), new.priority_fee, new.max_fee_per_gas) {
+            tracing::error!(nonce = entry.nonce, error = %e, "relayer: could not journal a fee bump");
+            return false;
+        }
+        drop(journal);
+        if let Err(e) = self.provider.send_raw_transaction(&raw).await {
+            tracing::info!(nonce = entry.nonce, error = %e, "relayer: fee bump not accepted");
+        } else {
+            tracing::info!(nonce = entry.nonce, max_fee = new.max_fee_per_gas, "relayer: fee bumped");
+        }
+        true
+    }
+
+    /// The calldata of a journaled transaction (decoded from its signed bytes).
+    fn calldata_of(&self, entry: &Pending) -> Option<Bytes> {
+        use alloy::consensus::{Transaction, TxEnvelope};
+        use alloy::eips::eip2718::Decodable2718;
+        let envelope = TxEnvelope::decode_2718(&mut entry.raw.as_ref()).ok()?;
+        Some(envelope.input().clone())
+    }
+}
+
+fn receipt_outcome(receipt: &alloy::rpc::types::TransactionReceipt, entry: &Pending, executor: Address) -> Outcome {
+    if !receipt.status() {
+        return Outcome::refused(
+            Reason::Reverted,
+            format!("transaction {} reverted on chain", receipt.transaction_hash),
+        );
+    }
+    let action_success = receipt
+        .inner
+        .logs()
+        .iter()
+        .filter(|l| l.address() == executor)
+        .find_map(|l| l.log_decode::<BatchExecutor::ActionExecuted>().ok())
+        .is_some_and(|l| l.inner.data.success);
+    Outcome::Included {
+        tx_hash: receipt.transaction_hash,
+        block: receipt.block_number.unwrap_or_default(),
+        gas_used: receipt.gas_used,
+        gas_limit: entry.gas_limit,
+        effective_gas_price: U256::from(receipt.effective_gas_price),
+        action_success,
+        fee: entry.fee,
+        asset: entry.asset,
+        bumps: entry.bumps,
+    }
+}
+
+/// A refusal for a simulated revert of the whole bundle, by the pool's or executor's error.
+fn revert_refusal(data: &[u8], message: Option<&str>) -> Outcome {
+    use ShieldedPool::ShieldedPoolErrors as P;
+    if let Ok(e) = P::abi_decode(data) {
+        let reason = match e {
+            P::AlreadySpent(_) => Reason::Spent,
+            P::UnknownRoot(_) => Reason::UnknownRoot,
+            P::Expired(_) => Reason::Expired,
+            P::InvalidProof(_) => Reason::BadProof,
+            _ => Reason::PaymentReverts,
+        };
+        return Outcome::refused(reason, format!("the payment reverts: {e:?}"));
+    }
+    if let Ok(e) = BatchExecutor::BatchExecutorErrors::abi_decode(data) {
+        return Outcome::refused(Reason::PaymentReverts, format!("the bundle reverts: {e:?}"));
+    }
+    let why = message.map_or_else(|| format!("0x{}", hex::encode(data)), str::to_owned);
+    Outcome::refused(Reason::PaymentReverts, format!("the bundle reverts: {why}"))
+}
