@@ -162,6 +162,19 @@ impl ClientCore {
         expected_reply_len: usize,
         now: Now,
     ) -> Result<(RequestId, Vec<Outgoing>), ClientError> {
+        self.request_via(body, expected_reply_len, None, now)
+    }
+
+    /// [`Self::request`] to the exit `exit` (a node of the last layer), or to a random exit
+    /// for `None`. A conversation that must reach the same exit twice (a relayer's quote, then
+    /// the bundle paying that relayer) pins it.
+    pub fn request_via(
+        &mut self,
+        body: RequestBody,
+        expected_reply_len: usize,
+        exit: Option<NodeId>,
+        now: Now,
+    ) -> Result<(RequestId, Vec<Outgoing>), ClientError> {
         if self.pending.len() >= self.config.max_pending {
             return Err(ClientError::Busy("too many requests in flight"));
         }
@@ -172,7 +185,7 @@ impl ClientCore {
         {
             return Err(ClientError::Busy("send queue full"));
         }
-        let Built { packets, recoveries, .. } = self.build_request(body, n_surbs, false, now)?;
+        let Built { packets, recoveries, .. } = self.build_request(body, n_surbs, false, exit, now)?;
         if let Some(queue) = &self.queue
             && queue.len() + packets.len() > self.config.queue_capacity
         {
@@ -209,6 +222,7 @@ impl ClientCore {
         body: RequestBody,
         n_surbs: usize,
         probe: bool,
+        exit: Option<NodeId>,
         now: Now,
     ) -> Result<Built, ClientError> {
         let epoch = self.topology.client_epoch(now.unix);
@@ -216,7 +230,16 @@ impl ClientCore {
         let none = BTreeSet::new();
         let degraded = if probe { none } else { self.degraded.clone() };
         let exclude = Exclude { avoid: &self.config.avoid, degraded: &degraded };
-        let exit = random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng)?;
+        let exit = match exit {
+            None => random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng)?,
+            Some(id) => {
+                if self.topology.layer_of(&id) != Some(last_layer(&self.topology)) {
+                    return Err(ClientError::NoRoute(format!("{id:?} is not an exit of the topology")));
+                }
+                hop_of(&self.topology, &id, epoch)
+                    .ok_or_else(|| ClientError::NoRoute(format!("exit {id:?} has no key for epoch {epoch}")))?
+            }
+        };
         let gateway = hop_of(&self.topology, &self.gateway, epoch)
             .ok_or_else(|| ClientError::NoRoute(format!("reply gateway has no key for epoch {epoch}")))?;
 

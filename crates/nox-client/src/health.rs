@@ -138,7 +138,7 @@ impl ClientCore {
     pub fn loop_packet(&mut self, now: Now) -> Result<Outgoing, ClientError> {
         let n_surbs =
             nox_message::surbs_needed(self.geometry(), LOOP_BUDGET_REPLY_LEN, self.config.loss, self.config.target)?;
-        let mut built = self.build_request(RequestBody::Echo(Vec::new()), n_surbs, true, now)?;
+        let mut built = self.build_request(RequestBody::Echo(Vec::new()), n_surbs, true, None, now)?;
         let Some(out) = built.packets.pop() else {
             return Err(ClientError::NoRoute("loop needs one packet".into()));
         };

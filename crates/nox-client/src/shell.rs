@@ -211,13 +211,30 @@ impl ClientHandle {
     /// Sends `body` through the mixnet and waits for the response (or the
     /// timeout). Never retransmits.
     pub async fn request(&self, body: RequestBody, expected_reply_len: usize) -> Result<Response, ClientError> {
+        self.request_via(body, expected_reply_len, None).await
+    }
+
+    /// The exits of the current topology (nodes of the last layer).
+    pub fn exits(&self) -> Vec<NodeId> {
+        let state = self.shared.lock();
+        let topology = state.core.topology();
+        topology.nodes_in_layer(topology.layers().exit()).map(|n| n.id).collect()
+    }
+
+    /// [`Self::request`] to the exit `exit` (random for `None`): see `ClientCore::request_via`.
+    pub async fn request_via(
+        &self,
+        body: RequestBody,
+        expected_reply_len: usize,
+        exit: Option<NodeId>,
+    ) -> Result<Response, ClientError> {
         let (tx, rx) = oneshot::channel();
         // Building SURBs and packets (with proof of work) is CPU work: keep
         // it off the async workers.
         let shared = self.shared.clone();
         let packets = tokio::task::spawn_blocking(move || {
             let mut state = shared.lock();
-            let (id, packets) = state.core.request(body, expected_reply_len, Now::system())?;
+            let (id, packets) = state.core.request_via(body, expected_reply_len, exit, Now::system())?;
             state.waiters.insert(id, tx);
             Ok::<_, ClientError>(packets)
         })

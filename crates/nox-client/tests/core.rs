@@ -68,6 +68,29 @@ fn one_exit_per_request_and_fresh_entries_per_fragment() {
 }
 
 #[test]
+fn a_pinned_exit_carries_every_fragment_and_only_exits_can_be_pinned() {
+    let mut net = Mixnet::new(3, Geometry::new(4096, 3).unwrap(), 0);
+    let mut core = net.client(ClientConfig::default(), 12);
+    let exits = net.nodes_in(2);
+    assert!(exits.len() > 1);
+    for &pinned in &exits {
+        let body = RequestBody::Relay(vec![1u8; 20_000]);
+        let (_, packets) = core.request_via(body, 64, Some(pinned), net.now(Duration::ZERO)).unwrap();
+        for out in packets {
+            let common::Outcome::Exit { exit, .. } = net.route(out.entry, out.packet, 0) else {
+                panic!("not delivered")
+            };
+            assert_eq!(exit, pinned, "every fragment reaches the pinned exit");
+        }
+    }
+    let mix = net.nodes_in(1)[0];
+    let refused = core.request_via(RequestBody::Relay(vec![1]), 64, Some(mix), net.now(Duration::ZERO));
+    assert!(matches!(refused, Err(ClientError::NoRoute(_))), "a mix node is not an exit");
+    let unknown = core.request_via(RequestBody::Relay(vec![1]), 64, Some(NodeId([9; 32])), net.now(Duration::ZERO));
+    assert!(matches!(unknown, Err(ClientError::NoRoute(_))));
+}
+
+#[test]
 fn large_reply_with_lost_packets_completes() {
     let mut net = Mixnet::new(3, Geometry::default(), 0);
     let mut core = net.client(ClientConfig::default(), 12);

@@ -33,7 +33,7 @@ impl Requester for Fake {
             }
             RequestBody::JsonRpc(json) if json.windows(7).any(|w| w == b"timeout") => Err(ClientError::Timeout),
             RequestBody::JsonRpc(_) => Ok(Response::ok(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#.to_vec())),
-            RequestBody::Echo(_) => Err(ClientError::Closed),
+            RequestBody::Echo(_) | RequestBody::Relay(_) => Err(ClientError::Closed),
         }
     }
 }

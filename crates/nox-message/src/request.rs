@@ -17,6 +17,8 @@ pub enum Kind {
     Http = 2,
     /// Forward a JSON-RPC request.
     JsonRpc = 3,
+    /// A relay request: a bundle for the exit's relayer, or a price quote (docs/spec/relay.md).
+    Relay = 4,
 }
 
 impl TryFrom<u8> for Kind {
@@ -27,6 +29,7 @@ impl TryFrom<u8> for Kind {
             1 => Ok(Self::Echo),
             2 => Ok(Self::Http),
             3 => Ok(Self::JsonRpc),
+            4 => Ok(Self::Relay),
             other => Err(MessageError::UnknownKind(other)),
         }
     }
@@ -41,6 +44,8 @@ pub enum RequestBody {
     Http(HttpRequestMsg),
     /// JSON-RPC request bytes (non-empty; the exit parses them).
     JsonRpc(Vec<u8>),
+    /// Relay request bytes (non-empty; the exit's relayer parses them, docs/spec/relay.md).
+    Relay(Vec<u8>),
 }
 
 impl RequestBody {
@@ -50,6 +55,7 @@ impl RequestBody {
             Self::Echo(_) => Kind::Echo,
             Self::Http(_) => Kind::Http,
             Self::JsonRpc(_) => Kind::JsonRpc,
+            Self::Relay(_) => Kind::Relay,
         }
     }
 
@@ -62,6 +68,10 @@ impl RequestBody {
                 Err(MessageError::InvalidField { field: "json-rpc body", reason: "empty" })
             }
             Self::JsonRpc(_) => Ok(()),
+            Self::Relay(body) if body.is_empty() => {
+                Err(MessageError::InvalidField { field: "relay body", reason: "empty" })
+            }
+            Self::Relay(_) => Ok(()),
         }
     }
 }
@@ -99,7 +109,9 @@ impl Request {
             out.extend_from_slice(surb);
         }
         match &self.body {
-            RequestBody::Echo(bytes) | RequestBody::JsonRpc(bytes) => out.extend_from_slice(bytes),
+            RequestBody::Echo(bytes) | RequestBody::JsonRpc(bytes) | RequestBody::Relay(bytes) => {
+                out.extend_from_slice(bytes)
+            }
             RequestBody::Http(http) => http.encode_into(&mut out),
         }
         out
@@ -113,6 +125,11 @@ impl Request {
             Kind::Http => RequestBody::Http(HttpRequestMsg::decode(rest)?),
             Kind::JsonRpc => {
                 let body = RequestBody::JsonRpc(rest.to_vec());
+                body.validate()?;
+                body
+            }
+            Kind::Relay => {
+                let body = RequestBody::Relay(rest.to_vec());
                 body.validate()?;
                 body
             }

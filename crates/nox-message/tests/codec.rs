@@ -74,7 +74,7 @@ fn unknown_version_kind_and_status_are_refused() {
     let geometry = Geometry::default();
     assert_eq!(Request::decode(&geometry, &[2, 1, 0]).unwrap_err(), MessageError::UnknownVersion(2));
     assert_eq!(Request::decode(&geometry, &[1, 0, 0]).unwrap_err(), MessageError::UnknownKind(0));
-    assert_eq!(Request::decode(&geometry, &[1, 4, 0]).unwrap_err(), MessageError::UnknownKind(4));
+    assert_eq!(Request::decode(&geometry, &[1, 5, 0]).unwrap_err(), MessageError::UnknownKind(5));
     assert_eq!(Response::decode(&[0, 0]).unwrap_err(), MessageError::UnknownVersion(0));
     assert_eq!(Response::decode(&[1, 9]).unwrap_err(), MessageError::UnknownStatus(9));
     assert_eq!(Response::decode(&[1, 0xff]).unwrap_err(), MessageError::UnknownStatus(0xff));
@@ -163,11 +163,13 @@ fn http_character_rules() {
 }
 
 #[test]
-fn json_rpc_body_must_not_be_empty() {
+fn json_rpc_and_relay_bodies_must_not_be_empty() {
     let geometry = Geometry::default();
-    let empty = request(&geometry, 1, RequestBody::JsonRpc(vec![]));
-    assert!(empty.validate().is_err());
-    assert!(matches!(Request::decode(&geometry, &empty.encode()), Err(MessageError::InvalidField { .. })));
+    for body in [RequestBody::JsonRpc(vec![]), RequestBody::Relay(vec![])] {
+        let empty = request(&geometry, 1, body);
+        assert!(empty.validate().is_err());
+        assert!(matches!(Request::decode(&geometry, &empty.encode()), Err(MessageError::InvalidField { .. })));
+    }
 }
 
 #[test]

@@ -32,6 +32,7 @@ fn request_body() -> impl Strategy<Value = RequestBody> {
         prop::collection::vec(any::<u8>(), 0..300).prop_map(RequestBody::Echo),
         http_request_msg().prop_map(RequestBody::Http),
         prop::collection::vec(any::<u8>(), 1..300).prop_map(RequestBody::JsonRpc),
+        prop::collection::vec(any::<u8>(), 1..300).prop_map(RequestBody::Relay),
     ]
 }
 

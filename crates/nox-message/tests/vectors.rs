@@ -50,6 +50,7 @@ fn requests(geometry: &Geometry) -> Vec<(&'static str, Request)> {
             "json-rpc, one SURB",
             request(geometry, 1, RequestBody::JsonRpc(br#"{"jsonrpc":"2.0","method":"eth_chainId","id":1}"#.to_vec())),
         ),
+        ("relay quote, one SURB", request(geometry, 1, RequestBody::Relay(vec![0x01]))),
     ]
 }
 
@@ -57,6 +58,7 @@ fn request_vector(name: &str, request: &Request) -> Value {
     let body = match &request.body {
         RequestBody::Echo(bytes) => json!({ "echo": hex::encode(bytes) }),
         RequestBody::JsonRpc(bytes) => json!({ "json_rpc": hex::encode(bytes) }),
+        RequestBody::Relay(bytes) => json!({ "relay": hex::encode(bytes) }),
         RequestBody::Http(h) => json!({ "http": {
             "method": h.method, "url": h.url, "headers": headers_json(&h.headers), "body": hex::encode(&h.body),
         }}),
@@ -130,7 +132,7 @@ fn invalid_requests(geometry: &Geometry) -> Vec<(&'static str, Vec<u8>)> {
         ("empty", vec![]),
         ("version 2", edit(&echo, 0, 2)),
         ("kind 0", edit(&echo, 1, 0)),
-        ("kind 4", edit(&echo, 1, 4)),
+        ("kind 5", edit(&echo, 1, 5)),
         ("two SURBs announced, one present", edit(&echo, 2, 2)),
         ("SURB with another geometry tag", edit(&echo, 3 + 64, echo[3 + 64] ^ 1)),
         ("http, trailing byte", trailing),
@@ -225,6 +227,7 @@ fn committed_vectors_decode() {
         let want = match &decoded.body {
             RequestBody::Echo(_) => RequestBody::Echo(unhex(&body["echo"])),
             RequestBody::JsonRpc(_) => RequestBody::JsonRpc(unhex(&body["json_rpc"])),
+            RequestBody::Relay(_) => RequestBody::Relay(unhex(&body["relay"])),
             RequestBody::Http(_) => RequestBody::Http(HttpRequestMsg {
                 method: body["http"]["method"].as_str().expect("method").into(),
                 url: body["http"]["url"].as_str().expect("url").into(),

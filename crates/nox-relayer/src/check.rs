@@ -2,10 +2,10 @@
 //! the caller passes the time. Every refusal here costs the relayer one Groth16 verification at
 //! most, and nothing at all before the proof for a bundle that is not addressed to it.
 
-use alloy::primitives::{Address, U256};
-use alloy::sol_types::SolValue;
+use crate::abi::Spend;
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::SolValue;
 use ark_bn254::{Bn254, Fr};
-use nox_chain::pool::Spend;
 use nox_zk::field;
 use nox_zk::groth16::{self, VerifyingKey};
 

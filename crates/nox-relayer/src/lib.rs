@@ -2,14 +2,17 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod abi;
 pub mod check;
 pub mod journal;
 pub mod price;
+#[cfg(feature = "service")]
 mod service;
 pub mod wire;
 
 pub use check::{Admission, Admitted, admit};
 pub use journal::{Journal, JournalError, Pending};
+#[cfg(feature = "service")]
 pub use service::{
     Policy, Relayer, RelayerConfig, RelayerError, TokenPair, decode_verifying_key, encode_verifying_key,
 };

@@ -2,7 +2,7 @@
 //! requires, and the value of a fee paid in a token. Pure integer arithmetic, rounded against
 //! the relayer's loss: costs up, values down.
 
-use alloy::primitives::U256;
+use alloy_primitives::U256;
 
 /// Basis points in one.
 pub const BPS: u32 = 10_000;

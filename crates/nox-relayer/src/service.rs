@@ -385,7 +385,7 @@ impl Relayer {
                 if !call.status {
                     return Err(revert_refusal(&call.return_data, call.error.as_ref().map(|e| e.message.as_str())));
                 }
-                let action_success = BatchExecutor::executeCall::abi_decode_returns(&call.return_data)
+                let action_success = crate::abi::executeCall::abi_decode_returns(&call.return_data)
                     .map_err(|e| chain_refusal(format!("simulation returned no action status: {e}")))?;
                 Ok(Simulated { gas_used: call.gas_used, action_success })
             }
@@ -402,7 +402,7 @@ impl Relayer {
                 return Err(revert_refusal(&data, Some(&e.to_string())));
             }
         };
-        let action_success = BatchExecutor::executeCall::abi_decode_returns(&returned)
+        let action_success = crate::abi::executeCall::abi_decode_returns(&returned)
             .map_err(|e| chain_refusal(format!("eth_call returned no action status: {e}")))?;
         let gas_used = self.provider.estimate_gas(tx.clone()).block(BlockId::pending()).await.map_err(chain_refusal)?;
         Ok(Simulated { gas_used, action_success })

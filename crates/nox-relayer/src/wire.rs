@@ -2,11 +2,11 @@
 //! `Relay` message (kind `0x04`) and what the exit puts in the body of an `Ok` response.
 //! Pure: no I/O.
 
-use alloy::primitives::{Address, B256, U256};
-use alloy::sol_types::SolCall;
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::SolCall;
 use serde::{Deserialize, Serialize};
 
-use nox_chain::bindings::BatchExecutor;
+use crate::abi;
 
 /// Operation byte: ask for the current price.
 pub const OP_QUOTE: u8 = 0x01;
@@ -70,15 +70,15 @@ pub struct Submission {
     /// The relayer the client's payment credits.
     pub relayer: Address,
     /// The decoded bundle.
-    pub bundle: BatchExecutor::Bundle,
+    pub bundle: abi::Bundle,
     /// `execute(bundle)` calldata, exactly as received (and as it will be sent).
     pub calldata: Vec<u8>,
 }
 
 impl Submission {
     /// A submission of `bundle` (the calldata is its canonical encoding).
-    pub fn new(chain_id: u64, executor: Address, relayer: Address, bundle: BatchExecutor::Bundle) -> Self {
-        let calldata = BatchExecutor::executeCall { bundle: bundle.clone() }.abi_encode();
+    pub fn new(chain_id: u64, executor: Address, relayer: Address, bundle: abi::Bundle) -> Self {
+        let calldata = abi::executeCall { bundle: bundle.clone() }.abi_encode();
         Self { pay_on_revert: false, simulate_only: false, chain_id, executor, relayer, bundle, calldata }
     }
 }
@@ -130,7 +130,7 @@ impl RelayRequest {
                 if calldata.len() > MAX_CALLDATA {
                     return Err(WireError::CalldataTooLong(calldata.len()));
                 }
-                let call = BatchExecutor::executeCall::abi_decode_validate(calldata)
+                let call = abi::executeCall::abi_decode_validate(calldata)
                     .map_err(|e| WireError::NotExecute(e.to_string()))?;
                 if call.abi_encode() != calldata {
                     return Err(WireError::NotExecute("non-canonical encoding".into()));
@@ -315,14 +315,14 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy::primitives::Bytes;
+    use alloy_primitives::Bytes;
 
-    fn bundle() -> BatchExecutor::Bundle {
-        BatchExecutor::Bundle {
+    fn bundle() -> abi::Bundle {
+        abi::Bundle {
             payment: Address::repeat_byte(1),
             paymentData: Bytes::from(vec![7; 100]),
             fee: U256::from(5u64),
-            action: BatchExecutor::Action {
+            action: abi::Action {
                 target: Address::repeat_byte(2),
                 value: U256::ZERO,
                 data: Bytes::from(vec![1, 2, 3]),

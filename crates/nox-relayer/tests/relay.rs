@@ -12,9 +12,10 @@ use alloy::providers::{DynProvider, Provider};
 use alloy::sol_types::{SolCall, SolValue};
 use ark_bn254::Fr;
 use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
-use nox_chain::bindings::{BatchExecutor, NoxStakeToken, RewardLedger};
+use nox_chain::bindings::{NoxStakeToken, RewardLedger};
 use nox_chain::deploy::{self, Deployment, RegistryParams};
-use nox_chain::pool::{PoolDeployment, ShieldedPool, Spend, deploy_pool};
+use nox_chain::pool::{PoolDeployment, ShieldedPool, deploy_pool};
+use nox_relayer::abi::{Action, Bundle, Spend};
 use nox_relayer::{Outcome, Policy, Reason, RelayRequest, Relayer, RelayerConfig, Submission, encode_verifying_key};
 use nox_wallet::{PoolView, Seed, SpendKind, SpendRequest};
 use nox_zk::field;
@@ -92,11 +93,11 @@ impl World {
             fee: U256::from(fee),
             deadline: U256::from(deadline),
         };
-        let bundle = BatchExecutor::Bundle {
+        let bundle = Bundle {
             payment: self.pool.pool,
             paymentData: Bytes::from(spend.abi_encode()),
             fee: U256::from(fee),
-            action: BatchExecutor::Action { target, value: U256::ZERO, data: Bytes::from(data) },
+            action: Action { target, value: U256::ZERO, data: Bytes::from(data) },
         };
         Submission::new(self.deployment.chain_id, self.deployment.executor, relayer, bundle)
     }

@@ -96,7 +96,7 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
     })
 }
 
-async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
+pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
     let geometry = Geometry::default();
     let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
     match (&args.testnet, &args.topology, &args.authority) {

@@ -7,6 +7,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use nox_exit::{ErrorKind, ExitConfig, ExitError, ExitServices, HttpRequest};
 use nox_message::{HttpResponseMsg, RequestBody, Response, Status};
+use nox_relayer::{Relayer, RelayerConfig};
 
 /// Bytes a response message adds around its body (version, status).
 const RESPONSE_OVERHEAD: usize = 2;
@@ -15,20 +16,34 @@ const RESPONSE_OVERHEAD: usize = 2;
 #[derive(Clone)]
 pub struct ExitAdapter {
     services: Arc<ExitServices>,
+    /// The paid relayer (`[exit.services.relay]`), if this exit is one.
+    relayer: Option<Arc<Relayer>>,
 }
 
 impl ExitAdapter {
-    /// Services built from the node's `[exit.services]` table.
-    pub fn from_table(table: &toml::Table) -> Result<Self, String> {
+    /// Services built from the node's `[exit.services]` table; its `relay` sub-table, if
+    /// present, starts the paid relayer (nox-relayer), which checks its chain endpoint and
+    /// resumes its nonce journal before the node serves anything.
+    pub async fn from_table(table: &toml::Table) -> Result<Self, String> {
+        let mut table = table.clone();
+        let relay = table.remove("relay");
         let config: ExitConfig =
-            table.clone().try_into().map_err(|e: toml::de::Error| format!("[exit.services]: {}", e.message()))?;
-        Self::new(config)
+            table.try_into().map_err(|e: toml::de::Error| format!("[exit.services]: {}", e.message()))?;
+        let mut adapter = Self::new(config)?;
+        if let Some(relay) = relay {
+            let config: RelayerConfig =
+                relay.try_into().map_err(|e: toml::de::Error| format!("[exit.services.relay]: {}", e.message()))?;
+            let relayer = Relayer::start(config).await.map_err(|e| format!("[exit.services.relay]: {e}"))?;
+            tracing::info!(account = %relayer.account(), "exit: paid relayer started");
+            adapter.relayer = Some(relayer);
+        }
+        Ok(adapter)
     }
 
-    /// Services built from `config`.
+    /// Services built from `config` (no relayer).
     pub fn new(config: ExitConfig) -> Result<Self, String> {
         let services = ExitServices::new(config).map_err(|e| format!("[exit.services]: {e}"))?;
-        Ok(Self { services: Arc::new(services) })
+        Ok(Self { services: Arc::new(services), relayer: None })
     }
 }
 
@@ -53,6 +68,7 @@ fn error_response(error: &ExitError) -> Response {
 impl nox_node::ExitHandler for ExitAdapter {
     fn handle(&self, body: RequestBody, max_reply_len: usize) -> Pin<Box<dyn Future<Output = Response> + Send>> {
         let services = self.services.clone();
+        let relayer = self.relayer.clone();
         let budget = max_reply_len.saturating_sub(RESPONSE_OVERHEAD);
         Box::pin(async move {
             match body {
@@ -91,6 +107,16 @@ impl nox_node::ExitHandler for ExitAdapter {
                 RequestBody::JsonRpc(json) => match services.json_rpc(&json, budget).await {
                     Ok(answer) => Response::ok(answer),
                     Err(error) => error_response(&error),
+                },
+                RequestBody::Relay(body) => match relayer {
+                    None => Response::error(Status::Unsupported, "this exit is not a relayer"),
+                    Some(relayer) => match relayer.handle(&body).await {
+                        Ok(answer) if answer.len() > budget => {
+                            Response::error(Status::TooLarge, "the relay answer does not fit the SURBs sent")
+                        }
+                        Ok(answer) => Response::ok(answer),
+                        Err(why) => Response::error(Status::Upstream, &format!("relayer: {why}")),
+                    },
                 },
             }
         })

@@ -26,5 +26,6 @@ pub mod progress;
 pub mod testnet;
 pub mod testnet_chain;
 pub mod testnet_directory;
+pub mod tx_cmd;
 pub mod wallet_cmd;
 pub mod zk_cmd;

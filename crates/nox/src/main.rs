@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{bench, client_cmd, demo, testnet, wallet_cmd, zk_cmd};
+use nox::{bench, client_cmd, demo, testnet, tx_cmd, wallet_cmd, zk_cmd};
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +55,10 @@ enum Command {
     /// (docs/spec/notes.md).
     #[command(subcommand)]
     Wallet(wallet_cmd::WalletCommand),
+    /// Anonymous paid transactions: a relayer at an exit, paid from the shielded pool by a
+    /// gas-payment proof, submits the action (docs/spec/relay.md).
+    #[command(subcommand)]
+    Tx(tx_cmd::TxCommand),
     /// Zero-knowledge tooling: the Groth16 setup ceremony (`nox zk setup`, docs/spec/ceremony.md).
     #[command(subcommand)]
     Zk(zk_cmd::ZkCommand),
@@ -71,6 +75,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
         Command::Wallet(command) => wallet_cmd::run(command),
         Command::Zk(command) => zk_cmd::run(command),
+        Command::Tx(command) => tx_cmd::run(command),
         Command::Client(args) => {
             init_logging();
             client_cmd::run(args)
@@ -126,7 +131,7 @@ fn node(path: &std::path::Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let handler: std::sync::Arc<dyn nox_node::ExitHandler> = match &config.exit.services {
-            Some(table) => std::sync::Arc::new(nox::exit_glue::ExitAdapter::from_table(table)?),
+            Some(table) => std::sync::Arc::new(nox::exit_glue::ExitAdapter::from_table(table).await?),
             None => std::sync::Arc::new(nox_node::EchoOnly),
         };
         nox_node::run_with(config, handler, stop_on_signal()).await.map_err(|e| e.to_string())

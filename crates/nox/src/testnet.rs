@@ -272,6 +272,14 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     // Exits answer JSON-RPC from the testnet's chain unless told otherwise.
     let rpc_upstream = rpc_upstream.or_else(|| chain.as_ref().map(|c| c.rpc_url.clone()));
     let rpc_chain_id = rpc_chain_id.or(chain.as_ref().map(|c| c.deployment.chain_id));
+    // With a shielded pool, every exit is also a paid relayer (nox-relayer).
+    let relay_chain = chain.as_ref().filter(|c| c.pool.is_some());
+    if relay_chain.is_some() {
+        chain::write_spend_verifying_key(dir).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
+    }
+    let mut relayers = Vec::new();
     let mut registrations = Vec::new();
     let layer_count = LayerCount::new(layers).ok_or("layers must be between 1 and 16")?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
@@ -357,7 +365,12 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
                 String::new()
             },
             services = if layer + 1 == layers {
-                exit_services(rpc_upstream.as_deref(), rpc_chain_id, &exit_allow)
+                let mut services = exit_services(rpc_upstream.as_deref(), rpc_chain_id, &exit_allow);
+                if let Some(info) = relay_chain {
+                    relayers.push(chain::new_relayer(&node_dir)?);
+                    services.push_str(&relay_section(dir, &node_dir, info));
+                }
+                services
             } else {
                 String::new()
             },
@@ -374,6 +387,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     write(&dir.join("authority.pub"), authority_hex.as_bytes())?;
     if let Some(info) = &chain {
         chain::register(dir, info, registrations).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
+        chain::fund_relayers(dir, info, &relayers).inspect_err(|_| {
             let _ = down(dir);
         })?;
     }
@@ -538,6 +554,22 @@ pub fn leave(dir: &Path, index: usize) -> Result<(), TestnetError> {
     }
     println!("testnet leave: node-{index} requested unstake (out of the registry's active list) and was stopped");
     Ok(())
+}
+
+/// The `[exit.services.relay]` of a testnet exit: its own relayer account and nonce journal,
+/// the testnet chain, executor and pool, and the testnet spend verifying key.
+fn relay_section(dir: &Path, node_dir: &Path, info: &chain::ChainInfo) -> String {
+    let (key, journal, vk) = chain::relayer_files(dir, node_dir);
+    let pool = info.pool.as_ref().map(|p| p.pool.to_string()).unwrap_or_default();
+    format!(
+        "\n[exit.services.relay]\nrpc_url = {:?}\nkey_file = {:?}\njournal = {:?}\nverifying_key = {:?}\nchain_id = {}\nexecutor = \"{}\"\npool = \"{pool}\"\n",
+        info.rpc_url,
+        key.display().to_string(),
+        journal.display().to_string(),
+        vk.display().to_string(),
+        info.deployment.chain_id,
+        info.deployment.executor,
+    )
 }
 
 /// The `[exit.services]` of a testnet exit: only the listed local services

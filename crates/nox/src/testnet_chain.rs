@@ -161,6 +161,64 @@ pub fn new_operator(node_dir: &Path) -> Result<PrivateKeySigner, TestnetError> {
     Ok(operator)
 }
 
+/// ETH each exit's relayer account gets on a testnet (it pays gas before fees come back).
+pub const RELAYER_FUNDS_ETH: u64 = 100;
+
+/// Where the testnet keeps an exit's relayer key, nonce journal, and the spend verifying key.
+pub fn relayer_files(dir: &Path, node_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (node_dir.join("keys/relayer.key"), node_dir.join("relayer-nonces.json"), dir.join("spend.vk"))
+}
+
+/// A fresh relayer account for an exit (its key written beside the node's keys).
+pub fn new_relayer(node_dir: &Path) -> Result<alloy::primitives::Address, TestnetError> {
+    let relayer = PrivateKeySigner::random();
+    let key = zeroize::Zeroizing::new(hex::encode(relayer.to_bytes()));
+    write_secret(&node_dir.join("keys/relayer.key"), &key)?;
+    Ok(relayer.address())
+}
+
+/// Writes the **testnet** spend verifying key (deterministic testnet setup, nox_zk::groth16)
+/// that the exits' relayers check payment proofs with.
+pub fn write_spend_verifying_key(dir: &Path) -> Result<(), TestnetError> {
+    let (_, vk) = nox_zk::groth16::testnet_setup().map_err(|e| format!("testnet spend setup: {e}"))?;
+    std::fs::write(dir.join("spend.vk"), nox_relayer::encode_verifying_key(&vk)).map_err(|e| e.to_string())
+}
+
+/// Sends [`RELAYER_FUNDS_ETH`] from the deployer to each relayer account.
+pub fn fund_relayers(
+    dir: &Path,
+    info: &ChainInfo,
+    relayers: &[alloy::primitives::Address],
+) -> Result<(), TestnetError> {
+    use alloy::network::TransactionBuilder;
+    use alloy::providers::Provider;
+    if relayers.is_empty() {
+        return Ok(());
+    }
+    let key = zeroize::Zeroizing::new(
+        std::fs::read_to_string(dir.join("deployer.key")).map_err(|e| format!("deployer key: {e}"))?,
+    );
+    let deployer = deploy::signer(key.trim()).map_err(|e| e.to_string())?;
+    let provider = deploy::wallet_provider(&info.rpc_url, &deployer).map_err(|e| e.to_string())?;
+    let amount = U256::from(RELAYER_FUNDS_ETH) * U256::from(10u64).pow(U256::from(18u64));
+    runtime()?.block_on(async {
+        for to in relayers {
+            let tx = alloy::rpc::types::TransactionRequest::default().with_to(*to).with_value(amount);
+            let receipt = provider
+                .send_transaction(tx)
+                .await
+                .map_err(|e| format!("funding relayer {to}: {e}"))?
+                .get_receipt()
+                .await
+                .map_err(|e| format!("funding relayer {to}: {e}"))?;
+            if !receipt.status() {
+                return Err(format!("funding relayer {to} reverted"));
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Where the testnet keeps a node's operator key.
 pub fn operator_key_file(node_dir: &Path) -> PathBuf {
     node_dir.join("keys/operator.key")

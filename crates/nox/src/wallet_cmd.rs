@@ -175,7 +175,7 @@ pub struct InsertArgs {
     pub key_file: PathBuf,
 }
 
-type CmdResult<T = ()> = Result<T, String>;
+pub(crate) type CmdResult<T = ()> = Result<T, String>;
 
 /// Runs a wallet command.
 pub fn run(command: WalletCommand) -> CmdResult {
@@ -306,11 +306,11 @@ fn read_key_file(path: &Path) -> CmdResult<nox_chain::PrivateKeySigner> {
 // Chain
 
 /// Where the pool is.
-struct PoolAt {
-    rpc: String,
-    pool: Address,
-    executor: Option<Address>,
-    from_block: u64,
+pub(crate) struct PoolAt {
+    pub(crate) rpc: String,
+    pub(crate) pool: Address,
+    pub(crate) executor: Option<Address>,
+    pub(crate) from_block: u64,
 }
 
 fn resolve(p: &PoolArgs) -> CmdResult<PoolAt> {
@@ -333,7 +333,7 @@ fn read_provider(rpc: &str) -> CmdResult<DynProvider> {
     Ok(ProviderBuilder::new().connect_http(url).erased())
 }
 
-fn asset_word(a: Address) -> Fr {
+pub(crate) fn asset_word(a: Address) -> Fr {
     field::address(&a.0.0)
 }
 
@@ -344,7 +344,7 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
         .map_err(|e| format!("{}: {e}", at.rpc))
 }
 
-async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
+pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
     let seed = open_seed(&c.wallet)?;
     let at = resolve(&c.pool)?;
     let provider = read_provider(&at.rpc)?;
@@ -354,7 +354,7 @@ async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView
     Ok((seed, at, provider, view))
 }
 
-fn asset_name(a: &Fr) -> String {
+pub(crate) fn asset_name(a: &Fr) -> String {
     if *a == Fr::from(0u64) {
         "ETH".into()
     } else {
@@ -453,7 +453,7 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
 
 /// Shows elapsed time while a long computation runs (redrawn in place on a terminal; a start
 /// and an end line otherwise).
-struct Ticker {
+pub(crate) struct Ticker {
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     started: Instant,
@@ -461,7 +461,7 @@ struct Ticker {
 }
 
 impl Ticker {
-    fn start(label: &str) -> Self {
+    pub(crate) fn start(label: &str) -> Self {
         let done = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
         let terminal = std::io::stderr().is_terminal();
@@ -481,7 +481,7 @@ impl Ticker {
         Ticker { done, thread, started, label: label.to_owned() }
     }
 
-    fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.done.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -525,7 +525,7 @@ fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
 }
 
 /// Proves a prepared spend (checked locally before it is sent anywhere).
-fn prove_spend(w: &WalletArgs, prepared: &nox_wallet::PreparedSpend) -> CmdResult<[u8; 256]> {
+pub(crate) fn prove_spend(w: &WalletArgs, prepared: &nox_wallet::PreparedSpend) -> CmdResult<[u8; 256]> {
     let pk = spend_keys(w)?;
     let t = Ticker::start(&format!("proving the spend ({} constraints)", nox_zk_constraints()));
     let proof = nox_zk::groth16::prove(&pk, &prepared.public, &prepared.witness, &mut os_rng())
@@ -540,7 +540,12 @@ fn nox_zk_constraints() -> String {
     nox_zk::constraint_count().map_or("?".into(), |(c, _, _)| c.to_string())
 }
 
-fn spend_struct(proof: &[u8; 256], p: &nox_zk::PublicInputs, asset: Address, deadline: u64) -> CmdResult<Spend> {
+pub(crate) fn spend_struct(
+    proof: &[u8; 256],
+    p: &nox_zk::PublicInputs,
+    asset: Address,
+    deadline: u64,
+) -> CmdResult<Spend> {
     let words = proof_words(proof);
     let u = |x: &Fr| U256::from_be_bytes(field::to_be32(x));
     Ok(Spend {
@@ -554,7 +559,7 @@ fn spend_struct(proof: &[u8; 256], p: &nox_zk::PublicInputs, asset: Address, dea
     })
 }
 
-async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
+pub(crate) async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
     let chain_id = provider.get_chain_id().await.map_err(|e| e.to_string())?;
     let block = provider
         .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)

@@ -267,4 +267,41 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     // The wallet is recoverable from its key file alone: delete the state and rescan.
     std::fs::remove_file(wdir.join("wallet.state")).expect("state file");
     assert_eq!(spendable(&run("balance", &[])), left - amount);
+
+    // 4. The exit as the relayer (issue 13): `nox tx` asks an exit's relayer for its price and
+    // sends the paid bundle to it, both through the mixnet (cover traffic at its default);
+    // the receipt comes back through SURBs.
+    let quote = tx(&["quote", "--testnet", t, "--exit", "0"]).expect("a quote");
+    let quote: nox_relayer::Quote = serde_json::from_str(&quote).expect("quote JSON");
+    assert_eq!((quote.executor, quote.pool), (info.deployment.executor, pool.pool));
+    let exit_relayer = quote.relayer;
+    let send: Vec<String> = std::iter::once("send".to_owned())
+        .chain(with(&["--exit", "0", "--target", &token, "--data", "0x18160ddd", "--action-gas", "50000"]))
+        .collect();
+    let send: Vec<&str> = send.iter().map(String::as_str).collect();
+    // Refused before submission: a fee below cost (the relayer says what would do).
+    let low: Vec<&str> = send.iter().copied().chain(["--fee", "1000"]).collect();
+    let err = tx(&low).expect_err("an unprofitable fee");
+    assert!(err.contains("refused (Unprofitable)"), "{err}");
+    let ledger_exit = || async { ledger.balanceOf(exit_relayer, Address::ZERO).call().await.expect("balanceOf") };
+    assert_eq!(ledger_exit().await, U256::ZERO);
+    let out = tx(&send).unwrap_or_else(|e| panic!("nox tx send failed:\n{e}"));
+    assert!(out.contains("\"outcome\":\"included\"") && out.contains("the action succeeded"), "{out}");
+    let paid: u128 = out
+        .lines()
+        .find_map(|l| l.split("paying ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no fee line:\n{out}"));
+    assert_eq!(ledger_exit().await, U256::from(paid), "the exit's relayer is credited the fee");
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    assert_eq!(spendable(&run("balance", &[])), left - amount - paid);
+}
+
+/// Runs `nox tx <args>`; returns stdout + stderr, or the failure text.
+fn tx(args: &[&str]) -> Result<String, String> {
+    let out =
+        Command::new(NOX).arg("tx").args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox tx");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() { Ok(text) } else { Err(text) }
 }
