@@ -109,11 +109,17 @@ pub async fn fund(
     eth: U256,
     tokens: U256,
 ) -> Result<(), ChainError> {
+    fund_eth(rpc_url, funder, to, eth).await?;
     let provider = wallet_provider(rpc_url, funder)?;
-    let tx = TransactionRequest::default().with_to(to).with_value(eth);
-    confirm(provider.send_transaction(tx).await, &format!("funding {to} with ETH")).await?;
     let token = NoxStakeToken::new(deployment.stake_token, &provider);
     confirm(token.transfer(to, tokens).send().await, &format!("funding {to} with stake tokens")).await
+}
+
+/// Sends `eth` wei from `funder` to `to` and waits for the receipt.
+pub async fn fund_eth(rpc_url: &str, funder: &PrivateKeySigner, to: Address, eth: U256) -> Result<(), ChainError> {
+    let provider = wallet_provider(rpc_url, funder)?;
+    let tx = TransactionRequest::default().with_to(to).with_value(eth);
+    confirm(provider.send_transaction(tx).await, &format!("funding {to} with ETH")).await
 }
 
 /// What a node registers.

@@ -4,6 +4,7 @@
 
 pub mod anvil;
 pub mod bindings;
+pub mod defi;
 pub mod deploy;
 mod error;
 pub mod pool;

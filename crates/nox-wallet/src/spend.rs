@@ -76,10 +76,23 @@ impl PoolView {
     /// Prepares a spend of `req.amount` from the smallest spendable note that covers it, under
     /// the view's current root.
     pub fn prepare_spend(&self, seed: &Seed, req: &SpendRequest) -> Result<PreparedSpend, WalletError> {
+        self.prepare_spend_avoiding(seed, req, &[])
+    }
+
+    /// [`PoolView::prepare_spend`] from a note other than those committed to in `avoid`: two
+    /// spends that land in one transaction (a gas payment and the withdrawal it pays for) must
+    /// spend two notes.
+    pub fn prepare_spend_avoiding(
+        &self,
+        seed: &Seed,
+        req: &SpendRequest,
+        avoid: &[Fr],
+    ) -> Result<PreparedSpend, WalletError> {
         let candidate = self
             .notes()
             .iter()
             .filter(|n| !n.spent && n.asset == req.asset && n.leaf_index.is_some() && n.value >= req.amount)
+            .filter(|n| !avoid.contains(&n.commitment))
             .min_by_key(|n| n.value);
         let Some(n) = candidate else {
             let b = self.balance(&req.asset);

@@ -184,6 +184,15 @@ fn wallet_recovers_deposits_change_and_spends_from_events_alone() {
     // Pay 250 from the smallest note that covers it (300), and check the statement holds.
     let prepared = view.prepare_spend(&alice, &pay_request(250)).unwrap();
     assert_eq!(prepared.change_value, 50);
+    // A second spend for the same transaction avoids that note: the 1000 one, another nullifier.
+    let other = view.prepare_spend_avoiding(&alice, &pay_request(250), &[prepared.spent_commitment]).unwrap();
+    assert_eq!(other.change_value, 750);
+    assert_ne!(other.public.nullifier, prepared.public.nullifier);
+    let both = [prepared.spent_commitment, other.spent_commitment];
+    assert!(matches!(
+        view.prepare_spend_avoiding(&alice, &pay_request(1), &both),
+        Err(WalletError::InsufficientFunds { .. })
+    ));
     assert!(nox_zk::is_satisfied(&prepared.public, &prepared.witness).unwrap());
     assert!(prepared.public.relayer < withdraw_domain());
 

@@ -190,8 +190,6 @@ pub fn fund_relayers(
     info: &ChainInfo,
     relayers: &[alloy::primitives::Address],
 ) -> Result<(), TestnetError> {
-    use alloy::network::TransactionBuilder;
-    use alloy::providers::Provider;
     if relayers.is_empty() {
         return Ok(());
     }
@@ -199,21 +197,12 @@ pub fn fund_relayers(
         std::fs::read_to_string(dir.join("deployer.key")).map_err(|e| format!("deployer key: {e}"))?,
     );
     let deployer = deploy::signer(key.trim()).map_err(|e| e.to_string())?;
-    let provider = deploy::wallet_provider(&info.rpc_url, &deployer).map_err(|e| e.to_string())?;
     let amount = U256::from(RELAYER_FUNDS_ETH) * U256::from(10u64).pow(U256::from(18u64));
     runtime()?.block_on(async {
         for to in relayers {
-            let tx = alloy::rpc::types::TransactionRequest::default().with_to(*to).with_value(amount);
-            let receipt = provider
-                .send_transaction(tx)
-                .await
-                .map_err(|e| format!("funding relayer {to}: {e}"))?
-                .get_receipt()
+            deploy::fund_eth(&info.rpc_url, &deployer, *to, amount)
                 .await
                 .map_err(|e| format!("funding relayer {to}: {e}"))?;
-            if !receipt.status() {
-                return Err(format!("funding relayer {to} reverted"));
-            }
         }
         Ok(())
     })

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {Test} from "forge-std/Test.sol";
+import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
+import {BatchExecutor} from "../../src/BatchExecutor.sol";
+import {IPayment} from "../../src/interfaces/IPayment.sol";
+import {IPoseidon3} from "../../src/zk/Poseidon.sol";
+import {ShieldedPool, ISpendVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
+import {SwapAdaptor, IUniswapV2Router02} from "../../src/defi/SwapAdaptor.sol";
+
+interface IRouterLiquidity {
+    function addLiquidityETH(
+        address token,
+        uint256 amountTokenDesired,
+        uint256 amountTokenMin,
+        uint256 amountETHMin,
+        address to,
+        uint256 deadline
+    ) external payable returns (uint256, uint256, uint256);
+    function getAmountsOut(uint256 amountIn, address[] calldata path) external view returns (uint256[] memory);
+}
+
+contract SwapTestToken is ERC20 {
+    constructor(address to, uint256 supply) ERC20("Swap test token", "STT") {
+        _mint(to, supply);
+    }
+}
+
+/// Accepts any proof whose withdrawal inputs are the expected ones: recipient input
+/// `2^160 + adaptor` and action input `swapHash mod r` (the real verifier's soundness is tested
+/// with real proofs in test/zk; here the point is what the adaptor makes the pool check).
+contract ExpectingSpendVerifier {
+    uint256 public recipientInput;
+    uint256 public actionInput;
+
+    function expect(uint256 recipient, uint256 action) external {
+        recipientInput = recipient;
+        actionInput = action;
+    }
+
+    function verifyProof(uint256[8] calldata, uint256[10] calldata input) external view returns (bool) {
+        return input[5] == recipientInput && input[6] == actionInput;
+    }
+}
+
+contract AcceptingInsertVerifier {
+    function verifyProof(uint256[8] calldata, uint256[19] calldata) external pure returns (bool) {
+        return true;
+    }
+}
+
+/// A payment plugin that pays nothing: the bundle's fee is 0 (the ZK payment is tested apart).
+contract FreePayment is IPayment {
+    function pay(bytes calldata, address, bytes32) external pure returns (address, uint256) {
+        return (address(0), 0);
+    }
+}
+
+/// The adaptor on real Uniswap v2 bytecode (the npm artifacts) and the real ShieldedPool.
+contract SwapAdaptorTest is Test {
+    uint256 internal constant R = 21888242871839275222246405745257275088548364400416034343698204186575808495617;
+    uint256 internal constant ROOT = 12345;
+
+    address internal user = makeAddr("user");
+    address internal fresh = makeAddr("fresh");
+    ExpectingSpendVerifier internal verifier;
+    BatchExecutor internal executor;
+    ShieldedPool internal pool;
+    SwapAdaptor internal adaptor;
+    ERC20 internal token;
+    address internal weth;
+    address internal router;
+
+    function setUp() public {
+        weth = deployCode("artifacts/WETH9.json");
+        address factory = deployCode("artifacts/UniswapV2Factory.json", abi.encode(address(this)));
+        router = deployCode("artifacts/UniswapV2Router02.json", abi.encode(factory, weth));
+        token = new SwapTestToken(address(this), 1e24);
+        token.approve(router, type(uint256).max);
+        vm.deal(address(this), 1000 ether);
+        IRouterLiquidity(router).addLiquidityETH{value: 100 ether}(
+            address(token), 200_000e18, 0, 0, address(this), block.timestamp
+        );
+
+        verifier = new ExpectingSpendVerifier();
+        executor = new BatchExecutor();
+        IPoseidon3 poseidon = IPoseidon3(deployCode("PoseidonT4.sol:PoseidonT4"));
+        pool = new ShieldedPool(
+            ISpendVerifier(address(verifier)),
+            IInsertVerifier(address(new AcceptingInsertVerifier())),
+            poseidon,
+            address(executor),
+            64
+        );
+        adaptor = new SwapAdaptor(pool, IUniswapV2Router02(router), weth);
+
+        // Notes: 10 ETH and 20,000 tokens, inserted.
+        vm.deal(user, 20 ether);
+        token.transfer(user, 20_000e18);
+        vm.startPrank(user);
+        pool.deposit{value: 10 ether}(address(0), 10 ether, 1, "");
+        token.approve(address(pool), type(uint256).max);
+        pool.deposit(address(token), 20_000e18, 2, "");
+        vm.stopPrank();
+        uint256[8] memory none;
+        pool.insertBatch(none, ROOT);
+    }
+
+    receive() external payable {}
+
+    function _spend(address asset, uint256 amount, uint256 nullifier)
+        internal
+        view
+        returns (ShieldedPool.Spend memory s)
+    {
+        s.root = ROOT;
+        s.nullifier = nullifier;
+        s.changeCommitment = 7;
+        s.asset = asset;
+        s.fee = amount;
+        s.deadline = block.timestamp + 600;
+    }
+
+    function _swap(address tokenOut, uint256 min) internal view returns (SwapAdaptor.Swap memory) {
+        return SwapAdaptor.Swap({
+            tokenOut: tokenOut, amountOutMin: min, swapDeadline: block.timestamp + 600, recipient: fresh
+        });
+    }
+
+    /// The verifier accepts exactly the withdrawal of `p` to the adaptor.
+    function _expect(SwapAdaptor.Swap memory p) internal {
+        verifier.expect((1 << 160) + uint160(address(adaptor)), uint256(adaptor.swapHash(p)) % R);
+    }
+
+    function _quote(address a, address b, uint256 amount) internal view returns (uint256) {
+        address[] memory path = new address[](2);
+        path[0] = a;
+        path[1] = b;
+        return IRouterLiquidity(router).getAmountsOut(amount, path)[1];
+    }
+
+    function test_ethForTokensToAFreshAddress() public {
+        uint256 expected = _quote(weth, address(token), 1 ether);
+        SwapAdaptor.Swap memory p = _swap(address(token), expected);
+        _expect(p);
+        uint256 out = adaptor.swapExactIn(_spend(address(0), 1 ether, 11), p);
+        assertEq(out, expected);
+        assertEq(token.balanceOf(fresh), expected);
+        assertTrue(pool.isSpent(11));
+        assertEq(address(adaptor).balance, 0);
+        assertEq(token.balanceOf(address(adaptor)), 0);
+        assertEq(address(pool).balance, 9 ether);
+    }
+
+    function test_tokensForEth() public {
+        uint256 expected = _quote(address(token), weth, 1000e18);
+        SwapAdaptor.Swap memory p = _swap(address(0), expected);
+        _expect(p);
+        adaptor.swapExactIn(_spend(address(token), 1000e18, 12), p);
+        assertEq(fresh.balance, expected);
+        assertEq(token.allowance(address(adaptor), router), 0);
+    }
+
+    function test_minimumNotMetRevertsAndTheNoteStaysUnspent() public {
+        SwapAdaptor.Swap memory p = _swap(address(token), _quote(weth, address(token), 1 ether) + 1);
+        _expect(p);
+        vm.expectRevert(bytes("UniswapV2Router: INSUFFICIENT_OUTPUT_AMOUNT"));
+        adaptor.swapExactIn(_spend(address(0), 1 ether, 13), p);
+        assertFalse(pool.isSpent(13));
+        assertEq(address(pool).balance, 10 ether);
+    }
+
+    function test_theProofBindsEverySwapParameter() public {
+        SwapAdaptor.Swap memory p = _swap(address(token), 1);
+        _expect(p);
+        SwapAdaptor.Swap[4] memory changed = [p, p, p, p];
+        changed[0].amountOutMin = 0;
+        changed[1].recipient = makeAddr("thief");
+        changed[2].swapDeadline = p.swapDeadline + 1;
+        changed[3].tokenOut = weth;
+        for (uint256 i = 0; i < 3; ++i) {
+            vm.expectRevert(ShieldedPool.InvalidProof.selector);
+            adaptor.swapExactIn(_spend(address(0), 1 ether, 14), changed[i]);
+        }
+        // (tokenOut = WETH is refused before the swap; the proof would not match either.)
+        vm.expectRevert(ShieldedPool.InvalidProof.selector);
+        adaptor.swapExactIn(_spend(address(0), 1 ether, 14), changed[3]);
+        // Another adaptor (same code, other address) computes another hash.
+        SwapAdaptor other = new SwapAdaptor(pool, IUniswapV2Router02(router), weth);
+        vm.expectRevert(ShieldedPool.InvalidProof.selector);
+        other.swapExactIn(_spend(address(0), 1 ether, 14), p);
+        assertFalse(pool.isSpent(14));
+    }
+
+    function test_onlyTheAdaptorSubmitsItsBoundWithdrawal() public {
+        SwapAdaptor.Swap memory p = _swap(address(token), 1);
+        _expect(p);
+        bytes32 h = adaptor.swapHash(p);
+        vm.expectRevert(abi.encodeWithSelector(ShieldedPool.NotRecipient.selector, user, address(adaptor)));
+        vm.prank(user);
+        pool.withdraw(_spend(address(0), 1 ether, 15), address(adaptor), h);
+    }
+
+    function test_unsupportedPairsAndStrangersAreRefused() public {
+        SwapAdaptor.Swap memory p = _swap(address(0), 0);
+        _expect(p);
+        vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.UnsupportedPair.selector, address(0), address(0)));
+        adaptor.swapExactIn(_spend(address(0), 1 ether, 16), p);
+        SwapAdaptor.Swap memory none = _swap(address(token), 0);
+        none.recipient = address(0);
+        vm.expectRevert(SwapAdaptor.ZeroAddress.selector);
+        adaptor.swapExactIn(_spend(address(0), 1 ether, 16), none);
+        vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.UnexpectedSender.selector, user));
+        vm.prank(user);
+        (bool ok,) = address(adaptor).call{value: 1}("");
+        ok;
+    }
+
+    function test_asTheActionOfABundle() public {
+        uint256 expected = _quote(weth, address(token), 2 ether);
+        SwapAdaptor.Swap memory p = _swap(address(token), expected);
+        _expect(p);
+        bytes memory data = abi.encodeCall(SwapAdaptor.swapExactIn, (_spend(address(0), 2 ether, 17), p));
+        BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
+            payment: IPayment(address(new FreePayment())),
+            paymentData: "",
+            fee: 0,
+            action: BatchExecutor.Action({target: address(adaptor), value: 0, data: data})
+        });
+        vm.prank(makeAddr("relayer"));
+        assertTrue(executor.execute(b));
+        assertEq(token.balanceOf(fresh), expected);
+        // The same bundle again: the action fails (nullifier spent), the bundle does not.
+        vm.prank(makeAddr("relayer"));
+        assertFalse(executor.execute(b));
+    }
+}
