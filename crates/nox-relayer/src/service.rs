@@ -411,6 +411,7 @@ impl Relayer {
     /// Admits, simulates, prices and (unless asked only to simulate) submits a bundle, then
     /// waits for its receipt up to the policy's wait.
     pub async fn submit(self: &Arc<Self>, s: Submission) -> Outcome {
+        let arrived = Instant::now();
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Outcome::refused(Reason::Busy, "too many bundles in flight at this relayer");
         };
@@ -431,12 +432,18 @@ impl Relayer {
             return Outcome::refused(Reason::Replayed, "a bundle with this payment is already in flight here");
         }
         let guard = InFlight { relayer: self.clone(), nullifier };
-        let outcome = self.price_and_send(&s, &admitted, guard).await;
+        let outcome = self.price_and_send(&s, &admitted, guard, arrived).await;
         drop(permit);
         outcome
     }
 
-    async fn price_and_send(self: &Arc<Self>, s: &Submission, a: &Admitted, guard: InFlight) -> Outcome {
+    async fn price_and_send(
+        self: &Arc<Self>,
+        s: &Submission,
+        a: &Admitted,
+        guard: InFlight,
+        arrived: Instant,
+    ) -> Outcome {
         let pool = ShieldedPool::new(self.config.pool, &self.provider);
         match pool.isSpent(a.spend.nullifier).call().await {
             Ok(true) => return Outcome::refused(Reason::Spent, "the payment's note is already spent"),
@@ -501,16 +508,21 @@ impl Relayer {
                 gas_limit: limit,
                 action_success: sim.action_success,
                 required_fee: required_fee.unwrap_or(U256::MAX),
+                prepare_ms: millis(arrived.elapsed()),
             };
         }
         let nonce = match self.send_new(&exact, a, value).await {
             Ok(nonce) => nonce,
             Err(refusal) => return refusal,
         };
+        let prepare_ms = millis(arrived.elapsed());
         let (tx, rx) = oneshot::channel();
         let relayer = self.clone();
         tokio::spawn(async move {
-            let outcome = relayer.track(nonce, Some(value)).await;
+            let mut outcome = relayer.track(nonce, Some(value)).await;
+            if let Outcome::Included { prepare_ms: p, .. } = &mut outcome {
+                *p = prepare_ms;
+            }
             drop(guard);
             let _ = tx.send(outcome);
         });
@@ -580,6 +592,7 @@ impl Relayer {
     /// from the journal's fee and asset). Settles the journal entry.
     async fn track(&self, nonce: u64, value_wei: Option<U256>) -> Outcome {
         let p = &self.config.policy;
+        let sent = Instant::now();
         let mut last_send = Instant::now();
         let mut bumping = true;
         let mut nonce_taken_polls = 0u32;
@@ -592,7 +605,7 @@ impl Relayer {
                 match self.provider.get_transaction_receipt(*hash).await {
                     Ok(Some(receipt)) => {
                         self.settle(nonce).await;
-                        return receipt_outcome(&receipt, &entry, self.config.executor);
+                        return receipt_outcome(&receipt, &entry, self.config.executor, millis(sent.elapsed()));
                     }
                     Ok(None) => {}
                     Err(e) => tracing::warn!(nonce, error = %e, "relayer: receipt poll failed"),
@@ -673,7 +686,16 @@ impl Relayer {
     }
 }
 
-fn receipt_outcome(receipt: &alloy::rpc::types::TransactionReceipt, entry: &Pending, executor: Address) -> Outcome {
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn receipt_outcome(
+    receipt: &alloy::rpc::types::TransactionReceipt,
+    entry: &Pending,
+    executor: Address,
+    inclusion_ms: u64,
+) -> Outcome {
     if !receipt.status() {
         return Outcome::refused(
             Reason::Reverted,
@@ -697,6 +719,8 @@ fn receipt_outcome(receipt: &alloy::rpc::types::TransactionReceipt, entry: &Pend
         fee: entry.fee,
         asset: entry.asset,
         bumps: entry.bumps,
+        prepare_ms: 0,
+        inclusion_ms,
     }
 }
 

@@ -274,6 +274,11 @@ pub enum Outcome {
         asset: Address,
         /// Fee bumps it took.
         bumps: u32,
+        /// Milliseconds from the request's arrival to its broadcast: admission (proof check),
+        /// pool views, both simulations, pricing, signing and journaling.
+        prepare_ms: u64,
+        /// Milliseconds from the broadcast to the receipt.
+        inclusion_ms: u64,
     },
     /// Simulated and priced, not sent (the `simulate_only` flag).
     Simulated {
@@ -285,6 +290,8 @@ pub enum Outcome {
         action_success: bool,
         /// The smallest fee the relayer would accept, in the bundle's asset.
         required_fee: U256,
+        /// Milliseconds from the request's arrival to the answer.
+        prepare_ms: u64,
     },
     /// Sent but not mined within the relayer's wait; it keeps tracking it.
     Pending {

@@ -77,6 +77,8 @@ fn vectors() -> Value {
             fee: U256::from(3_000_000_000_000_000u64),
             asset: Address::ZERO,
             bumps: 0,
+            prepare_ms: 41,
+            inclusion_ms: 2_013,
         },
         Outcome::Refused {
             reason: Reason::Unprofitable,

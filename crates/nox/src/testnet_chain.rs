@@ -41,6 +41,15 @@ pub struct ChainInfo {
     /// The shielded pool (issue 12); absent in a `chain.json` written before it existed.
     #[serde(default)]
     pub pool: Option<PoolDeployment>,
+    /// Uniswap v2 with a seeded NOX/WETH pool and the pool's swap adaptor (issue 13).
+    #[serde(default)]
+    pub defi: Option<nox_chain::defi::DefiDeployment>,
+}
+
+/// ETH and NOX tokens the testnet's Uniswap pool is seeded with (1 ETH ≈ 2,000 NOX).
+pub fn defi_seed() -> (U256, U256) {
+    let e18 = U256::from(10u64).pow(U256::from(18u64));
+    (U256::from(100u64) * e18, U256::from(200_000u64) * e18)
 }
 
 impl ChainInfo {
@@ -137,7 +146,18 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
     let pool = rt
         .block_on(nox_chain::pool::deploy_pool(&rpc_url, &deployer, deployment.executor, POOL_ROOT_WINDOW))
         .map_err(|e| format!("deploying the shielded pool on {rpc_url}: {e}"))?;
-    let info = ChainInfo { rpc_url, deployment, managed, pool: Some(pool) };
+    let (seed_eth, seed_tokens) = defi_seed();
+    let defi = rt
+        .block_on(nox_chain::defi::deploy_defi(
+            &rpc_url,
+            &deployer,
+            pool.pool,
+            deployment.stake_token,
+            seed_eth,
+            seed_tokens,
+        ))
+        .map_err(|e| format!("deploying Uniswap v2 and the swap adaptor on {rpc_url}: {e}"))?;
+    let info = ChainInfo { rpc_url, deployment, managed, pool: Some(pool), defi: Some(defi) };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| e.to_string())?;
     std::fs::write(chain_file(dir), json).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("deployer.key"), key).map_err(|e| e.to_string())?;
@@ -353,8 +373,12 @@ pub fn status_line(dir: &Path, running: bool) -> Option<String> {
         .pool
         .as_ref()
         .map_or_else(String::new, |p| format!("; shielded pool {} (executor {})", p.pool, info.deployment.executor));
+    let defi = info
+        .defi
+        .as_ref()
+        .map_or_else(String::new, |d| format!("; Uniswap v2 NOX/WETH pair {}, swap adaptor {}", d.pair, d.adaptor));
     Some(format!(
-        "chain {} at {}{process} — registry {}: {registry}, {routable}{pool}",
+        "chain {} at {}{process} — registry {}: {registry}, {routable}{pool}{defi}",
         info.deployment.chain_id, info.rpc_url, info.deployment.registry
     ))
 }

@@ -8,7 +8,9 @@
 //! deposit → insert → gas payment for a succeeding action (relayer credited, action run) →
 //! insert → the change pays for a reverting action (relayer still credited) → insert → withdraw
 //! to a fresh address; a replayed bundle (double spend) is refused on chain; a second wallet
-//! restored from nothing but its key file recovers the same balance.
+//! restored from nothing but its key file recovers the same balance. Then the exit as the
+//! relayer (issue 13): `nox tx send` and `nox tx swap` (a private swap on Uniswap v2) through
+//! the mixnet, with an unprofitable fee refused.
 
 use std::{
     path::{Path, PathBuf},
@@ -296,6 +298,29 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     assert_eq!(ledger_exit().await, U256::from(paid), "the exit's relayer is credited the fee");
     run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
     assert_eq!(spendable(&run("balance", &[])), left - amount - paid);
+
+    // 5. A private swap on the testnet's real Uniswap v2 (NOX/WETH): 0.2 ETH withdrawn from one
+    // note to the swap adaptor bound to the swap's parameters, the gas paid from another note,
+    // the tokens delivered to a fresh address; the bundle goes through the mixnet to the relayer.
+    run("deposit", &["--amount", &one_eth.to_string(), "--key-file", user_key.to_str().unwrap()]);
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    let defi = info.defi.clone().expect("the testnet deploys Uniswap");
+    let swap_to = Address::from([0x5b; 20]);
+    let swap: Vec<String> = std::iter::once("swap".to_owned())
+        .chain(with(&["--exit", "0", "--amount", "200000000000000000", "--to", &swap_to.to_string()]))
+        .collect();
+    let out = tx(&swap.iter().map(String::as_str).collect::<Vec<_>>()).unwrap_or_else(|e| panic!("nox tx swap:\n{e}"));
+    assert!(out.contains("\"outcome\":\"included\"") && out.contains("the action succeeded"), "{out}");
+    let min_out: U256 = out
+        .lines()
+        .find_map(|l| l.split("for at least ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no swap line:\n{out}"));
+    let token = nox_chain::bindings::NoxStakeToken::new(defi.token, &relayer_provider);
+    let got = token.balanceOf(swap_to).call().await.expect("balanceOf");
+    assert!(got >= min_out && min_out > U256::ZERO, "the fresh address received {got} NOX (minimum {min_out})");
+    assert_eq!(relayer_provider.get_balance(swap_to).await.expect("balance"), U256::ZERO, "no ETH ever touched it");
 }
 
 /// Runs `nox tx <args>`; returns stdout + stderr, or the failure text.
