@@ -44,7 +44,9 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # scaling testnet in-process fec-curve; anonymity: anonymity attacks fec-arq;
 # chain: registry (topology refresh from the NodeRegistry on Anvil; needs
 # `npm install --prefix tools`, done on first use).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry"
+# defi: an anonymous paid transaction and a private Uniswap swap through the mixnet and an
+# exit's relayer (real processes, Anvil; ~2 min in quick mode, so a doubled timeout).
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry defi"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {
@@ -70,16 +72,18 @@ for exp in $experiments; do
       read -r -a flags <<<"$(legacy_quick_flags "$exp")"
     fi
   fi
-  echo "==> nox bench $exp ${flags[*]:-} (timeout ${timeout_s}s)"
+  exp_timeout=$timeout_s
+  [ "$exp" = defi ] && exp_timeout=$((timeout_s * 2))
+  echo "==> nox bench $exp ${flags[*]:-} (timeout ${exp_timeout}s)"
   t0=$(date +%s)
   log="$(mktemp)"
-  if timeout "$timeout_s" "$nox" bench "$exp" ${flags[@]+"${flags[@]}"} 2>&1 | tee "$log"; then
+  if timeout "$exp_timeout" "$nox" bench "$exp" ${flags[@]+"${flags[@]}"} 2>&1 | tee "$log"; then
     record "$exp" ok $(( $(date +%s) - t0 )) "$(grep -o 'wrote [^ ]*' "$log" | head -1 || true)"
   else
     status=${PIPESTATUS[0]}
     failed=1
     reason="exit $status"
-    [ "$status" = 124 ] && reason="timed out after ${timeout_s}s"
+    [ "$status" = 124 ] && reason="timed out after ${exp_timeout}s"
     echo "==> FAILED nox bench $exp: $reason" >&2
     record "$exp" FAILED $(( $(date +%s) - t0 )) "$reason (log above)"
   fi

@@ -73,6 +73,10 @@ pub enum BenchCommand {
     /// Topology refresh cost from the on-chain registry (RPC calls, bytes, time, eth_call gas)
     /// for 9, 100 and 1,000 nodes registered on Anvil (bench/data/registry.json).
     Registry(crate::bench_registry::RegistryArgs),
+    /// An anonymous paid transaction end to end on real processes: deposit, gas-paid action and
+    /// private Uniswap swap through the mixnet and an exit's relayer, latency by part, gas and
+    /// the relayer's realised margin (bench/data/defi.json).
+    Defi(crate::bench_defi::DefiArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -130,6 +134,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Attacks(args) => crate::bench_attacks::run_attacks(args),
         BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
         BenchCommand::Registry(args) => crate::bench_registry::run(args),
+        BenchCommand::Defi(args) => crate::bench_defi::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()
