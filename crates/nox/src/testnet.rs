@@ -500,6 +500,12 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
         .replace(&format!("\"{}\"", template.metrics), &format!("\"{metrics}\""));
     write(&node_dir.join("node.toml"), config.as_bytes())?;
     write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
+    // An exit of a testnet with a pool is a paid relayer: its own funded account (the template's
+    // relay section now names this node's key and journal).
+    if config.contains("[exit.services.relay]") {
+        let relayer = chain::new_relayer(&node_dir)?;
+        chain::fund_relayers(dir, &info, &[relayer])?;
+    }
 
     // Register with a stake, from a fresh operator account.
     let operator = chain::new_operator(&node_dir)?;
