@@ -13,7 +13,17 @@ args=(--offline --isolate --match-contract GasScenario)
 case "${1:-}" in
   "") exec "$FORGE" test "${args[@]}" --gas-report ;;
   --check)
-    if ! "$FORGE" snapshot "${args[@]}" --check gas-snapshot.txt; then
+    # forge snapshot exits 0 when a scenario's setUp fails (it only compares what ran): a
+    # failing scenario must fail the gate too.
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    status=0
+    "$FORGE" snapshot "${args[@]}" --check gas-snapshot.txt 2>&1 | tee "$log" || status=$?
+    if grep -q "failing test" "$log"; then
+      echo "error: a gas scenario failed (above): the gate measured nothing for it." >&2
+      exit 1
+    fi
+    if [ "$status" -ne 0 ]; then
       echo "error: contract gas changed (diff above). Intended? contracts/gas.sh --update, update docs/benchmarks/gas.md, commit." >&2
       exit 1
     fi ;;
