@@ -194,8 +194,18 @@ fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// A refusal for a failure on the relayer's side (its node, its journal). The cause goes to the
+/// relayer's log, never to the client: transport errors name the node's URL and journal errors
+/// the relayer's files (docs/spec/relay.md §3).
 fn chain_refusal(e: impl std::fmt::Display) -> Outcome {
-    Outcome::refused(Reason::Chain, format!("the relayer's chain node failed: {e}"))
+    tracing::warn!(error = %e, "relayer: refusing a bundle on a failure of its own");
+    Outcome::refused(Reason::Chain, "the relayer's chain node or its state failed; try later or another exit")
+}
+
+/// What a node's JSON-RPC error says (code and message only), or nothing for a transport
+/// failure (whose text names the node).
+fn node_says(e: &alloy::transports::TransportError) -> Option<String> {
+    e.as_error_resp().map(|r| format!("{} (code {})", r.message, r.code))
 }
 
 /// What a simulation found.
@@ -290,7 +300,13 @@ impl Relayer {
     pub async fn handle(self: &Arc<Self>, body: &[u8]) -> Result<Vec<u8>, String> {
         let json = match RelayRequest::decode(body) {
             Err(e) => serde_json::to_vec(&Outcome::refused(Reason::Malformed, e.to_string())),
-            Ok(RelayRequest::Quote) => serde_json::to_vec(&self.quote().await?),
+            Ok(RelayRequest::Quote) => match self.quote().await {
+                Ok(quote) => serde_json::to_vec(&quote),
+                Err(e) => {
+                    tracing::warn!(error = %e, "relayer: no quote");
+                    return Err("the relayer's chain node is unavailable".into());
+                }
+            },
             Ok(RelayRequest::Submit(s)) => serde_json::to_vec(&self.submit(*s).await),
         };
         json.map_err(|e| e.to_string())
@@ -573,7 +589,16 @@ impl Relayer {
                 if let Err(j) = journal.unrecord(nonce) {
                     tracing::error!(nonce, error = %j, "relayer: could not take back a refused transaction");
                 }
-                Err(chain_refusal(format!("broadcast refused: {e}")))
+                match node_says(&e) {
+                    Some(said) => {
+                        tracing::warn!(nonce, error = %e, "relayer: broadcast refused");
+                        Err(Outcome::refused(
+                            Reason::Chain,
+                            format!("the relayer's node refused the transaction: {said}"),
+                        ))
+                    }
+                    None => Err(chain_refusal(e)),
+                }
             }
         }
     }

@@ -356,10 +356,23 @@ async fn a_paid_bundle_is_relayed_and_every_refusal_holds() {
     assert_eq!(ledger.balanceOf(me, ETH).call().await.unwrap(), U256::from(3 * fee));
     // The next bundle takes the next nonce: none reused, none skipped.
     w.sync().await;
-    let next = w.bundle(me, fee, token, ok_call, 600).await;
+    let next = w.bundle(me, fee, token, ok_call.clone(), 600).await;
     let Outcome::Included { tx_hash, .. } = submit(&resumed, &next).await else { panic!("expected inclusion") };
     let tx = w.provider.get_transaction_by_hash(tx_hash).await.unwrap().unwrap();
     use alloy::consensus::Transaction;
     assert_eq!(tx.nonce(), 3);
     assert_eq!(w.provider.get_transaction_count(me).await.unwrap(), 4);
+
+    // The chain node gone: the refusal and the failed quote say so without naming the node.
+    w.sync().await;
+    let late = w.bundle(me, fee, token, ok_call, 600).await;
+    let host = w.url.trim_start_matches("http://").to_owned();
+    drop(w);
+    let outcome = submit(&resumed, &late).await;
+    let Outcome::Refused { reason: Reason::Chain, detail, .. } = &outcome else {
+        panic!("expected a chain refusal, got {outcome:?}")
+    };
+    assert!(!detail.contains(&host), "{detail}");
+    let quote = resumed.handle(&RelayRequest::Quote.encode()).await.expect_err("no quote without a node");
+    assert!(!quote.contains(&host), "{quote}");
 }
