@@ -97,7 +97,7 @@ else
   crit=(--warm-up-time 1 --measurement-time 4)
 fi
 t0=$(date +%s)
-if bash scripts/bench/sphinx.sh "${crit[@]}"; then
+if NOX_BIN="$nox" bash scripts/bench/sphinx.sh "${crit[@]}"; then
   record criterion-sphinx ok $(( $(date +%s) - t0 )) "wrote bench/data/sphinx.json"
 else
   failed=1

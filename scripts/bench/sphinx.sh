@@ -7,6 +7,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
 args=("$@")
 start=$(date +%s)
 cargo bench -p nox-sphinx --bench sphinx -- "${args[@]}"
-cargo run --release -q -p nox -- bench criterion-report \
+# The report needs any build of `nox`: run_all.sh passes its benchmark binary (NOX_BIN) so the
+# suite does not build the release profile of the whole workspace once more.
+if [ -n "${NOX_BIN:-}" ]; then nox=("$NOX_BIN"); else nox=(cargo run --release -q -p nox --); fi
+"${nox[@]}" bench criterion-report \
   --criterion-dir "$CARGO_TARGET_DIR/criterion" --groups per_hop,create \
   --command "scripts/bench/sphinx.sh ${args[*]}" --since-unix "$start" --out bench/data/sphinx.json
