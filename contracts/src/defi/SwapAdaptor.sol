@@ -4,6 +4,7 @@ pragma solidity 0.8.37;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Address} from "@openzeppelin/contracts/utils/Address.sol";
 import {ShieldedPool} from "../zk/ShieldedPool.sol";
 
 /// @notice The Uniswap v2 router calls the adaptor makes (npm `@uniswap/v2-periphery`, deployed
@@ -27,7 +28,9 @@ interface IUniswapV2Router02 {
 /// `swapHash(p)`; the adaptor withdraws, swaps exactly that amount on Uniswap v2 and sends the
 /// output to `p.recipient` (a fresh address). Submitted as the action of a BatchExecutor bundle,
 /// the whole thing is paid by a separate gas-payment proof, so neither the depositor nor any
-/// account of the user appears on chain.
+/// account of the user appears on chain. With `p.tokenOut` equal to the withdrawn asset there is
+/// no swap: the amount goes to `p.recipient` as it is (a gas-paid withdrawal — the pool itself
+/// cannot be a bundle's action, since it is the executor's payment plugin).
 /// @dev The withdrawal proof binds the swap's every parameter through `swapHash` (the pool only
 /// lets the recipient — this adaptor — submit a withdrawal bound to a nonzero hash), so a copy of
 /// the proof taken from the mempool can only perform the swap the user asked for, to the user's
@@ -59,6 +62,7 @@ contract SwapAdaptor is ReentrancyGuardTransient {
     error ZeroAddress();
     error UnsupportedPair(address assetIn, address assetOut);
     error UnexpectedSender(address sender);
+    error BelowMinimum(uint256 amount, uint256 minimum);
 
     constructor(ShieldedPool pool_, IUniswapV2Router02 router_, address weth_) {
         if (address(pool_) == address(0) || address(router_) == address(0) || weth_ == address(0)) {
@@ -78,8 +82,9 @@ contract SwapAdaptor is ReentrancyGuardTransient {
 
     /// @notice Withdraw `s.fee` of `s.asset` from the pool (the proof bound to `swapHash(p)`) and
     /// swap it for `p.tokenOut`, at least `p.amountOutMin`, delivered to `p.recipient`. ETH →
-    /// token and token → ETH, through the token's pair with WETH. Any failure reverts the whole
-    /// call, withdrawal included: the note stays unspent.
+    /// token and token → ETH, through the token's pair with WETH; `p.tokenOut == s.asset` sends
+    /// the amount unswapped (at least `p.amountOutMin` of it, as for a swap). Any failure reverts
+    /// the whole call, withdrawal included: the note stays unspent.
     function swapExactIn(ShieldedPool.Spend calldata s, Swap calldata p)
         external
         nonReentrant
@@ -91,6 +96,16 @@ contract SwapAdaptor is ReentrancyGuardTransient {
         uint256 amountIn = s.fee;
         address[] memory path = new address[](2);
         uint256[] memory amounts;
+        if (p.tokenOut == s.asset) {
+            if (amountIn < p.amountOutMin) revert BelowMinimum(amountIn, p.amountOutMin);
+            if (s.asset == address(0)) {
+                Address.sendValue(payable(p.recipient), amountIn);
+            } else {
+                IERC20(s.asset).safeTransfer(p.recipient, amountIn);
+            }
+            emit Swapped(h, s.asset, p.tokenOut, amountIn, amountIn, p.recipient);
+            return amountIn;
+        }
         if (s.asset == address(0) && p.tokenOut != address(0) && p.tokenOut != weth) {
             path[0] = weth;
             path[1] = p.tokenOut;

@@ -202,10 +202,38 @@ contract SwapAdaptorTest is Test {
         pool.withdraw(_spend(address(0), 1 ether, 15), address(adaptor), h);
     }
 
-    function test_unsupportedPairsAndStrangersAreRefused() public {
-        SwapAdaptor.Swap memory p = _swap(address(0), 0);
+    function test_sameAssetOutIsAGasPaidWithdrawalToTheRecipient() public {
+        SwapAdaptor.Swap memory p = _swap(address(0), 1 ether);
         _expect(p);
-        vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.UnsupportedPair.selector, address(0), address(0)));
+        uint256 out = adaptor.swapExactIn(_spend(address(0), 1 ether, 18), p);
+        assertEq(out, 1 ether);
+        assertEq(fresh.balance, 1 ether);
+        assertTrue(pool.isSpent(18));
+        assertEq(address(adaptor).balance, 0);
+        SwapAdaptor.Swap memory t = _swap(address(token), 500e18);
+        _expect(t);
+        adaptor.swapExactIn(_spend(address(token), 500e18, 19), t);
+        assertEq(token.balanceOf(fresh), 500e18);
+        assertEq(token.balanceOf(address(adaptor)), 0);
+        // A minimum above the amount reverts, and the note stays unspent.
+        SwapAdaptor.Swap memory greedy = _swap(address(0), 1 ether + 1);
+        _expect(greedy);
+        vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.BelowMinimum.selector, 1 ether, 1 ether + 1));
+        adaptor.swapExactIn(_spend(address(0), 1 ether, 20), greedy);
+        assertFalse(pool.isSpent(20));
+        // A recipient that refuses ETH reverts the withdrawal too.
+        SwapAdaptor.Swap memory refusing = _swap(address(0), 0);
+        refusing.recipient = address(verifier);
+        _expect(refusing);
+        vm.expectRevert();
+        adaptor.swapExactIn(_spend(address(0), 1 ether, 21), refusing);
+        assertFalse(pool.isSpent(21));
+    }
+
+    function test_unsupportedPairsAndStrangersAreRefused() public {
+        SwapAdaptor.Swap memory p = _swap(weth, 0);
+        _expect(p);
+        vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.UnsupportedPair.selector, address(0), weth));
         adaptor.swapExactIn(_spend(address(0), 1 ether, 16), p);
         SwapAdaptor.Swap memory none = _swap(address(token), 0);
         none.recipient = address(0);
