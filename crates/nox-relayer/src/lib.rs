@@ -14,6 +14,7 @@ pub use check::{Admission, Admitted, admit};
 pub use journal::{Journal, JournalError, Pending};
 #[cfg(feature = "service")]
 pub use service::{
-    Policy, Relayer, RelayerConfig, RelayerError, TokenPair, decode_verifying_key, encode_verifying_key,
+    Policy, PriceFeed, PriceFuture, Relayer, RelayerConfig, RelayerError, TokenPair, UniswapV2Feed,
+    decode_verifying_key, encode_verifying_key,
 };
 pub use wire::{Outcome, Quote, Reason, RelayRequest, Submission};

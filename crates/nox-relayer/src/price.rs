@@ -59,6 +59,27 @@ pub fn required_wei(gas_limit: u64, max_fee_per_gas: u128, margin_bps: u32) -> U
     (cost * U256::from(BPS + margin_bps)).div_ceil(U256::from(BPS))
 }
 
+/// A fee token's price at the moment of pricing: what selling an amount of it would yield in
+/// wei, and the least amount whose sale yields a given number of wei. The relayer values every
+/// token fee through this (admission, quotes, fee bumps). The shipped source is a Uniswap v2
+/// pair's reserves ([`Reserves`], read at pricing time); an oracle or a TWAP answers the same
+/// two questions (the relayer's `PriceFeed` says where a price comes from).
+pub trait TokenPrice: Send + Sync {
+    /// Wei the relayer gets for `amount` of the token, rounded down.
+    fn value_in_wei(&self, amount: U256) -> U256;
+    /// The least amount of the token worth at least `wei`, or `None` if none is.
+    fn asset_for_wei(&self, wei: U256) -> Option<U256>;
+}
+
+impl TokenPrice for Reserves {
+    fn value_in_wei(&self, amount: U256) -> U256 {
+        Reserves::value_in_wei(self, amount)
+    }
+    fn asset_for_wei(&self, wei: U256) -> Option<U256> {
+        Reserves::asset_for_wei(self, wei)
+    }
+}
+
 /// A constant-product pool's reserves, the fee asset first (Uniswap v2, 0.3 % fee).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reserves {

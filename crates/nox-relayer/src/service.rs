@@ -3,7 +3,9 @@
 //! endpoint; the key signs locally.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,7 +30,7 @@ use tokio::sync::{Mutex, Semaphore, oneshot};
 
 use crate::check::{Admission, Admitted, admit};
 use crate::journal::{Journal, JournalError, Pending};
-use crate::price::{FeePlan, Reserves, gas_limit, required_wei};
+use crate::price::{FeePlan, Reserves, TokenPrice, gas_limit, required_wei};
 use crate::wire::{AssetPrice, Outcome, Quote, Reason, RelayRequest, Submission};
 
 sol! {
@@ -75,6 +77,53 @@ pub struct TokenPair {
     pub token: Address,
     /// The token/WETH pair.
     pub pair: Address,
+}
+
+/// Where fee-token prices come from. The relayer asks at every pricing (quote, admission, fee
+/// bump), so a price is never older than the request it prices. [`UniswapV2Feed`] — the
+/// config's `tokens`, used by [`Relayer::start`] — reads a token/WETH pair's reserves; another
+/// source (a Chainlink feed, a TWAP) implements this trait and is passed to
+/// [`Relayer::start_with_feed`].
+pub trait PriceFeed: Send + Sync + 'static {
+    /// The tokens it prices; fees in any other token are refused (`unsupported_asset`).
+    fn tokens(&self) -> Vec<Address>;
+    /// `token`'s price now, read through `provider`; `None` if it is not priced.
+    fn price<'a>(&'a self, provider: &'a DynProvider, token: Address) -> PriceFuture<'a>;
+}
+
+/// What [`PriceFeed::price`] returns.
+pub type PriceFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<Box<dyn TokenPrice>>, String>> + Send + 'a>>;
+
+/// Token prices from Uniswap v2 token/WETH pairs: what selling the fee into its pair would
+/// yield now (`getAmountOut`), so price impact counts.
+pub struct UniswapV2Feed {
+    pairs: Vec<TokenPair>,
+}
+
+impl UniswapV2Feed {
+    /// A feed for these tokens and their pairs.
+    pub fn new(pairs: Vec<TokenPair>) -> Self {
+        Self { pairs }
+    }
+}
+
+impl PriceFeed for UniswapV2Feed {
+    fn tokens(&self) -> Vec<Address> {
+        self.pairs.iter().map(|t| t.token).collect()
+    }
+
+    fn price<'a>(&'a self, provider: &'a DynProvider, token: Address) -> PriceFuture<'a> {
+        Box::pin(async move {
+            let Some(pair) = self.pairs.iter().find(|t| t.token == token) else { return Ok(None) };
+            let pair = IUniswapV2Pair::new(pair.pair, provider);
+            let token0 = pair.token0().call().await.map_err(|e| e.to_string())?;
+            let r = pair.getReserves().call().await.map_err(|e| e.to_string())?;
+            let (r0, r1) = (U256::from(r.reserve0), U256::from(r.reserve1));
+            let reserves =
+                if token0 == token { Reserves { asset: r0, weth: r1 } } else { Reserves { asset: r1, weth: r0 } };
+            Ok(Some(Box::new(reserves) as Box<dyn TokenPrice>))
+        })
+    }
 }
 
 /// How the relayer prices and submits.
@@ -124,7 +173,7 @@ impl Default for Policy {
             bump_bps: 1_250,
             wait_ms: 120_000,
             poll_ms: 250,
-            payment_gas: 500_000,
+            payment_gas: 420_000,
         }
     }
 }
@@ -174,6 +223,7 @@ pub struct Relayer {
     /// Nullifiers of bundles between admission and settlement here.
     in_flight: StdMutex<HashSet<U256>>,
     permits: Arc<Semaphore>,
+    feed: Arc<dyn PriceFeed>,
 }
 
 /// Removes a nullifier from the in-flight set when dropped.
@@ -220,6 +270,12 @@ impl Relayer {
     /// opens the nonce journal and resumes tracking every transaction it lists (rebroadcast,
     /// then followed to a receipt).
     pub async fn start(config: RelayerConfig) -> Result<Arc<Self>, RelayerError> {
+        let feed = Arc::new(UniswapV2Feed::new(config.tokens.clone()));
+        Self::start_with_feed(config, feed).await
+    }
+
+    /// [`Relayer::start`] with token prices from `feed` instead of the config's Uniswap pairs.
+    pub async fn start_with_feed(config: RelayerConfig, feed: Arc<dyn PriceFeed>) -> Result<Arc<Self>, RelayerError> {
         let key = read_text(&config.key_file, "key file")?;
         let signer: PrivateKeySigner = key
             .trim()
@@ -247,7 +303,7 @@ impl Relayer {
             provider.get_transaction_count(account).pending().await.map_err(|e| RelayerError::Chain(e.to_string()))?;
         journal.reconcile(count)?;
         let mut assets = vec![Address::ZERO];
-        assets.extend(config.tokens.iter().map(|t| t.token));
+        assets.extend(feed.tokens());
         let admission = Admission {
             chain_id: config.chain_id,
             executor: config.executor,
@@ -267,6 +323,7 @@ impl Relayer {
             admission,
             journal: Mutex::new(journal),
             in_flight: StdMutex::new(HashSet::new()),
+            feed,
         });
         for nonce in resume {
             tracing::info!(nonce, "relayer: resuming a transaction from the journal");
@@ -324,21 +381,12 @@ impl Relayer {
         Ok((block.header.inner.number, FeePlan::new(u128::from(next), p.priority_fee_wei, p.base_fee_headroom_bps)))
     }
 
-    async fn reserves(&self, token: Address) -> Result<Option<Reserves>, String> {
-        let Some(pair) = self.config.tokens.iter().find(|t| t.token == token) else { return Ok(None) };
-        let pair = IUniswapV2Pair::new(pair.pair, &self.provider);
-        let token0 = pair.token0().call().await.map_err(|e| e.to_string())?;
-        let r = pair.getReserves().call().await.map_err(|e| e.to_string())?;
-        let (r0, r1) = (U256::from(r.reserve0), U256::from(r.reserve1));
-        Ok(Some(if token0 == token { Reserves { asset: r0, weth: r1 } } else { Reserves { asset: r1, weth: r0 } }))
-    }
-
     /// The value of `fee` of `asset` in wei (ETH: itself; a token: what selling it yields).
     async fn value_wei(&self, asset: Address, fee: U256) -> Result<U256, String> {
         if asset == Address::ZERO {
             return Ok(fee);
         }
-        Ok(self.reserves(asset).await?.map_or(U256::ZERO, |r| r.value_in_wei(fee)))
+        Ok(self.feed.price(&self.provider, asset).await?.map_or(U256::ZERO, |p| p.value_in_wei(fee)))
     }
 
     /// The smallest fee in `asset` worth `wei`.
@@ -346,7 +394,7 @@ impl Relayer {
         if asset == Address::ZERO {
             return Ok(Some(wei));
         }
-        Ok(self.reserves(asset).await?.and_then(|r| r.asset_for_wei(wei)))
+        Ok(self.feed.price(&self.provider, asset).await?.and_then(|p| p.asset_for_wei(wei)))
     }
 
     /// The current price.

@@ -203,7 +203,8 @@ impl Quote {
     pub fn fee_for(&self, asset: Address, gas: u64) -> Option<U256> {
         let p = self.prices.iter().find(|p| p.asset == asset)?;
         let million = U256::from(1_000_000u64);
-        Some((p.per_million_gas * U256::from(gas)).div_ceil(million))
+        // A quote comes from an untrusted exit: an absurd price saturates rather than wraps.
+        Some(p.per_million_gas.saturating_mul(U256::from(gas)).div_ceil(million))
     }
 }
 

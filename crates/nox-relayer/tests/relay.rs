@@ -16,12 +16,41 @@ use nox_chain::bindings::{NoxStakeToken, RewardLedger};
 use nox_chain::deploy::{self, Deployment, RegistryParams};
 use nox_chain::pool::{PoolDeployment, ShieldedPool, deploy_pool};
 use nox_relayer::abi::{Action, Bundle, Spend};
-use nox_relayer::{Outcome, Policy, Reason, RelayRequest, Relayer, RelayerConfig, Submission, encode_verifying_key};
+use nox_relayer::price::TokenPrice;
+use nox_relayer::{
+    Outcome, Policy, PriceFeed, PriceFuture, Reason, RelayRequest, Relayer, RelayerConfig, Submission,
+    encode_verifying_key,
+};
 use nox_wallet::{PoolView, Seed, SpendKind, SpendRequest};
 use nox_zk::field;
 use nox_zk::groth16::ProvingKey;
 use rand_chacha_03::ChaCha20Rng;
 use rand_chacha_03::rand_core::SeedableRng;
+
+/// A price source other than Uniswap: a fixed number of token units per wei.
+struct FixedPrice(U256);
+
+impl TokenPrice for FixedPrice {
+    fn value_in_wei(&self, amount: U256) -> U256 {
+        amount / self.0
+    }
+    fn asset_for_wei(&self, wei: U256) -> Option<U256> {
+        Some(wei * self.0)
+    }
+}
+
+/// A feed that prices one token at 2,000 units per wei.
+struct FixedFeed(Address);
+
+impl PriceFeed for FixedFeed {
+    fn tokens(&self) -> Vec<Address> {
+        vec![self.0]
+    }
+    fn price<'a>(&'a self, _: &'a DynProvider, token: Address) -> PriceFuture<'a> {
+        let known = token == self.0;
+        Box::pin(async move { Ok(known.then(|| Box::new(FixedPrice(U256::from(2_000u64))) as Box<dyn TokenPrice>)) })
+    }
+}
 
 /// Anvil's second and third dev accounts.
 const RELAYER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
@@ -232,6 +261,21 @@ async fn a_paid_bundle_is_relayed_and_every_refusal_holds() {
         serde_json::from_slice(&relayer.handle(&RelayRequest::Quote.encode()).await.unwrap()).unwrap();
     assert_eq!((quote.relayer, quote.executor, quote.pool), (me, w.deployment.executor, w.pool.pool));
     let quoted = quote.fee_for_action(ETH, 60_000).expect("ETH is priced");
+    // Another price source plugs in: a relayer started with a feed quotes the feed's token at
+    // the feed's price (and nothing else besides ETH).
+    let feed_dir = tempfile::tempdir().unwrap();
+    let priced = Address::repeat_byte(0x70);
+    let fed =
+        Relayer::start_with_feed(config(&w, feed_dir.path(), &vk_hex, Policy::default()), Arc::new(FixedFeed(priced)))
+            .await
+            .expect("a relayer with a price feed starts");
+    let q: nox_relayer::Quote =
+        serde_json::from_slice(&fed.handle(&RelayRequest::Quote.encode()).await.unwrap()).unwrap();
+    let per_million = |asset: Address| q.prices.iter().find(|p| p.asset == asset).map(|p| p.per_million_gas);
+    let eth_price = per_million(ETH).expect("ETH is priced");
+    assert_eq!(per_million(priced), Some(eth_price * U256::from(2_000u64)), "the feed's price");
+    assert_eq!(q.prices.len(), 2);
+    drop(fed);
     let fee = u128::try_from(quoted).unwrap() * 3 / 2;
 
     // An action that succeeds: a view call on the stake token.
