@@ -1,0 +1,106 @@
+//! The swap adaptor (`contracts/src/defi/SwapAdaptor.sol`): a withdrawal from the shielded pool
+//! to the adaptor, bound to `swapHash(p)`, which the adaptor then swaps on Uniswap v2 — or, with
+//! `p.tokenOut` equal to the withdrawn asset, delivers as it is (a gas-paid withdrawal). Sent as
+//! the action of a paid bundle, the user appears nowhere: the withdrawal is a proof over the
+//! pool's notes, the gas is a second proof to the relayer, the output goes to a fresh address.
+//!
+//! The ABI is declared here (no chain client needed); `tests/abi.rs` checks it against the
+//! bindings generated from the committed artifact.
+#![allow(missing_docs)]
+
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy_sol_types::SolValue;
+use nox_relayer::abi::Spend;
+use nox_wallet::{PreparedSpend, SpendKind, SpendRequest};
+
+use crate::bundle::{Action, asset_word};
+
+alloy_sol_types::sol! {
+    /// `SwapAdaptor.Swap`: what to receive and where. ETH is `address(0)`.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Swap {
+        address tokenOut;
+        uint256 amountOutMin;
+        uint256 swapDeadline;
+        address recipient;
+    }
+}
+
+/// The signature of `SwapAdaptor.swapExactIn(ShieldedPool.Spend s, Swap p)`; its arguments are
+/// encoded with the relayer's own `Spend` ([`nox_relayer::abi::Spend`]), so the pool's struct is
+/// declared once.
+pub const SWAP_EXACT_IN: &str =
+    "swapExactIn((uint256[8],uint256,uint256,uint256,address,uint256,uint256),(address,uint256,uint256,address))";
+
+/// The selector of [`SWAP_EXACT_IN`].
+pub fn swap_exact_in_selector() -> [u8; 4] {
+    let h = keccak256(SWAP_EXACT_IN);
+    [h[0], h[1], h[2], h[3]]
+}
+
+/// `swapExactIn(s, p)` calldata.
+pub fn swap_exact_in(s: &Spend, p: &Swap) -> Bytes {
+    let mut data = swap_exact_in_selector().to_vec();
+    data.extend((s.clone(), p.clone()).abi_encode_params());
+    Bytes::from(data)
+}
+
+/// The arguments of `swapExactIn` calldata, or `None` if it is not exactly that.
+pub fn decode_swap_exact_in(data: &[u8]) -> Option<(Spend, Swap)> {
+    let (selector, args) = data.split_at_checked(4)?;
+    if selector != swap_exact_in_selector() {
+        return None;
+    }
+    <(Spend, Swap)>::abi_decode_params_validate(args).ok()
+}
+
+/// `SwapAdaptor.swapHash(p)` off chain: `keccak256(abi.encode(adaptor, chainid, tokenOut,
+/// amountOutMin, swapDeadline, recipient))`.
+pub fn swap_hash(adaptor: Address, chain_id: u64, p: &Swap) -> B256 {
+    keccak256((adaptor, U256::from(chain_id), p.tokenOut, p.amountOutMin, p.swapDeadline, p.recipient).abi_encode())
+}
+
+/// A withdrawal through adaptor `adaptor` on `chain_id`'s pool `pool`: `amount` of `asset`,
+/// delivered as `p` says.
+#[derive(Clone, Debug)]
+pub struct Withdrawal {
+    /// The adaptor's address.
+    pub adaptor: Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// The shielded pool.
+    pub pool: Address,
+    /// The withdrawn asset (ETH: `Address::ZERO`).
+    pub asset: Address,
+    /// The withdrawn amount.
+    pub amount: u128,
+    /// Output token, minimum, swap deadline and recipient.
+    pub swap: Swap,
+    /// Unix second after which the pool refuses the withdrawal.
+    pub deadline: u64,
+}
+
+impl Withdrawal {
+    /// The spend the wallet must prove: a withdrawal to the adaptor bound to `swapHash(p)`. Only
+    /// the adaptor may submit a withdrawal bound to a nonzero hash, and the hash fixes every
+    /// field of `p`: a copy taken from the mempool can only do what the user asked.
+    pub fn spend_request(&self) -> SpendRequest {
+        SpendRequest {
+            asset: asset_word(self.asset),
+            amount: self.amount,
+            kind: SpendKind::Withdraw {
+                recipient: self.adaptor.0.0,
+                action_hash: swap_hash(self.adaptor, self.chain_id, &self.swap).0,
+            },
+            chain_id: self.chain_id,
+            pool: self.pool.0.0,
+            deadline: self.deadline,
+        }
+    }
+
+    /// The bundle's action: `adaptor.swapExactIn(spend, p)` with the proven withdrawal.
+    pub fn action(&self, prepared: &PreparedSpend, proof: &[u8; 256]) -> Action {
+        let s = crate::bundle::spend_struct(proof, &prepared.public, self.asset, self.deadline);
+        Action { target: self.adaptor, data: swap_exact_in(&s, &self.swap) }
+    }
+}

@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod adaptor;
+pub mod bundle;
+mod error;
+pub mod relay;
+
+pub use bundle::{Action, PaidBundle, Payment, asset_word, fee_from_quote, prove};
+pub use error::PayError;
+pub use relay::RelayClient;
