@@ -8,7 +8,15 @@
 //! - **gas-paid action** (`nox tx send`): quote from an exit's relayer, payment proof, bundle
 //!   through the mixnet, relayer checks and simulation, inclusion, receipt back through SURBs;
 //! - **private swap** (`nox tx swap`): two proofs (withdrawal bound to the swap, gas payment),
-//!   then the same path, the swap on the testnet's Uniswap v2.
+//!   then the same path, the swap on the testnet's Uniswap v2;
+//! - **gas-paid withdrawal** (`nox tx withdraw`): the same two proofs, the ETH delivered to a
+//!   fresh address that holds nothing and pays nothing;
+//! - **bundles in flight at once**: `--in-flight` users (each its own wallet) send at the same
+//!   moment to the same exit's relayer;
+//! - **the same things done publicly** on the same chain (an ETH transfer, the call, a Uniswap
+//!   swap, an ERC-20 transfer, and the pool's own unpaid withdrawal), for the privacy premium;
+//! - **relayer economics** computed from the measured gas over a grid of ETH and gas prices,
+//!   with the relayer's own pricing rule (`nox_relayer::price`) and the assumptions in the JSON.
 //!
 //! Each paid transaction's latency is split with the client's clock (quote, proofs, submission
 //! to answer) and the relayer's (`prepare_ms`: proof check, views, two simulations, pricing,
@@ -40,6 +48,9 @@ pub struct DefiArgs {
     /// The client's cover rate (packets per second; the shipped default is 2).
     #[arg(long, default_value_t = 2.0)]
     pub cover_rate: f64,
+    /// Users sending at the same moment (each its own wallet and note; default 4, quick 2).
+    #[arg(long)]
+    pub in_flight: Option<usize>,
     /// Output JSON.
     #[arg(long, default_value = "bench/data/defi.json")]
     pub out: PathBuf,
@@ -48,6 +59,10 @@ pub struct DefiArgs {
 const EXPERIMENT: &str = "defi";
 /// Anvil's development account 1 (account 0 deploys): deposits and insertions.
 const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+/// Anvil's development account 2: the public baselines (a user with no privacy).
+const PUBLIC_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+/// The selector of `totalSupply()`: the gas-paid action.
+const TOTAL_SUPPLY: &str = "0x18160ddd";
 const PASSPHRASE: &str = "bench passphrase";
 const ONE_ETH: u128 = 1_000_000_000_000_000_000;
 
@@ -119,6 +134,7 @@ fn parse_paid(out: &str, wall_s: f64) -> Result<Value, BenchError> {
         "fee_wei": fee,
         "fee_over_gas_cost": round3(fee / (gas_used * price)),
         "bumps": outcome["bumps"],
+        "block": outcome["block"],
     }))
 }
 
@@ -183,18 +199,41 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
     };
     nox(&exe, &strings(&["wallet", "new", "--wallet", &wallet]))?;
 
-    // Notes: three per repetition (a send spends one, a swap two).
+    // Notes: five per repetition (a send spends one, a swap two, a withdrawal two), one per
+    // in-flight user, each in its own wallet.
+    let in_flight = args.in_flight.unwrap_or(if args.quick { 2 } else { 4 }).clamp(1, 8);
     let mut deposits = Vec::new();
-    for _ in 0..3 * reps {
+    let mut deposit_txs = Vec::new();
+    let mut deposit = |wallet_dir: &str| -> Result<(), BenchError> {
         let t = Instant::now();
-        nox(&exe, &with(&["wallet", "deposit"], &["--amount", &ONE_ETH.to_string(), "--key-file", &key]))?;
+        let args: Vec<String> = ["wallet", "deposit", "--wallet", wallet_dir, "--testnet", &d, "--rpc", &rpc]
+            .iter()
+            .chain(&["--amount", &ONE_ETH.to_string(), "--key-file", &key])
+            .map(|s| (*s).to_owned())
+            .collect();
+        let out = nox(&exe, &args)?;
         deposits.push(json!({ "wall_s": round3(t.elapsed().as_secs_f64()) }));
+        deposit_txs.extend(tx_hash(&out));
+        Ok(())
+    };
+    for _ in 0..5 * reps {
+        deposit(&wallet)?;
     }
-    let t = Instant::now();
-    nox(&exe, &with(&["wallet", "insert"], &["--key-file", &key]))?;
-    let insert_s = t.elapsed().as_secs_f64();
+    let users: Vec<String> = (0..in_flight).map(|u| format!("{d}/wallet-user{u}")).collect();
+    for u in &users {
+        nox(&exe, &strings(&["wallet", "new", "--wallet", u]))?;
+        deposit(u)?;
+    }
+    // A batch inserts at most 16 leaves (nox_wallet::state::BATCH_SIZE): as many as it takes.
+    let mut insert_batches = Vec::new();
+    for _ in 0..deposits.len().div_ceil(nox_wallet::state::BATCH_SIZE as usize) {
+        let t = Instant::now();
+        nox(&exe, &with(&["wallet", "insert"], &["--key-file", &key]))?;
+        insert_batches.push(json!({ "wall_s": round3(t.elapsed().as_secs_f64()) }));
+    }
 
-    let token = crate::testnet_chain::load(&dir).ok_or_else(|| err("no chain.json"))?.deployment.stake_token;
+    let info = crate::testnet_chain::load(&dir).ok_or_else(|| err("no chain.json"))?;
+    let token = info.deployment.stake_token;
     // Warm-up, not measured: the wallet derives and caches the testnet spend proving key on its
     // first proof (a one-time cost), here with a simulate-only bundle that spends nothing.
     let t = Instant::now();
@@ -202,46 +241,100 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         &exe,
         &with(
             &["tx", "send"],
-            &["--exit", "0", "--simulate-only", "--target", &token.to_string(), "--data", "0x18160ddd"],
+            &["--exit", "0", "--simulate-only", "--target", &token.to_string(), "--data", TOTAL_SUPPLY],
         ),
     )?;
     let warm_up_s = t.elapsed().as_secs_f64();
+    // The other users' wallets get the same cached key (a deterministic testnet setup: a copy
+    // saves each the one-time derivation).
+    for u in &users {
+        std::fs::copy(format!("{wallet}/testnet-spend.pk"), format!("{u}/testnet-spend.pk")).map_err(err)?;
+    }
     let mut sends = Vec::new();
     let mut swaps = Vec::new();
+    let mut withdrawals = Vec::new();
     let cover = args.cover_rate.to_string();
+    let send_args = |wallet_dir: &str| -> Vec<String> {
+        ["tx", "send", "--wallet", wallet_dir, "--testnet", &d, "--rpc", &rpc]
+            .iter()
+            .chain(&["--exit", "0", "--cover-rate", &cover, "--target", &token.to_string()])
+            .chain(&["--data", TOTAL_SUPPLY, "--action-gas", "50000"])
+            .map(|s| (*s).to_owned())
+            .collect()
+    };
     for i in 0..reps {
-        let exit = "0".to_owned();
         let t = Instant::now();
+        let out = nox(&exe, &send_args(&wallet))?;
+        sends.push(parse_paid(&out, t.elapsed().as_secs_f64())?);
+        for (kind, samples, amount) in
+            [("swap", &mut swaps, ONE_ETH / 10), ("withdraw", &mut withdrawals, ONE_ETH / 10)]
+        {
+            let t = Instant::now();
+            let to = format!("0x{:040x}", if kind == "swap" { 0x5000 } else { 0x6000 } + i);
+            let out = nox(
+                &exe,
+                &with(
+                    &["tx", kind],
+                    &["--exit", "0", "--cover-rate", &cover, "--amount", &amount.to_string(), "--to", &to],
+                ),
+            )?;
+            samples.push(parse_paid(&out, t.elapsed().as_secs_f64())?);
+        }
+    }
+
+    // Many users at once: each starts its own `nox tx send` at the same moment.
+    let started_together = Instant::now();
+    let children: Vec<_> = users
+        .iter()
+        .map(|u| {
+            Command::new(&exe)
+                .args(send_args(u))
+                .env("NOX_WALLET_PASSPHRASE", PASSPHRASE)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(err)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut concurrent = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().map_err(err)?;
+        let wall = started_together.elapsed().as_secs_f64();
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(err(format!("a concurrent nox tx send failed:\n{text}")));
+        }
+        concurrent.push(parse_paid(&text, wall)?);
+    }
+    let mut blocks: Vec<u64> = concurrent.iter().filter_map(|c| c["block"].as_u64()).collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+
+    // The same things done publicly, and the gas of the deposits, from the chain itself.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+    let defi = info.defi.clone().ok_or_else(|| err("the testnet has no Uniswap deployment"))?;
+    let public = runtime.block_on(public_baselines(&info.rpc_url, &defi, token, &deposit_txs))?;
+    let unpaid_withdraw = {
+        // The pool's own withdrawal, sent by the user's account (which links it to them), from
+        // a change note once inserted.
+        nox(&exe, &with(&["wallet", "insert"], &["--key-file", &key]))?;
         let out = nox(
             &exe,
             &with(
-                &["tx", "send"],
+                &["wallet", "withdraw"],
                 &[
-                    "--exit",
-                    &exit,
-                    "--cover-rate",
-                    &cover,
-                    "--target",
-                    &token.to_string(),
-                    "--data",
-                    "0x18160ddd",
-                    "--action-gas",
-                    "50000",
+                    "--amount",
+                    &(ONE_ETH / 10).to_string(),
+                    "--to",
+                    "0x0000000000000000000000000000000000007000",
+                    "--key-file",
+                    &key,
                 ],
             ),
         )?;
-        sends.push(parse_paid(&out, t.elapsed().as_secs_f64())?);
-        let t = Instant::now();
-        let to = format!("0x{:040x}", 0x5000 + i);
-        let out = nox(
-            &exe,
-            &with(
-                &["tx", "swap"],
-                &["--exit", &exit, "--cover-rate", &cover, "--amount", &(ONE_ETH / 10).to_string(), "--to", &to],
-            ),
-        )?;
-        swaps.push(parse_paid(&out, t.elapsed().as_secs_f64())?);
-    }
+        let hash = tx_hash(&out).ok_or_else(|| err(format!("no tx hash in:\n{out}")))?;
+        runtime.block_on(gas_of(&info.rpc_url, &hash))?
+    };
     drop(net);
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -259,47 +352,208 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
     let summarise = |samples: &[Value]| -> Value {
         Value::Object(keys.iter().map(|k| ((*k).to_owned(), stats(samples, k))).collect())
     };
+    let mut concurrent_summary = summarise(&concurrent);
+    concurrent_summary["users"] = json!(in_flight);
+    concurrent_summary["distinct_blocks"] = json!(blocks.len());
+    let gas_p50 = |v: &[Value]| stats(v, "gas_used")["p50"].as_f64().unwrap_or(f64::NAN);
+    let private = [
+        ("gas-paid action (totalSupply)", gas_p50(&sends), "call_tx", "the call as a public transaction"),
+        ("gas-paid withdrawal", gas_p50(&withdrawals), "eth_transfer", "an ETH transfer"),
+        ("private swap", gas_p50(&swaps), "uniswap_swap", "a public Uniswap v2 swap (ETH → NOX)"),
+        ("deposit", public["deposit_p50"].as_f64().unwrap_or(f64::NAN), "eth_transfer", "an ETH transfer"),
+    ];
+    let premium: Vec<Value> = private
+        .iter()
+        .map(|(op, gas, base, what)| {
+            let public_gas = public[*base].as_f64().unwrap_or(f64::NAN);
+            json!({ "operation": op, "private_gas": gas, "public_equivalent": what, "public_gas": public_gas,
+                "premium": round3(gas / public_gas) })
+        })
+        .collect();
+    let economics = economics(&[
+        ("gas-paid action", gas_p50(&sends)),
+        ("gas-paid withdrawal", gas_p50(&withdrawals)),
+        ("private swap", gas_p50(&swaps)),
+    ]);
     let summary = json!({
         "deposit_wall_s": stats(&deposits, "wall_s"),
         "gas_paid_action": summarise(&sends),
         "private_swap": summarise(&swaps),
-        "insert_batch_wall_s": round3(insert_s),
+        "gas_paid_withdrawal": summarise(&withdrawals),
+        "in_flight": concurrent_summary,
+        "insert_batch_wall_s": stats(&insert_batches, "wall_s"),
+        "public_gas": public,
+        "unpaid_pool_withdrawal_gas": unpaid_withdraw,
+        "privacy_premium": premium.clone(),
     });
     let p50 = |v: &Value, k: &str| v[k]["p50"].as_f64().unwrap_or(f64::NAN);
+    let ops = ["gas_paid_action", "gas_paid_withdrawal", "private_swap"];
     let bars = |label: &str, pick: &dyn Fn(&Value) -> f64| {
-        json!({ "label": label, "x": ["gas-paid action", "private swap"],
-            "y": [pick(&summary["gas_paid_action"]), pick(&summary["private_swap"])] })
+        json!({ "label": label, "x": ["gas-paid action", "gas-paid withdrawal", "private swap"],
+            "y": ops.iter().map(|o| pick(&summary[*o])).collect::<Vec<_>>() })
     };
-    let charts = vec![chart(
-        "defi-latency",
-        &format!(
-            "Anonymous paid transaction, median seconds by part (Anvil, {block_time} s blocks, cover {} pps)",
-            args.cover_rate
+    let charts = vec![
+        chart(
+            "defi-latency",
+            &format!("Paid transaction, median seconds by part ({block_time} s blocks, cover {} pps)", args.cover_rate),
+            "bar",
+            ("", "seconds"),
+            (false, false),
+            vec![
+                bars("quote (mixnet round trip)", &|v| p50(v, "quote_s")),
+                bars("proofs (client)", &|v| p50(v, "proofs_s")),
+                bars("relayer checks + simulation", &|v| p50(v, "relayer_prepare_ms") / 1000.0),
+                bars("inclusion (broadcast to receipt)", &|v| p50(v, "relayer_inclusion_ms") / 1000.0),
+                bars("mixnet + queueing (submission and answer)", &|v| p50(v, "mixnet_and_queueing_s")),
+            ],
         ),
-        "bar",
-        ("", "seconds"),
-        (false, false),
-        vec![
-            bars("quote (mixnet round trip)", &|v| p50(v, "quote_s")),
-            bars("proofs (client)", &|v| p50(v, "proofs_s")),
-            bars("relayer checks + simulation", &|v| p50(v, "relayer_prepare_ms") / 1000.0),
-            bars("inclusion (broadcast to receipt)", &|v| p50(v, "relayer_inclusion_ms") / 1000.0),
-            bars("mixnet + queueing (submission and answer)", &|v| p50(v, "mixnet_and_queueing_s")),
-        ],
-    )];
+        chart(
+            "defi-gas",
+            "Gas: private through NOX vs the same done publicly (one run)",
+            "bar",
+            ("", "gas"),
+            (false, false),
+            vec![
+                json!({ "label": "private (NOX: proofs, pool, executor, relayer)",
+                "x": premium.iter().map(|p| p["operation"].clone()).collect::<Vec<_>>(),
+                "y": premium.iter().map(|p| p["private_gas"].clone()).collect::<Vec<_>>() }),
+                json!({ "label": "public equivalent",
+                "x": premium.iter().map(|p| p["operation"].clone()).collect::<Vec<_>>(),
+                "y": premium.iter().map(|p| p["public_gas"].clone()).collect::<Vec<_>>() }),
+            ],
+        ),
+    ];
     let parameters = json!({
         "repetitions": reps, "block_time_s": block_time, "cover_rate_pps": args.cover_rate, "quick": args.quick,
+        "in_flight_users": in_flight,
         "testnet": "nox testnet up --nodes-per-layer 1 (3 node processes, Anvil with interval mining, the contracts, the shielded pool, Uniswap v2 NOX/WETH seeded 100 ETH / 200,000 NOX); every exit a funded relayer with the default policy (10 % margin at the max fee)",
         "client": "nox client --rpc (the wallet's chain reads and deposits go through the mixnet); nox wallet / nox tx as separate processes, proving with the testnet keys cached in the wallet",
-        "actions": "gas-paid action: totalSupply() on the NOX token (--action-gas 50000, fee 150 % of the quote); private swap: 0.1 ETH for NOX to a fresh address (withdrawal proof + payment proof)",
+        "actions": format!("gas-paid action: totalSupply() on the NOX token (--action-gas 50000); private swap: 0.1 ETH for NOX to a fresh address; gas-paid withdrawal: 0.1 ETH to a fresh address (both: withdrawal proof + payment proof); fee {} % of the quote (nox tx's default)", crate::tx_cmd::DEFAULT_FEE_PERCENT),
+        "public_baselines": "Anvil account 2 sends, on the same chain in the same run: 0.1 ETH to a fresh address, totalSupply() as a transaction, router.swapExactETHForTokens(0.1 ETH), an ERC-20 transfer of the NOX it got; deposit gas from the deposits' receipts; the unpaid pool withdrawal is `nox wallet withdraw` sent by the depositing account",
         "testnet_up_s": round3(testnet_up_s),
         "warm_up_s": round3(warm_up_s),
-        "warm_up": "one simulate-only `nox tx send` before the measured transactions: the wallet derives and caches the testnet spend proving key on its first proof (not a per-transaction cost)",
+        "warm_up": "one simulate-only `nox tx send` before the measured transactions: the wallet derives and caches the testnet spend proving key on its first proof (not a per-transaction cost); the in-flight users' wallets get a copy of the cached key",
+        "economics_assumptions": economics["assumptions"].clone(),
     });
-    let results = json!({ "deposits": deposits, "gas_paid_action": sends, "private_swap": swaps, "insert_batch_wall_s": round3(insert_s) });
+    let results = json!({ "deposits": deposits, "gas_paid_action": sends, "private_swap": swaps,
+        "gas_paid_withdrawal": withdrawals, "in_flight": concurrent, "insert_batches": insert_batches,
+        "economics": economics["grid"].clone() });
     let mut report = envelope(EXPERIMENT, parameters, results, &summary, charts);
     report["elapsed_s"] = json!(round3(elapsed));
     write_json(&args.out, &report)?;
     println!("{EXPERIMENT}: {summary}\nwrote {}", args.out.display());
     Ok(())
+}
+
+/// The `(tx 0x…)` hash in a `nox wallet` command's output.
+fn tx_hash(out: &str) -> Option<String> {
+    let hash = out.split("(tx ").nth(1)?.get(..66)?;
+    (hash.starts_with("0x") && hash[2..].chars().all(|c| c.is_ascii_hexdigit())).then(|| hash.to_owned())
+}
+
+/// The gas a mined transaction used.
+async fn gas_of(rpc: &str, hash: &str) -> Result<u64, BenchError> {
+    use alloy::providers::{Provider, ProviderBuilder};
+    let provider = ProviderBuilder::new().connect_http(rpc.parse().map_err(err)?);
+    let hash: alloy::primitives::B256 = hash.parse().map_err(err)?;
+    let receipt = provider.get_transaction_receipt(hash).await.map_err(err)?.ok_or_else(|| err("no receipt"))?;
+    Ok(receipt.gas_used)
+}
+
+/// Gas of the public equivalents, sent on the same chain by an account with no privacy.
+async fn public_baselines(
+    rpc: &str,
+    defi: &nox_chain::defi::DefiDeployment,
+    token: alloy::primitives::Address,
+    deposits: &[String],
+) -> Result<Value, BenchError> {
+    use alloy::network::TransactionBuilder;
+    use alloy::primitives::{Address, Bytes, U256};
+    use alloy::providers::Provider;
+    use alloy::rpc::types::TransactionRequest;
+    let key = nox_chain::deploy::signer(PUBLIC_KEY).map_err(err)?;
+    let provider = nox_chain::deploy::wallet_provider(rpc, &key).map_err(err)?;
+    let fresh = Address::from([0x7a; 20]);
+    let tenth = U256::from(ONE_ETH / 10);
+    let now = provider
+        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+        .await
+        .map_err(err)?
+        .ok_or_else(|| err("no latest block"))?
+        .header
+        .timestamp;
+    let transfer = TransactionRequest::default().with_to(fresh).with_value(tenth);
+    let call = TransactionRequest::default().with_to(token).with_input(Bytes::from_static(&[0x18, 0x16, 0x0d, 0xdd]));
+    let router = nox_chain::defi::UniswapV2Router02::new(defi.router, &provider);
+    let swap = router
+        .swapExactETHForTokens(U256::ZERO, vec![defi.weth, defi.token], key.address(), U256::from(now + 600))
+        .value(tenth)
+        .into_transaction_request();
+    let mut gas = Vec::new();
+    for tx in [transfer, call, swap] {
+        let receipt = provider.send_transaction(tx).await.map_err(err)?.get_receipt().await.map_err(err)?;
+        if !receipt.status() {
+            return Err(err("a public baseline transaction reverted"));
+        }
+        gas.push(receipt.gas_used);
+    }
+    let nox = nox_chain::bindings::NoxStakeToken::new(defi.token, &provider);
+    let receipt =
+        nox.transfer(fresh, U256::from(1_000u64)).send().await.map_err(err)?.get_receipt().await.map_err(err)?;
+    let mut deposit_gas = Vec::new();
+    for hash in deposits {
+        deposit_gas.push(gas_of(rpc, hash).await? as f64);
+    }
+    deposit_gas.sort_by(f64::total_cmp);
+    Ok(json!({ "eth_transfer": gas[0], "call_tx": gas[1], "uniswap_swap": gas[2], "erc20_transfer": receipt.gas_used,
+        "deposit_p50": percentile(&deposit_gas, 0.5) }))
+}
+
+/// Relayer economics from measured gas, with the relayer's pricing rule: the least fee it
+/// accepts is `(1 + margin) × gas_limit × max_fee`, with `gas_limit = gas × 64/63 × (1 + extra)
+/// + 10,000` and `max_fee = next base fee × (1 + headroom) + tip`; it then pays `gas × (base fee
+/// + tip)`.
+fn economics(ops: &[(&str, f64)]) -> Value {
+    let policy = nox_relayer::Policy::default();
+    let tip_gwei = policy.priority_fee_wei as f64 / 1e9;
+    let headroom = policy.base_fee_headroom_bps as f64 / 10_000.0;
+    let margin = policy.margin_bps as f64 / 10_000.0;
+    let client = f64::from(crate::tx_cmd::DEFAULT_FEE_PERCENT) / 100.0;
+    let costs_per_month = [50.0, 300.0];
+    let mut grid = Vec::new();
+    for (op, gas) in ops {
+        let gas_limit = nox_relayer::price::gas_limit(*gas as u64, policy.gas_extra_bps) as f64;
+        for eth_usd in [2_000.0, 3_000.0, 5_000.0] {
+            for gas_gwei in [1.0, 10.0, 50.0] {
+                let base = (gas_gwei - tip_gwei).max(0.0);
+                let paid_gwei = base + tip_gwei;
+                let max_fee = base * (1.0 + headroom) + tip_gwei;
+                let cost = gas * paid_gwei * 1e-9;
+                let min_fee = (1.0 + margin) * gas_limit * max_fee * 1e-9;
+                let default_fee = client * min_fee;
+                let profit_min = (min_fee - cost) * eth_usd;
+                let profit_default = (default_fee - cost) * eth_usd;
+                grid.push(json!({
+                    "operation": op, "gas_used": gas, "gas_limit": gas_limit, "eth_usd": eth_usd, "gas_gwei": paid_gwei,
+                    "gas_cost_usd": round3(cost * eth_usd),
+                    "least_fee_usd": round3(min_fee * eth_usd), "default_fee_usd": round3(default_fee * eth_usd),
+                    "profit_per_tx_usd_at_least_fee": round3(profit_min),
+                    "profit_per_tx_usd_at_default_fee": round3(profit_default),
+                    "realised_margin_at_least_fee": round3(min_fee / cost - 1.0),
+                    "break_even_tx_per_day": costs_per_month.iter().map(|m| round3(m / 30.0 / profit_min)).collect::<Vec<_>>(),
+                    "monthly_profit_usd_100_tx_per_day_at_least_fee": round3(profit_min * 100.0 * 30.0),
+                }));
+            }
+        }
+    }
+    json!({
+        "grid": grid,
+        "assumptions": {
+            "gas": "the medians measured in this run (whole bundle, as the relayer pays it)",
+            "gas_price": format!("gas price = base fee + the relayer's tip ({tip_gwei} gwei); the base fee stays put between quote and inclusion"),
+            "least_fee": format!("(1 + {margin}) × gas_limit × max_fee: the relayer's own rule (margin at the max fee it sets, max fee = base × {} + tip, gas limit = gas × 64/63 × {} + 10,000)", 1.0 + headroom, 1.0 + policy.gas_extra_bps as f64 / 10_000.0),
+            "default_fee": format!("{} % of the quote (nox tx's default)", crate::tx_cmd::DEFAULT_FEE_PERCENT),
+            "infrastructure": "break-even at $50/month (a VPS and a hosted RPC's free tier, as the report) and $300/month (with an own full node); the relayer's ETH float and its price risk are not counted",
+        },
+    })
 }

@@ -3,25 +3,20 @@
 //! exact action, sends the bundle through the mixnet to the same exit, and waits for the
 //! receipt, which comes back through SURBs (docs/spec/relay.md). Chain reads (the wallet's pool
 //! view) go through `--rpc`, normally a `nox client --rpc` endpoint, so through the mixnet too.
+//! The protocol is `nox_pay`'s; this is its command line: the wallet on disk, the testnet's
+//! addresses, progress and timings.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use alloy::primitives::{Address, Bytes, U256};
-use alloy::sol_types::{SolCall, SolValue};
 use clap::{Args, Subcommand};
-use nox_client::ClientHandle;
-use nox_message::{RequestBody, Status};
-use nox_relayer::{Outcome, Quote, RelayRequest, Submission};
-use nox_sphinx::NodeId;
-use nox_wallet::{SpendKind, SpendRequest};
-use nox_zk::field;
+use nox_pay::adaptor::{Swap, Withdrawal};
+use nox_pay::{Action, PayError, RelayClient};
+use nox_relayer::{Outcome, Quote};
 
 use crate::client_cmd::TopologyArgs;
 use crate::wallet_cmd::{self, ChainArgs, CmdResult, Ticker};
-
-/// Largest relay answer expected (a quote or an outcome is a few hundred bytes).
-const RELAY_REPLY_LEN: usize = 4096;
 
 /// `nox tx …`
 #[derive(Subcommand)]
@@ -33,40 +28,75 @@ pub enum TxCommand {
     /// A private swap of ETH from the shielded pool for the testnet's NOX token on Uniswap v2,
     /// delivered to a fresh address; the gas is paid from another note.
     Swap(Box<SwapArgs>),
+    /// A gas-paid withdrawal of ETH from the shielded pool to a fresh address: the withdrawal goes
+    /// through the testnet's adaptor (the pool cannot be a bundle's action) and the gas is paid
+    /// from another note, so the recipient needs no ETH and nothing links it to the depositor.
+    Withdraw(Box<WithdrawArgs>),
 }
 
-/// `nox tx swap`
+/// `nox tx withdraw`
 #[derive(Args)]
-pub struct SwapArgs {
-    /// Wallet and pool; `--testnet` also names the mixnet and the Uniswap deployment.
+pub struct WithdrawArgs {
+    #[command(flatten)]
+    pub out: AdaptorArgs,
+    /// Gas of the withdrawal action (withdrawal proof check + transfer).
+    #[arg(long, default_value_t = 350_000)]
+    pub action_gas: u64,
+}
+
+/// What `nox tx swap` and `nox tx withdraw` share: a withdrawal of `amount` wei from one note
+/// through the testnet's adaptor to `to`, the gas paid from another note.
+#[derive(Args)]
+pub struct AdaptorArgs {
+    /// Wallet and pool; `--testnet` also names the mixnet, the adaptor and Uniswap.
     #[command(flatten)]
     pub chain: ChainArgs,
     #[command(flatten)]
     pub mix: MixArgs,
-    /// Wei of ETH to swap (withdrawn from one note; the fee comes from another).
+    /// Wei of ETH withdrawn (from one note; the fee comes from another).
     #[arg(long)]
     pub amount: u128,
-    /// Where the tokens go (a fresh address keeps the swap unlinked).
+    /// Where the output goes (a fresh address keeps it unlinked).
     #[arg(long)]
     pub to: Address,
+    #[command(flatten)]
+    pub fee: FeeArgs,
+    /// Seconds the proofs (and a swap) stay valid.
+    #[arg(long, default_value_t = 600)]
+    pub valid_for: u64,
+}
+
+/// How much to pay the relayer.
+#[derive(Args, Clone)]
+pub struct FeeArgs {
+    /// Fee as a percentage of the quoted price (room for the base fee to rise by one block
+    /// between the quote and the submission).
+    #[arg(long, default_value_t = DEFAULT_FEE_PERCENT)]
+    pub fee_percent: u32,
+    /// A fixed fee instead (the asset's base unit).
+    #[arg(long = "fee")]
+    pub fixed: Option<u128>,
+    /// Have the relayer simulate and price only.
+    #[arg(long)]
+    pub simulate_only: bool,
+}
+
+/// The fee `nox tx` pays by default, as a percentage of the quote: the relayer's quote already
+/// prices its margin at its maximum fee (next base fee × 1.25 + tip), so 125 % covers one full
+/// block of base-fee rise (12.5 %) between quote and submission twice over.
+pub const DEFAULT_FEE_PERCENT: u32 = 125;
+
+/// `nox tx swap`
+#[derive(Args)]
+pub struct SwapArgs {
+    #[command(flatten)]
+    pub out: AdaptorArgs,
     /// Largest accepted slippage from the quoted output, basis points.
     #[arg(long, default_value_t = 100)]
     pub slippage_bps: u32,
     /// Gas of the swap action (withdrawal proof check + swap).
     #[arg(long, default_value_t = 450_000)]
     pub action_gas: u64,
-    /// Fee as a percentage of the quoted price.
-    #[arg(long, default_value_t = 150)]
-    pub fee_percent: u32,
-    /// A fixed fee instead (wei).
-    #[arg(long)]
-    pub fee: Option<u128>,
-    /// Have the relayer simulate and price only.
-    #[arg(long)]
-    pub simulate_only: bool,
-    /// Seconds the proofs and the swap stay valid.
-    #[arg(long, default_value_t = 600)]
-    pub valid_for: u64,
 }
 
 /// Which network and exit.
@@ -113,18 +143,11 @@ pub struct SendArgs {
     /// Gas the action itself needs (the relayer adds the payment's and its margins).
     #[arg(long, default_value_t = 100_000)]
     pub action_gas: u64,
-    /// Fee as a percentage of the quoted price (room for the base fee to rise meanwhile).
-    #[arg(long, default_value_t = 150)]
-    pub fee_percent: u32,
-    /// A fixed fee instead (the asset's base unit).
-    #[arg(long)]
-    pub fee: Option<u128>,
+    #[command(flatten)]
+    pub fee: FeeArgs,
     /// Submit even if the action reverts in simulation (the fee is paid either way).
     #[arg(long)]
     pub pay_on_revert: bool,
-    /// Have the relayer simulate and price only.
-    #[arg(long)]
-    pub simulate_only: bool,
     /// Seconds the payment stays valid.
     #[arg(long, default_value_t = 600)]
     pub valid_for: u64,
@@ -140,18 +163,22 @@ pub fn run(command: TxCommand) -> CmdResult {
     runtime.block_on(async move {
         match command {
             TxCommand::Quote(a) => {
-                let (client, exit) = connect(&a.testnet, &a.mix).await?;
-                let quote = quote(&client, exit).await?;
+                let relay = connect(&a.testnet, &a.mix).await?;
+                let quote = relay.quote().await.map_err(|e| e.to_string())?;
                 println!("{}", serde_json::to_string_pretty(&quote).map_err(|e| e.to_string())?);
                 Ok(())
             }
             TxCommand::Send(a) => send(&a).await,
-            TxCommand::Swap(a) => swap(&a).await,
+            TxCommand::Swap(a) => {
+                through_adaptor(&a.out, AdaptorOut::Swap { slippage_bps: a.slippage_bps }, a.action_gas).await
+            }
+            TxCommand::Withdraw(a) => through_adaptor(&a.out, AdaptorOut::Same, a.action_gas).await,
         }
     })
 }
 
-async fn connect(testnet: &std::path::Path, mix: &MixArgs) -> CmdResult<(ClientHandle, NodeId)> {
+/// A mixnet client for the testnet's topology, and the relayer of the chosen (or a random) exit.
+async fn connect(testnet: &std::path::Path, mix: &MixArgs) -> CmdResult<RelayClient> {
     let topology = TopologyArgs {
         testnet: Some(testnet.to_owned()),
         topology: None,
@@ -169,7 +196,7 @@ async fn connect(testnet: &std::path::Path, mix: &MixArgs) -> CmdResult<(ClientH
             *exits.get(u64::from_le_bytes(b) as usize % exits.len().max(1)).ok_or("the topology has no exit")?
         }
     };
-    Ok((client, exit))
+    Ok(RelayClient::new(client, exit))
 }
 
 fn getrandom(out: &mut [u8]) {
@@ -177,26 +204,9 @@ fn getrandom(out: &mut [u8]) {
     rand_chacha::ChaCha20Rng::from_os_rng().fill_bytes(out);
 }
 
-async fn relay(client: &ClientHandle, exit: NodeId, request: &RelayRequest) -> CmdResult<Vec<u8>> {
-    let response = client
-        .request_via(RequestBody::Relay(request.encode()), RELAY_REPLY_LEN, Some(exit))
-        .await
-        .map_err(|e| format!("through the mixnet: {e}"))?;
-    if response.status != Status::Ok {
-        return Err(format!("the exit answered {:?}: {}", response.status, String::from_utf8_lossy(&response.body)));
-    }
-    Ok(response.body)
-}
-
-async fn quote(client: &ClientHandle, exit: NodeId) -> CmdResult<Quote> {
-    let body = relay(client, exit, &RelayRequest::Quote).await?;
-    serde_json::from_slice(&body).map_err(|e| format!("the relayer's quote does not parse: {e}"))
-}
-
 /// A connected session: the pinned exit's relayer, its quote, the wallet's synced view.
 struct Session {
-    client: ClientHandle,
-    exit: NodeId,
+    relay: RelayClient,
     quote: Quote,
     quoted_in: Duration,
     seed: nox_wallet::Seed,
@@ -209,85 +219,67 @@ struct Session {
 
 async fn session(chain: &ChainArgs, mix: &MixArgs) -> CmdResult<Session> {
     let testnet = chain.pool.testnet.clone().ok_or("give --testnet (the mixnet and its pool)")?;
-    let (client, exit) = connect(&testnet, mix).await?;
+    let relay = connect(&testnet, mix).await?;
     let started = Instant::now();
-    let quote = quote(&client, exit).await?;
+    let quote = relay.quote().await.map_err(|e| e.to_string())?;
     let quoted_in = started.elapsed();
     let (seed, at, provider, view) = wallet_cmd::synced(chain).await?;
     let (chain_id, now) = wallet_cmd::chain_context(&provider).await?;
     if quote.chain_id != chain_id || quote.pool != at.pool {
-        return Err(format!(
-            "the relayer serves pool {} on chain {}, the wallet's is {} on {chain_id}",
-            quote.pool, quote.chain_id, at.pool
-        ));
+        let e = PayError::OtherPool {
+            relayer_pool: quote.pool,
+            relayer_chain: quote.chain_id,
+            pool: at.pool,
+            chain: chain_id,
+        };
+        return Err(e.to_string());
     }
-    Ok(Session { client, exit, quote, quoted_in, seed, at, provider, view, chain_id, now })
+    Ok(Session { relay, quote, quoted_in, seed, at, provider, view, chain_id, now })
 }
 
 /// How the fee is chosen and what the relayer is asked.
-struct Payment<'a> {
+struct PayOptions<'a> {
     asset: Address,
     action_gas: u64,
-    fee_percent: u32,
-    fee: Option<u128>,
+    fee: &'a FeeArgs,
     valid_for: u64,
     pay_on_revert: bool,
-    simulate_only: bool,
     /// Notes already used by a spend inside the action (a withdrawal).
     avoid: &'a [ark_bn254::Fr],
     /// Proof time spent before the payment (the action's own proof).
     earlier_proofs: Duration,
 }
 
-/// Proves the gas payment for (target, data) to the session's relayer, sends the bundle through
-/// the mixnet and reports the outcome.
-async fn pay_and_submit(
-    s: &Session,
-    w: &crate::wallet_cmd::WalletArgs,
-    p: &Payment<'_>,
-    target: Address,
-    data: Bytes,
-) -> CmdResult {
-    let fee = match p.fee {
+/// Proves the gas payment for `action` to the session's relayer, sends the bundle through the
+/// mixnet and reports the outcome.
+async fn pay_and_submit(s: &Session, w: &wallet_cmd::WalletArgs, o: &PayOptions<'_>, action: Action) -> CmdResult {
+    let fee = match o.fee.fixed {
         Some(fee) => fee,
         None => {
-            let priced =
-                s.quote.fee_for_action(p.asset, p.action_gas).ok_or("the relayer does not price this asset")?;
-            let fee = priced * U256::from(p.fee_percent) / U256::from(100u64);
-            u128::try_from(fee).map_err(|_| "the fee is above 2^128")?
+            nox_pay::fee_from_quote(&s.quote, o.asset, o.action_gas, o.fee.fee_percent).map_err(|e| e.to_string())?
         }
     };
-    println!("relayer {} quoted in {:.1} s; paying {fee} of {}", s.quote.relayer, s.quoted_in.as_secs_f64(), p.asset);
-    let deadline = s.now + p.valid_for;
-    let (action_hash, _) = field::execution_hash(&target.0.0, &data, fee);
-    let req = SpendRequest {
-        asset: wallet_cmd::asset_word(p.asset),
-        amount: fee,
-        kind: SpendKind::Pay { relayer: s.quote.relayer.0.0, action_hash },
-        chain_id: s.chain_id,
-        pool: s.at.pool.0.0,
-        deadline,
+    println!("relayer {} quoted in {:.1} s; paying {fee} of {}", s.quote.relayer, s.quoted_in.as_secs_f64(), o.asset);
+    let payment = nox_pay::Payment {
+        quote: &s.quote,
+        asset: o.asset,
+        fee,
+        action,
+        deadline: s.now + o.valid_for,
+        avoid: o.avoid,
     };
-    let prepared = s.view.prepare_spend_avoiding(&s.seed, &req, p.avoid).map_err(|e| e.to_string())?;
+    let prepared = payment.prepare(&s.view, &s.seed).map_err(|e| e.to_string())?;
     let proving = Instant::now();
     let proof = wallet_cmd::prove_spend(w, &prepared)?;
-    let proved_in = proving.elapsed() + p.earlier_proofs;
-    let spend = wallet_cmd::spend_struct(&proof, &prepared.public, p.asset, deadline)?;
-    let bundle = nox_relayer::abi::Bundle {
-        payment: s.at.pool,
-        paymentData: Bytes::from(spend.abi_encode()),
-        fee: U256::from(fee),
-        action: nox_relayer::abi::Action { target, value: U256::ZERO, data },
-    };
-    let mut submission = Submission::new(s.chain_id, s.quote.executor, s.quote.relayer, bundle);
-    submission.pay_on_revert = p.pay_on_revert;
-    submission.simulate_only = p.simulate_only;
+    let proved_in = proving.elapsed() + o.earlier_proofs;
+    let mut paid = payment.bundle(&prepared, &proof);
+    paid.submission.pay_on_revert = o.pay_on_revert;
+    paid.submission.simulate_only = o.fee.simulate_only;
     let t = Ticker::start("sent through the mixnet; waiting for the relayer's answer");
     let sending = Instant::now();
-    let answer = relay(&s.client, s.exit, &RelayRequest::Submit(Box::new(submission))).await;
+    let answer = s.relay.submit(paid.submission).await;
     t.finish();
-    let outcome: Outcome =
-        serde_json::from_slice(&answer?).map_err(|e| format!("the relayer's answer does not parse: {e}"))?;
+    let outcome = answer.map_err(|e| e.to_string())?;
     let waited = sending.elapsed();
     println!("{}", serde_json::to_string(&outcome).map_err(|e| e.to_string())?);
     let relayer_side = match &outcome {
@@ -307,7 +299,7 @@ async fn pay_and_submit(
             println!(
                 "included in block {block} (tx {tx_hash}); the action {}; change {} after it is inserted",
                 if action_success { "succeeded" } else { "reverted (the fee was paid)" },
-                prepared.change_value
+                paid.change_value
             );
             Ok(())
         }
@@ -322,80 +314,80 @@ async fn pay_and_submit(
 
 async fn send(a: &SendArgs) -> CmdResult {
     let s = session(&a.chain, &a.mix).await?;
-    let p = Payment {
+    let o = PayOptions {
         asset: a.asset.unwrap_or(Address::ZERO),
         action_gas: a.action_gas,
-        fee_percent: a.fee_percent,
-        fee: a.fee,
+        fee: &a.fee,
         valid_for: a.valid_for,
         pay_on_revert: a.pay_on_revert,
-        simulate_only: a.simulate_only,
         avoid: &[],
         earlier_proofs: Duration::ZERO,
     };
-    pay_and_submit(&s, &a.chain.wallet, &p, a.target, a.data.clone()).await
+    pay_and_submit(&s, &a.chain.wallet, &o, Action { target: a.target, data: a.data.clone() }).await
 }
 
-/// A private swap (ETH → the testnet's NOX token on Uniswap v2): a withdrawal proof to the swap
-/// adaptor bound to the swap's parameters, and a gas payment from another note for the bundle
-/// whose action is the adaptor's `swapExactIn`.
-async fn swap(a: &SwapArgs) -> CmdResult {
-    use nox_chain::defi::{SwapAdaptor, UniswapV2Router02, swap_hash};
-    let testnet = a.chain.pool.testnet.clone().ok_or("give --testnet")?;
+/// What the adaptor delivers for the withdrawn ETH.
+enum AdaptorOut {
+    /// The testnet's NOX token, swapped on Uniswap v2, at most `slippage_bps` below the quote.
+    Swap { slippage_bps: u32 },
+    /// The ETH itself (a gas-paid withdrawal).
+    Same,
+}
+
+/// A private swap or a gas-paid withdrawal through the testnet's adaptor: a withdrawal proof to
+/// the adaptor bound to the output's parameters (`swapHash`), and a gas payment from another
+/// note for the bundle whose action is the adaptor's `swapExactIn`.
+async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> CmdResult {
+    let (chain, amount, to, valid_for) = (&a.chain, a.amount, a.to, a.valid_for);
+    use nox_chain::defi::UniswapV2Router02;
+    let testnet = chain.pool.testnet.clone().ok_or("give --testnet")?;
     let defi = crate::testnet_chain::load(&testnet)
         .and_then(|c| c.defi)
-        .ok_or("this testnet has no Uniswap deployment (chain.json has no defi)")?;
-    let s = session(&a.chain, &a.mix).await?;
-    let router = UniswapV2Router02::new(defi.router, &s.provider);
-    let amounts = router
-        .getAmountsOut(U256::from(a.amount), vec![defi.weth, defi.token])
-        .call()
-        .await
-        .map_err(|e| format!("quoting the swap: {e}"))?;
-    let expected = *amounts.last().ok_or("empty quote")?;
-    let min_out = expected * U256::from(10_000 - a.slippage_bps.min(10_000)) / U256::from(10_000u64);
-    let p = SwapAdaptor::Swap {
-        tokenOut: defi.token,
-        amountOutMin: min_out,
-        swapDeadline: U256::from(s.now + a.valid_for),
-        recipient: a.to,
+        .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
+    let s = session(chain, &a.mix).await?;
+    let (token_out, min_out) = match out {
+        AdaptorOut::Swap { slippage_bps } => {
+            let router = UniswapV2Router02::new(defi.router, &s.provider);
+            let amounts = router
+                .getAmountsOut(U256::from(amount), vec![defi.weth, defi.token])
+                .call()
+                .await
+                .map_err(|e| format!("quoting the swap: {e}"))?;
+            let expected = *amounts.last().ok_or("empty quote")?;
+            let min_out = expected * U256::from(10_000 - slippage_bps.min(10_000)) / U256::from(10_000u64);
+            println!("swapping {amount} wei for at least {min_out} NOX (quoted {expected}) to {to}");
+            (defi.token, min_out)
+        }
+        AdaptorOut::Same => {
+            println!("withdrawing {amount} wei to {to}");
+            (Address::ZERO, U256::from(amount))
+        }
     };
-    let hash = swap_hash(defi.adaptor, s.chain_id, &p);
-    let deadline = s.now + a.valid_for;
-    let req = SpendRequest {
-        asset: wallet_cmd::asset_word(Address::ZERO),
-        amount: a.amount,
-        kind: SpendKind::Withdraw { recipient: defi.adaptor.0.0, action_hash: hash.0 },
+    let withdrawal = Withdrawal {
+        adaptor: defi.adaptor,
         chain_id: s.chain_id,
-        pool: s.at.pool.0.0,
-        deadline,
-    };
-    let withdrawal = s.view.prepare_spend(&s.seed, &req).map_err(|e| e.to_string())?;
-    println!("swapping {} wei for at least {min_out} NOX (quoted {expected}) to {}", a.amount, a.to);
-    let proving = Instant::now();
-    let proof = wallet_cmd::prove_spend(&a.chain.wallet, &withdrawal)?;
-    let earlier_proofs = proving.elapsed();
-    let w = wallet_cmd::spend_struct(&proof, &withdrawal.public, Address::ZERO, deadline)?;
-    let spend = nox_chain::defi::ShieldedPool::Spend {
-        proof: w.proof,
-        root: w.root,
-        nullifier: w.nullifier,
-        changeCommitment: w.changeCommitment,
-        asset: w.asset,
-        fee: w.fee,
-        deadline: w.deadline,
-    };
-    let data = Bytes::from(SwapAdaptor::swapExactInCall { s: spend, p }.abi_encode());
-    let pay = Payment {
+        pool: s.at.pool,
         asset: Address::ZERO,
-        action_gas: a.action_gas,
-        fee_percent: a.fee_percent,
-        fee: a.fee,
-        valid_for: a.valid_for,
-        pay_on_revert: false,
-        simulate_only: a.simulate_only,
-        avoid: &[withdrawal.spent_commitment],
-        earlier_proofs,
+        amount,
+        swap: Swap {
+            tokenOut: token_out,
+            amountOutMin: min_out,
+            swapDeadline: U256::from(s.now + valid_for),
+            recipient: to,
+        },
+        deadline: s.now + valid_for,
     };
-    pay_and_submit(&s, &a.chain.wallet, &pay, defi.adaptor, data).await
+    let prepared = s.view.prepare_spend(&s.seed, &withdrawal.spend_request()).map_err(|e| e.to_string())?;
+    let proving = Instant::now();
+    let proof = wallet_cmd::prove_spend(&chain.wallet, &prepared)?;
+    let o = PayOptions {
+        asset: Address::ZERO,
+        action_gas,
+        fee: &a.fee,
+        valid_for,
+        pay_on_revert: false,
+        avoid: &[prepared.spent_commitment],
+        earlier_proofs: proving.elapsed(),
+    };
+    pay_and_submit(&s, &chain.wallet, &o, withdrawal.action(&prepared, &proof)).await
 }

@@ -546,17 +546,9 @@ pub(crate) fn spend_struct(
     asset: Address,
     deadline: u64,
 ) -> CmdResult<Spend> {
-    let words = proof_words(proof);
-    let u = |x: &Fr| U256::from_be_bytes(field::to_be32(x));
-    Ok(Spend {
-        proof: words,
-        root: u(&p.root),
-        nullifier: u(&p.nullifier),
-        changeCommitment: u(&p.change_commitment),
-        asset,
-        fee: u(&p.fee),
-        deadline: U256::from(deadline),
-    })
+    // nox_pay's Spend and the pool binding's are the same ABI type (nox-relayer's tests/abi.rs).
+    let spend = nox_pay::bundle::spend_struct(proof, p, asset, deadline);
+    Spend::abi_decode(&spend.abi_encode()).map_err(|e| format!("re-encoding the spend: {e}"))
 }
 
 pub(crate) async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {

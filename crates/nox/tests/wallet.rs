@@ -9,7 +9,8 @@
 //! insert → the change pays for a reverting action (relayer still credited) → insert → withdraw
 //! to a fresh address; a replayed bundle (double spend) is refused on chain; a second wallet
 //! restored from nothing but its key file recovers the same balance. Then the exit as the
-//! relayer (issue 13): `nox tx send` and `nox tx swap` (a private swap on Uniswap v2) through
+//! relayer (issue 13): `nox tx send`, `nox tx swap` (a private swap on Uniswap v2) and `nox tx
+//! withdraw` (a gas-paid withdrawal to a fresh address) through
 //! the mixnet, with an unprofitable fee refused.
 
 use std::{
@@ -321,6 +322,23 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     let got = token.balanceOf(swap_to).call().await.expect("balanceOf");
     assert!(got >= min_out && min_out > U256::ZERO, "the fresh address received {got} NOX (minimum {min_out})");
     assert_eq!(relayer_provider.get_balance(swap_to).await.expect("balance"), U256::ZERO, "no ETH ever touched it");
+
+    // 6. A gas-paid withdrawal to a fresh address through the adaptor (the recipient holds no ETH
+    // beforehand and pays no gas), from the change notes of the swap.
+    run("insert", &["--key-file", inserter_key.to_str().unwrap()]);
+    let withdraw_to = Address::from([0x5c; 20]);
+    let amount: u128 = 100_000_000_000_000_000;
+    let withdraw: Vec<String> = std::iter::once("withdraw".to_owned())
+        .chain(with(&["--exit", "0", "--amount", &amount.to_string(), "--to", &withdraw_to.to_string()]))
+        .collect();
+    let out = tx(&withdraw.iter().map(String::as_str).collect::<Vec<_>>())
+        .unwrap_or_else(|e| panic!("nox tx withdraw:\n{e}"));
+    assert!(out.contains("\"outcome\":\"included\"") && out.contains("the action succeeded"), "{out}");
+    assert_eq!(
+        relayer_provider.get_balance(withdraw_to).await.expect("balance"),
+        U256::from(amount),
+        "the fresh address received exactly the withdrawal"
+    );
 }
 
 /// Runs `nox tx <args>`; returns stdout + stderr, or the failure text.
