@@ -44,8 +44,9 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # scaling testnet in-process fec-curve; anonymity: anonymity attacks fec-arq;
 # chain: registry (topology refresh from the NodeRegistry on Anvil; needs
 # `npm install --prefix tools`, done on first use).
-# defi: an anonymous paid transaction and a private Uniswap swap through the mixnet and an
-# exit's relayer (real processes, Anvil; ~2 min in quick mode, so a doubled timeout).
+# defi: an anonymous paid transaction, a private Uniswap swap and a gas-paid withdrawal through
+# the mixnet and an exit's relayer, users at once, public baselines, economics (real processes,
+# Anvil; ~2 min in quick mode, so a doubled timeout).
 experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry defi"
 
 # Extra flags for subcommands that predate --quick.
