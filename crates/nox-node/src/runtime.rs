@@ -2,7 +2,6 @@
 //! running node, until shutdown is signalled.
 
 use std::{
-    net::SocketAddr,
     sync::{Arc, RwLock, atomic::Ordering},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -234,6 +233,14 @@ pub async fn run_with(
         listener_config.client_greeting = Some(crate::difficulty_greeting(admission.clone(), link.packet_len()));
     }
     let link_counters = Arc::new(LinkCounters::default());
+    // Bound here, not in its task: a metrics address that cannot be bound stops the node with
+    // the reason instead of leaving it running without the metrics it was configured to serve.
+    let metrics_listener = match config.node.metrics {
+        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            NodeError::Io(std::io::Error::new(e.kind(), format!("binding the metrics address {addr}: {e}")))
+        })?),
+        None => None,
+    };
     let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
     let (stop_links_tx, stop_links) = watch::channel(false);
     let listener = Arc::new(
@@ -444,9 +451,9 @@ pub async fn run_with(
         }
         .run(shutdown.clone()),
     );
-    let metrics_server = config.node.metrics.map(|addr| {
+    let metrics_server = metrics_listener.map(|listener| {
         let exit_metrics = exit_metrics.clone();
-        tokio::spawn(serve_metrics(addr, metrics.clone(), exit_metrics, link_counters, shutdown.clone()))
+        tokio::spawn(serve_metrics(listener, metrics.clone(), exit_metrics, link_counters, shutdown.clone()))
     });
     tracing::info!(
         node = %short(&me),
@@ -546,13 +553,12 @@ fn short(id: &NodeId) -> String {
 
 /// A minimal HTTP/1.1 responder for `GET /metrics` (and nothing else).
 async fn serve_metrics(
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
     metrics: Arc<NodeMetrics>,
     exit_metrics: Arc<crate::ExitMetrics>,
     links: Arc<LinkCounters>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
     loop {
         let (mut stream, _) = tokio::select! {
             accepted = listener.accept() => accepted?,

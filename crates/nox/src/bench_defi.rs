@@ -151,7 +151,8 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
     let exe = std::env::current_exe().map_err(err)?;
     let dir = std::env::temp_dir().join(format!("nox-bench-defi-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let base = 36_000 + (std::process::id() % 50) as u16 * 40;
+    // Below Linux's ephemeral range (32768–60999), where outgoing connections take their ports.
+    let base = 26_000 + (std::process::id() % 50) as u16 * 40;
     let started = Instant::now();
     let up = nox(
         &exe,

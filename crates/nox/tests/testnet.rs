@@ -410,4 +410,12 @@ fn cover_loops_return_and_a_dead_node_is_marked_degraded() {
     // The gauge can turn before the loss counter reaches 5 (degradation needs
     // consecutive losses per node, not 5 in total): wait for it too.
     assert!(wait_metric_for(&watcher, "nox_cover_loops_lost_total", 5, patience) >= 5, "lost loops not counted");
+
+    // Started again while another process holds its metrics address, it refuses to run and
+    // says why (it used to run on without metrics, and `testnet up` waited 30 s for nothing).
+    let _taken = std::net::TcpListener::bind(metrics_addr(victim)).expect("the dead node's metrics address is free");
+    let out = Command::new(NOX).arg("node").arg("--config").arg(victim.join("node.toml")).output().expect("run nox");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a node ran without the metrics address it was configured with");
+    assert!(stderr.contains("metrics address"), "{stderr}");
 }

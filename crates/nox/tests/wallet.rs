@@ -86,7 +86,8 @@ fn spendable(out: &str) -> u128 {
 async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     let dir = std::env::temp_dir().join(format!("nox-it-wallet-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let base = 30_000 + (std::process::id() % 100) as u16 * 30;
+    // Metrics ports at base + 100 stay below Linux's ephemeral range (32768–60999).
+    let base = 27_000 + (std::process::id() % 100) as u16 * 30;
     let status = Command::new(NOX)
         .args(["testnet", "up", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0", "--base-port"])
         .arg(base.to_string())
