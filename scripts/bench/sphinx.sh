@@ -11,5 +11,5 @@ cargo bench -p nox-sphinx --bench sphinx -- "${args[@]}"
 # suite does not build the release profile of the whole workspace once more.
 if [ -n "${NOX_BIN:-}" ]; then nox=("$NOX_BIN"); else nox=(cargo run --release -q -p nox --); fi
 "${nox[@]}" bench criterion-report \
-  --criterion-dir "$CARGO_TARGET_DIR/criterion" --groups per_hop,create \
+  --criterion-dir "$CARGO_TARGET_DIR/criterion" --groups per_hop,create,schemes \
   --command "scripts/bench/sphinx.sh ${args[*]}" --since-unix "$start" --out bench/data/sphinx.json

@@ -22,8 +22,8 @@ alloy::sol! {
 }
 
 /// `keccak256` of the Sphinx public key(s) a node uses in an epoch (opaque to the chain).
-pub fn keys_hash(sphinx_public_keys: &[[u8; 32]]) -> B256 {
-    keccak256(sphinx_public_keys.concat())
+pub fn keys_hash<K: AsRef<[u8]>>(sphinx_public_keys: &[K]) -> B256 {
+    keccak256(sphinx_public_keys.iter().flat_map(|key| key.as_ref().iter().copied()).collect::<Vec<u8>>())
 }
 
 /// The EIP-712 digest of `EpochKeys(operator, epoch, keysHash)` under the registry's domain
@@ -60,7 +60,7 @@ pub fn attach_statements(
 ) -> Result<nox_topology::SignedDescriptor, ChainError> {
     let mut statements = Vec::with_capacity(descriptor.descriptor.sphinx_keys.len());
     for key in &descriptor.descriptor.sphinx_keys {
-        let signature = sign_epoch_keys(operator, chain_id, registry, key.epoch, keys_hash(&[key.key.to_bytes()]))?;
+        let signature = sign_epoch_keys(operator, chain_id, registry, key.epoch, keys_hash(&[key.key.as_bytes()]))?;
         let signature: [u8; 65] =
             signature.as_ref().try_into().map_err(|_| ChainError::Config("signature is not 65 bytes".into()))?;
         statements.push(nox_topology::OperatorStatement { epoch: key.epoch, signature });
@@ -82,8 +82,8 @@ pub fn evidence_from(
         Some(Equivocation {
             operator,
             epoch: ka.epoch,
-            a: (keys_hash(&[ka.key.to_bytes()]), Bytes::from(sa.signature.to_vec())),
-            b: (keys_hash(&[kb.key.to_bytes()]), Bytes::from(sb.signature.to_vec())),
+            a: (keys_hash(&[ka.key.as_bytes()]), Bytes::from(sa.signature.to_vec())),
+            b: (keys_hash(&[kb.key.as_bytes()]), Bytes::from(sb.signature.to_vec())),
         })
     })
 }

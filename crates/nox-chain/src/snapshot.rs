@@ -132,7 +132,7 @@ pub fn check_statements(
             registry,
             operator,
             key.epoch,
-            crate::slash::keys_hash(&[key.key.to_bytes()]),
+            crate::slash::keys_hash(&[key.key.as_bytes()]),
         );
         let signer = alloy::primitives::Signature::try_from(&statement.signature[..])
             .ok()

@@ -79,7 +79,9 @@ impl From<SphinxError> for DropReason {
     fn from(error: SphinxError) -> Self {
         match error {
             SphinxError::WrongLength { .. } => DropReason::WrongLength,
-            SphinxError::WrongGeometry { .. } => DropReason::WrongGeometry,
+            // A key of another scheme than the geometry's: the packet is for
+            // another network's geometry as far as this node can serve it.
+            SphinxError::WrongGeometry { .. } | SphinxError::WrongKeyScheme { .. } => DropReason::WrongGeometry,
             SphinxError::UnknownEpoch(_) => DropReason::UnknownEpoch,
             SphinxError::MacMismatch => DropReason::MacMismatch,
             SphinxError::InsufficientWork { .. } | SphinxError::DifficultyOutOfRange(_) => DropReason::InsufficientWork,

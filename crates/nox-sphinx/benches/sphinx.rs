@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use nox_sphinx::{
-    Blinding, BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, SecretKey,
+    Blinding, BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey,
     bench_internals as inner, build_forward, build_surb, pow, process_packet,
 };
 use rand_chacha::ChaCha20Rng;
@@ -131,5 +131,52 @@ fn construction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, per_hop, construction);
+fn setup_scheme(scheme: Scheme, seed: u64) -> (Geometry, Vec<SecretKey>, Vec<PathHop>, ChaCha20Rng) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let geometry = Geometry::with_scheme(32_768, 3, scheme).expect("geometry");
+    let keys: Vec<SecretKey> = (0..3).map(|_| SecretKey::generate_for(scheme, &mut rng)).collect();
+    let path = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| PathHop { node: NodeId([i as u8; 32]), public_key: k.public_key(), delay: Delay(0), pow_difficulty: 0 })
+        .collect();
+    (geometry, keys, path, rng)
+}
+
+/// Every scheme side by side in one run (docs/benchmarks/sphinx.md, "Post-quantum
+/// geometries"): the forward hop, 3-hop creation, and the KEM alone.
+fn schemes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("schemes");
+    for scheme in Scheme::ALL {
+        let (geometry, keys, path, mut rng) = setup_scheme(scheme, 4);
+        let packet = build_forward(&geometry, &BuildOptions::new(1), &path, &[7u8; 256], &mut rng).expect("build");
+        group.bench_function(format!("hop_32KiB_{scheme}"), |b| {
+            b.iter_batched_ref(
+                || packet.clone(),
+                |p| {
+                    let out = process_packet(&geometry, &keys[0], p);
+                    assert!(matches!(out, Ok(Processed::Forward { .. })));
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        let options = BuildOptions::new(1);
+        group.bench_function(format!("create_3_hops_{scheme}"), |b| {
+            b.iter(|| build_forward(&geometry, &options, &path, &[7u8; 256], &mut rng).expect("build"))
+        });
+        if scheme.is_kem() {
+            let public = keys[0].public_key();
+            let (ct, _) = inner::encapsulate(&public, &[5u8; 64]).expect("encapsulate");
+            group.bench_function(format!("decapsulate_{scheme}"), |b| {
+                b.iter(|| inner::decapsulate(&keys[0], black_box(&ct)).expect("decapsulate"))
+            });
+            group.bench_function(format!("encapsulate_{scheme}"), |b| {
+                b.iter(|| inner::encapsulate(&public, black_box(&[5u8; 64])).expect("encapsulate"))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, per_hop, construction, schemes);
 criterion_main!(benches);

@@ -10,7 +10,8 @@ use crate::{
     error::SphinxError,
     geometry::{Blinding, Geometry, PREFIX_LEN, ROUTING_BLOCK_LEN},
     header::replay_tag_of,
-    keys::{NodeId, PublicKey, random_scalar},
+    kem::ENCAPSULATION_RANDOMNESS_LEN,
+    keys::{NodeId, PublicKey, encapsulate, random_scalar},
     lioness::Lioness,
     padding::encode_body,
     pow,
@@ -64,31 +65,22 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
     if hops == 0 || hops > geometry.hops() {
         return Err(SphinxError::PathLength { max: geometry.hops(), actual: hops });
     }
+    let scheme = geometry.scheme();
+    if let Some(hop) = path.iter().find(|hop| hop.public_key.scheme() != scheme) {
+        return Err(SphinxError::WrongKeyScheme { expected: scheme, actual: hop.public_key.scheme() });
+    }
     let mut prefix = [0u8; PREFIX_LEN];
     prefix[..4].copy_from_slice(&geometry.tag());
     prefix[4..].copy_from_slice(&options.key_epoch.to_be_bytes());
 
-    // Successive blinding (paper eq. 3, 6; Lemma 1): hop i sees
-    // α_i = a_i·B and shares s_i = a_i·X_i, with a_{i+1} = a_i·b_i
-    // (multiplicative) or a_i + b_i (additive).
-    let mut secret: Scalar = random_scalar(rng);
-    let mut alphas = Vec::with_capacity(hops);
-    let mut keys = Vec::with_capacity(hops);
-    for hop in path {
-        let alpha = (RISTRETTO_BASEPOINT_TABLE * &secret).compress().to_bytes();
-        let shared = Zeroizing::new((hop.public_key.point() * secret).compress().to_bytes());
-        let hop_keys = HopKeys::derive(&alpha, &shared);
-        match geometry.blinding() {
-            Blinding::Multiplicative => secret *= hop_keys.blinding,
-            Blinding::Additive => secret += hop_keys.blinding,
-        }
-        alphas.push(alpha);
-        keys.push(hop_keys);
-    }
-    secret.zeroize();
+    // ε_i and the hop keys: blinded group elements or one KEM ciphertext per hop.
+    let (ephemerals, keys) = if scheme.is_kem() { encapsulate_path(path, rng)? } else { blind_path(geometry, path, rng) };
 
+    // Each hop shifts β by its routing block and, for KEM schemes, the next
+    // hop's ciphertext; the stream covers β and the shifted-in tail.
+    let shift = geometry.hop_shift();
     let routing_len = geometry.routing_len();
-    let stream_len = routing_len + ROUTING_BLOCK_LEN;
+    let stream_len = routing_len + shift;
     let streams: Vec<Zeroizing<Vec<u8>>> = keys
         .iter()
         .map(|k| {
@@ -101,7 +93,7 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
     // Filler: what hops 1..n-1 will find shifted in at the end of β.
     let mut filler: Vec<u8> = Vec::with_capacity(routing_len);
     for stream in streams.iter().take(hops - 1) {
-        filler.extend_from_slice(&[0u8; ROUTING_BLOCK_LEN]);
+        filler.resize(filler.len() + shift, 0);
         let tail = &stream[stream_len - filler.len()..];
         for (f, s) in filler.iter_mut().zip(tail) {
             *f ^= s;
@@ -123,7 +115,7 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
     let mut index = hops - 1;
     loop {
         let mac = header_mac(&keys[index].mac, &prefix, &routing);
-        header[geometry.alpha_range()].copy_from_slice(&alphas[index]);
+        header[geometry.alpha_range()].copy_from_slice(&ephemerals[index]);
         header[geometry.routing_range()].copy_from_slice(&routing);
         header[geometry.mac_range()].copy_from_slice(&mac);
         let tag = replay_tag_of(&header[..geometry.nonce_range().start]);
@@ -132,7 +124,8 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
         if index == 0 {
             break;
         }
-        // Wrap one more layer for the previous hop.
+        // Wrap one more layer for the previous hop: its block, then (KEM
+        // schemes) the ciphertext of the hop it forwards to.
         index -= 1;
         let block = RoutingBlock::Forward {
             delay: path[index].delay,
@@ -140,14 +133,57 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
             next_mac: mac,
             next_nonce: nonce,
         };
-        routing.copy_within(..routing_len - ROUTING_BLOCK_LEN, ROUTING_BLOCK_LEN);
+        routing.copy_within(..routing_len - shift, shift);
         routing[..ROUTING_BLOCK_LEN].copy_from_slice(&block.encode());
+        if scheme.is_kem() {
+            routing[ROUTING_BLOCK_LEN..shift].copy_from_slice(&ephemerals[index + 1]);
+        }
         for (r, s) in routing.iter_mut().zip(streams[index].iter()) {
             *r ^= s;
         }
     }
     let body_keys = keys.iter().map(|k| k.body.clone()).collect();
     Ok(BuiltHeader { header, body_keys })
+}
+
+/// Successive blinding (paper eq. 3, 6; Lemma 1): hop i sees
+/// α_i = a_i·B and shares s_i = a_i·X_i, with a_{i+1} = a_i·b_i
+/// (multiplicative) or a_i + b_i (additive).
+fn blind_path<R: RngCore + CryptoRng>(geometry: &Geometry, path: &[PathHop], rng: &mut R) -> (Vec<Vec<u8>>, Vec<HopKeys>) {
+    let mut secret: Scalar = random_scalar(rng);
+    let mut alphas = Vec::with_capacity(path.len());
+    let mut keys = Vec::with_capacity(path.len());
+    for hop in path {
+        let alpha = (RISTRETTO_BASEPOINT_TABLE * &secret).compress().to_bytes();
+        let shared = Zeroizing::new((hop.public_key.point() * secret).compress().to_bytes());
+        let hop_keys = HopKeys::derive(&alpha, &shared);
+        match geometry.blinding() {
+            Blinding::Multiplicative => secret *= hop_keys.blinding,
+            Blinding::Additive => secret += hop_keys.blinding,
+        }
+        alphas.push(alpha.to_vec());
+        keys.push(hop_keys);
+    }
+    secret.zeroize();
+    (alphas, keys)
+}
+
+/// KEM Sphinx: one independent encapsulation to every hop's key; the hop
+/// keys come from the ciphertext and the shared secret.
+fn encapsulate_path<R: RngCore + CryptoRng>(
+    path: &[PathHop],
+    rng: &mut R,
+) -> Result<(Vec<Vec<u8>>, Vec<HopKeys>), SphinxError> {
+    let mut ciphertexts = Vec::with_capacity(path.len());
+    let mut keys = Vec::with_capacity(path.len());
+    for hop in path {
+        let mut randomness = Zeroizing::new([0u8; ENCAPSULATION_RANDOMNESS_LEN]);
+        rng.fill_bytes(&mut randomness[..]);
+        let (ct, shared) = encapsulate(&hop.public_key, &randomness).ok_or(SphinxError::InvalidPublicKey)?;
+        keys.push(HopKeys::derive(&ct, &shared));
+        ciphertexts.push(ct);
+    }
+    Ok((ciphertexts, keys))
 }
 
 /// Builds a forward packet carrying `payload` along `path`; the last hop

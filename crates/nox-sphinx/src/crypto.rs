@@ -41,10 +41,10 @@ pub(crate) struct HopKeys {
 }
 
 impl HopKeys {
-    /// Key schedule: `BLAKE3-derive_key(CTX_HOP_KEYS, α ‖ s)` extended to
+    /// Key schedule: `BLAKE3-derive_key(CTX_HOP_KEYS, ε ‖ s)` extended to
     /// 240 bytes = ρ (16) ‖ μ (32) ‖ π = k1..k4 (128) ‖ blinding (64,
-    /// reduced mod ℓ).
-    pub(crate) fn derive(alpha: &[u8; 32], shared_secret: &[u8; 32]) -> Self {
+    /// reduced mod ℓ; unused by KEM schemes).
+    pub(crate) fn derive(alpha: &[u8], shared_secret: &[u8; 32]) -> Self {
         let mut okm = hop_key_material(alpha, shared_secret);
         let mut routing = [0u8; 16];
         let mut mac = [0u8; 32];
@@ -63,9 +63,10 @@ impl HopKeys {
     }
 }
 
-/// The 240 bytes the hop key schedule splits: `BLAKE3-derive_key(CTX_HOP_KEYS, α ‖ s)`
-/// extended with the XOF. The caller zeroizes it.
-pub(crate) fn hop_key_material(alpha: &[u8; 32], shared_secret: &[u8; 32]) -> [u8; 240] {
+/// The 240 bytes the hop key schedule splits: `BLAKE3-derive_key(CTX_HOP_KEYS, ε ‖ s)`
+/// extended with the XOF, where ε is α or the hop's whole KEM ciphertext.
+/// The caller zeroizes it.
+pub(crate) fn hop_key_material(alpha: &[u8], shared_secret: &[u8; 32]) -> [u8; 240] {
     let mut hasher = blake3::Hasher::new_derive_key(CTX_HOP_KEYS);
     hasher.update(alpha);
     hasher.update(shared_secret);

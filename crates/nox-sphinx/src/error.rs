@@ -27,10 +27,13 @@ pub enum SphinxError {
     /// No key is held for the key epoch the packet names.
     #[error("no key for epoch {0}")]
     UnknownEpoch(u32),
-    /// The ephemeral key is not a canonical ristretto255 encoding, or is the identity.
+    /// The ephemeral key is not a canonical ristretto255 encoding, or is the
+    /// identity; or an X25519 KEM ciphertext of low order.
     #[error("ephemeral key is not a valid group element")]
     InvalidEphemeralKey,
-    /// A public key is not a canonical ristretto255 encoding, or is the identity.
+    /// A public key is not a canonical ristretto255 encoding or is the
+    /// identity; an ML-KEM key fails FIPS 203's modulus check; or an X25519
+    /// key has low order.
     #[error("public key is not a valid group element")]
     InvalidPublicKey,
     /// The header MAC did not verify: tampered, misrouted or wrong key.
@@ -75,6 +78,14 @@ pub enum SphinxError {
     /// The difficulty asked for cannot be reached (more than 64 bits).
     #[error("proof-of-work difficulty {0} is out of range")]
     DifficultyOutOfRange(u8),
+    /// A key of one scheme was used with a geometry of another.
+    #[error("key of scheme {actual} used with a {expected} geometry")]
+    WrongKeyScheme {
+        /// The geometry's scheme.
+        expected: crate::Scheme,
+        /// The key's scheme.
+        actual: crate::Scheme,
+    },
     /// A reply was opened with recovery keys of another SURB.
     #[error("reply does not belong to this SURB")]
     SurbMismatch,

@@ -4,7 +4,8 @@ use crate::error::SphinxError;
 
 /// Bytes of the plaintext prefix: geometry tag (4) and key epoch (4).
 pub const PREFIX_LEN: usize = 8;
-/// Bytes of a compressed ristretto255 point (the ephemeral key α).
+/// Bytes of a compressed ristretto255 point (the ephemeral key α of the
+/// [`Scheme::Ristretto255`] geometries).
 pub const ALPHA_LEN: usize = 32;
 /// Bytes of one per-hop routing block (see `routing.rs`).
 pub const ROUTING_BLOCK_LEN: usize = 64;
@@ -50,6 +51,108 @@ impl Blinding {
     }
 }
 
+/// How a hop obtains its shared secret: the key-exchange scheme of a
+/// geometry (docs/spec/sphinx.md §2, §4 and §13).
+///
+/// [`Scheme::Ristretto255`] is NOX's classical Sphinx: one ephemeral group
+/// element in the header, re-blinded by every hop. The other three are KEM
+/// Sphinx (as Katzenpost's): a KEM ciphertext cannot be re-blinded, so the
+/// header carries one ciphertext per hop — the first in the ε field, the
+/// others inside the encrypted routing field, each next to the routing block
+/// of the hop before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// ristretto255 with per-hop blinding (see [`Blinding`]). 32-byte α.
+    #[default]
+    Ristretto255,
+    /// X25519 used as a KEM (classical KEM Sphinx baseline): 32-byte
+    /// ciphertexts and public keys.
+    X25519Kem,
+    /// ML-KEM-768 (FIPS 203): 1,088-byte ciphertexts, 1,184-byte public keys.
+    MlKem768,
+    /// X-Wing (draft-connolly-cfrg-xwing-kem-06): ML-KEM-768 + X25519 hybrid,
+    /// 1,120-byte ciphertexts, 1,216-byte public keys.
+    XWing,
+}
+
+impl Scheme {
+    /// Every scheme, classical first.
+    pub const ALL: [Scheme; 4] = [Scheme::Ristretto255, Scheme::X25519Kem, Scheme::MlKem768, Scheme::XWing];
+
+    /// Bytes of the per-hop ephemeral field ε: α or a KEM ciphertext.
+    pub const fn ephemeral_len(self) -> usize {
+        match self {
+            Scheme::Ristretto255 | Scheme::X25519Kem => 32,
+            Scheme::MlKem768 => crate::kem::MLKEM768_CIPHERTEXT_LEN,
+            Scheme::XWing => crate::kem::XWING_CIPHERTEXT_LEN,
+        }
+    }
+
+    /// Bytes of a node's public key.
+    pub const fn public_key_len(self) -> usize {
+        match self {
+            Scheme::Ristretto255 | Scheme::X25519Kem => 32,
+            Scheme::MlKem768 => crate::kem::MLKEM768_PUBLIC_KEY_LEN,
+            Scheme::XWing => crate::kem::XWING_PUBLIC_KEY_LEN,
+        }
+    }
+
+    /// Whether the header carries one ciphertext per hop (KEM Sphinx).
+    pub const fn is_kem(self) -> bool {
+        !matches!(self, Scheme::Ristretto255)
+    }
+
+    /// Bytes a hop's routing block is followed by in β: the next hop's
+    /// ciphertext for KEM schemes, nothing for the blinded scheme.
+    pub const fn next_key_len(self) -> usize {
+        if self.is_kem() { self.ephemeral_len() } else { 0 }
+    }
+
+    /// A stable one-byte code (in canonical encodings that carry keys of a
+    /// KEM scheme, e.g. the topology's signed descriptors).
+    pub const fn code(self) -> u8 {
+        match self {
+            Scheme::Ristretto255 => 0,
+            Scheme::X25519Kem => 1,
+            Scheme::MlKem768 => 2,
+            Scheme::XWing => 3,
+        }
+    }
+
+    /// The name used in configuration and on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Scheme::Ristretto255 => "ristretto255",
+            Scheme::X25519Kem => "x25519-kem",
+            Scheme::MlKem768 => "mlkem768",
+            Scheme::XWing => "xwing",
+        }
+    }
+
+    /// Parses [`Scheme::name`] (also `classical` for the default scheme).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "ristretto255" | "classical" => Some(Scheme::Ristretto255),
+            _ => Self::ALL.into_iter().find(|s| s.name() == name),
+        }
+    }
+
+    fn label(self) -> &'static [u8] {
+        match self {
+            Scheme::Ristretto255 => b"ristretto255|",
+            Scheme::X25519Kem => b"kem=x25519|",
+            Scheme::MlKem768 => b"kem=mlkem768|",
+            Scheme::XWing => b"kem=xwing-06|",
+        }
+    }
+}
+
+impl core::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The shape of every packet on a network: its total length and the number of
 /// routing blocks in its header. Two nodes interoperate only if their
 /// geometries are equal; a packet carries [`Geometry::tag`] so a node refuses
@@ -58,6 +161,7 @@ impl Blinding {
 pub struct Geometry {
     packet_len: usize,
     hops: usize,
+    scheme: Scheme,
     blinding: Blinding,
     tag: [u8; 4],
 }
@@ -65,42 +169,55 @@ pub struct Geometry {
 impl Default for Geometry {
     fn default() -> Self {
         // The default values are valid by construction.
-        Self::build(DEFAULT_PACKET_LEN, DEFAULT_HOPS, Blinding::default())
+        Self::build(DEFAULT_PACKET_LEN, DEFAULT_HOPS, Scheme::default(), Blinding::default())
     }
 }
 
 impl Geometry {
     /// A geometry of `packet_len` bytes with room for `hops` hops.
     pub fn new(packet_len: usize, hops: usize) -> Result<Self, SphinxError> {
+        Self::with_scheme(packet_len, hops, Scheme::default())
+    }
+
+    /// A geometry of `packet_len` bytes with room for `hops` hops, using
+    /// `scheme` for the per-hop key exchange.
+    pub fn with_scheme(packet_len: usize, hops: usize, scheme: Scheme) -> Result<Self, SphinxError> {
         if hops == 0 || hops > MAX_HOPS {
             return Err(SphinxError::InvalidGeometry("hops must be between 1 and 16"));
         }
         if packet_len > u32::MAX as usize {
             return Err(SphinxError::InvalidGeometry("packet length must fit in 32 bits"));
         }
-        let header_len = header_len_for(hops);
+        let header_len = header_len_for(hops, scheme);
         if packet_len < header_len + MIN_BODY_LEN {
             return Err(SphinxError::InvalidGeometry("packet too short for its header"));
         }
-        Ok(Self::build(packet_len, hops, Blinding::default()))
+        Ok(Self::build(packet_len, hops, scheme, Blinding::default()))
     }
 
     /// The same geometry with another blinding rule (a different network:
-    /// the tag changes).
+    /// the tag changes). Blinding only applies to [`Scheme::Ristretto255`];
+    /// KEM geometries ignore it and keep the default.
     pub fn with_blinding(self, blinding: Blinding) -> Self {
-        Self::build(self.packet_len, self.hops, blinding)
+        let blinding = if self.scheme.is_kem() { Blinding::default() } else { blinding };
+        Self::build(self.packet_len, self.hops, self.scheme, blinding)
     }
 
-    fn build(packet_len: usize, hops: usize, blinding: Blinding) -> Self {
+    fn build(packet_len: usize, hops: usize, scheme: Scheme, blinding: Blinding) -> Self {
         let mut tag = [0u8; 4];
-        tag.copy_from_slice(&Self::identifier_of(packet_len, hops, blinding)[..4]);
-        Self { packet_len, hops, blinding, tag }
+        tag.copy_from_slice(&Self::identifier_of(packet_len, hops, scheme, blinding)[..4]);
+        Self { packet_len, hops, scheme, blinding, tag }
     }
 
-    fn identifier_of(packet_len: usize, hops: usize, blinding: Blinding) -> [u8; 32] {
+    fn identifier_of(packet_len: usize, hops: usize, scheme: Scheme, blinding: Blinding) -> [u8; 32] {
         let mut h = blake3::Hasher::new_derive_key("NOX sphinx v1 geometry");
-        h.update(b"ristretto255|blake3|aes128ctr|lioness|");
-        h.update(blinding.label());
+        // The classical suite string is the one of the first release, so
+        // its identifiers (and every committed vector) are unchanged.
+        h.update(scheme.label());
+        h.update(b"blake3|aes128ctr|lioness|");
+        if !scheme.is_kem() {
+            h.update(blinding.label());
+        }
         h.update(&(packet_len as u32).to_be_bytes());
         h.update(&(hops as u32).to_be_bytes());
         h.update(&(ROUTING_BLOCK_LEN as u32).to_be_bytes());
@@ -118,14 +235,26 @@ impl Geometry {
         self.hops
     }
 
-    /// Header length: prefix, α, routing blocks, MAC and PoW nonce.
+    /// Header length: prefix, ε, routing field, MAC and PoW nonce.
     pub fn header_len(&self) -> usize {
-        header_len_for(self.hops)
+        header_len_for(self.hops, self.scheme)
     }
 
-    /// Length of the routing field β.
+    /// Length of the routing field β: one routing block per hop and, for
+    /// KEM schemes, the ciphertexts of hops 2..H.
     pub fn routing_len(&self) -> usize {
-        self.hops * ROUTING_BLOCK_LEN
+        routing_len_for(self.hops, self.scheme)
+    }
+
+    /// The key-exchange scheme.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// Bytes each hop shifts β by: its routing block and, for KEM schemes,
+    /// the next hop's ciphertext.
+    pub fn hop_shift(&self) -> usize {
+        ROUTING_BLOCK_LEN + self.scheme.next_key_len()
     }
 
     /// Length of the Lioness-encrypted body.
@@ -142,7 +271,7 @@ impl Geometry {
     /// Stable 32-byte identifier: BLAKE3 over the primitive suite and every
     /// size parameter. Equal geometries have equal identifiers.
     pub fn identifier(&self) -> [u8; 32] {
-        Self::identifier_of(self.packet_len, self.hops, self.blinding)
+        Self::identifier_of(self.packet_len, self.hops, self.scheme, self.blinding)
     }
 
     /// The blinding rule.
@@ -155,13 +284,14 @@ impl Geometry {
         self.tag
     }
 
-    /// Byte range of α within a packet.
+    /// Byte range of the ephemeral field ε (α, or this hop's KEM
+    /// ciphertext) within a packet.
     pub fn alpha_range(&self) -> core::ops::Range<usize> {
-        PREFIX_LEN..PREFIX_LEN + ALPHA_LEN
+        PREFIX_LEN..PREFIX_LEN + self.scheme.ephemeral_len()
     }
     /// Byte range of the routing field β within a packet.
     pub fn routing_range(&self) -> core::ops::Range<usize> {
-        let start = PREFIX_LEN + ALPHA_LEN;
+        let start = self.alpha_range().end;
         start..start + self.routing_len()
     }
     /// Byte range of the MAC γ within a packet.
@@ -176,8 +306,12 @@ impl Geometry {
     }
 }
 
-const fn header_len_for(hops: usize) -> usize {
-    PREFIX_LEN + ALPHA_LEN + hops * ROUTING_BLOCK_LEN + MAC_LEN + POW_NONCE_LEN
+const fn routing_len_for(hops: usize, scheme: Scheme) -> usize {
+    hops * ROUTING_BLOCK_LEN + (hops - 1) * scheme.next_key_len()
+}
+
+const fn header_len_for(hops: usize, scheme: Scheme) -> usize {
+    PREFIX_LEN + scheme.ephemeral_len() + routing_len_for(hops, scheme) + MAC_LEN + POW_NONCE_LEN
 }
 
 #[cfg(test)]
@@ -203,6 +337,25 @@ mod tests {
         assert_ne!(a.tag(), c.tag());
         assert_ne!(a.tag(), a.with_blinding(Blinding::Multiplicative).tag());
         assert_eq!(a, Geometry::default());
+    }
+
+    #[test]
+    fn kem_header_sizes() {
+        // ε + 3 routing blocks + 2 further ciphertexts + prefix, MAC, nonce.
+        let len = |scheme| Geometry::with_scheme(32_768, 3, scheme).unwrap().header_len();
+        assert_eq!(len(Scheme::Ristretto255), 256);
+        assert_eq!(len(Scheme::X25519Kem), 8 + 32 + 192 + 64 + 24);
+        assert_eq!(len(Scheme::MlKem768), 8 + 1088 + 192 + 2 * 1088 + 24);
+        assert_eq!(len(Scheme::XWing), 8 + 1120 + 192 + 2 * 1120 + 24);
+        let tags: std::collections::HashSet<_> =
+            Scheme::ALL.iter().map(|s| Geometry::with_scheme(32_768, 3, *s).unwrap().tag()).collect();
+        assert_eq!(tags.len(), 4);
+        // The classical identifier is the one of the first release.
+        assert_eq!(Geometry::with_scheme(32_768, 3, Scheme::Ristretto255).unwrap(), Geometry::default());
+        for scheme in Scheme::ALL {
+            assert_eq!(Scheme::from_name(scheme.name()), Some(scheme));
+        }
+        assert_eq!(Scheme::from_name("kyber"), None);
     }
 
     #[test]

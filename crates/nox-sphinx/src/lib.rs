@@ -7,6 +7,7 @@ mod crypto;
 mod error;
 mod geometry;
 mod header;
+mod kem;
 mod keys;
 mod lioness;
 mod padding;
@@ -19,10 +20,11 @@ pub use construct::{BuildOptions, PathHop, build_forward};
 pub use error::SphinxError;
 pub use geometry::{
     ALPHA_LEN, Blinding, DEFAULT_HOPS, DEFAULT_PACKET_LEN, Geometry, INTEGRITY_LEN, MAC_LEN, MAX_HOPS, POW_NONCE_LEN,
-    PREFIX_LEN, ROUTING_BLOCK_LEN,
+    PREFIX_LEN, ROUTING_BLOCK_LEN, Scheme,
 };
 pub use header::{HeaderView, ReplayTag};
-pub use keys::{NodeId, PublicKey, SecretKey};
+pub use kem::{MLKEM768_CIPHERTEXT_LEN, MLKEM768_PUBLIC_KEY_LEN, XWING_CIPHERTEXT_LEN, XWING_PUBLIC_KEY_LEN};
+pub use keys::{MAX_PUBLIC_KEY_LEN, NodeId, PublicKey, SecretKey};
 pub use process::{MacVerified, Processed, process_packet, verify_header};
 pub use routing::{Delay, SurbId};
 pub use surb::{Surb, SurbRecovery, build_surb};
@@ -73,9 +75,32 @@ pub mod bench_internals {
         crate::keys::decode_point(alpha)
     }
 
-    /// Shared secret: multiply by the node key and compress.
+    /// Shared secret: multiply by the node key and compress (zeros for a
+    /// KEM key).
     pub fn shared_secret(key: &crate::SecretKey, alpha: &RistrettoPoint) -> [u8; 32] {
-        (alpha * key.scalar()).compress().to_bytes()
+        key.scalar().map(|scalar| (alpha * scalar).compress().to_bytes()).unwrap_or_default()
+    }
+
+    /// KEM decapsulation with a node key (`None` for a ristretto255 key or a
+    /// refused ciphertext).
+    pub fn decapsulate(key: &crate::SecretKey, ct: &[u8]) -> Option<[u8; 32]> {
+        key.decapsulate(ct).map(|shared| *shared)
+    }
+
+    /// KEM encapsulation to a public key with 64 bytes of randomness.
+    pub fn encapsulate(key: &crate::PublicKey, randomness: &[u8; 64]) -> Option<(Vec<u8>, [u8; 32])> {
+        crate::keys::encapsulate(key, randomness).map(|(ct, shared)| (ct, *shared))
+    }
+
+    /// X-Wing key generation from its 32-byte seed: the public key (for the
+    /// draft's test vectors).
+    pub fn xwing_public_key(seed: &[u8; 32]) -> Vec<u8> {
+        crate::kem::xwing_keygen(seed).1.to_vec()
+    }
+
+    /// X25519 (RFC 7748) as the KEM schemes compute it.
+    pub fn x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
+        crate::kem::x25519(scalar, u)
     }
 
     /// Multiplicative blinding (b·α), then compress.

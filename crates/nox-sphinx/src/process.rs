@@ -1,10 +1,11 @@
 //! Node side: removing one layer from a packet, in place.
 
+use aes::cipher::{KeyIvInit, StreamCipher};
 use curve25519_dalek::{RistrettoPoint, constants::RISTRETTO_BASEPOINT_TABLE};
 use zeroize::Zeroizing;
 
 use crate::{
-    crypto::{HopKeys, header_mac, mac_matches, xor_keystream},
+    crypto::{Aes128Ctr, HopKeys, header_mac, mac_matches},
     error::SphinxError,
     geometry::{Blinding, Geometry, PREFIX_LEN, ROUTING_BLOCK_LEN},
     header::check_packet,
@@ -67,7 +68,8 @@ pub fn process_packet(geometry: &Geometry, key: &SecretKey, packet: &mut [u8]) -
 pub struct MacVerified<'p> {
     geometry: Geometry,
     packet: &'p mut [u8],
-    alpha: RistrettoPoint,
+    /// The decoded α ([`crate::Scheme::Ristretto255`] only).
+    alpha: Option<RistrettoPoint>,
     keys: HopKeys,
 }
 
@@ -77,20 +79,30 @@ impl core::fmt::Debug for MacVerified<'_> {
     }
 }
 
-/// The first half of [`process_packet`]: length and geometry, ephemeral key,
-/// shared secret, key schedule and the header MAC (constant time). Nothing of
-/// the routing block or body is looked at. The buffer is not modified.
+/// The first half of [`process_packet`]: length and geometry, ephemeral key
+/// (or KEM decapsulation), shared secret, key schedule and the header MAC
+/// (constant time). Nothing of the routing block or body is looked at. The
+/// buffer is not modified.
 pub fn verify_header<'p>(
     geometry: &Geometry,
     key: &SecretKey,
     packet: &'p mut [u8],
 ) -> Result<MacVerified<'p>, SphinxError> {
     check_packet(geometry, packet)?;
-    let mut alpha_bytes = [0u8; 32];
-    alpha_bytes.copy_from_slice(&packet[geometry.alpha_range()]);
-    let alpha = decode_point(&alpha_bytes).ok_or(SphinxError::InvalidEphemeralKey)?;
-    let shared = Zeroizing::new((alpha * key.scalar()).compress().to_bytes());
-    let keys = HopKeys::derive(&alpha_bytes, &shared);
+    if key.scheme() != geometry.scheme() {
+        return Err(SphinxError::WrongKeyScheme { expected: geometry.scheme(), actual: key.scheme() });
+    }
+    let ephemeral = &packet[geometry.alpha_range()];
+    let (alpha, shared) = match key.scalar() {
+        Some(scalar) => {
+            let mut alpha_bytes = [0u8; 32];
+            alpha_bytes.copy_from_slice(ephemeral);
+            let alpha = decode_point(&alpha_bytes).ok_or(SphinxError::InvalidEphemeralKey)?;
+            (Some(alpha), Zeroizing::new((alpha * scalar).compress().to_bytes()))
+        }
+        None => (None, key.decapsulate(ephemeral).ok_or(SphinxError::InvalidEphemeralKey)?),
+    };
+    let keys = HopKeys::derive(ephemeral, &shared);
 
     let (prefix, rest) = packet.split_at(PREFIX_LEN);
     let routing = &rest[geometry.routing_range().start - PREFIX_LEN..geometry.routing_range().end - PREFIX_LEN];
@@ -101,23 +113,31 @@ pub fn verify_header<'p>(
     Ok(MacVerified { geometry: *geometry, packet, alpha, keys })
 }
 
+/// Largest shift of β at one hop: a routing block and an X-Wing ciphertext.
+const MAX_SHIFT: usize = ROUTING_BLOCK_LEN + crate::kem::XWING_CIPHERTEXT_LEN;
+
 impl MacVerified<'_> {
     /// The second half of [`process_packet`] (§5.4 checks 9–10): decodes the
-    /// routing block, removes one Lioness layer from the body, re-blinds α and
-    /// rewrites the buffer for the next hop. Any error leaves the buffer in an
+    /// routing block, removes one Lioness layer from the body, re-blinds α
+    /// (or takes the next hop's KEM ciphertext out of β) and rewrites the
+    /// buffer for the next hop. Any error leaves the buffer in an
     /// unspecified state.
     pub fn finish(self) -> Result<Processed, SphinxError> {
         let MacVerified { geometry, packet, alpha, keys } = self;
         let header_len = geometry.header_len();
+        let routing = geometry.routing_range();
+        let shift = geometry.hop_shift();
 
-        // β ‖ 0^c, decrypted: our block, then the next hop's β.
-        let routing_len = geometry.routing_len();
-        let mut unwrapped = [0u8; crate::geometry::MAX_HOPS * ROUTING_BLOCK_LEN + ROUTING_BLOCK_LEN];
-        let unwrapped = &mut unwrapped[..routing_len + ROUTING_BLOCK_LEN];
-        unwrapped[..routing_len].copy_from_slice(&packet[geometry.routing_range()]);
-        xor_keystream(&keys.routing, unwrapped);
+        // β ‖ 0^shift, decrypted in place: our block (and, for KEM schemes,
+        // the next hop's ciphertext), then the next hop's β. The stream's
+        // tail, for the shifted-in bytes, is kept aside.
+        let mut cipher = Aes128Ctr::new((&keys.routing).into(), &[0u8; 16].into());
+        cipher.apply_keystream(&mut packet[routing.clone()]);
+        let mut tail = [0u8; MAX_SHIFT];
+        let tail = &mut tail[..shift];
+        cipher.apply_keystream(tail);
         let mut block = [0u8; ROUTING_BLOCK_LEN];
-        block.copy_from_slice(&unwrapped[..ROUTING_BLOCK_LEN]);
+        block.copy_from_slice(&packet[routing.start..routing.start + ROUTING_BLOCK_LEN]);
         let command = RoutingBlock::decode(&block)?;
 
         let body = header_len..packet.len();
@@ -125,14 +145,23 @@ impl MacVerified<'_> {
 
         match command {
             RoutingBlock::Forward { delay, next_hop, next_mac, next_nonce } => {
-                let next_alpha = match geometry.blinding() {
-                    Blinding::Multiplicative => alpha * keys.blinding,
-                    Blinding::Additive => alpha + RISTRETTO_BASEPOINT_TABLE * &keys.blinding,
+                match alpha {
+                    Some(alpha) => {
+                        let next_alpha = match geometry.blinding() {
+                            Blinding::Multiplicative => alpha * keys.blinding,
+                            Blinding::Additive => alpha + RISTRETTO_BASEPOINT_TABLE * &keys.blinding,
+                        }
+                        .compress()
+                        .to_bytes();
+                        packet[geometry.alpha_range()].copy_from_slice(&next_alpha);
+                    }
+                    None => {
+                        let next = routing.start + ROUTING_BLOCK_LEN..routing.start + shift;
+                        packet.copy_within(next, geometry.alpha_range().start);
+                    }
                 }
-                .compress()
-                .to_bytes();
-                packet[geometry.alpha_range()].copy_from_slice(&next_alpha);
-                packet[geometry.routing_range()].copy_from_slice(&unwrapped[ROUTING_BLOCK_LEN..]);
+                packet.copy_within(routing.start + shift..routing.end, routing.start);
+                packet[routing.end - shift..routing.end].copy_from_slice(tail);
                 packet[geometry.mac_range()].copy_from_slice(&next_mac);
                 packet[geometry.nonce_range()].copy_from_slice(&next_nonce);
                 Ok(Processed::Forward { next_hop, delay })

@@ -87,7 +87,7 @@ fn nodes_json(keys: &[SecretKey], path: &[PathHop]) -> Value {
             json!({
                 "id": hex::encode(p.node.0),
                 "secret_key": hex::encode(k.to_bytes()),
-                "public_key": hex::encode(p.public_key.to_bytes()),
+                "public_key": hex::encode(p.public_key.as_bytes()),
                 "delay_us": p.delay.0,
                 "pow_difficulty": p.pow_difficulty,
             })
@@ -611,7 +611,7 @@ fn failure_vectors() -> Value {
         "geometry": geometry_json(&geometry),
         "node": {
             "secret_key": hex::encode(node.key.to_bytes()),
-            "public_key": hex::encode(node.key.public_key().to_bytes()),
+            "public_key": hex::encode(node.key.public_key().as_bytes()),
             "key_epoch": node.epoch,
             "pow_difficulty": node.difficulty,
         },

@@ -213,7 +213,7 @@ struct Seen {
     ids: HashSet<nox_sphinx::NodeId>,
     addresses: HashSet<std::net::SocketAddr>,
     link_keys: HashSet<crate::LinkPublicKey>,
-    sphinx_keys: HashSet<[u8; 32]>,
+    sphinx_keys: HashSet<Vec<u8>>,
 }
 
 impl Seen {
@@ -245,7 +245,7 @@ impl Seen {
             return Err(TopologyError::DuplicateLinkKey(id));
         }
         let mut own = HashSet::with_capacity(keys.len());
-        if !keys.iter().all(|k| own.insert(k.key.to_bytes()) && !self.sphinx_keys.contains(&k.key.to_bytes())) {
+        if !keys.iter().all(|k| own.insert(k.key.as_bytes().to_vec()) && !self.sphinx_keys.contains(k.key.as_bytes())) {
             return Err(TopologyError::DuplicateSphinxKey(id));
         }
         self.ids.insert(id);

@@ -45,7 +45,12 @@ pub(crate) fn encode_descriptor(out: &mut Vec<u8>, d: &NodeDescriptor) {
     put_len(out, d.sphinx_keys.len());
     for k in &d.sphinx_keys {
         out.extend_from_slice(&k.epoch.to_le_bytes());
-        out.extend_from_slice(&k.key.to_bytes());
+        // A KEM key is preceded by its scheme's code; a ristretto255 key is
+        // the 32 bytes alone, as in the first release (docs/spec/topology.md).
+        if k.key.scheme().is_kem() {
+            out.push(k.key.scheme().code());
+        }
+        out.extend_from_slice(k.key.as_bytes());
     }
 }
 

@@ -77,7 +77,9 @@ pub enum TopologyError {
     /// A link key is not a valid X25519 public key of large order.
     #[error("invalid link key")]
     InvalidLinkKey,
-    /// A Sphinx key is not a canonical, non-identity ristretto255 point.
+    /// A Sphinx key is not valid for its scheme (a canonical non-identity
+    /// ristretto255 point, an ML-KEM key passing the modulus check, …), or
+    /// names an unknown scheme.
     #[error("invalid Sphinx public key")]
     InvalidSphinxKey,
     /// A link address is not `ip:port` with a usable IP and a nonzero port.

@@ -6,7 +6,7 @@ use core::net::SocketAddr;
 use core::time::Duration;
 
 use ed25519_dalek::{Signature, VerifyingKey};
-use nox_sphinx::PublicKey;
+use nox_sphinx::{PublicKey, Scheme};
 use serde::{Deserialize, Serialize};
 
 use crate::descriptor::{EpochKey, LinkPublicKey, NodeDescriptor, OperatorStatement, SignedDescriptor};
@@ -64,6 +64,9 @@ struct StatementJson {
 struct EpochKeyJson {
     epoch: u32,
     key: String,
+    /// The key's scheme (`nox_sphinx::Scheme::name`); absent for ristretto255.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scheme: Option<String>,
 }
 
 fn hex_array<const N: usize>(s: &str, field: &'static str) -> Result<[u8; N], TopologyError> {
@@ -82,8 +85,15 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
         .sphinx_keys
         .iter()
         .map(|k| {
-            let key = PublicKey::from_bytes(&hex_array(&k.key, "sphinx_keys.key")?)
-                .map_err(|_| TopologyError::InvalidSphinxKey)?;
+            let scheme = match &k.scheme {
+                None => Scheme::Ristretto255,
+                Some(name) => Scheme::from_name(name).ok_or(TopologyError::InvalidSphinxKey)?,
+            };
+            if k.key.len() != 2 * scheme.public_key_len() {
+                return Err(TopologyError::InvalidSphinxKey);
+            }
+            let bytes = hex::decode(&k.key).map_err(|_| TopologyError::Hex("sphinx_keys.key"))?;
+            let key = PublicKey::decode(scheme, &bytes).map_err(|_| TopologyError::InvalidSphinxKey)?;
             Ok(EpochKey { epoch: k.epoch, key })
         })
         .collect::<Result<Vec<_>, TopologyError>>()?;
@@ -170,7 +180,11 @@ fn node_json(n: &SignedDescriptor) -> NodeJson {
         sphinx_keys: x
             .sphinx_keys
             .iter()
-            .map(|k| EpochKeyJson { epoch: k.epoch, key: hex::encode(k.key.to_bytes()) })
+            .map(|k| EpochKeyJson {
+                epoch: k.epoch,
+                key: hex::encode(k.key.as_bytes()),
+                scheme: k.key.scheme().is_kem().then(|| k.key.scheme().name().to_owned()),
+            })
             .collect(),
         signature: hex::encode(n.signature.to_bytes()),
         operator_statements: n

@@ -1,7 +1,9 @@
 //! Shared helpers for the integration tests: a deterministic mixnet of nodes.
 #![allow(dead_code)]
 
-use nox_sphinx::{BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, SecretKey, process_packet};
+use nox_sphinx::{
+    BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, process_packet,
+};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -17,12 +19,16 @@ pub fn rng(seed: u64) -> ChaCha20Rng {
 }
 
 pub fn nodes(count: usize, rng: &mut ChaCha20Rng) -> Vec<TestNode> {
+    nodes_for(Scheme::Ristretto255, count, rng)
+}
+
+pub fn nodes_for(scheme: Scheme, count: usize, rng: &mut ChaCha20Rng) -> Vec<TestNode> {
     (0..count)
         .map(|i| {
             let mut id = [0u8; 32];
             id[0] = i as u8;
             id[31] = 0xAA;
-            TestNode { id: NodeId(id), secret: SecretKey::generate(rng) }
+            TestNode { id: NodeId(id), secret: SecretKey::generate_for(scheme, rng) }
         })
         .collect()
 }
