@@ -57,7 +57,7 @@ pub mod bench_internals {
     /// The hop key schedule's outputs as bytes, split as in
     /// docs/spec/sphinx.md §4.1: ρ (16), μ (32), π = k1 ‖ k2 ‖ k3 ‖ k4 (128)
     /// and the blinding factor b as its canonical 32-byte scalar encoding.
-    pub fn hop_key_schedule(alpha: &[u8; 32], shared: &[u8; 32]) -> ([u8; 16], [u8; 32], [u8; 128], [u8; 32]) {
+    pub fn hop_key_schedule(alpha: &[u8], shared: &[u8; 32]) -> ([u8; 16], [u8; 32], [u8; 128], [u8; 32]) {
         let okm = zeroize::Zeroizing::new(crate::crypto::hop_key_material(alpha, shared));
         let keys = crate::crypto::HopKeys::derive(alpha, shared);
         let mut pi = [0u8; 128];
