@@ -2,7 +2,9 @@
 //! handshake state machine and into the record decoder (`FrameOpener`).
 //! Must never panic, never consume past the first Noise message, never
 //! yield a packet from bytes that were not sealed, and always yield the
-//! packets that were.
+//! packets that were. With `mode & 0x20`, message 1 is a properly
+//! authenticated one whose payload (the ML-KEM-768 encapsulation key) is
+//! the input: the responder's payload parsing and FIPS 203 key check.
 //!
 //! cargo +nightly fuzz run link_frame
 #![no_main]
@@ -11,8 +13,8 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use nox_link::{
-    Accept, CipherSuite, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkError, LinkKeypair, PREAMBLE_LEN,
-    Responder,
+    Accept, CipherSuite, FrameOpener, FrameSealer, Initiator, KEM_EK_LEN, LinkConfig, LinkError, LinkKeypair, LinkKind,
+    PREAMBLE_LEN, RESPONSE_LEN, Responder,
 };
 use nox_sphinx::Geometry;
 
@@ -54,14 +56,51 @@ fn drain(opener: &mut FrameOpener, input: &[u8], chunk: usize) -> (Vec<Vec<u8>>,
     (packets, None)
 }
 
+/// An authenticated node message 1 whose payload comes from the input: an
+/// encapsulation key of the right length (zero-padded) when `selector` is
+/// even, otherwise `selector`-derived length. Only a right-length payload can
+/// authenticate; a key that does not pass the modulus check is `KemKey`.
+fn forged_payload(f: &Fixture, selector: u8, rest: &[u8]) {
+    let payload: Vec<u8> = if selector & 1 == 0 {
+        let mut ek = rest.iter().copied().take(KEM_EK_LEN).collect::<Vec<u8>>();
+        ek.resize(KEM_EK_LEN, 0);
+        ek
+    } else {
+        rest.iter().copied().take(usize::from(selector) * 11).collect()
+    };
+    let flight = Initiator::forged_node_flight(&f.config, &f.client, &f.server.public(), &payload).expect("forge");
+    let mut responder = Responder::new(&f.config, &f.server, Accept::default());
+    match responder.feed(&flight) {
+        Ok((n, Some(hello))) => {
+            assert_eq!(payload.len(), KEM_EK_LEN, "only a key-length payload authenticates");
+            assert_eq!(n, flight.len());
+            let (reply, _) = hello.accept().expect("a valid key encapsulates");
+            assert_eq!(reply.len(), RESPONSE_LEN);
+        }
+        Ok((n, None)) => {
+            assert_eq!(n, flight.len());
+            assert!(payload.len() < KEM_EK_LEN, "a pending responder was given less than message 1");
+        }
+        Err(LinkError::KemKey) => assert_eq!(payload.len(), KEM_EK_LEN),
+        Err(LinkError::HandshakeAuth) => assert!(payload.len() > KEM_EK_LEN, "cut inside message 1"),
+        Err(e) => panic!("unexpected refusal of a forged payload: {e:?}"),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let [chunk, mode, rest @ ..] = data else { return };
+    let selector = *chunk;
     let chunk = usize::from(*chunk) * 7 % 1100 + 1;
     let f = fixture();
 
     // 1. The responder, on raw bytes or on a valid first flight XORed with the input.
     let (init, first) =
-        Initiator::node_with_fixed_ephemeral(&f.config, &f.client, &f.server.public(), &[0x33; 32]).expect("initiator");
+        Initiator::node_with_fixed_randomness(&f.config, &f.client, &f.server.public(), &[0x33; 32], &[0x55; 64])
+            .expect("initiator");
+    if mode & 0x20 != 0 {
+        forged_payload(f, selector, rest);
+        return;
+    }
     let input: Vec<u8> = if mode & 1 == 1 {
         let mut v = first.clone();
         for (b, x) in v.iter_mut().zip(rest) {
@@ -95,7 +134,7 @@ fuzz_target!(|data: &[u8]| {
             break;
         }
     }
-    assert!(consumed <= PREAMBLE_LEN + 96);
+    assert!(consumed <= PREAMBLE_LEN + LinkKind::Node.first_message_len());
     if let Some(hello) = hello {
         // Only the untouched flight authenticates; finish the link and push
         // the remaining input through it after two valid records.

@@ -1,4 +1,5 @@
-//! Link cipher and throughput benchmarks. Results: docs/benchmarks/link.md.
+//! Link cipher, handshake (hybrid vs classical) and throughput benchmarks.
+//! Results: docs/benchmarks/link.md.
 //!
 //! cargo bench -p nox-link --bench link -- --warm-up-time 1 --measurement-time 3
 
@@ -7,9 +8,14 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aes_gcm::Aes256Gcm;
+use aes_gcm::aead::KeyInit;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use libcrux_ml_kem::mlkem768;
 use nox_link::transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks};
-use nox_link::{Accept, CipherSuite, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder, Session};
+use nox_link::{
+    Accept, CipherSuite, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, LinkKind, Responder, Session,
+};
 use nox_sphinx::Geometry;
 use tokio::sync::{mpsc, watch};
 
@@ -80,12 +86,84 @@ fn transport(c: &mut Criterion) {
     g.finish();
 }
 
+/// The version 1 handshake (classical X25519 only), kept here and only here
+/// as the baseline of the hybrid one: the same Noise patterns, prologue and
+/// payloads (empty, or the client's mailbox), the raw split into the same
+/// AEAD objects.
+fn classical_handshake(config: &LinkConfig, client: Option<&LinkKeypair>, server: &LinkKeypair) -> [Aes256Gcm; 4] {
+    let kind = if client.is_some() { LinkKind::Node } else { LinkKind::Client };
+    let mut prologue = b"NOX1\x01".to_vec();
+    prologue.extend([kind.to_byte(), config.cipher().to_byte()]);
+    prologue.extend(config.geometry().identifier());
+    let params: snow::params::NoiseParams = kind.protocol_name(config.cipher()).parse().unwrap();
+    let server_public = server.public();
+    let mut b = snow::Builder::new(params.clone()).prologue(&prologue).unwrap();
+    b = b.remote_public_key(server_public.as_bytes()).unwrap();
+    if let Some(kp) = client {
+        b = b.local_private_key(kp.secret_bytes()).unwrap();
+    }
+    let mut i = b.build_initiator().unwrap();
+    let mut r = snow::Builder::new(params)
+        .prologue(&prologue)
+        .unwrap()
+        .local_private_key(server.secret_bytes())
+        .unwrap()
+        .build_responder()
+        .unwrap();
+    let payload: &[u8] = if client.is_some() { &[] } else { &[0; 32] };
+    let (mut m, mut p) = ([0u8; 128], [0u8; 128]);
+    let n = i.write_message(payload, &mut m).unwrap();
+    r.read_message(&m[..n], &mut p).unwrap();
+    let n = r.write_message(&[], &mut m).unwrap();
+    i.read_message(&m[..n], &mut p).unwrap();
+    let ((a, b), (c, d)) = (i.dangerously_get_raw_split(), r.dangerously_get_raw_split());
+    [a, b, c, d].map(|k| Aes256Gcm::new(&k.into()))
+}
+
 fn handshakes(c: &mut Criterion) {
     let mut g = c.benchmark_group("handshake");
     let config = LinkConfig::new(Geometry::default()).unwrap();
     let (a, b) = (LinkKeypair::generate().unwrap(), LinkKeypair::generate().unwrap());
     g.bench_function("node_ik_both_sides", |bench| bench.iter(|| black_box(handshake(&config, Some(&a), &b))));
     g.bench_function("client_nk_both_sides", |bench| bench.iter(|| black_box(handshake(&config, None, &b))));
+    g.bench_function("classical_node_ik_both_sides", |bench| {
+        bench.iter(|| black_box(classical_handshake(&config, Some(&a), &b)))
+    });
+    g.bench_function("classical_client_nk_both_sides", |bench| {
+        bench.iter(|| black_box(classical_handshake(&config, None, &b)))
+    });
+    g.finish();
+
+    // The parts the hybrid exchange adds, one call each (libcrux picks AVX2 at run time).
+    let mut g = c.benchmark_group("hybrid_parts");
+    let mut seed = [0u8; 64];
+    let mut m = [0u8; 32];
+    g.bench_function("mlkem768_keygen", |bench| {
+        bench.iter(|| {
+            seed[0] = seed[0].wrapping_add(1);
+            black_box(mlkem768::generate_key_pair(black_box(seed)))
+        })
+    });
+    let pair = mlkem768::generate_key_pair([7; 64]);
+    g.bench_function("mlkem768_validate_encaps", |bench| {
+        bench.iter(|| {
+            m[0] = m[0].wrapping_add(1);
+            let ek = mlkem768::MlKem768PublicKey::from(black_box(pair.pk()));
+            assert!(mlkem768::validate_public_key(&ek));
+            black_box(mlkem768::encapsulate(&ek, m))
+        })
+    });
+    let (ct, _) = mlkem768::encapsulate(pair.public_key(), [9; 32]);
+    g.bench_function("mlkem768_decaps", |bench| {
+        bench.iter(|| black_box(mlkem768::decapsulate(pair.private_key(), black_box(&ct))))
+    });
+    let material = [0x11u8; 96];
+    g.bench_function("combine_both_directions", |bench| {
+        bench.iter(|| {
+            black_box(blake3::derive_key("NOX link v2 hybrid i2r", black_box(&material)));
+            black_box(blake3::derive_key("NOX link v2 hybrid r2i", black_box(&material)))
+        })
+    });
     g.finish();
 }
 

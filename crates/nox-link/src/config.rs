@@ -79,21 +79,21 @@ impl LinkKind {
             LinkKind::Client => "NK",
         }
     }
-    /// Length of the initiator's Noise message.
+    /// Length of the initiator's Noise message (message 1).
     pub fn first_message_len(self) -> usize {
         match self {
-            // e(32) ‖ enc(s)(32+16) ‖ enc(empty)(16)
-            LinkKind::Node => 32 + 48 + 16,
-            // e(32) ‖ enc(mailbox)(32+16)
-            LinkKind::Client => 32 + crate::MAILBOX_LEN + 16,
+            // e(32) ‖ enc(s)(32+16) ‖ enc(ek)(1184+16)
+            LinkKind::Node => 32 + 48 + crate::KEM_EK_LEN + 16,
+            // e(32) ‖ enc(ek ‖ mailbox)(1184+32+16)
+            LinkKind::Client => 32 + crate::KEM_EK_LEN + crate::MAILBOX_LEN + 16,
         }
     }
-    /// Length of the initiator's handshake payload: none for nodes, the
-    /// mailbox (all zero: none) for clients.
+    /// Length of the initiator's handshake payload: the ephemeral ML-KEM-768
+    /// encapsulation key, followed for clients by the mailbox (all zero: none).
     pub fn first_payload_len(self) -> usize {
         match self {
-            LinkKind::Node => 0,
-            LinkKind::Client => crate::MAILBOX_LEN,
+            LinkKind::Node => crate::KEM_EK_LEN,
+            LinkKind::Client => crate::KEM_EK_LEN + crate::MAILBOX_LEN,
         }
     }
     /// Full Noise protocol name for `cipher`.
@@ -102,8 +102,9 @@ impl LinkKind {
     }
 }
 
-/// Length of the responder's Noise message for both patterns: e(32) ‖ enc(empty)(16).
-pub const RESPONSE_LEN: usize = 32 + 16;
+/// Length of the responder's Noise message (message 2) for both patterns:
+/// e(32) ‖ enc(ML-KEM-768 ciphertext)(1088+16).
+pub const RESPONSE_LEN: usize = 32 + crate::KEM_CT_LEN + 16;
 
 /// What a link carries: packets of one geometry, sealed with one cipher
 /// (the cipher this end dials with; see [`Accept`] for what it answers).

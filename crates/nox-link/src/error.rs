@@ -42,6 +42,28 @@ pub enum LinkError {
     /// Any other Noise failure (malformed message, bad key length).
     #[error("noise handshake error: {0}")]
     Noise(String),
+    /// A handshake message of the wrong length (e.g. the 48-byte answer of
+    /// a classical-only version 1 responder).
+    #[error("handshake message has {got} bytes, expected {expected}")]
+    HandshakeLength {
+        /// Length received.
+        got: usize,
+        /// Length of this protocol version's message.
+        expected: usize,
+    },
+    /// An authenticated handshake message whose payload has the wrong
+    /// length for its link kind.
+    #[error("handshake payload has {got} bytes, expected {expected}")]
+    HandshakePayload {
+        /// Length received.
+        got: usize,
+        /// Length this protocol version requires.
+        expected: usize,
+    },
+    /// The initiator's ML-KEM-768 encapsulation key fails the FIPS 203
+    /// modulus check (a coefficient not below q).
+    #[error("invalid ML-KEM-768 encapsulation key")]
+    KemKey,
     /// The handshake object was used after it finished or failed.
     #[error("handshake already finished or failed")]
     HandshakeSpent,

@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod frame;
 mod handshake;
+mod kem;
 mod keys;
 mod mailbox;
 mod preamble;
@@ -17,6 +18,7 @@ pub use config::{Accept, CipherSuite, LinkConfig, LinkKind, MAX_PACKET_LEN, RESP
 pub use error::LinkError;
 pub use frame::FrameDecoder;
 pub use handshake::{Hello, Initiator, Remote, Responder, Session};
+pub use kem::{KEM_CT_LEN, KEM_EK_LEN};
 pub use keys::{LinkKeypair, LinkPublicKey};
 pub use mailbox::{
     Downstream, MAILBOX_LEN, Mailbox, SURB_ID_LEN, encode_difficulty, encode_reply_in_place, parse_downstream,

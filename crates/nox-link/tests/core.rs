@@ -85,13 +85,92 @@ fn default_geometry_round_trip() {
 fn wire_sizes_are_fixed() {
     let server = LinkKeypair::generate().unwrap();
     let node = LinkKeypair::generate().unwrap();
-    let (_, first) = Initiator::node(&small(), &node, &server.public()).unwrap();
-    assert_eq!(first.len(), PREAMBLE_LEN + 96);
-    assert_eq!(&first[..4], b"NOX1");
+    let (init, first) = Initiator::node(&small(), &node, &server.public()).unwrap();
+    // e ‖ enc(s) ‖ enc(ML-KEM-768 ek)
+    assert_eq!(first.len(), PREAMBLE_LEN + 32 + 48 + KEM_EK_LEN + 16);
+    assert_eq!(first.len(), 39 + 1280);
+    assert_eq!(&first[..5], b"NOX1\x02", "magic and version 2 (hybrid)");
+    let mut r = Responder::new(&small(), &server, Accept::default());
+    let (reply, _) = r.feed(&first).unwrap().1.unwrap().accept().unwrap();
+    // e ‖ enc(ML-KEM-768 ciphertext)
+    assert_eq!(reply.len(), RESPONSE_LEN);
+    assert_eq!(RESPONSE_LEN, 32 + KEM_CT_LEN + 16);
+    assert_eq!(RESPONSE_LEN, 1136);
+    assert_eq!(init.response_len(), RESPONSE_LEN);
     let (_, first) = Initiator::client(&small(), &server.public(), None).unwrap();
-    assert_eq!(first.len(), PREAMBLE_LEN + 80);
+    // e ‖ enc(ek ‖ mailbox)
+    assert_eq!(first.len(), PREAMBLE_LEN + 32 + KEM_EK_LEN + 32 + 16);
+    assert_eq!(first.len(), 39 + 1264);
     let (_, with_mailbox) = Initiator::client(&small(), &server.public(), Some(&Mailbox([3; 32]))).unwrap();
     assert_eq!(with_mailbox.len(), first.len(), "a mailbox must not change the message size");
+    assert_eq!(LinkKind::Node.first_message_len(), 1280);
+    assert_eq!(LinkKind::Client.first_message_len(), 1264);
+}
+
+/// A version 1 (classical X25519 only) first flight, as a peer that has not
+/// been upgraded sends it: the version 1 preamble as Noise prologue, message
+/// 1 with an empty payload (nodes) or the mailbox (clients).
+fn version1_flight(
+    kind: LinkKind,
+    cipher: CipherSuite,
+    client: Option<&LinkKeypair>,
+    server: &LinkPublicKey,
+) -> Vec<u8> {
+    let mut flight = b"NOX1\x01".to_vec();
+    flight.extend([kind.to_byte(), cipher.to_byte()]);
+    flight.extend(small().geometry().identifier());
+    let params = kind.protocol_name(cipher).parse().unwrap();
+    let mut b = snow::Builder::new(params).prologue(&flight).unwrap().remote_public_key(server.as_bytes()).unwrap();
+    if let Some(kp) = client {
+        b = b.local_private_key(kp.secret_bytes()).unwrap();
+    }
+    let mut hs = b.build_initiator().unwrap();
+    let payload: &[u8] = if client.is_some() { &[] } else { &[0; 32] };
+    let mut msg = [0u8; 128];
+    let n = hs.write_message(payload, &mut msg).unwrap();
+    flight.extend(&msg[..n]);
+    flight
+}
+
+#[test]
+fn a_classical_only_version_1_peer_is_refused_with_a_typed_error() {
+    let server = LinkKeypair::generate().unwrap();
+    let node = LinkKeypair::generate().unwrap();
+    for cipher in [CipherSuite::AesGcm, CipherSuite::ChaChaPoly] {
+        for client in [Some(&node), None] {
+            let kind = if client.is_some() { LinkKind::Node } else { LinkKind::Client };
+            let old = version1_flight(kind, cipher, client, &server.public());
+            assert_eq!(old.len(), PREAMBLE_LEN + if client.is_some() { 96 } else { 80 });
+            // Refused on the preamble, before any public-key work, in any chunking.
+            for chunk in [1, 5, old.len()] {
+                let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
+                let mut result = Ok((0, None));
+                for piece in old.chunks(chunk) {
+                    result = r.feed(piece);
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                assert_eq!(result.err(), Some(LinkError::UnsupportedVersion(1)));
+                assert_eq!(r.wanted(), 0, "spent: the listener closes the connection");
+            }
+            // A man in the middle relabelling it version 2 gains nothing: the
+            // preamble is the prologue, so the MAC fails once message 1 is full.
+            let mut relabelled = old.clone();
+            relabelled[4] = 2;
+            relabelled.resize(PREAMBLE_LEN + kind.first_message_len(), 0);
+            let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
+            assert_eq!(r.feed(&relabelled).err(), Some(LinkError::HandshakeAuth));
+        }
+    }
+    // And a version 2 flight relabelled version 1 (a downgrade attempt) is refused.
+    let (_, mut first) = Initiator::node(&small(), &node, &server.public()).unwrap();
+    first[4] = 1;
+    let mut r = Responder::new(&small(), &server, Accept::default());
+    assert_eq!(r.feed(&first).err(), Some(LinkError::UnsupportedVersion(1)));
+    // A version 1 responder's 48-byte answer is a typed error at a version 2 initiator.
+    let (init, _) = Initiator::node(&small(), &node, &server.public()).unwrap();
+    assert_eq!(init.finish(&[0; 48]).err(), Some(LinkError::HandshakeLength { got: 48, expected: RESPONSE_LEN }));
 }
 
 #[test]
@@ -259,7 +338,7 @@ proptest! {
     /// The responder never panics on arbitrary input and never reads past
     /// its first message.
     #[test]
-    fn responder_survives_arbitrary_input(input in proptest::collection::vec(any::<u8>(), 0..400), valid_prefix in any::<bool>()) {
+    fn responder_survives_arbitrary_input(input in proptest::collection::vec(any::<u8>(), 0..1500), valid_prefix in any::<bool>()) {
         let server = LinkKeypair::from_secret_bytes([3; 32]).unwrap();
         let mut bytes = input;
         if valid_prefix && bytes.len() >= PREAMBLE_LEN {
@@ -276,6 +355,6 @@ proptest! {
                 Err(_) => break,
             }
         }
-        prop_assert!(total <= PREAMBLE_LEN + 96);
+        prop_assert!(total <= PREAMBLE_LEN + LinkKind::Node.first_message_len());
     }
 }

@@ -213,6 +213,38 @@ async fn peer_with_other_geometry_fails_the_handshake() {
     assert!(b.rx.try_recv().is_err());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_peer_is_closed_at_once_not_left_hanging() {
+    let link = cfg(1024);
+    let (kb, old) = (key(), key());
+    let b = listen(link, &kb, &[old.public()], false).await;
+    // The classical-only version 1 first flight of a node that was not upgraded.
+    let mut flight = b"NOX1\x01\x01\x01".to_vec();
+    flight.extend(link.geometry().identifier());
+    let params = LinkKind::Node.protocol_name(CipherSuite::AesGcm).parse().unwrap();
+    let mut hs = snow::Builder::new(params)
+        .prologue(&flight)
+        .unwrap()
+        .local_private_key(old.secret_bytes())
+        .unwrap()
+        .remote_public_key(kb.public().as_bytes())
+        .unwrap()
+        .build_initiator()
+        .unwrap();
+    let mut msg = [0u8; 96];
+    assert_eq!(hs.write_message(&[], &mut msg).unwrap(), 96);
+    flight.extend(msg);
+    let mut s = TcpStream::connect(b.listener.local_addr()).await.unwrap();
+    s.write_all(&flight).await.unwrap();
+    // Closed without an answer, well before the 5 s handshake timeout.
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await.unwrap().unwrap_or(0);
+    assert_eq!(n, 0, "no answer, connection closed");
+    eventually("failure counted", || b.counters.snapshot().handshakes_failed >= 1).await;
+    let c = b.counters.snapshot();
+    assert_eq!((c.handshakes_ok, c.handshake_timeouts), (0, 0));
+}
+
 /// Dials `addr` as node `kp` with the core API and returns the raw stream and session.
 async fn raw_link(
     addr: SocketAddr,

@@ -1,20 +1,33 @@
-//! The Noise handshakes as byte-in/byte-out state machines (no I/O).
+//! The hybrid Noise handshakes as byte-in/byte-out state machines (no I/O).
 //!
-//! Initiator → responder: `preamble ‖ noise message 1` (39 + 96 bytes for
-//! nodes, 39 + 48 for clients). Responder → initiator: `noise message 2`
-//! (48 bytes). The client's first payload is its 32-byte reply mailbox (all
-//! zero: none); every other payload is empty. Then records flow both ways.
+//! Initiator → responder: `preamble ‖ noise message 1` (39 + 1,280 bytes for
+//! nodes, 39 + 1,264 for clients). Responder → initiator: `noise message 2`
+//! (1,136 bytes). Message 1's payload is the initiator's ephemeral
+//! ML-KEM-768 encapsulation key (1,184 bytes), followed for clients by the
+//! 32-byte reply mailbox (all zero: none); message 2's payload is the ML-KEM
+//! ciphertext (1,088 bytes). The transport keys mix the Noise split, the
+//! ML-KEM shared secret and the handshake hash ([`crate::kem::combine`]).
+//! Then records flow both ways.
+
+mod initiator;
+mod responder;
+#[cfg(test)]
+mod tests;
 
 use snow::HandshakeState;
 use snow::params::NoiseParams;
 use zeroize::Zeroizing;
 
 use crate::cipher::{FrameOpener, FrameSealer};
-use crate::config::{Accept, CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
+use crate::config::CipherSuite;
 use crate::error::LinkError;
+use crate::kem::{self, CONTEXT_I2R, CONTEXT_R2I, KEYGEN_SEED_LEN};
 use crate::keys::{LinkKeypair, LinkPublicKey};
-use crate::mailbox::{MAILBOX_LEN, Mailbox};
-use crate::preamble::{PREAMBLE_LEN, Preamble};
+use crate::mailbox::Mailbox;
+use crate::preamble::Preamble;
+
+pub use initiator::Initiator;
+pub use responder::{Hello, Responder};
 
 /// Who is at the other end of an established link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,6 +67,16 @@ impl Session {
     }
 }
 
+/// Fixed randomness for one initiator, so that tests and the fuzz target can
+/// build reproducible first flights. Never used by a node or client.
+#[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+pub(crate) struct FixedRandomness {
+    /// The X25519 ephemeral secret.
+    pub x25519: [u8; 32],
+    /// The ML-KEM-768 key generation seed.
+    pub kem: [u8; KEYGEN_SEED_LEN],
+}
+
 fn handshake_state(
     preamble: &Preamble,
     prologue: &[u8],
@@ -76,20 +99,28 @@ fn handshake_state(
     if initiator { b.build_initiator() } else { b.build_responder() }.map_err(LinkError::from_snow)
 }
 
-fn into_session(
-    mut hs: HandshakeState,
-    initiator: bool,
+/// What a finished handshake hands to [`into_session`].
+struct Finished {
     remote: Remote,
     mailbox: Option<Mailbox>,
     cipher: CipherSuite,
     packet_len: usize,
-) -> Result<Session, LinkError> {
+}
+
+/// The transport keys of a finished handshake: each direction's Noise split
+/// key combined with the ML-KEM shared secret `ss` and the handshake hash.
+fn into_session(mut hs: HandshakeState, initiator: bool, ss: &[u8; 32], done: Finished) -> Result<Session, LinkError> {
     if !hs.is_handshake_finished() {
         return Err(LinkError::Noise("handshake not finished".into()));
     }
+    let h: [u8; 32] =
+        hs.get_handshake_hash().try_into().map_err(|_| LinkError::Noise("handshake hash is not 32 bytes".into()))?;
     let (k1, k2) = hs.dangerously_get_raw_split();
     let (k1, k2) = (Zeroizing::new(k1), Zeroizing::new(k2));
-    let (send, recv) = if initiator { (k1, k2) } else { (k2, k1) };
+    let i2r = kem::combine(CONTEXT_I2R, &k1, ss, &h);
+    let r2i = kem::combine(CONTEXT_R2I, &k2, ss, &h);
+    let (send, recv) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
+    let Finished { remote, mailbox, cipher, packet_len } = done;
     Ok(Session {
         remote,
         mailbox,
@@ -97,248 +128,4 @@ fn into_session(
         sealer: FrameSealer::new(cipher, send, packet_len),
         opener: FrameOpener::new(cipher, recv, packet_len),
     })
-}
-
-/// The dialing side. [`Initiator::node`] or [`Initiator::client`] return the
-/// first flight to send; [`Initiator::finish`] takes the responder's answer.
-pub struct Initiator {
-    hs: Box<HandshakeState>,
-    remote: LinkPublicKey,
-    cipher: CipherSuite,
-    packet_len: usize,
-}
-
-impl Initiator {
-    /// A node dialing node `remote` (`Noise_IK`).
-    pub fn node(
-        config: &LinkConfig,
-        local: &LinkKeypair,
-        remote: &LinkPublicKey,
-    ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start(config, LinkKind::Node, Some(local), remote)
-    }
-
-    /// A client dialing node `remote` (`Noise_NK`): no client key. With a
-    /// `mailbox`, the node delivers SURB replies addressed to it on this
-    /// link (the client's reply gateway, a last-layer node).
-    pub fn client(
-        config: &LinkConfig,
-        remote: &LinkPublicKey,
-        mailbox: Option<&Mailbox>,
-    ) -> Result<(Self, Vec<u8>), LinkError> {
-        let payload = mailbox.map_or([0u8; MAILBOX_LEN], |m| m.0);
-        Self::start_with(config, LinkKind::Client, None, remote, None, &payload)
-    }
-
-    /// A node initiator with a fixed ephemeral key, so the fuzz target can
-    /// build a reproducible valid first flight. Never use outside fuzzing.
-    #[cfg(feature = "fuzzing")]
-    pub fn node_with_fixed_ephemeral(
-        config: &LinkConfig,
-        local: &LinkKeypair,
-        remote: &LinkPublicKey,
-        ephemeral: &[u8; 32],
-    ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start_with(config, LinkKind::Node, Some(local), remote, Some(ephemeral), &[])
-    }
-
-    fn start(
-        config: &LinkConfig,
-        kind: LinkKind,
-        local: Option<&LinkKeypair>,
-        remote: &LinkPublicKey,
-    ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start_with(config, kind, local, remote, None, &[])
-    }
-
-    fn start_with(
-        config: &LinkConfig,
-        kind: LinkKind,
-        local: Option<&LinkKeypair>,
-        remote: &LinkPublicKey,
-        ephemeral: Option<&[u8; 32]>,
-        payload: &[u8],
-    ) -> Result<(Self, Vec<u8>), LinkError> {
-        let preamble = Preamble { kind, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
-        let prologue = preamble.encode();
-        let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), ephemeral, true)?;
-        let mut out = vec![0u8; PREAMBLE_LEN + kind.first_message_len()];
-        out[..PREAMBLE_LEN].copy_from_slice(&prologue);
-        let n = hs.write_message(payload, &mut out[PREAMBLE_LEN..]).map_err(LinkError::from_snow)?;
-        out.truncate(PREAMBLE_LEN + n);
-        let me = Self { hs: Box::new(hs), remote: *remote, cipher: config.cipher(), packet_len: config.packet_len() };
-        Ok((me, out))
-    }
-
-    /// Length of the responder's answer.
-    pub fn response_len(&self) -> usize {
-        RESPONSE_LEN
-    }
-
-    /// Completes the handshake with the responder's answer (exactly
-    /// [`Self::response_len`] bytes).
-    pub fn finish(mut self, response: &[u8]) -> Result<Session, LinkError> {
-        if response.len() != RESPONSE_LEN {
-            return Err(LinkError::Noise(format!("response has {} bytes, expected {RESPONSE_LEN}", response.len())));
-        }
-        let mut payload = [0u8; RESPONSE_LEN];
-        let n = self.hs.read_message(response, &mut payload).map_err(LinkError::from_snow)?;
-        if n != 0 {
-            return Err(LinkError::Noise("unexpected handshake payload".into()));
-        }
-        into_session(*self.hs, true, Remote::Node(self.remote), None, self.cipher, self.packet_len)
-    }
-}
-
-enum State {
-    Preamble { buf: [u8; PREAMBLE_LEN], filled: usize },
-    Message { preamble: Preamble, hs: Box<HandshakeState>, buf: Vec<u8>, filled: usize },
-    Spent,
-}
-
-/// The answering side: fed the initiator's bytes in chunks of any size;
-/// yields a [`Hello`] once the first Noise message has authenticated.
-pub struct Responder {
-    local: LinkKeypair,
-    config: LinkConfig,
-    accept: Accept,
-    state: State,
-}
-
-impl Responder {
-    /// A responder for links of `config`'s geometry, answering as `local`.
-    pub fn new(config: &LinkConfig, local: &LinkKeypair, accept: Accept) -> Self {
-        Self {
-            local: local.clone(),
-            config: *config,
-            accept,
-            state: State::Preamble { buf: [0; PREAMBLE_LEN], filled: 0 },
-        }
-    }
-
-    /// Bytes still needed before the next step (0 once finished or failed).
-    /// Reading at most this many bytes from a socket never reads past the
-    /// handshake.
-    pub fn wanted(&self) -> usize {
-        match &self.state {
-            State::Preamble { filled, .. } => PREAMBLE_LEN - filled,
-            State::Message { buf, filled, .. } => buf.len() - filled,
-            State::Spent => 0,
-        }
-    }
-
-    /// Consumes bytes from `input`, never past the first Noise message.
-    /// Returns the number consumed and, when the first message has been read
-    /// and authenticated, the [`Hello`]. After `Some` or an error, the
-    /// responder is spent.
-    pub fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<Hello>), LinkError> {
-        let mut used = 0;
-        loop {
-            let rest = &input[used..];
-            match &mut self.state {
-                State::Spent => return Err(LinkError::HandshakeSpent),
-                State::Preamble { buf, filled } => {
-                    let n = (PREAMBLE_LEN - *filled).min(rest.len());
-                    buf[*filled..*filled + n].copy_from_slice(&rest[..n]);
-                    *filled += n;
-                    used += n;
-                    if *filled < PREAMBLE_LEN {
-                        return Ok((used, None));
-                    }
-                    let bytes = *buf;
-                    self.state = State::Spent;
-                    let (preamble, hs) = self.start(&bytes)?;
-                    let buf = vec![0u8; preamble.kind.first_message_len()];
-                    self.state = State::Message { preamble, hs: Box::new(hs), buf, filled: 0 };
-                }
-                State::Message { buf, filled, .. } => {
-                    let n = (buf.len() - *filled).min(rest.len());
-                    buf[*filled..*filled + n].copy_from_slice(&rest[..n]);
-                    *filled += n;
-                    used += n;
-                    if *filled < buf.len() {
-                        return Ok((used, None));
-                    }
-                    let State::Message { preamble, hs, buf, .. } = std::mem::replace(&mut self.state, State::Spent)
-                    else {
-                        return Err(LinkError::HandshakeSpent);
-                    };
-                    return Ok((used, Some(self.read_first(preamble, *hs, &buf)?)));
-                }
-            }
-        }
-    }
-
-    fn start(&self, bytes: &[u8; PREAMBLE_LEN]) -> Result<(Preamble, HandshakeState), LinkError> {
-        let preamble = Preamble::decode(bytes)?;
-        if preamble.geometry_id != self.config.geometry().identifier() {
-            return Err(LinkError::WrongGeometry);
-        }
-        if preamble.kind == LinkKind::Client && !self.accept.clients {
-            return Err(LinkError::KindNotAccepted(LinkKind::Client));
-        }
-        if !self.accept.cipher(preamble.cipher) {
-            return Err(LinkError::CipherNotAccepted(preamble.cipher));
-        }
-        let hs = handshake_state(&preamble, bytes, Some(&self.local), None, None, false)?;
-        Ok((preamble, hs))
-    }
-
-    fn read_first(&self, preamble: Preamble, mut hs: HandshakeState, msg: &[u8]) -> Result<Hello, LinkError> {
-        let mut payload = [0u8; 128];
-        let n = hs.read_message(msg, &mut payload).map_err(LinkError::from_snow)?;
-        if n != preamble.kind.first_payload_len() {
-            return Err(LinkError::Noise("unexpected handshake payload".into()));
-        }
-        let mut mailbox = None;
-        let remote = match preamble.kind {
-            LinkKind::Client => {
-                let mut id = [0u8; MAILBOX_LEN];
-                id.copy_from_slice(&payload[..MAILBOX_LEN]);
-                mailbox = Some(Mailbox(id)).filter(|m| !m.is_none());
-                Remote::Client
-            }
-            LinkKind::Node => {
-                let rs = hs.get_remote_static().ok_or_else(|| LinkError::Noise("no initiator static key".into()))?;
-                let key: [u8; 32] = rs.try_into().map_err(|_| LinkError::Noise("bad static key length".into()))?;
-                Remote::Node(LinkPublicKey(key))
-            }
-        };
-        Ok(Hello { hs: Box::new(hs), remote, mailbox, cipher: preamble.cipher, packet_len: self.config.packet_len() })
-    }
-}
-
-/// The initiator's first message, authenticated. Check [`Hello::remote`]
-/// against the topology, then [`Hello::accept`]; to refuse, drop it and
-/// close the connection without an answer.
-pub struct Hello {
-    hs: Box<HandshakeState>,
-    remote: Remote,
-    mailbox: Option<Mailbox>,
-    cipher: CipherSuite,
-    packet_len: usize,
-}
-
-impl Hello {
-    /// Who is dialing: a node's static key (proven: the message was
-    /// authenticated with it) or an anonymous client.
-    pub fn remote(&self) -> &Remote {
-        &self.remote
-    }
-    /// The cipher the initiator chose.
-    pub fn cipher(&self) -> CipherSuite {
-        self.cipher
-    }
-    /// The reply mailbox a client named, if any.
-    pub fn mailbox(&self) -> Option<Mailbox> {
-        self.mailbox
-    }
-    /// Completes the handshake: the answer to send, and the session.
-    pub fn accept(mut self) -> Result<(Vec<u8>, Session), LinkError> {
-        let mut out = vec![0u8; RESPONSE_LEN];
-        let n = self.hs.write_message(&[], &mut out).map_err(LinkError::from_snow)?;
-        out.truncate(n);
-        let session = into_session(*self.hs, false, self.remote, self.mailbox, self.cipher, self.packet_len)?;
-        Ok((out, session))
-    }
 }

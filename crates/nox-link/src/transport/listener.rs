@@ -385,7 +385,8 @@ fn greet(shared: &Shared, tx: &mpsc::Sender<Vec<u8>>, unless: Option<&[u8]>) -> 
 
 async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session, Refused> {
     let mut responder = Responder::new(&cfg.link, &cfg.keypair, cfg.accept);
-    let mut buf = [0u8; 256];
+    // Enough for a whole first flight (39 + 1,280 bytes) in one read.
+    let mut buf = [0u8; 2048];
     let hello = loop {
         let want = responder.wanted().clamp(1, buf.len());
         let n = stream.read(&mut buf[..want]).await.map_err(|_| Refused::Io)?;

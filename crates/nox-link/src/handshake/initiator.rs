@@ -1,0 +1,144 @@
+//! The dialing side of the hybrid handshake.
+
+use snow::HandshakeState;
+use zeroize::Zeroizing;
+
+use super::{Finished, FixedRandomness, Remote, Session, handshake_state, into_session};
+use crate::config::{CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
+use crate::error::LinkError;
+use crate::kem::{DecapsulationKey, KEM_CT_LEN, KEYGEN_SEED_LEN, os_random};
+use crate::keys::{LinkKeypair, LinkPublicKey};
+use crate::mailbox::{MAILBOX_LEN, Mailbox};
+use crate::preamble::{PREAMBLE_LEN, Preamble};
+
+/// The dialing side. [`Initiator::node`] or [`Initiator::client`] return the
+/// first flight to send; [`Initiator::finish`] takes the responder's answer.
+pub struct Initiator {
+    hs: Box<HandshakeState>,
+    pub(super) kem: DecapsulationKey,
+    remote: LinkPublicKey,
+    cipher: CipherSuite,
+    packet_len: usize,
+}
+
+impl Initiator {
+    /// A node dialing node `remote` (`Noise_IK` with a hybrid ML-KEM-768
+    /// exchange).
+    pub fn node(
+        config: &LinkConfig,
+        local: &LinkKeypair,
+        remote: &LinkPublicKey,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        Self::start(config, LinkKind::Node, Some(local), remote, None, None)
+    }
+
+    /// A client dialing node `remote` (`Noise_NK` with a hybrid ML-KEM-768
+    /// exchange): no client key. With a `mailbox`, the node delivers SURB
+    /// replies addressed to it on this link (the client's reply gateway, a
+    /// last-layer node).
+    pub fn client(
+        config: &LinkConfig,
+        remote: &LinkPublicKey,
+        mailbox: Option<&Mailbox>,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        Self::start(config, LinkKind::Client, None, remote, mailbox, None)
+    }
+
+    /// A node initiator with a fixed X25519 ephemeral and a fixed ML-KEM
+    /// key generation seed, so the fuzz target can build a reproducible
+    /// valid first flight. Never use outside fuzzing.
+    #[cfg(feature = "fuzzing")]
+    pub fn node_with_fixed_randomness(
+        config: &LinkConfig,
+        local: &LinkKeypair,
+        remote: &LinkPublicKey,
+        ephemeral: &[u8; 32],
+        kem_seed: &[u8; KEYGEN_SEED_LEN],
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        let fixed = FixedRandomness { x25519: *ephemeral, kem: *kem_seed };
+        Self::start(config, LinkKind::Node, Some(local), remote, None, Some(&fixed))
+    }
+
+    /// A node's first flight whose message 1 carries `payload` instead of
+    /// an encapsulation key: authenticated like a real one, so the fuzz
+    /// target reaches the responder's payload checks. Never use outside
+    /// fuzzing.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn forged_node_flight(
+        config: &LinkConfig,
+        local: &LinkKeypair,
+        remote: &LinkPublicKey,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, LinkError> {
+        let preamble =
+            Preamble { kind: LinkKind::Node, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
+        let prologue = preamble.encode();
+        let mut hs = handshake_state(&preamble, &prologue, Some(local), Some(remote), None, true)?;
+        write_first(&mut hs, &prologue, payload)
+    }
+
+    pub(super) fn start(
+        config: &LinkConfig,
+        kind: LinkKind,
+        local: Option<&LinkKeypair>,
+        remote: &LinkPublicKey,
+        mailbox: Option<&Mailbox>,
+        fixed: Option<&FixedRandomness>,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        let preamble = Preamble { kind, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
+        let prologue = preamble.encode();
+        let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), fixed.map(|f| &f.x25519), true)?;
+        let seed = match fixed {
+            Some(f) => Zeroizing::new(f.kem),
+            None => os_random::<KEYGEN_SEED_LEN>()?,
+        };
+        let (kem, ek) = DecapsulationKey::generate(&seed);
+        let mut payload = Zeroizing::new(Vec::with_capacity(kind.first_payload_len()));
+        payload.extend_from_slice(&ek[..]);
+        if kind == LinkKind::Client {
+            payload.extend_from_slice(&mailbox.map_or([0u8; MAILBOX_LEN], |m| m.0));
+        }
+        let out = write_first(&mut hs, &prologue, &payload)?;
+        let me =
+            Self { hs: Box::new(hs), kem, remote: *remote, cipher: config.cipher(), packet_len: config.packet_len() };
+        Ok((me, out))
+    }
+
+    /// Length of the responder's answer.
+    pub fn response_len(&self) -> usize {
+        RESPONSE_LEN
+    }
+
+    /// Completes the handshake with the responder's answer (exactly
+    /// [`Self::response_len`] bytes): decapsulates the ML-KEM ciphertext it
+    /// carries and derives the transport keys.
+    pub fn finish(mut self, response: &[u8]) -> Result<Session, LinkError> {
+        if response.len() != RESPONSE_LEN {
+            return Err(LinkError::HandshakeLength { got: response.len(), expected: RESPONSE_LEN });
+        }
+        let mut payload = [0u8; RESPONSE_LEN];
+        let n = self.hs.read_message(response, &mut payload).map_err(LinkError::from_snow)?;
+        let ct: &[u8; KEM_CT_LEN] = payload
+            .get(..n)
+            .and_then(|p| p.try_into().ok())
+            .ok_or(LinkError::HandshakePayload { got: n, expected: KEM_CT_LEN })?;
+        let ss = self.kem.decapsulate(ct);
+        let done = Finished {
+            remote: Remote::Node(self.remote),
+            mailbox: None,
+            cipher: self.cipher,
+            packet_len: self.packet_len,
+        };
+        into_session(*self.hs, true, &ss, done)
+    }
+}
+
+/// `prologue ‖ noise message 1(payload)`.
+fn write_first(hs: &mut HandshakeState, prologue: &[u8; PREAMBLE_LEN], payload: &[u8]) -> Result<Vec<u8>, LinkError> {
+    // e(32) ‖ enc(s)(48, IK only) ‖ enc(payload)(len + 16)
+    let mut out = vec![0u8; PREAMBLE_LEN + 32 + 48 + payload.len() + 16];
+    out[..PREAMBLE_LEN].copy_from_slice(prologue);
+    let n = hs.write_message(payload, &mut out[PREAMBLE_LEN..]).map_err(LinkError::from_snow)?;
+    out.truncate(PREAMBLE_LEN + n);
+    Ok(out)
+}
