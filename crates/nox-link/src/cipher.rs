@@ -82,11 +82,20 @@ pub struct FrameSealer {
     aead: Aead,
     nonce: u64,
     packet_len: usize,
+    /// Set on the half of a link that is not established (a client link
+    /// whose mailbox record did not go through): every seal refuses.
+    failed: Option<LinkError>,
 }
 
 impl FrameSealer {
     pub(crate) fn new(suite: CipherSuite, key: Zeroizing<[u8; 32]>, packet_len: usize) -> Self {
-        Self { aead: Aead::new(suite, &key), nonce: 0, packet_len }
+        Self { aead: Aead::new(suite, &key), nonce: 0, packet_len, failed: None }
+    }
+
+    /// This sealer, refusing every packet with `e`.
+    pub(crate) fn refusing(mut self, e: LinkError) -> Self {
+        self.failed = Some(e);
+        self
     }
 
     /// A sealer from a raw key, without a handshake: for the fuzz target only.
@@ -109,12 +118,23 @@ impl FrameSealer {
     /// to `out`. Appending lets a writer batch several records into one
     /// system call.
     pub fn seal_into(&mut self, packet: &[u8], out: &mut Vec<u8>) -> Result<(), LinkError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         if packet.len() != self.packet_len {
             return Err(LinkError::WrongLength { got: packet.len(), expected: self.packet_len });
         }
+        self.seal_message(packet, out)
+    }
+
+    /// Appends `ENCRYPT(k, n, ε, plaintext)` with the next nonce, whatever
+    /// the plaintext's length: the client's mailbox record (nonce 0) and,
+    /// through [`Self::seal_into`], every packet record after it. One
+    /// counter for both, so no nonce is ever used twice.
+    pub(crate) fn seal_message(&mut self, plaintext: &[u8], out: &mut Vec<u8>) -> Result<(), LinkError> {
         let nonce = next_nonce(&mut self.nonce)?;
         let start = out.len();
-        out.extend_from_slice(packet);
+        out.extend_from_slice(plaintext);
         match self.aead.seal(nonce, &mut out[start..]) {
             Ok(tag) => {
                 out.extend_from_slice(&tag);
@@ -195,6 +215,34 @@ impl FrameOpener {
         match self.decoder.advance(n) {
             None => Ok(None),
             Some(record) => self.open(record).map(Some).inspect_err(|e| self.failed = Some(e.clone())),
+        }
+    }
+
+    /// This opener, failed with `e`: it never yields a packet.
+    pub(crate) fn refusing(mut self, e: LinkError) -> Self {
+        self.failed = Some(e);
+        self
+    }
+
+    /// Opens one whole message `ENCRYPT(k, n, ε, p) = ciphertext ‖ tag` in
+    /// place with the next nonce and returns the plaintext's length (`p` is
+    /// `message[..len]`): the client's mailbox record, at nonce 0, before
+    /// any packet record. A failure fails the opener.
+    pub(crate) fn open_message(&mut self, message: &mut [u8]) -> Result<usize, LinkError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let split = message.len().checked_sub(TAG_LEN).ok_or(LinkError::Decrypt)?;
+        let result = next_nonce(&mut self.nonce).and_then(|nonce| {
+            let (body, tag) = message.split_at_mut(split);
+            self.aead.open(nonce, body, tag)
+        });
+        match result {
+            Ok(()) => Ok(split),
+            Err(e) => {
+                self.failed = Some(e.clone());
+                Err(e)
+            }
         }
     }
 

@@ -84,17 +84,17 @@ impl LinkKind {
         match self {
             // e(32) ‖ enc(s)(32+16) ‖ enc(ek)(1184+16)
             LinkKind::Node => 32 + 48 + crate::KEM_EK_LEN + 16,
-            // e(32) ‖ enc(ek ‖ mailbox)(1184+32+16)
-            LinkKind::Client => 32 + crate::KEM_EK_LEN + crate::MAILBOX_LEN + 16,
+            // e(32) ‖ enc(ek)(1184+16)
+            LinkKind::Client => 32 + crate::KEM_EK_LEN + 16,
         }
     }
     /// Length of the initiator's handshake payload: the ephemeral ML-KEM-768
-    /// encapsulation key, followed for clients by the mailbox (all zero: none).
+    /// encapsulation key, for both kinds. (A client's mailbox is not in
+    /// message 1, which only X25519 protects: it follows message 2 in the
+    /// mailbox record, [`crate::MAILBOX_RECORD_LEN`] bytes under the hybrid
+    /// keys.)
     pub fn first_payload_len(self) -> usize {
-        match self {
-            LinkKind::Node => crate::KEM_EK_LEN,
-            LinkKind::Client => crate::KEM_EK_LEN + crate::MAILBOX_LEN,
-        }
+        crate::KEM_EK_LEN
     }
     /// Full Noise protocol name for `cipher`.
     pub fn protocol_name(self, cipher: CipherSuite) -> String {

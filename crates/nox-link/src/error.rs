@@ -90,8 +90,20 @@ pub enum LinkError {
     /// 2^64 − 1 records sent or received on one link (Noise forbids reuse).
     #[error("nonce space exhausted")]
     NonceExhausted,
+    /// Client link: the mailbox record (the client's first transport
+    /// message, sealed under the hybrid key) failed to authenticate:
+    /// tampering, garbage, or a record sent in its place. The link must be
+    /// closed.
+    #[error("client mailbox record failed to authenticate")]
+    MailboxRecordAuth,
+    /// Client link not established: its mailbox record was not sent
+    /// (initiator) or has not been received (responder) — the stream ended
+    /// or the handshake timed out first, or a half of the link was used
+    /// before it.
+    #[error("client link not established: no mailbox record")]
+    MailboxRecordMissing,
     /// A record a node sent down a client link is not a valid downstream
-    /// frame (`docs/spec/link.md` §2.5).
+    /// frame (`docs/spec/link.md` §2.4).
     #[error("malformed downstream frame: {0}")]
     MalformedDownstream(&'static str),
 }

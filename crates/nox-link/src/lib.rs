@@ -21,7 +21,8 @@ pub use handshake::{Hello, Initiator, Remote, Responder, Session};
 pub use kem::{KEM_CT_LEN, KEM_EK_LEN};
 pub use keys::{LinkKeypair, LinkPublicKey};
 pub use mailbox::{
-    Downstream, MAILBOX_LEN, Mailbox, SURB_ID_LEN, encode_difficulty, encode_reply_in_place, parse_downstream,
+    Downstream, MAILBOX_LEN, MAILBOX_RECORD_LEN, Mailbox, SURB_ID_LEN, encode_difficulty, encode_reply_in_place,
+    parse_downstream,
 };
 pub use preamble::{PREAMBLE_LEN, Preamble};
 

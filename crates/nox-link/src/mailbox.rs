@@ -1,10 +1,13 @@
 //! Client mailboxes and the frames a node sends down a client link
-//! (`docs/spec/link.md` §2.5).
+//! (`docs/spec/link.md` §2.4).
 //!
 //! A SURB's return path ends at a last-layer node (its *reply gateway*) with
 //! a `DeliverReply(recipient, surb id)` block. A client that wants replies
 //! keeps a link open to that gateway and names the recipient value — its
-//! mailbox, 32 random bytes it chose — in the link handshake. The gateway
+//! mailbox, 32 random bytes it chose — in the link's **mailbox record**: the
+//! client's first transport message, sent right after Noise message 2 and
+//! sealed under the hybrid key, so the mailbox is as safe from a future
+//! quantum adversary as the records (`docs/spec/link.md` §2.2). The gateway
 //! then sends each reply body for that mailbox down the link as a
 //! [`Downstream::Reply`] record. An entry node uses the same direction to
 //! tell its clients the proof-of-work difficulty it currently requires
@@ -17,6 +20,9 @@ use crate::error::LinkError;
 
 /// Bytes of a mailbox identifier.
 pub const MAILBOX_LEN: usize = 32;
+/// Bytes of a client's mailbox record on the wire: the mailbox sealed under
+/// the hybrid initiator → responder key at nonce 0 (`MAILBOX_LEN` + tag).
+pub const MAILBOX_RECORD_LEN: usize = MAILBOX_LEN + crate::TAG_LEN;
 /// Bytes of a SURB identifier (as in `nox_sphinx::SurbId`).
 pub const SURB_ID_LEN: usize = 16;
 

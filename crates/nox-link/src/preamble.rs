@@ -5,11 +5,13 @@ use crate::error::LinkError;
 
 /// `NOX1`: the first four bytes of every link.
 pub const MAGIC: [u8; 4] = *b"NOX1";
-/// The link protocol version this crate speaks. Version 2 is the hybrid
-/// post-quantum handshake (`docs/spec/link.md` §1.3); version 1 (classical
-/// X25519 only) is refused with [`LinkError::UnsupportedVersion`]: there is
-/// no classical mode to downgrade to.
-pub const VERSION: u8 = 2;
+/// The link protocol version this crate speaks. Version 3 is the hybrid
+/// post-quantum handshake (`docs/spec/link.md` §1.3) with a client's
+/// mailbox sent after message 2 under the hybrid keys (its mailbox record)
+/// instead of in message 1. Version 2 (mailbox in message 1) and version 1
+/// (classical X25519 only) are refused with
+/// [`LinkError::UnsupportedVersion`]: there is nothing to downgrade to.
+pub const VERSION: u8 = 3;
 /// Preamble length: magic(4) ‖ version(1) ‖ kind(1) ‖ cipher(1) ‖ geometry id(32).
 pub const PREAMBLE_LEN: usize = 4 + 1 + 1 + 1 + 32;
 
@@ -64,14 +66,16 @@ mod tests {
     fn round_trip_and_rejections() {
         let p = Preamble { kind: LinkKind::Client, cipher: CipherSuite::ChaChaPoly, geometry_id: [7; 32] };
         let bytes = p.encode();
-        assert_eq!(&bytes[..7], b"NOX1\x02\x02\x02");
+        assert_eq!(&bytes[..7], b"NOX1\x03\x02\x02");
         assert_eq!(Preamble::decode(&bytes), Ok(p));
         let mut b = bytes;
         b[0] = b'X';
         assert_eq!(Preamble::decode(&b), Err(LinkError::BadMagic));
-        let mut b = bytes;
-        b[4] = 1;
-        assert_eq!(Preamble::decode(&b), Err(LinkError::UnsupportedVersion(1)));
+        for old in [1, 2] {
+            let mut b = bytes;
+            b[4] = old;
+            assert_eq!(Preamble::decode(&b), Err(LinkError::UnsupportedVersion(old)));
+        }
         let mut b = bytes;
         b[5] = 9;
         assert_eq!(Preamble::decode(&b), Err(LinkError::UnknownKind(9)));

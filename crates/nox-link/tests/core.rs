@@ -32,8 +32,17 @@ fn handshake(
         }
     }
     let hello = hello.expect("complete first flight yields a Hello");
-    let (reply, server_session) = hello.accept()?;
-    let client_session = init.finish(&reply)?;
+    let (reply, mut server_session) = hello.accept()?;
+    let mut client_session = init.finish(&reply)?;
+    // A client's mailbox record, fed in the same chunks.
+    let mut tail = Vec::new();
+    let written = client_session.write_mailbox_record(&mut tail)?;
+    assert_eq!(written, if client.is_some() { 0 } else { MAILBOX_RECORD_LEN });
+    assert_eq!(server_session.mailbox_wanted(), written);
+    for piece in tail.chunks(chunk) {
+        assert_eq!(server_session.feed_mailbox_record(piece)?, piece.len());
+    }
+    assert!(client_session.is_established() && server_session.is_established());
     Ok((client_session, server_session))
 }
 
@@ -89,7 +98,7 @@ fn wire_sizes_are_fixed() {
     // e ‖ enc(s) ‖ enc(ML-KEM-768 ek)
     assert_eq!(first.len(), PREAMBLE_LEN + 32 + 48 + KEM_EK_LEN + 16);
     assert_eq!(first.len(), 39 + 1280);
-    assert_eq!(&first[..5], b"NOX1\x02", "magic and version 2 (hybrid)");
+    assert_eq!(&first[..5], b"NOX1\x03", "magic and version 3 (hybrid, mailbox after message 2)");
     let mut r = Responder::new(&small(), &server, Accept::default());
     let (reply, _) = r.feed(&first).unwrap().1.unwrap().accept().unwrap();
     // e ‖ enc(ML-KEM-768 ciphertext)
@@ -98,26 +107,40 @@ fn wire_sizes_are_fixed() {
     assert_eq!(RESPONSE_LEN, 1136);
     assert_eq!(init.response_len(), RESPONSE_LEN);
     let (_, first) = Initiator::client(&small(), &server.public(), None).unwrap();
-    // e ‖ enc(ek ‖ mailbox)
-    assert_eq!(first.len(), PREAMBLE_LEN + 32 + KEM_EK_LEN + 32 + 16);
-    assert_eq!(first.len(), 39 + 1264);
+    // e ‖ enc(ek): no mailbox in message 1
+    assert_eq!(first.len(), PREAMBLE_LEN + 32 + KEM_EK_LEN + 16);
+    assert_eq!(first.len(), 39 + 1232);
     let (_, with_mailbox) = Initiator::client(&small(), &server.public(), Some(&Mailbox([3; 32]))).unwrap();
     assert_eq!(with_mailbox.len(), first.len(), "a mailbox must not change the message size");
     assert_eq!(LinkKind::Node.first_message_len(), 1280);
-    assert_eq!(LinkKind::Client.first_message_len(), 1264);
+    assert_eq!(LinkKind::Client.first_message_len(), 1232);
+    // The mailbox record: enc(mailbox), with or without a mailbox.
+    assert_eq!(MAILBOX_RECORD_LEN, 32 + 16);
+    for mailbox in [None, Some(Mailbox([3; 32]))] {
+        let (init, first) = Initiator::client(&small(), &server.public(), mailbox.as_ref()).unwrap();
+        let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
+        let (reply, _) = r.feed(&first).unwrap().1.unwrap().accept().unwrap();
+        let mut tail = Vec::new();
+        init.finish(&reply).unwrap().write_mailbox_record(&mut tail).unwrap();
+        assert_eq!(tail.len(), 48);
+        // Client handshake bytes on the wire: the same 2,455 as a node's.
+        assert_eq!(first.len() + reply.len() + tail.len(), 2455);
+    }
 }
 
-/// A version 1 (classical X25519 only) first flight, as a peer that has not
-/// been upgraded sends it: the version 1 preamble as Noise prologue, message
-/// 1 with an empty payload (nodes) or the mailbox (clients).
-fn version1_flight(
+/// The first flight of a peer that has not been upgraded, with its version
+/// as Noise prologue: version 1 (classical X25519 only; message 1 with an
+/// empty payload for nodes, the mailbox for clients) or version 2 (hybrid;
+/// the 1,184-byte `ek`, followed for clients by the mailbox in message 1).
+fn old_flight(
+    version: u8,
     kind: LinkKind,
     cipher: CipherSuite,
     client: Option<&LinkKeypair>,
     server: &LinkPublicKey,
 ) -> Vec<u8> {
-    let mut flight = b"NOX1\x01".to_vec();
-    flight.extend([kind.to_byte(), cipher.to_byte()]);
+    let mut flight = b"NOX1".to_vec();
+    flight.extend([version, kind.to_byte(), cipher.to_byte()]);
     flight.extend(small().geometry().identifier());
     let params = kind.protocol_name(cipher).parse().unwrap();
     let mut b = snow::Builder::new(params).prologue(&flight).unwrap().remote_public_key(server.as_bytes()).unwrap();
@@ -125,67 +148,180 @@ fn version1_flight(
         b = b.local_private_key(kp.secret_bytes()).unwrap();
     }
     let mut hs = b.build_initiator().unwrap();
-    let payload: &[u8] = if client.is_some() { &[] } else { &[0; 32] };
-    let mut msg = [0u8; 128];
-    let n = hs.write_message(payload, &mut msg).unwrap();
+    let mut payload = if version == 1 { vec![] } else { vec![7; KEM_EK_LEN] };
+    if client.is_none() {
+        payload.extend([0x5c; MAILBOX_LEN]);
+    }
+    let mut msg = vec![0u8; 96 + payload.len() + 16];
+    let n = hs.write_message(&payload, &mut msg).unwrap();
     flight.extend(&msg[..n]);
     flight
 }
 
 #[test]
-fn a_classical_only_version_1_peer_is_refused_with_a_typed_error() {
+fn version_1_and_2_peers_are_refused_with_a_typed_error() {
     let server = LinkKeypair::generate().unwrap();
     let node = LinkKeypair::generate().unwrap();
     for cipher in [CipherSuite::AesGcm, CipherSuite::ChaChaPoly] {
         for client in [Some(&node), None] {
             let kind = if client.is_some() { LinkKind::Node } else { LinkKind::Client };
-            let old = version1_flight(kind, cipher, client, &server.public());
-            assert_eq!(old.len(), PREAMBLE_LEN + if client.is_some() { 96 } else { 80 });
-            // Refused on the preamble, before any public-key work, in any chunking.
-            for chunk in [1, 5, old.len()] {
-                let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
-                let mut result = Ok((0, None));
-                for piece in old.chunks(chunk) {
-                    result = r.feed(piece);
-                    if result.is_err() {
-                        break;
+            for version in [1u8, 2] {
+                let old = old_flight(version, kind, cipher, client, &server.public());
+                let old_len = match (version, client.is_some()) {
+                    (1, true) => 96,
+                    (1, false) => 80,
+                    (_, true) => 1280,
+                    (_, false) => 1264, // version 2 carried the mailbox in message 1
+                };
+                assert_eq!(old.len(), PREAMBLE_LEN + old_len);
+                // Refused on the preamble, before any public-key work, in any chunking.
+                for chunk in [1, 5, old.len()] {
+                    let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
+                    let mut result = Ok((0, None));
+                    for piece in old.chunks(chunk) {
+                        result = r.feed(piece);
+                        if result.is_err() {
+                            break;
+                        }
                     }
+                    assert_eq!(result.err(), Some(LinkError::UnsupportedVersion(version)));
+                    assert_eq!(r.wanted(), 0, "spent: the listener closes the connection");
                 }
-                assert_eq!(result.err(), Some(LinkError::UnsupportedVersion(1)));
-                assert_eq!(r.wanted(), 0, "spent: the listener closes the connection");
+                // A man in the middle relabelling it version 3 gains nothing: the
+                // preamble is the prologue, so the MAC fails once message 1 is full.
+                let mut relabelled = old.clone();
+                relabelled[4] = 3;
+                relabelled.resize(PREAMBLE_LEN + kind.first_message_len(), 0);
+                let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
+                assert_eq!(r.feed(&relabelled).err(), Some(LinkError::HandshakeAuth));
             }
-            // A man in the middle relabelling it version 2 gains nothing: the
-            // preamble is the prologue, so the MAC fails once message 1 is full.
-            let mut relabelled = old.clone();
-            relabelled[4] = 2;
-            relabelled.resize(PREAMBLE_LEN + kind.first_message_len(), 0);
-            let mut r = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
-            assert_eq!(r.feed(&relabelled).err(), Some(LinkError::HandshakeAuth));
         }
     }
-    // And a version 2 flight relabelled version 1 (a downgrade attempt) is refused.
-    let (_, mut first) = Initiator::node(&small(), &node, &server.public()).unwrap();
-    first[4] = 1;
-    let mut r = Responder::new(&small(), &server, Accept::default());
-    assert_eq!(r.feed(&first).err(), Some(LinkError::UnsupportedVersion(1)));
-    // A version 1 responder's 48-byte answer is a typed error at a version 2 initiator.
+    // And a version 3 flight relabelled version 2 or 1 (a downgrade attempt) is refused.
+    for version in [1u8, 2] {
+        let (_, mut first) = Initiator::node(&small(), &node, &server.public()).unwrap();
+        first[4] = version;
+        let mut r = Responder::new(&small(), &server, Accept::default());
+        assert_eq!(r.feed(&first).err(), Some(LinkError::UnsupportedVersion(version)));
+    }
+    // A version 1 responder's 48-byte answer is a typed error at a version 3 initiator.
     let (init, _) = Initiator::node(&small(), &node, &server.public()).unwrap();
     assert_eq!(init.finish(&[0; 48]).err(), Some(LinkError::HandshakeLength { got: 48, expected: RESPONSE_LEN }));
 }
 
+/// Runs a client handshake through message 2; returns the client's session
+/// (mailbox record not yet written) and the responder's (not established).
+fn client_through_message_2(server: &LinkKeypair, mailbox: Option<&Mailbox>) -> (Session, Session) {
+    let (init, first) = Initiator::client(&small(), &server.public(), mailbox).unwrap();
+    let mut responder = Responder::new(&small(), server, Accept { clients: true, ..Accept::default() });
+    let (_, hello) = responder.feed(&first).unwrap();
+    let hello = hello.expect("first message complete");
+    assert_eq!(hello.remote(), &Remote::Client);
+    let (reply, session) = hello.accept().unwrap();
+    (init.finish(&reply).unwrap(), session)
+}
+
 #[test]
-fn the_responder_learns_the_clients_mailbox_and_nothing_for_zero() {
+fn the_responder_learns_the_clients_mailbox_from_its_mailbox_record() {
     let server = LinkKeypair::generate().unwrap();
     for (mailbox, expected) in [(Some(Mailbox([3; 32])), Some(Mailbox([3; 32]))), (None, None)] {
-        let (init, first) = Initiator::client(&small(), &server.public(), mailbox.as_ref()).unwrap();
-        let mut responder = Responder::new(&small(), &server, Accept { clients: true, ..Accept::default() });
-        let (_, hello) = responder.feed(&first).unwrap();
-        let hello = hello.expect("first message complete");
-        assert_eq!(hello.mailbox(), expected);
-        let (reply, session) = hello.accept().unwrap();
-        assert_eq!(session.mailbox(), expected);
-        assert!(init.finish(&reply).is_ok());
+        for chunk in [1, 7, MAILBOX_RECORD_LEN] {
+            let (mut client, mut session) = client_through_message_2(&server, mailbox.as_ref());
+            // Not established, and no mailbox, until the record is in.
+            assert!(!client.is_established() && !session.is_established());
+            assert_eq!(session.mailbox(), None);
+            assert_eq!(session.check_established(), Err(LinkError::MailboxRecordMissing));
+            assert_eq!(session.mailbox_wanted(), MAILBOX_RECORD_LEN);
+            let mut wire = Vec::new();
+            assert_eq!(client.write_mailbox_record(&mut wire), Ok(MAILBOX_RECORD_LEN));
+            assert_eq!(client.write_mailbox_record(&mut wire), Ok(0), "written once");
+            assert!(client.is_established());
+            // Records follow at once, in the same stream.
+            let (mut tx, mut client_rx) = client.into_parts();
+            tx.seal_into(&[9; 1024], &mut wire).unwrap();
+            let mut rest = &wire[..];
+            while session.mailbox_wanted() > 0 {
+                let n = session.feed_mailbox_record(&rest[..chunk.min(rest.len())]).unwrap();
+                rest = &rest[n..];
+            }
+            assert_eq!(rest.len(), 1040, "the record reader never reads past the mailbox record");
+            assert!(session.is_established());
+            assert_eq!(session.mailbox(), expected);
+            assert_eq!(session.feed_mailbox_record(rest), Ok(0), "established: consumes nothing");
+            let (mut server_tx, mut rx) = session.into_parts();
+            assert_eq!(rx.feed(rest).unwrap(), (1040, Some(vec![9; 1024])));
+            let mut down = Vec::new();
+            server_tx.seal_into(&[4; 1024], &mut down).unwrap();
+            assert_eq!(client_rx.feed(&down).unwrap(), (1040, Some(vec![4; 1024])));
+        }
     }
+}
+
+/// Any bit flipped in the mailbox record fails its authentication, and the
+/// session stays failed: no packet is ever accepted on it.
+#[test]
+fn a_tampered_mailbox_record_fails_authentication() {
+    let server = LinkKeypair::generate().unwrap();
+    for byte in [0, 1, 31, 32, 47] {
+        let (mut client, mut session) = client_through_message_2(&server, Some(&Mailbox([3; 32])));
+        let mut wire = Vec::new();
+        client.write_mailbox_record(&mut wire).unwrap();
+        let (mut tx, _) = client.into_parts();
+        tx.seal_into(&[9; 1024], &mut wire).unwrap();
+        wire[byte] ^= 0x80;
+        assert_eq!(session.feed_mailbox_record(&wire), Err(LinkError::MailboxRecordAuth), "byte {byte}");
+        assert_eq!(session.mailbox(), None);
+        assert_eq!(session.mailbox_wanted(), 0);
+        assert_eq!(session.check_established(), Err(LinkError::MailboxRecordAuth));
+        assert_eq!(session.feed_mailbox_record(&wire[48..]), Err(LinkError::MailboxRecordAuth));
+        let (mut server_tx, mut rx) = session.into_parts();
+        assert_eq!(rx.feed(&wire[48..]), Err(LinkError::MailboxRecordAuth));
+        assert_eq!(server_tx.seal_into(&[1; 1024], &mut Vec::new()), Err(LinkError::MailboxRecordAuth));
+    }
+}
+
+/// Without its mailbox record a client link is not established: the
+/// responder's halves refuse (`MailboxRecordMissing`) and never yield a
+/// packet; a client cannot seal a packet before writing the record; a
+/// packet record sent where the mailbox record belongs fails.
+#[test]
+fn a_client_link_is_not_established_without_its_mailbox_record() {
+    let server = LinkKeypair::generate().unwrap();
+    // The responder gives up (end of stream, timeout): a typed error.
+    let (mut client, mut session) = client_through_message_2(&server, Some(&Mailbox([3; 32])));
+    assert_eq!(session.feed_mailbox_record(&[]), Ok(0));
+    assert_eq!(session.check_established(), Err(LinkError::MailboxRecordMissing));
+    let mut record = Vec::new();
+    client.write_mailbox_record(&mut record).unwrap();
+    let (mut tx, _) = client.into_parts();
+    let mut packets = Vec::new();
+    tx.seal_into(&[9; 1024], &mut packets).unwrap();
+    let (_, mut rx) = session.into_parts();
+    assert_eq!(rx.feed(&packets), Err(LinkError::MailboxRecordMissing));
+    assert_eq!(rx.feed(&record), Err(LinkError::MailboxRecordMissing));
+
+    // The client's halves before it wrote the record refuse too.
+    let (client, _) = client_through_message_2(&server, None);
+    assert_eq!(client.check_established(), Err(LinkError::MailboxRecordMissing));
+    let (mut tx, _) = client.into_parts();
+    assert_eq!(tx.seal_into(&[9; 1024], &mut Vec::new()), Err(LinkError::MailboxRecordMissing));
+
+    // A packet record (nonce 1) where the mailbox record (nonce 0) belongs.
+    let (mut client, mut session) = client_through_message_2(&server, Some(&Mailbox([3; 32])));
+    client.write_mailbox_record(&mut Vec::new()).unwrap();
+    let (mut tx, _) = client.into_parts();
+    let mut packet = Vec::new();
+    tx.seal_into(&[9; 1024], &mut packet).unwrap();
+    assert_eq!(session.feed_mailbox_record(&packet), Err(LinkError::MailboxRecordAuth));
+
+    // Node links have no mailbox record: established at once.
+    let node = LinkKeypair::generate().unwrap();
+    let (init, first) = Initiator::node(&small(), &node, &server.public()).unwrap();
+    let mut r = Responder::new(&small(), &server, Accept::default());
+    let (reply, s) = r.feed(&first).unwrap().1.unwrap().accept().unwrap();
+    let mut c = init.finish(&reply).unwrap();
+    assert!(s.is_established() && c.is_established());
+    assert_eq!((s.mailbox_wanted(), c.write_mailbox_record(&mut Vec::new())), (0, Ok(0)));
 }
 
 #[test]

@@ -213,13 +213,11 @@ async fn peer_with_other_geometry_fails_the_handshake() {
     assert!(b.rx.try_recv().is_err());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_1_peer_is_closed_at_once_not_left_hanging() {
-    let link = cfg(1024);
-    let (kb, old) = (key(), key());
-    let b = listen(link, &kb, &[old.public()], false).await;
-    // The classical-only version 1 first flight of a node that was not upgraded.
-    let mut flight = b"NOX1\x01\x01\x01".to_vec();
+/// The first flight of a node that was not upgraded: version 1 (classical
+/// only, empty payload) or version 2 (hybrid, the 1,184-byte `ek` payload).
+fn old_node_flight(version: u8, link: &LinkConfig, old: &LinkKeypair, server: &LinkPublicKey) -> Vec<u8> {
+    let mut flight = b"NOX1".to_vec();
+    flight.extend([version, 0x01, 0x01]);
     flight.extend(link.geometry().identifier());
     let params = LinkKind::Node.protocol_name(CipherSuite::AesGcm).parse().unwrap();
     let mut hs = snow::Builder::new(params)
@@ -227,22 +225,122 @@ async fn a_version_1_peer_is_closed_at_once_not_left_hanging() {
         .unwrap()
         .local_private_key(old.secret_bytes())
         .unwrap()
-        .remote_public_key(kb.public().as_bytes())
+        .remote_public_key(server.as_bytes())
         .unwrap()
         .build_initiator()
         .unwrap();
-    let mut msg = [0u8; 96];
-    assert_eq!(hs.write_message(&[], &mut msg).unwrap(), 96);
-    flight.extend(msg);
-    let mut s = TcpStream::connect(b.listener.local_addr()).await.unwrap();
-    s.write_all(&flight).await.unwrap();
-    // Closed without an answer, well before the 5 s handshake timeout.
-    let mut buf = [0u8; 64];
-    let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await.unwrap().unwrap_or(0);
-    assert_eq!(n, 0, "no answer, connection closed");
-    eventually("failure counted", || b.counters.snapshot().handshakes_failed >= 1).await;
+    let payload = if version == 1 { vec![] } else { vec![7; KEM_EK_LEN] };
+    let mut msg = vec![0u8; 96 + payload.len() + 16];
+    let n = hs.write_message(&payload, &mut msg).unwrap();
+    flight.extend(&msg[..n]);
+    flight
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_1_and_2_peers_are_closed_at_once_not_left_hanging() {
+    let link = cfg(1024);
+    let (kb, old) = (key(), key());
+    let b = listen(link, &kb, &[old.public()], false).await;
+    for (i, version) in [1u8, 2].into_iter().enumerate() {
+        let flight = old_node_flight(version, &link, &old, &kb.public());
+        let mut s = TcpStream::connect(b.listener.local_addr()).await.unwrap();
+        s.write_all(&flight).await.unwrap();
+        // Closed without an answer, well before the 5 s handshake timeout.
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await.unwrap().unwrap_or(0);
+        assert_eq!(n, 0, "no answer to version {version}, connection closed");
+        eventually("failure counted", || b.counters.snapshot().handshakes_failed > i as u64).await;
+    }
     let c = b.counters.snapshot();
-    assert_eq!((c.handshakes_ok, c.handshake_timeouts), (0, 0));
+    assert_eq!((c.handshakes_ok, c.handshake_timeouts, c.handshakes_failed), (0, 0, 2));
+}
+
+/// Dials `addr` as a client with the core API, through message 2, and
+/// returns the raw stream and the session, whose mailbox record is not sent.
+async fn raw_client(
+    addr: SocketAddr,
+    link: &LinkConfig,
+    server: &LinkPublicKey,
+    mailbox: &Mailbox,
+) -> (TcpStream, Session) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let (init, first) = Initiator::client(link, server, Some(mailbox)).unwrap();
+    s.write_all(&first).await.unwrap();
+    let mut resp = [0u8; RESPONSE_LEN];
+    s.read_exact(&mut resp).await.unwrap();
+    (s, init.finish(&resp).unwrap())
+}
+
+/// A client that completes the Noise handshake but never sends its mailbox
+/// record is refused (`MailboxRecordMissing`) when the handshake timeout
+/// runs out: the link is never established, nothing it sends afterwards is
+/// read, and its mailbox is never registered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_sends_its_mailbox_record_is_refused_within_the_bound() {
+    let link = cfg(1024);
+    let entry = key();
+    let mut config = ListenerConfig::new(link, entry.clone(), Arc::new(HashSet::new()));
+    config.accept.clients = true;
+    config.handshake_timeout = Duration::from_millis(300);
+    let mut node = listen_on("127.0.0.1:0".parse().unwrap(), config, 8).await;
+    let mailbox = Mailbox([0x6b; 32]);
+    let started = tokio::time::Instant::now();
+    let (mut s, _session) = raw_client(node.listener.local_addr(), &link, &entry.public(), &mailbox).await;
+    let mut buf = [0u8; 1];
+    let n = tokio::time::timeout(WAIT, s.read(&mut buf)).await.expect("closed by the listener").unwrap_or(0);
+    assert_eq!(n, 0, "no record was sent to a link that is not established");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(3), "closed after {waited:?}");
+    let c = node.counters.snapshot();
+    assert_eq!((c.handshakes_ok, c.handshakes_failed, c.handshake_timeouts), (0, 1, 1));
+    assert_eq!(node.listener.send_to_mailbox(&mailbox, vec![0; 1024]), Err(SendError::UnknownPeer));
+    assert!(node.rx.try_recv().is_err());
+}
+
+/// A tampered mailbox record, or a record where the mailbox record should
+/// be, fails at once (`MailboxRecordAuth`), not at the timeout; a valid one
+/// fed a byte at a time establishes the link and registers the mailbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_mailbox_record_is_refused_at_once_and_a_good_one_registers() {
+    let link = cfg(1024);
+    let entry = key();
+    let mut node = listen(link, &entry, &[], true).await;
+    let addr = node.listener.local_addr();
+    let mailbox = Mailbox([0x6c; 32]);
+    for (i, garbage) in [false, true].into_iter().enumerate() {
+        let (mut s, mut session) = raw_client(addr, &link, &entry.public(), &mailbox).await;
+        let mut wire = Vec::new();
+        assert_eq!(session.write_mailbox_record(&mut wire).unwrap(), MAILBOX_RECORD_LEN);
+        if garbage {
+            wire = vec![0xAB; 1040];
+        } else {
+            wire[5] ^= 0x01;
+        }
+        s.write_all(&wire).await.unwrap();
+        let mut buf = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await.unwrap().unwrap_or(0);
+        assert_eq!(n, 0, "closed");
+        eventually("failure counted", || node.counters.snapshot().handshakes_failed > i as u64).await;
+    }
+    let c = node.counters.snapshot();
+    assert_eq!((c.handshakes_ok, c.handshake_timeouts, c.frames_in), (0, 0, 0));
+
+    let (mut s, mut session) = raw_client(addr, &link, &entry.public(), &mailbox).await;
+    let mut wire = Vec::new();
+    session.write_mailbox_record(&mut wire).unwrap();
+    let (mut tx, _) = session.into_parts();
+    tx.seal_into(&[8; 1024], &mut wire).unwrap();
+    for byte in &wire[..MAILBOX_RECORD_LEN] {
+        s.write_all(std::slice::from_ref(byte)).await.unwrap();
+    }
+    s.write_all(&wire[MAILBOX_RECORD_LEN..]).await.unwrap();
+    let got = recv(&mut node.rx).await;
+    assert!(matches!(got.from, PeerIdentity::Client(..)));
+    assert_eq!(got.packet, vec![8; 1024]);
+    let mut reply = vec![3; 1024];
+    encode_reply_in_place(&mut reply, 256, &[3; 16]).unwrap();
+    node.listener.send_to_mailbox(&mailbox, reply).unwrap();
+    assert_eq!(node.counters.snapshot().handshakes_ok, 1);
 }
 
 /// Dials `addr` as node `kp` with the core API and returns the raw stream and session.

@@ -3,7 +3,7 @@
 use snow::HandshakeState;
 use zeroize::Zeroizing;
 
-use super::{Finished, FixedRandomness, Remote, Session, handshake_state, into_session};
+use super::{Finished, FixedRandomness, Remote, Session, Tail, handshake_state, into_session};
 use crate::config::{CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
 use crate::error::LinkError;
 use crate::kem::{DecapsulationKey, KEM_CT_LEN, KEYGEN_SEED_LEN, os_random};
@@ -13,10 +13,15 @@ use crate::preamble::{PREAMBLE_LEN, Preamble};
 
 /// The dialing side. [`Initiator::node`] or [`Initiator::client`] return the
 /// first flight to send; [`Initiator::finish`] takes the responder's answer.
+/// A client then sends its mailbox record
+/// ([`Session::write_mailbox_record`]) before any record.
 pub struct Initiator {
     hs: Box<HandshakeState>,
     pub(super) kem: DecapsulationKey,
     remote: LinkPublicKey,
+    /// Client links: the mailbox (all zero: none), held for the mailbox
+    /// record sealed after message 2. Never in message 1.
+    mailbox: Option<Zeroizing<[u8; MAILBOX_LEN]>>,
     cipher: CipherSuite,
     packet_len: usize,
 }
@@ -35,7 +40,9 @@ impl Initiator {
     /// A client dialing node `remote` (`Noise_NK` with a hybrid ML-KEM-768
     /// exchange): no client key. With a `mailbox`, the node delivers SURB
     /// replies addressed to it on this link (the client's reply gateway, a
-    /// last-layer node).
+    /// last-layer node). The mailbox is not in the first flight: it travels
+    /// in the mailbox record, under the hybrid keys, after message 2
+    /// ([`Session::write_mailbox_record`]).
     pub fn client(
         config: &LinkConfig,
         remote: &LinkPublicKey,
@@ -57,6 +64,21 @@ impl Initiator {
     ) -> Result<(Self, Vec<u8>), LinkError> {
         let fixed = FixedRandomness { x25519: *ephemeral, kem: *kem_seed };
         Self::start(config, LinkKind::Node, Some(local), remote, None, Some(&fixed))
+    }
+
+    /// A client initiator with a fixed X25519 ephemeral and a fixed ML-KEM
+    /// key generation seed (see [`Self::node_with_fixed_randomness`]).
+    /// Never use outside fuzzing.
+    #[cfg(feature = "fuzzing")]
+    pub fn client_with_fixed_randomness(
+        config: &LinkConfig,
+        remote: &LinkPublicKey,
+        mailbox: Option<&Mailbox>,
+        ephemeral: &[u8; 32],
+        kem_seed: &[u8; KEYGEN_SEED_LEN],
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        let fixed = FixedRandomness { x25519: *ephemeral, kem: *kem_seed };
+        Self::start(config, LinkKind::Client, None, remote, mailbox, Some(&fixed))
     }
 
     /// A node's first flight whose message 1 carries `payload` instead of
@@ -93,14 +115,19 @@ impl Initiator {
             None => os_random::<KEYGEN_SEED_LEN>()?,
         };
         let (kem, ek) = DecapsulationKey::generate(&seed);
-        let mut payload = Zeroizing::new(Vec::with_capacity(kind.first_payload_len()));
-        payload.extend_from_slice(&ek[..]);
-        if kind == LinkKind::Client {
-            payload.extend_from_slice(&mailbox.map_or([0u8; MAILBOX_LEN], |m| m.0));
-        }
-        let out = write_first(&mut hs, &prologue, &payload)?;
-        let me =
-            Self { hs: Box::new(hs), kem, remote: *remote, cipher: config.cipher(), packet_len: config.packet_len() };
+        // Message 1's payload is the encapsulation key alone, for both kinds:
+        // it is protected by X25519 only, so nothing that identifies a client
+        // (its mailbox) may travel in it.
+        let out = write_first(&mut hs, &prologue, &ek[..])?;
+        let mailbox = (kind == LinkKind::Client).then(|| Zeroizing::new(mailbox.map_or([0u8; MAILBOX_LEN], |m| m.0)));
+        let me = Self {
+            hs: Box::new(hs),
+            kem,
+            remote: *remote,
+            mailbox,
+            cipher: config.cipher(),
+            packet_len: config.packet_len(),
+        };
         Ok((me, out))
     }
 
@@ -111,7 +138,9 @@ impl Initiator {
 
     /// Completes the handshake with the responder's answer (exactly
     /// [`Self::response_len`] bytes): decapsulates the ML-KEM ciphertext it
-    /// carries and derives the transport keys.
+    /// carries and derives the transport keys. A node link is established;
+    /// a client link is once its mailbox record is written
+    /// ([`Session::write_mailbox_record`], to send before any record).
     pub fn finish(mut self, response: &[u8]) -> Result<Session, LinkError> {
         if response.len() != RESPONSE_LEN {
             return Err(LinkError::HandshakeLength { got: response.len(), expected: RESPONSE_LEN });
@@ -123,12 +152,9 @@ impl Initiator {
             .and_then(|p| p.try_into().ok())
             .ok_or(LinkError::HandshakePayload { got: n, expected: KEM_CT_LEN })?;
         let ss = self.kem.decapsulate(ct);
-        let done = Finished {
-            remote: Remote::Node(self.remote),
-            mailbox: None,
-            cipher: self.cipher,
-            packet_len: self.packet_len,
-        };
+        let tail = self.mailbox.take().map_or(Tail::Done, Tail::Send);
+        let done =
+            Finished { remote: Remote::Node(self.remote), cipher: self.cipher, packet_len: self.packet_len, tail };
         into_session(*self.hs, true, &ss, done)
     }
 }

@@ -3,12 +3,12 @@
 use snow::HandshakeState;
 use zeroize::Zeroizing;
 
-use super::{Finished, Remote, Session, handshake_state, into_session};
+use super::{Finished, Remote, Session, Tail, handshake_state, into_session};
 use crate::config::{Accept, CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
 use crate::error::LinkError;
-use crate::kem::{ENCAPS_SEED_LEN, EncapsulationKey, KEM_EK_LEN, os_random};
+use crate::kem::{ENCAPS_SEED_LEN, EncapsulationKey, os_random};
 use crate::keys::{LinkKeypair, LinkPublicKey};
-use crate::mailbox::{MAILBOX_LEN, Mailbox};
+use crate::mailbox::MAILBOX_RECORD_LEN;
 use crate::preamble::{PREAMBLE_LEN, Preamble};
 
 enum State {
@@ -109,26 +109,23 @@ impl Responder {
         let mut payload = Zeroizing::new(vec![0u8; msg.len()]);
         let n = hs.read_message(msg, &mut payload).map_err(LinkError::from_snow)?;
         let expected = preamble.kind.first_payload_len();
-        let payload =
-            payload.get(..n).filter(|_| n == expected).ok_or(LinkError::HandshakePayload { got: n, expected })?;
-        let (ek, rest) =
-            payload.split_at_checked(KEM_EK_LEN).ok_or(LinkError::HandshakePayload { got: n, expected })?;
+        // The payload is the encapsulation key alone (`crate::KEM_EK_LEN` bytes),
+        // for both kinds.
+        let ek = payload.get(..n).filter(|_| n == expected).ok_or(LinkError::HandshakePayload { got: n, expected })?;
         let ek = EncapsulationKey::parse(ek)?;
-        let mut mailbox = None;
-        let remote = match preamble.kind {
+        let (remote, tail) = match preamble.kind {
+            // The client's mailbox comes after message 2, in its mailbox
+            // record under the hybrid keys: the session waits for it.
             LinkKind::Client => {
-                let id: [u8; MAILBOX_LEN] =
-                    rest.try_into().map_err(|_| LinkError::HandshakePayload { got: n, expected })?;
-                mailbox = Some(Mailbox(id)).filter(|m| !m.is_none());
-                Remote::Client
+                (Remote::Client, Tail::Receive { buf: Zeroizing::new([0; MAILBOX_RECORD_LEN]), filled: 0 })
             }
             LinkKind::Node => {
                 let rs = hs.get_remote_static().ok_or_else(|| LinkError::Noise("no initiator static key".into()))?;
                 let key: [u8; 32] = rs.try_into().map_err(|_| LinkError::Noise("bad static key length".into()))?;
-                Remote::Node(LinkPublicKey(key))
+                (Remote::Node(LinkPublicKey(key)), Tail::Done)
             }
         };
-        let done = Finished { remote, mailbox, cipher: preamble.cipher, packet_len: self.config.packet_len() };
+        let done = Finished { remote, cipher: preamble.cipher, packet_len: self.config.packet_len(), tail };
         Ok(Hello { hs: Box::new(hs), ek, done })
     }
 }
@@ -159,13 +156,11 @@ impl Hello {
     pub fn cipher(&self) -> CipherSuite {
         self.done.cipher
     }
-    /// The reply mailbox a client named, if any.
-    pub fn mailbox(&self) -> Option<Mailbox> {
-        self.done.mailbox
-    }
     /// Completes the handshake: encapsulates to the initiator's ML-KEM key,
     /// returns the answer to send (message 2, carrying the ciphertext) and
-    /// the session.
+    /// the session. A node link's session is established; a client link's
+    /// waits for the client's mailbox record
+    /// ([`Session::feed_mailbox_record`]) before it carries anything.
     pub fn accept(self) -> Result<(Vec<u8>, Session), LinkError> {
         let seed = os_random::<ENCAPS_SEED_LEN>()?;
         self.accept_with(&seed)

@@ -1,7 +1,7 @@
 //! Adversarial tests of the hybrid handshake that need the crate's insides:
 //! fixed randomness, forged payloads, and an adversary who knows every
 //! X25519 secret (a quantum computer in the future, "harvest now, decrypt
-//! later").
+//! later") — who must learn neither the records nor a client's mailbox.
 
 use nox_sphinx::Geometry;
 use zeroize::Zeroizing;
@@ -9,9 +9,12 @@ use zeroize::Zeroizing;
 use super::*;
 use crate::config::{Accept, LinkConfig, LinkKind, RESPONSE_LEN};
 use crate::kem::{DecapsulationKey, KEM_CT_LEN, KEM_EK_LEN, KEYGEN_SEED_LEN};
+use crate::mailbox::{MAILBOX_LEN, MAILBOX_RECORD_LEN};
 use crate::preamble::PREAMBLE_LEN;
 
 const PACKET: usize = 1024;
+/// The mailbox every client link of these tests names.
+const MAILBOX: Mailbox = Mailbox([5; 32]);
 
 fn config(cipher: CipherSuite) -> LinkConfig {
     LinkConfig::new(Geometry::new(PACKET, 3).unwrap()).unwrap().with_cipher(cipher)
@@ -31,9 +34,21 @@ fn start(
     fixed: &FixedRandomness,
 ) -> (Initiator, Vec<u8>) {
     let kind = if client.is_some() { LinkKind::Node } else { LinkKind::Client };
-    let mailbox = Mailbox([5; 32]);
-    let mailbox = client.is_none().then_some(&mailbox);
+    let mailbox = client.is_none().then_some(&MAILBOX);
     Initiator::start(cfg, kind, client, &server.public(), mailbox, Some(fixed)).unwrap()
+}
+
+/// Sends a client's mailbox record from `client` to `server` (nothing for a
+/// node link) and returns it: both sessions are then established.
+fn establish(client: &mut Session, server: &mut Session) -> Option<Vec<u8>> {
+    let mut record = Vec::new();
+    if client.write_mailbox_record(&mut record).unwrap() == 0 {
+        assert!(client.is_established() && server.is_established());
+        return None;
+    }
+    assert_eq!(server.feed_mailbox_record(&record), Ok(MAILBOX_RECORD_LEN));
+    assert_eq!(server.mailbox(), Some(MAILBOX));
+    Some(record)
 }
 
 fn respond(cfg: &LinkConfig, server: &LinkKeypair, first: &[u8]) -> Result<Hello, LinkError> {
@@ -51,9 +66,37 @@ fn seal(session: Session) -> (Vec<u8>, FrameOpener) {
     (wire, rx)
 }
 
-fn opens(cipher: CipherSuite, key: [u8; 32], record: &[u8]) -> bool {
+/// Whether a fresh opener under `key` opens the mailbox record to
+/// [`MAILBOX`] (at nonce 0).
+fn opens_mailbox(cipher: CipherSuite, key: [u8; 32], mailbox_record: &[u8]) -> bool {
     let mut rx = FrameOpener::new(cipher, Zeroizing::new(key), PACKET);
+    let mut m = mailbox_record.to_vec();
+    matches!(rx.open_message(&mut m), Ok(n) if m[..n] == MAILBOX.0)
+}
+
+/// Whether a fresh opener under `key` opens `record` to the packet [`seal`]
+/// sealed, after the mailbox record on a client link (nonce 0, then 1).
+fn opens(cipher: CipherSuite, key: [u8; 32], mailbox_record: Option<&[u8]>, record: &[u8]) -> bool {
+    let mut rx = FrameOpener::new(cipher, Zeroizing::new(key), PACKET);
+    if let Some(mailbox_record) = mailbox_record {
+        let mut m = mailbox_record.to_vec();
+        if !matches!(rx.open_message(&mut m), Ok(n) if m[..n] == MAILBOX.0) {
+            return false;
+        }
+    }
     matches!(rx.feed(record), Ok((_, Some(p))) if p == [0x42; PACKET])
+}
+
+/// Message 1's plaintext payload, as the responder (with its static secret)
+/// reads it — and so as an adversary who later breaks X25519 reads it.
+fn message_1_payload(server: &LinkKeypair, first: &[u8]) -> Vec<u8> {
+    let prologue: [u8; PREAMBLE_LEN] = first[..PREAMBLE_LEN].try_into().unwrap();
+    let preamble = Preamble::decode(&prologue).unwrap();
+    let mut r = handshake_state(&preamble, &prologue, Some(server), None, None, false).unwrap();
+    let mut payload = vec![0u8; first.len()];
+    let n = r.read_message(&first[PREAMBLE_LEN..], &mut payload).unwrap();
+    payload.truncate(n);
+    payload
 }
 
 /// The adversary of "harvest now, decrypt later": it recorded the first
@@ -79,9 +122,8 @@ fn harvest(
     let prologue: [u8; PREAMBLE_LEN] = first[..PREAMBLE_LEN].try_into().unwrap();
     let preamble = Preamble::decode(&prologue).unwrap();
     // As the responder (its static secret): message 1's payload, the ek.
-    let mut r = handshake_state(&preamble, &prologue, Some(server), None, None, false).unwrap();
-    let mut payload = vec![0u8; first.len()];
-    let n = r.read_message(&first[PREAMBLE_LEN..], &mut payload).unwrap();
+    let payload = message_1_payload(server, first);
+    let n = payload.len();
     // As the initiator (its static and ephemeral secrets): the same message 1
     // byte for byte, then message 2's payload, the split and the hash.
     let mut i =
@@ -96,12 +138,12 @@ fn harvest(
     Harvest { k1, k2, h, ct: ct[..KEM_CT_LEN].try_into().unwrap() }
 }
 
-/// Records recorded today stay sealed for an adversary who later breaks
-/// X25519: neither the raw Noise split (the version 1 keys) nor the
-/// combiner without the true ML-KEM secret opens them, while the combiner
-/// with it does (so the adversary's replay is exact and the keys are
-/// `docs/spec/link.md` §1.3's formula). Fails if the KEM secret were not
-/// mixed in, or mixed in as a constant.
+/// Records recorded today, and a client's mailbox record, stay sealed for
+/// an adversary who later breaks X25519: neither the raw Noise split (the
+/// version 1 keys) nor the combiner without the true ML-KEM secret opens
+/// them, while the combiner with it does (so the adversary's replay is
+/// exact and the keys are `docs/spec/link.md` §1.3's formula). Fails if the
+/// KEM secret were not mixed in, or mixed in as a constant.
 #[test]
 fn a_quantum_adversary_with_every_x25519_secret_cannot_open_records() {
     let server = LinkKeypair::from_secret_bytes([1; 32]).unwrap();
@@ -111,17 +153,30 @@ fn a_quantum_adversary_with_every_x25519_secret_cannot_open_records() {
         let cfg = config(cipher);
         for client in [Some(&node), None] {
             let (init, first) = start(&cfg, client, &server, &fixed);
-            let (reply, server_session) = respond(&cfg, &server, &first).unwrap().accept().unwrap();
-            let (up, _) = seal(init.finish(&reply).unwrap());
+            let (reply, mut server_session) = respond(&cfg, &server, &first).unwrap().accept().unwrap();
+            let mut client_session = init.finish(&reply).unwrap();
+            let mailbox_record = establish(&mut client_session, &mut server_session);
+            let mr = mailbox_record.as_deref();
+            let (up, _) = seal(client_session);
             let (down, _) = seal(server_session);
 
             let seen = harvest(client, &server, &fixed, &first, &reply);
-            assert!(!opens(cipher, seen.k1, &up), "raw Noise split opened an upstream record");
-            assert!(!opens(cipher, seen.k2, &down), "raw Noise split opened a downstream record");
-            for guess in [[0u8; 32], [0xA5; 32]] {
-                assert!(!opens(cipher, *kem::combine(CONTEXT_I2R, &seen.k1, &guess, &seen.h), &up));
-                assert!(!opens(cipher, *kem::combine(CONTEXT_R2I, &seen.k2, &guess, &seen.h), &down));
+            assert!(!opens(cipher, seen.k1, mr, &up), "raw Noise split opened an upstream record");
+            assert!(!opens(cipher, seen.k2, None, &down), "raw Noise split opened a downstream record");
+            if let Some(mr) = mr {
+                assert!(!opens_mailbox(cipher, seen.k1, mr), "raw Noise split opened the mailbox record");
             }
+            for guess in [[0u8; 32], [0xA5; 32]] {
+                let k_i2r = *kem::combine(CONTEXT_I2R, &seen.k1, &guess, &seen.h);
+                assert!(!opens(cipher, k_i2r, mr, &up));
+                assert!(!opens(cipher, *kem::combine(CONTEXT_R2I, &seen.k2, &guess, &seen.h), None, &down));
+                if let Some(mr) = mr {
+                    assert!(!opens_mailbox(cipher, k_i2r, mr), "the mailbox record opened without the ML-KEM secret");
+                }
+            }
+            // Nor is the mailbox anywhere in what X25519 alone protects.
+            let payload = message_1_payload(&server, &first);
+            assert!(!payload.windows(MAILBOX_LEN).any(|w| w == MAILBOX.0), "mailbox in message 1");
             // Control: with the ML-KEM secret (here from the fixed seed) the
             // same reconstruction opens both directions.
             let (dk, _) = DecapsulationKey::generate(&fixed.kem);
@@ -130,9 +185,13 @@ fn a_quantum_adversary_with_every_x25519_secret_cannot_open_records() {
             material[..32].copy_from_slice(&seen.k1);
             material[32..64].copy_from_slice(&*ss);
             material[64..].copy_from_slice(&seen.h);
-            assert!(opens(cipher, blake3::derive_key("NOX link v2 hybrid i2r", &material), &up));
+            let k_i2r = blake3::derive_key("NOX link v2 hybrid i2r", &material);
+            assert!(opens(cipher, k_i2r, mr, &up));
+            if let Some(mr) = mr {
+                assert!(opens_mailbox(cipher, k_i2r, mr), "control: the true keys open the mailbox record");
+            }
             material[..32].copy_from_slice(&seen.k2);
-            assert!(opens(cipher, blake3::derive_key("NOX link v2 hybrid r2i", &material), &down));
+            assert!(opens(cipher, blake3::derive_key("NOX link v2 hybrid r2i", &material), None, &down));
         }
     }
 }
@@ -151,8 +210,16 @@ fn same_noise_keys_with_another_kem_secret_disagree() {
             let fixed = FixedRandomness { x25519: [7; 32], kem: [8; KEYGEN_SEED_LEN] };
             let (mut init, first) = start(&cfg, client, &server, &fixed);
             init.kem = DecapsulationKey::generate(&[9; KEYGEN_SEED_LEN]).0;
-            let (reply, server_session) = respond(&cfg, &server, &first).unwrap().accept().unwrap();
-            let (up, _) = seal(init.finish(&reply).unwrap());
+            let (reply, mut server_session) = respond(&cfg, &server, &first).unwrap().accept().unwrap();
+            let mut client_session = init.finish(&reply).unwrap();
+            let mut mailbox_record = Vec::new();
+            if client_session.write_mailbox_record(&mut mailbox_record).unwrap() > 0 {
+                // A client link fails already on its mailbox record.
+                let refused = server_session.feed_mailbox_record(&mailbox_record);
+                assert_eq!(refused.err(), Some(LinkError::MailboxRecordAuth));
+                continue;
+            }
+            let (up, _) = seal(client_session);
             let (_, mut rx) = server_session.into_parts();
             assert_eq!(rx.feed(&up).err(), Some(LinkError::Decrypt));
         }
@@ -173,6 +240,38 @@ fn fixed_randomness_links_work_and_are_reproducible() {
     let (up, _) = seal(init.finish(&reply).unwrap());
     let (_, mut rx) = s.into_parts();
     assert!(rx.feed(&up).unwrap().1.is_some());
+}
+
+/// A client's first flight does not depend on its mailbox (byte for byte,
+/// with fixed randomness), and message 1's plaintext — all an adversary who
+/// breaks X25519 later reads of it — is the encapsulation key alone. Fails
+/// if the mailbox were back in message 1. The responder learns the mailbox
+/// from the mailbox record only.
+#[test]
+fn the_mailbox_is_not_in_message_1() {
+    let server = LinkKeypair::from_secret_bytes([1; 32]).unwrap();
+    let fixed = FixedRandomness { x25519: [3; 32], kem: [4; KEYGEN_SEED_LEN] };
+    let (_, ek) = DecapsulationKey::generate(&fixed.kem);
+    for cipher in SUITES {
+        let cfg = config(cipher);
+        let flight = |mailbox: Option<&Mailbox>| {
+            Initiator::start(&cfg, LinkKind::Client, None, &server.public(), mailbox, Some(&fixed)).unwrap()
+        };
+        let (init, first) = flight(Some(&MAILBOX));
+        assert_eq!(first, flight(Some(&Mailbox([0xA7; 32]))).1, "message 1 depends on the mailbox");
+        assert_eq!(first, flight(None).1, "message 1 depends on the mailbox");
+        assert_eq!(first.len(), PREAMBLE_LEN + LinkKind::Client.first_message_len());
+        let payload = message_1_payload(&server, &first);
+        assert_eq!(payload, ek[..], "message 1's payload is the encapsulation key alone");
+        assert!(!payload.windows(MAILBOX_LEN).any(|w| w == MAILBOX.0));
+
+        let hello = respond(&cfg, &server, &first).unwrap();
+        let (reply, mut session) = hello.accept().unwrap();
+        assert_eq!(session.mailbox(), None, "not known before the mailbox record");
+        let mut client = init.finish(&reply).unwrap();
+        assert_eq!(establish(&mut client, &mut session).map(|r| r.len()), Some(MAILBOX_RECORD_LEN));
+        assert_eq!(session.mailbox(), Some(MAILBOX));
+    }
 }
 
 /// A bit flipped anywhere in the encrypted encapsulation key (message 1) or

@@ -20,7 +20,7 @@ use crate::config::{Accept, LinkConfig};
 use crate::error::LinkError;
 use crate::handshake::{Remote, Responder, Session};
 use crate::keys::{LinkKeypair, LinkPublicKey};
-use crate::mailbox::Mailbox;
+use crate::mailbox::{MAILBOX_RECORD_LEN, Mailbox};
 
 /// Which node keys may open links: the current topology. Called once per
 /// handshake, after the initiator proved it holds the key.
@@ -297,33 +297,38 @@ async fn serve(
 ) -> GateStage {
     let c = &shared.counters;
     let cfg = &shared.config;
+    // One time bound from accept to an established link: the handshake and,
+    // on a client link, the mailbox record after it.
+    let deadline = tokio::time::Instant::now() + cfg.handshake_timeout;
     let outcome = tokio::select! {
-        r = tokio::time::timeout(cfg.handshake_timeout, respond(&mut stream, cfg)) => r,
+        r = tokio::time::timeout_at(deadline, respond(&mut stream, cfg)) => r,
         () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
     };
-    let session = match outcome {
+    let mut session = match outcome {
         Ok(Ok(session)) => session,
-        Ok(Err(Refused::Unauthorized)) => {
-            debug!("inbound link refused: node key not in topology");
-            bump(&c.rejected_unauthenticated);
-            cfg.gate.offence(peer);
-            return GateStage::Accepted;
-        }
-        Ok(Err(reason)) => {
-            if let Refused::Link(e) = &reason {
-                debug!(error = %e, "inbound handshake failed");
-            }
-            bump(&c.handshakes_failed);
-            cfg.gate.offence(peer);
-            return GateStage::Accepted;
-        }
-        Err(_) => {
-            bump(&c.handshakes_failed);
-            bump(&c.handshake_timeouts);
-            cfg.gate.offence(peer);
-            return GateStage::Accepted;
-        }
+        Ok(Err(reason)) => return refused(&shared, peer, Some(reason)),
+        Err(_) => return refused(&shared, peer, None),
     };
+    // A client link is established only once its mailbox record has
+    // authenticated under the hybrid keys; until then nothing it sends is
+    // read as a packet, and a client that does not send it is refused when
+    // the same deadline passes (`MailboxRecordMissing`).
+    if !session.is_established() {
+        let outcome = tokio::select! {
+            r = tokio::time::timeout_at(deadline, receive_mailbox(&mut stream, &mut session)) => r,
+            () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
+        };
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => return refused(&shared, peer, Some(reason)),
+            Err(_) => {
+                if let Err(e) = session.check_established() {
+                    debug!(error = %e, "inbound client link timed out before its mailbox record");
+                }
+                return refused(&shared, peer, None);
+            }
+        }
+    }
     bump(&c.handshakes_ok);
     // The gate learns what the handshake proved: only here can a node be told
     // apart from a client sharing its address.
@@ -369,6 +374,30 @@ async fn serve(
     stage
 }
 
+/// Counts a connection whose handshake did not complete (`None`: it timed
+/// out) and reports it to the gate.
+fn refused(shared: &Shared, peer: IpAddr, reason: Option<Refused>) -> GateStage {
+    let c = &shared.counters;
+    match reason {
+        Some(Refused::Unauthorized) => {
+            debug!("inbound link refused: node key not in topology");
+            bump(&c.rejected_unauthenticated);
+        }
+        Some(reason) => {
+            if let Refused::Link(e) = &reason {
+                debug!(error = %e, "inbound handshake failed");
+            }
+            bump(&c.handshakes_failed);
+        }
+        None => {
+            bump(&c.handshakes_failed);
+            bump(&c.handshake_timeouts);
+        }
+    }
+    shared.config.gate.offence(peer);
+    GateStage::Accepted
+}
+
 /// Queues the greeting record on a new client link unless it equals
 /// `unless`; returns the record queued.
 fn greet(shared: &Shared, tx: &mpsc::Sender<Vec<u8>>, unless: Option<&[u8]>) -> Option<Vec<u8>> {
@@ -405,4 +434,20 @@ async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session
     let (reply, session) = hello.accept().map_err(Refused::Link)?;
     stream.write_all(&reply).await.map_err(|_| Refused::Io)?;
     Ok(session)
+}
+
+/// Reads a client's mailbox record, exactly its bytes (the records that
+/// follow stay in the socket for the link).
+async fn receive_mailbox(stream: &mut TcpStream, session: &mut Session) -> Result<(), Refused> {
+    let mut buf = [0u8; MAILBOX_RECORD_LEN];
+    while session.mailbox_wanted() > 0 {
+        let want = session.mailbox_wanted().min(buf.len());
+        let n = stream.read(&mut buf[..want]).await.map_err(|_| Refused::Io)?;
+        if n == 0 {
+            // The stream ended first: `MailboxRecordMissing`.
+            return session.check_established().map_err(Refused::Link);
+        }
+        session.feed_mailbox_record(&buf[..n]).map_err(Refused::Link)?;
+    }
+    session.check_established().map_err(Refused::Link)
 }

@@ -19,6 +19,7 @@ use super::counters::{LinkCounters, bump};
 use super::link::{LinkCtx, LinkEnd, run_link};
 use super::{Inbound, PeerIdentity, SendError, lock, wait_shutdown};
 use crate::config::{LinkConfig, RESPONSE_LEN};
+use crate::error::LinkError;
 use crate::handshake::{Initiator, Session};
 use crate::keys::{LinkKeypair, LinkPublicKey};
 use crate::mailbox::Mailbox;
@@ -318,10 +319,17 @@ impl PeerTask {
             stream.write_all(&first).await.map_err(|_| DialError::Handshake)?;
             let mut response = [0u8; RESPONSE_LEN];
             stream.read_exact(&mut response).await.map_err(|_| DialError::Handshake)?;
-            init.finish(&response).map_err(|e| {
+            let failed = |e: LinkError| {
                 debug!(error = %e, "outbound handshake failed");
                 DialError::Handshake
-            })
+            };
+            let mut session = init.finish(&response).map_err(failed)?;
+            // A client's mailbox record (under the hybrid keys), before any record.
+            let mut tail = Vec::new();
+            if session.write_mailbox_record(&mut tail).map_err(failed)? > 0 {
+                stream.write_all(&tail).await.map_err(|_| DialError::Handshake)?;
+            }
+            Ok(session)
         };
         match tokio::time::timeout(cfg.handshake_timeout, handshake).await {
             Ok(Ok(session)) => Ok((stream, session)),
