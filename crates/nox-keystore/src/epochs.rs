@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
-use nox_sphinx::SecretKey;
+use nox_sphinx::{Scheme, SecretKey};
 use nox_topology::{EpochKey, EpochSchedule};
 use rand_core::CryptoRng;
 use zeroize::Zeroizing;
@@ -16,6 +16,17 @@ use crate::file::{KeyKind, encode, ensure_private_dir, erase_file, erase_stale_t
 /// File name of epoch `e`'s key: `sphinx-<e as 10 decimal digits>.key`.
 pub fn epoch_file_name(epoch: u32) -> String {
     format!("sphinx-{epoch:010}.key")
+}
+
+/// The directory of a node's Sphinx keys of `scheme` under its key directory:
+/// `<key_dir>/sphinx` for ristretto255 (as before KEM schemes existed), else
+/// `<key_dir>/sphinx-<scheme name>` (e.g. `sphinx-xwing`). One directory per scheme, so a node
+/// switched to another scheme starts a fresh key series instead of finding keys it cannot use.
+pub fn sphinx_dir(key_dir: &Path, scheme: Scheme) -> PathBuf {
+    match scheme {
+        Scheme::Ristretto255 => key_dir.join("sphinx"),
+        other => key_dir.join(format!("sphinx-{}", other.name())),
+    }
 }
 
 fn parse_epoch_file_name(name: &str) -> Option<u32> {
@@ -34,7 +45,9 @@ pub struct Rotation {
     pub loaded: Vec<u32>,
 }
 
-/// The Sphinx keys of one node, in `<dir>` (mode 0700), one 0600 file per epoch.
+/// The Sphinx keys of one node and one [`Scheme`], in `<dir>` (mode 0700), one 0600 file per
+/// epoch. Each file records its scheme ([`KeyKind::sphinx`]): a key of another scheme is refused
+/// with [`KeystoreError::WrongScheme`], never reinterpreted.
 ///
 /// No clock is read: every time-dependent call takes the current unix second or epoch. One
 /// process should own a directory at a time.
@@ -42,16 +55,27 @@ pub struct Rotation {
 pub struct EpochKeyStore {
     dir: PathBuf,
     schedule: EpochSchedule,
+    scheme: Scheme,
     loaded: BTreeMap<u32, SecretKey>,
 }
 
 impl EpochKeyStore {
-    /// Opens (creating if needed) the key directory and erases temporary files left by an
-    /// interrupted write. Loads nothing.
+    /// [`EpochKeyStore::open_for`] with ristretto255 keys (the classical geometry).
     pub fn open(dir: &Path, schedule: EpochSchedule) -> Result<Self, KeystoreError> {
+        Self::open_for(dir, schedule, Scheme::Ristretto255)
+    }
+
+    /// Opens (creating if needed) the key directory of `scheme`'s keys (see [`sphinx_dir`])
+    /// and erases temporary files left by an interrupted write. Loads nothing.
+    pub fn open_for(dir: &Path, schedule: EpochSchedule, scheme: Scheme) -> Result<Self, KeystoreError> {
         ensure_private_dir(dir)?;
         erase_stale_temps(dir)?;
-        Ok(Self { dir: dir.to_path_buf(), schedule, loaded: BTreeMap::new() })
+        Ok(Self { dir: dir.to_path_buf(), schedule, scheme, loaded: BTreeMap::new() })
+    }
+
+    /// The scheme of the keys.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
     }
 
     /// The directory.
@@ -91,8 +115,9 @@ impl EpochKeyStore {
             if std::fs::symlink_metadata(self.path(epoch)).is_ok() {
                 continue;
             }
-            let secret = Zeroizing::new(SecretKey::generate(rng).to_bytes());
-            write_atomic(&self.dir, &epoch_file_name(epoch), &encode(KeyKind::Sphinx, epoch, &secret)[..])?;
+            let secret = Zeroizing::new(SecretKey::generate_for(self.scheme, rng).to_bytes());
+            let kind = KeyKind::sphinx(self.scheme);
+            write_atomic(&self.dir, &epoch_file_name(epoch), &encode(kind, epoch, &secret)[..])?;
             created.push(epoch);
         }
         Ok(created)
@@ -101,11 +126,11 @@ impl EpochKeyStore {
     /// Reads epoch `e`'s key from disk (checking permissions, format, checksum and epoch).
     fn read(&self, epoch: u32) -> Result<SecretKey, KeystoreError> {
         let path = self.path(epoch);
-        let (recorded, bytes) = read_key(&path, KeyKind::Sphinx)?;
+        let (recorded, bytes) = read_key(&path, KeyKind::sphinx(self.scheme))?;
         if recorded != epoch {
             return Err(KeystoreError::EpochMismatch { path, recorded, named: epoch });
         }
-        SecretKey::from_bytes(&bytes).ok_or(KeystoreError::InvalidKey(path))
+        SecretKey::from_seed(self.scheme, &bytes).ok_or(KeystoreError::InvalidKey(path))
     }
 
     /// Loads these epochs' keys into memory (already loaded ones are kept as they are).

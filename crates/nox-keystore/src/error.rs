@@ -52,6 +52,16 @@ pub enum KeystoreError {
     /// The file holds another kind of key than its name says.
     #[error("{0} holds another kind of key")]
     WrongKind(PathBuf),
+    /// A Sphinx key file holds a key of another scheme than the store's.
+    #[error("{path} holds a {found} Sphinx key, this store is for {expected} keys")]
+    WrongScheme {
+        /// The file.
+        path: PathBuf,
+        /// The file's scheme.
+        found: nox_sphinx::Scheme,
+        /// The store's scheme.
+        expected: nox_sphinx::Scheme,
+    },
     /// A Sphinx key file's recorded epoch differs from its name.
     #[error("{path} records epoch {recorded}, its name says {named}")]
     EpochMismatch {

@@ -3,7 +3,8 @@
 //! ```text
 //! offset size field
 //!      0    8 magic "NOXKEY01"
-//!      8    1 kind: 1 identity (Ed25519 seed), 2 link (X25519 secret), 3 Sphinx (scalar)
+//!      8    1 kind: 1 identity (Ed25519 seed), 2 link (X25519 secret), 3 Sphinx ristretto255
+//!               scalar, 4 / 5 / 6 Sphinx X25519-KEM / ML-KEM-768 / X-Wing seed
 //!      9    4 epoch, u32 LE (0 for identity and link keys)
 //!     13   32 secret
 //!     45   16 check = BLAKE3-DK("NOX keystore v1 key file", bytes 0..45)[0..16]
@@ -15,6 +16,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use nox_sphinx::Scheme;
 use zeroize::Zeroizing;
 
 use crate::error::KeystoreError;
@@ -38,6 +40,49 @@ pub enum KeyKind {
     Link = 2,
     /// Sphinx (ristretto255) secret scalar for one epoch.
     Sphinx = 3,
+    /// Sphinx X25519-KEM secret for one epoch.
+    SphinxX25519Kem = 4,
+    /// Sphinx ML-KEM-768 key seed for one epoch.
+    SphinxMlKem768 = 5,
+    /// Sphinx X-Wing key seed for one epoch.
+    SphinxXWing = 6,
+}
+
+impl KeyKind {
+    /// The kind of a Sphinx key of `scheme`: a key file names its scheme, so a key is never
+    /// read as another scheme's (every 32 bytes are a KEM seed).
+    pub const fn sphinx(scheme: Scheme) -> Self {
+        match scheme {
+            Scheme::Ristretto255 => KeyKind::Sphinx,
+            Scheme::X25519Kem => KeyKind::SphinxX25519Kem,
+            Scheme::MlKem768 => KeyKind::SphinxMlKem768,
+            Scheme::XWing => KeyKind::SphinxXWing,
+        }
+    }
+
+    /// The scheme of a Sphinx kind; `None` for identity and link keys.
+    pub const fn scheme(self) -> Option<Scheme> {
+        match self {
+            KeyKind::Identity | KeyKind::Link => None,
+            KeyKind::Sphinx => Some(Scheme::Ristretto255),
+            KeyKind::SphinxX25519Kem => Some(Scheme::X25519Kem),
+            KeyKind::SphinxMlKem768 => Some(Scheme::MlKem768),
+            KeyKind::SphinxXWing => Some(Scheme::XWing),
+        }
+    }
+
+    fn from_byte(byte: u8) -> Option<Self> {
+        [
+            KeyKind::Identity,
+            KeyKind::Link,
+            KeyKind::Sphinx,
+            KeyKind::SphinxX25519Kem,
+            KeyKind::SphinxMlKem768,
+            KeyKind::SphinxXWing,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == byte)
+    }
 }
 
 /// Encodes a key file. The result holds the secret and is zeroized on drop.
@@ -77,6 +122,11 @@ pub(crate) fn read_key(path: &Path, kind: KeyKind) -> Result<(u32, Zeroizing<[u8
         return Err(KeystoreError::Corrupt(path.to_path_buf()));
     }
     if buf[8] != kind as u8 {
+        // A Sphinx key of another scheme says which: the directory was switched to another
+        // scheme (docs: one directory per scheme).
+        if let (Some(expected), Some(found)) = (kind.scheme(), KeyKind::from_byte(buf[8]).and_then(KeyKind::scheme)) {
+            return Err(KeystoreError::WrongScheme { path: path.to_path_buf(), found, expected });
+        }
         return Err(KeystoreError::WrongKind(path.to_path_buf()));
     }
     let mut epoch = [0u8; 4];

@@ -10,7 +10,7 @@ mod error;
 mod file;
 mod identity;
 
-pub use epochs::{EpochKeyStore, Rotation, epoch_file_name};
+pub use epochs::{EpochKeyStore, Rotation, epoch_file_name, sphinx_dir};
 pub use error::KeystoreError;
 pub use file::{KEY_FILE_CONTEXT, KEY_FILE_LEN, KEY_FILE_MAGIC, KeyKind};
 pub use identity::{

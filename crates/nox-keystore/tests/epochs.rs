@@ -172,3 +172,42 @@ fn open_erases_interrupted_writes_and_ignores_other_files() {
     assert_eq!(store.stored_epochs().unwrap(), vec![0, 1, 2]);
     assert!(tmp.path().join("README").exists());
 }
+
+/// Every scheme's keys are stored as 32 bytes and come back as the same key of the same scheme;
+/// a file records its scheme, so a ristretto255 key is never read as a KEM seed (or one KEM
+/// scheme's seed as another's), and each scheme has its own directory under the key directory.
+#[test]
+fn keys_of_every_scheme_round_trip_and_never_cross_schemes() {
+    use nox_sphinx::Scheme;
+    let tmp = TempDir::new("schemes");
+    for scheme in Scheme::ALL {
+        let dir = nox_keystore::sphinx_dir(tmp.path(), scheme);
+        let mut store = EpochKeyStore::open_for(&dir, schedule(), scheme).unwrap();
+        assert_eq!(store.scheme(), scheme);
+        store.ensure(1, &mut rng()).unwrap();
+        store.load([1]).unwrap();
+        let public = store.public_keys(1..=1).unwrap()[0].key;
+        assert_eq!((public.scheme(), store.secret(1).unwrap().scheme()), (scheme, scheme));
+        let mut again = EpochKeyStore::open_for(&dir, schedule(), scheme).unwrap();
+        again.load([1]).unwrap();
+        assert_eq!(again.secret(1).unwrap().public_key(), public);
+        assert_eq!(std::fs::read(store.path(1)).unwrap()[8], nox_keystore::KeyKind::sphinx(scheme) as u8);
+        for other in Scheme::ALL.into_iter().filter(|s| *s != scheme) {
+            let mut wrong = EpochKeyStore::open_for(&dir, schedule(), other).unwrap();
+            let error = wrong.load([1]).unwrap_err();
+            assert!(
+                matches!(&error, KeystoreError::WrongScheme { found, expected, .. } if (*found, *expected) == (scheme, other)),
+                "{error:?}"
+            );
+            assert!(error.to_string().contains(scheme.name()), "{error}");
+        }
+    }
+    let names: Vec<String> = Scheme::ALL
+        .iter()
+        .map(|s| nox_keystore::sphinx_dir(tmp.path(), *s).file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["sphinx", "sphinx-x25519-kem", "sphinx-mlkem768", "sphinx-xwing"]);
+    // The classical store's `open` is ristretto255.
+    let classical = EpochKeyStore::open(&nox_keystore::sphinx_dir(tmp.path(), Scheme::Ristretto255), schedule());
+    assert_eq!(classical.unwrap().scheme(), Scheme::Ristretto255);
+}

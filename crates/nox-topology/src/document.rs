@@ -133,8 +133,8 @@ impl TopologyDocument {
     ///
     /// version, geometry, layer count, freshness against `now_unix`, node count, per-node key
     /// count, authority signature; then per node: address, key list (ascending epochs, includes
-    /// the issue epoch), assigned layer, no duplicate id / address / link key / Sphinx key; then
-    /// every layer non-empty; then every self-signature.
+    /// the issue epoch, every key of the geometry's scheme), assigned layer, no duplicate id /
+    /// address / link key / Sphinx key; then every layer non-empty; then every self-signature.
     pub fn verify(&self, config: &VerifyConfig, now_unix: u64) -> Result<VerifiedTopology, TopologyError> {
         if self.version != VERSION {
             return Err(TopologyError::UnsupportedVersion(self.version));
@@ -170,18 +170,19 @@ impl TopologyDocument {
         };
 
         let issue_epoch = self.schedule.epoch_at(self.issued_at);
+        let scheme = config.geometry.scheme();
         let mut seen = Seen::default();
         let mut kept = Vec::with_capacity(self.nodes.len());
         let mut rejected = Vec::new();
         let mut per_layer = vec![0usize; usize::from(layers.get())];
         for node in &self.nodes {
             let checked = match membership {
-                None => seen.admit(node, layers, issue_epoch),
+                None => seen.admit(node, layers, issue_epoch, scheme),
                 Some(m) => m
                     .vouch(node)
                     .map_err(|reason| TopologyError::Unvouched { node: node.node_id(), reason })
                     .and_then(|()| node.verify_signature())
-                    .and_then(|()| seen.admit(node, layers, issue_epoch)),
+                    .and_then(|()| seen.admit(node, layers, issue_epoch, scheme)),
             };
             match checked {
                 Ok(()) => {
@@ -203,7 +204,7 @@ impl TopologyDocument {
         let mut document = self.clone();
         document.nodes = kept;
         let fingerprint = Fingerprint(fingerprint(&document.fields()));
-        Ok(VerifiedTopology::new(document, layers, fingerprint, rejected))
+        Ok(VerifiedTopology::new(document, config.geometry, layers, fingerprint, rejected))
     }
 }
 
@@ -217,10 +218,16 @@ struct Seen {
 }
 
 impl Seen {
-    /// Address, key list (ascending epochs, includes the issue epoch), assigned layer, and no
-    /// duplicate id / address / link key / Sphinx key with a node admitted before. The sets
-    /// change only if every check passes.
-    fn admit(&mut self, node: &SignedDescriptor, layers: LayerCount, issue_epoch: u32) -> Result<(), TopologyError> {
+    /// Address, key list (ascending epochs, includes the issue epoch, every key of `scheme`),
+    /// assigned layer, and no duplicate id / address / link key / Sphinx key with a node
+    /// admitted before. The sets change only if every check passes.
+    fn admit(
+        &mut self,
+        node: &SignedDescriptor,
+        layers: LayerCount,
+        issue_epoch: u32,
+        scheme: nox_sphinx::Scheme,
+    ) -> Result<(), TopologyError> {
         let d = &node.descriptor;
         let id = node.node_id();
         check_address(&d.address)?;
@@ -231,6 +238,7 @@ impl Seen {
         if d.sphinx_key(issue_epoch).is_none() {
             return Err(TopologyError::MissingEpochKey { node: id, epoch: issue_epoch });
         }
+        crate::geometry::check_key_schemes(node, scheme)?;
         let computed = layers.assign(&id);
         if d.layer != computed {
             return Err(TopologyError::WrongLayer { node: id, claimed: d.layer, computed });

@@ -1,6 +1,6 @@
 //! Typed errors. All are `Clone + Eq` so callers can count and compare them.
 
-use nox_sphinx::NodeId;
+use nox_sphinx::{NodeId, Scheme};
 
 use crate::layer::Layer;
 
@@ -41,6 +41,32 @@ pub enum TopologyError {
     /// The document was built for another Sphinx geometry.
     #[error("document is for another Sphinx geometry")]
     GeometryMismatch,
+    /// The document's geometry identifier is none of the geometries this code knows
+    /// ([`crate::geometry_for`]): every scheme and blinding at the default packet length, with
+    /// as many hops as the document has layers.
+    #[error(
+        "document is for an unknown Sphinx geometry {} (not ristretto255, x25519-kem, mlkem768 or xwing \
+         at the default packet length with {layers} hops)",
+        hex::encode(.identifier)
+    )]
+    UnknownGeometry {
+        /// The document's `geometry` field.
+        identifier: [u8; 32],
+        /// The document's layer count (the hop count tried).
+        layers: u8,
+    },
+    /// A node's Sphinx key is of another scheme than the geometry's.
+    #[error("node {node:?} has a {found} key for epoch {epoch}; the network's geometry uses {expected}")]
+    KeyScheme {
+        /// The node.
+        node: NodeId,
+        /// The key's epoch.
+        epoch: u32,
+        /// The key's scheme.
+        found: Scheme,
+        /// The geometry's scheme.
+        expected: Scheme,
+    },
     /// The layer count is zero, above the maximum, or differs from the geometry's hop count.
     #[error("layer count {layers} does not match the geometry's {hops} hops (or is out of range)")]
     LayerCount {

@@ -7,6 +7,7 @@ mod descriptor;
 mod document;
 mod encoding;
 mod error;
+mod geometry;
 mod json;
 mod layer;
 mod membership;
@@ -20,6 +21,7 @@ pub use descriptor::{
 pub use document::{MAX_DOCUMENT_BYTES, MAX_NODES, TopologyDocument, Trust, VERSION, VerifyConfig};
 pub use encoding::{DESCRIPTOR_CONTEXT, DOCUMENT_CONTEXT, FINGERPRINT_CONTEXT};
 pub use error::{PathError, ScheduleError, TopologyError};
+pub use geometry::{UnknownScheme, geometry_for, known_geometries, network_geometry, parse_scheme};
 pub use json::MAX_DESCRIPTOR_BYTES;
 pub use layer::{LAYER_CONTEXT, Layer, LayerCount, MAX_LAYERS, NODE_ID_CONTEXT, node_id_of};
 pub use membership::{Member, Membership, StatementCheck, Unvouched};

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use nox_sphinx::{Delay, NodeId, PathHop, PublicKey};
+use nox_sphinx::{Delay, Geometry, NodeId, PathHop, PublicKey};
 use rand_core::CryptoRng;
 
 use crate::descriptor::NodeDescriptor;
@@ -45,6 +45,8 @@ pub struct TopologyNode {
 #[derive(Clone, Debug)]
 pub struct VerifiedTopology {
     document: TopologyDocument,
+    /// The geometry it was verified for (its identifier is the document's).
+    geometry: Geometry,
     layers: LayerCount,
     fingerprint: Fingerprint,
     /// Sorted by id.
@@ -59,6 +61,7 @@ pub struct VerifiedTopology {
 impl VerifiedTopology {
     pub(crate) fn new(
         document: TopologyDocument,
+        geometry: Geometry,
         layers: LayerCount,
         fingerprint: Fingerprint,
         rejected: Vec<(NodeId, crate::TopologyError)>,
@@ -73,12 +76,18 @@ impl VerifiedTopology {
                 layer.push(i);
             }
         }
-        Self { document, layers, fingerprint, nodes, index, by_layer, rejected }
+        Self { document, geometry, layers, fingerprint, nodes, index, by_layer, rejected }
     }
 
     /// The verified document (to store or serve further).
     pub fn document(&self) -> &TopologyDocument {
         &self.document
+    }
+
+    /// The Sphinx geometry the document was verified for: every packet on this network has it,
+    /// and every node's keys are of its scheme.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
     }
 
     /// The network's epoch schedule.
