@@ -61,12 +61,14 @@ impl ClientCore {
     /// emission times cannot depend on traffic.
     pub fn new(
         topology: VerifiedTopology,
-        geometry: Geometry,
         config: ClientConfig,
         mut rng: ChaCha20Rng,
         timer_rng: ChaCha20Rng,
         now: Now,
     ) -> Result<Self, ClientError> {
+        // The network's geometry is the one its topology was verified for: no setting of
+        // the client's own (`nox_topology::geometry_for` finds it in the document).
+        let geometry = *topology.geometry();
         let epoch = topology.client_epoch(now.unix);
         let none = BTreeSet::new();
         let exclude = Exclude { avoid: &config.avoid, degraded: &none };
@@ -106,7 +108,13 @@ impl ClientCore {
     /// while it is listed with a key for the client epoch, not avoided and
     /// not degraded; otherwise a new one is drawn and returned, and the shell
     /// must connect to it (same mailbox). Requests in flight keep their SURBs.
+    ///
+    /// A topology of another geometry is refused ([`ClientError::WrongGeometry`]): the
+    /// client's links, SURBs in flight and replies are of its first topology's geometry.
     pub fn set_topology(&mut self, topology: VerifiedTopology, now: Now) -> Result<Option<NodeId>, ClientError> {
+        if *topology.geometry() != self.geometry {
+            return Err(ClientError::wrong_geometry(&self.geometry, topology.geometry()));
+        }
         let epoch = topology.client_epoch(now.unix);
         let exclude = Exclude { avoid: &self.config.avoid, degraded: &self.degraded };
         let gateway = keep_or_pick_gateway(&topology, &self.gateway, exclude, epoch, &mut self.rng)?;

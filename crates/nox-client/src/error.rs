@@ -27,6 +27,24 @@ pub enum ClientError {
     /// Loading the topology or setting up links failed.
     #[error("setup: {0}")]
     Setup(String),
+    /// A new topology is for another Sphinx geometry than the client's.
+    #[error("the new topology is for another Sphinx geometry ({found}) than the client's ({expected})")]
+    WrongGeometry {
+        /// The client's geometry (scheme, packet length, hops).
+        expected: String,
+        /// The new topology's.
+        found: String,
+    },
+}
+
+impl ClientError {
+    pub(crate) fn wrong_geometry(expected: &nox_sphinx::Geometry, found: &nox_sphinx::Geometry) -> Self {
+        let describe = |g: &nox_sphinx::Geometry| {
+            let tag: String = g.tag().iter().map(|b| format!("{b:02x}")).collect();
+            format!("{}, {} bytes, {} hops, tag {tag}", g.scheme(), g.packet_len(), g.hops())
+        };
+        ClientError::WrongGeometry { expected: describe(expected), found: describe(found) }
+    }
 }
 
 impl From<nox_sphinx::SphinxError> for ClientError {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity};
 use nox_link::{LinkConfig, LinkPublicKey};
 use nox_message::{RequestBody, Response};
-use nox_sphinx::{Geometry, NodeId};
+use nox_sphinx::NodeId;
 use nox_topology::VerifiedTopology;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -24,13 +24,12 @@ const GATEWAY_WAIT: Duration = Duration::from_secs(5);
 /// Longest sleep of the timer task (it also re-reads the schedule).
 const MAX_TICK: Duration = Duration::from_millis(200);
 
-/// What [`Client::start`] needs.
+/// What [`Client::start`] needs. The network's geometry is the topology's
+/// ([`VerifiedTopology::geometry`]).
 #[derive(Clone, Debug)]
 pub struct ShellConfig {
     /// The verified topology.
     pub topology: VerifiedTopology,
-    /// The network's geometry.
-    pub geometry: Geometry,
     /// Core settings.
     pub core: ClientConfig,
 }
@@ -152,9 +151,9 @@ impl Client {
     /// gateway's link. Call inside a tokio runtime.
     pub async fn start(config: ShellConfig) -> Result<ClientHandle, ClientError> {
         let setup = |e: &dyn std::fmt::Display| ClientError::Setup(e.to_string());
+        let geometry = *config.topology.geometry();
         let core = ClientCore::new(
             config.topology.clone(),
-            config.geometry,
             config.core,
             ChaCha20Rng::from_os_rng(),
             ChaCha20Rng::from_os_rng(),
@@ -162,7 +161,7 @@ impl Client {
         )?;
         let directory = Arc::new(Directory::default());
         directory.set(&config.topology);
-        let link = LinkConfig::new(config.geometry).map_err(|e| setup(&e))?;
+        let link = LinkConfig::new(geometry).map_err(|e| setup(&e))?;
         let (stop, stop_rx) = watch::channel(false);
         let (inbound_tx, inbound_rx) = mpsc::channel(1024);
         let entries = OutboundLinks::new(
@@ -251,10 +250,13 @@ impl ClientHandle {
     /// to nodes still listed stay up, and a new gateway is connected with the
     /// same mailbox.
     pub fn set_topology(&self, topology: VerifiedTopology) -> Result<(), ClientError> {
-        self.shared.directory.set(&topology);
         let changed = {
             let mut state = self.shared.lock();
+            // Only a topology the core accepts (same geometry, a usable gateway) replaces the
+            // link directory.
+            let nodes = topology.clone();
             let changed = state.core.set_topology(topology, Now::system())?;
+            self.shared.directory.set(&nodes);
             if let Some(gateway) = changed {
                 state.connected = gateway;
             }

@@ -235,3 +235,41 @@ fn a_new_topology_keeps_or_replaces_the_gateway() {
     let records = other.answer(request, &Response::ok(b"x".to_vec()));
     assert_eq!(deliver(&mut core, &other, records).len(), 1);
 }
+
+/// On an X-Wing network (geometry taken from the topology, keys of its scheme): the header is
+/// 3,584 bytes and a SURB 3,648, so a packet carries less and a request its SURBs in more
+/// bytes; an echo and a multi-SURB reply still round trip. A topology of another geometry is
+/// refused by name.
+#[test]
+fn an_xwing_network_round_trips_and_refuses_a_classical_topology() {
+    use nox_sphinx::{DEFAULT_PACKET_LEN, Scheme, Surb};
+    let xwing = Geometry::with_scheme(DEFAULT_PACKET_LEN, 3, Scheme::XWing).unwrap();
+    assert_eq!((xwing.header_len(), Surb::encoded_len(&xwing)), (3584, 3648));
+    let mut net = Mixnet::new(21, xwing, 0);
+    let mut core = net.client(ClientConfig::default(), 22);
+    assert_eq!(core.geometry(), &xwing, "the client's geometry is the topology's");
+
+    let (id, packets) = core.request(RequestBody::Echo(b"post-quantum".to_vec()), 64, net.now(Duration::ZERO)).unwrap();
+    assert!(packets.iter().all(|p| p.packet.len() == DEFAULT_PACKET_LEN));
+    let (_, request) = net.forward(packets, 0).pop().unwrap();
+    let records = net.answer(request, &Response::ok(b"post-quantum".to_vec()));
+    let done = deliver(&mut core, &net, records);
+    assert_eq!((done[0].id, done[0].result.as_ref().unwrap().body.as_slice()), (id, &b"post-quantum"[..]));
+
+    // A reply of several SURBs: sized with the smaller X-Wing payload.
+    let big: Vec<u8> = (0..100 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+    let surbs = nox_message::surbs_needed(&xwing, big.len(), 0.05, 0.999).unwrap();
+    assert!(surbs > nox_message::surbs_needed(&Geometry::default(), big.len(), 0.05, 0.999).unwrap() - 1);
+    let (_, packets) = core.request(RequestBody::Echo(b"big".to_vec()), big.len(), net.now(Duration::ZERO)).unwrap();
+    let (_, request) = net.forward(packets, 0).pop().unwrap();
+    assert!(request.surbs.len() >= big.len().div_ceil(xwing.payload_capacity()));
+    let records = net.answer(request, &Response::ok(big.clone()));
+    let done = deliver(&mut core, &net, records);
+    assert_eq!(done[0].result.as_ref().unwrap().body, big);
+
+    let classical = Mixnet::new(23, Geometry::default(), 0);
+    let refused = core.set_topology(classical.topology.clone(), net.now(Duration::ZERO));
+    let Err(ClientError::WrongGeometry { expected, found }) = refused else { panic!("accepted: {refused:?}") };
+    assert!(expected.starts_with("xwing") && found.starts_with("ristretto255"), "{expected} / {found}");
+    assert_eq!(core.topology().geometry(), &xwing);
+}

@@ -73,11 +73,10 @@ async fn run_nodes(net: Arc<Mutex<Mixnet>>, answer: bool) -> watch::Sender<bool>
 async fn requests_round_trip_through_the_shell() {
     let net = Mixnet::with_genesis(41, Geometry::default(), 1, unix_now() - 330);
     let topology = net.topology.clone();
-    let geometry = net.geometry;
     let net = Arc::new(Mutex::new(net));
     let _stop = run_nodes(net.clone(), true).await;
     let core = ClientConfig { cover_rate: 20.0, timeout: Duration::from_secs(10), ..ClientConfig::default() };
-    let client = Client::start(ShellConfig { topology, geometry, core }).await.unwrap();
+    let client = Client::start(ShellConfig { topology, core }).await.unwrap();
 
     let reply = client.request(RequestBody::Echo(b"over real links".to_vec()), 64).await.unwrap();
     assert_eq!(reply.status, Status::Ok);
@@ -105,11 +104,10 @@ async fn requests_round_trip_through_the_shell() {
 async fn unanswered_request_times_out_once() {
     let net = Mixnet::with_genesis(42, Geometry::new(4096, 3).unwrap(), 0, unix_now() - 330);
     let topology = net.topology.clone();
-    let geometry = net.geometry;
     let net = Arc::new(Mutex::new(net));
     let _stop = run_nodes(net.clone(), false).await;
     let core = ClientConfig { timeout: Duration::from_millis(500), ..ClientConfig::default() };
-    let client = Client::start(ShellConfig { topology, geometry, core }).await.unwrap();
+    let client = Client::start(ShellConfig { topology, core }).await.unwrap();
     let started = std::time::Instant::now();
     let result = client.request(RequestBody::Echo(b"into the void".to_vec()), 64).await;
     assert_eq!(result.unwrap_err(), ClientError::Timeout);

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use nox_sphinx::Geometry;
+use nox_sphinx::{Geometry, Scheme};
 use nox_topology::{SigningKey, TopologyDocument, VerifyingKey};
 use serde::Deserialize;
 
@@ -41,6 +41,15 @@ pub struct DirectoryConfig {
     /// unanswered (and counted).
     #[serde(default = "default_max_connections_per_address")]
     pub max_connections_per_address: usize,
+    /// The Sphinx scheme of the network's geometry (`ristretto255`, the default, `x25519-kem`,
+    /// `mlkem768` or `xwing`): the initial document and every upload must be of it.
+    #[serde(default, deserialize_with = "scheme")]
+    pub sphinx_scheme: Scheme,
+}
+
+fn scheme<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Scheme, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    nox_topology::parse_scheme(&name).map_err(serde::de::Error::custom)
 }
 
 fn default_first_byte_timeout_ms() -> u64 {
@@ -95,6 +104,13 @@ impl DirectoryConfig {
         toml::from_str(&text).map_err(|e| ConfigError::Invalid(format!("{}: {e}", path.display())))
     }
 
+    /// The network's geometry: [`DirectoryConfig::sphinx_scheme`] at the default packet length
+    /// and hop count.
+    pub fn geometry(&self) -> Result<Geometry, ConfigError> {
+        nox_topology::network_geometry(self.sphinx_scheme, nox_sphinx::DEFAULT_HOPS)
+            .map_err(|e| ConfigError::Invalid(format!("sphinx_scheme {}: {e}", self.sphinx_scheme)))
+    }
+
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms.max(1))
@@ -134,5 +150,22 @@ impl DirectoryConfig {
         };
         Registry::from_document(authority, geometry, &document, admitted, reissue)
             .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "listen = \"127.0.0.1:0\"\nauthority_key_file = \"/k\"\ninitial_document = \"/t\"\n";
+
+    #[test]
+    fn the_sphinx_scheme_defaults_to_classical_and_names_an_unknown_one() {
+        let config: DirectoryConfig = toml::from_str(MINIMAL).unwrap();
+        assert_eq!(config.geometry().unwrap(), Geometry::default());
+        let xwing: DirectoryConfig = toml::from_str(&format!("{MINIMAL}sphinx_scheme = \"xwing\"\n")).unwrap();
+        assert_eq!(xwing.geometry().unwrap().scheme(), Scheme::XWing);
+        let error = toml::from_str::<DirectoryConfig>(&format!("{MINIMAL}sphinx_scheme = \"kyber\"\n")).unwrap_err();
+        assert!(error.to_string().contains("unknown Sphinx scheme \"kyber\""), "{error}");
     }
 }

@@ -3,6 +3,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
+use nox_sphinx::{Geometry, Scheme};
 use serde::Deserialize;
 
 /// The whole configuration file.
@@ -85,6 +86,29 @@ pub struct NodeSection {
     /// Proof-of-work difficulty (bits) required at ingest.
     #[serde(default)]
     pub pow_difficulty: u8,
+    /// The Sphinx scheme of the network's geometry (`ristretto255`, the default, `x25519-kem`,
+    /// `mlkem768` or `xwing`): the node's epoch keys are of it (in `<key_dir>/sphinx` or
+    /// `<key_dir>/sphinx-<name>`) and it refuses a topology of another geometry.
+    #[serde(default, deserialize_with = "scheme")]
+    pub sphinx_scheme: Scheme,
+}
+
+impl NodeSection {
+    /// The network's geometry: [`NodeSection::sphinx_scheme`] at the default packet length and
+    /// hop count.
+    pub fn geometry(&self) -> Result<Geometry, nox_sphinx::SphinxError> {
+        nox_topology::network_geometry(self.sphinx_scheme, nox_sphinx::DEFAULT_HOPS)
+    }
+
+    /// Where this node's epoch keys are: one directory per scheme ([`nox_keystore::sphinx_dir`]).
+    pub fn sphinx_key_dir(&self) -> PathBuf {
+        nox_keystore::sphinx_dir(&self.key_dir, self.sphinx_scheme)
+    }
+}
+
+fn scheme<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Scheme, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    nox_topology::parse_scheme(&name).map_err(serde::de::Error::custom)
 }
 
 /// `[topology]`
@@ -254,6 +278,10 @@ impl NodeConfig {
         if let Some(v) = env("NOX_NODE_POW_DIFFICULTY") {
             self.node.pow_difficulty = parse("NOX_NODE_POW_DIFFICULTY", v)?;
         }
+        if let Some(v) = env("NOX_NODE_SPHINX_SCHEME") {
+            self.node.sphinx_scheme = nox_topology::parse_scheme(&v)
+                .map_err(|e| ConfigError::Env { name: "NOX_NODE_SPHINX_SCHEME", message: e.to_string() })?;
+        }
         if let Some(v) = env("NOX_TOPOLOGY_FILE") {
             self.topology.file = Some(PathBuf::from(v));
         }
@@ -410,6 +438,26 @@ mod tests {
         assert!(exit("inject_reply_loss = 0.2\n[exit.services.http]\nallow = [\"127.0.0.0/8\"]").is_ok());
         assert!(matches!(exit("inject_reply_loss = 1.5"), Err(ConfigError::Invalid { section: "exit", .. })));
         assert!(matches!(exit("reply_target = 1.0"), Err(ConfigError::Invalid { section: "exit", .. })));
+    }
+
+    #[test]
+    fn the_sphinx_scheme_is_a_setting_with_a_clear_error() {
+        let config: NodeConfig = toml::from_str(MINIMAL).unwrap();
+        assert_eq!(config.node.sphinx_scheme, Scheme::Ristretto255);
+        assert_eq!(config.node.geometry().unwrap(), Geometry::default());
+        assert!(config.node.sphinx_key_dir().ends_with("keys/sphinx"));
+        let text = MINIMAL.replace("[topology]", "sphinx_scheme = \"xwing\"\n[topology]");
+        let mut xwing: NodeConfig = toml::from_str(&text).unwrap();
+        assert_eq!(xwing.node.geometry().unwrap().scheme(), Scheme::XWing);
+        assert_eq!(xwing.node.geometry().unwrap().header_len(), 3584);
+        assert!(xwing.node.sphinx_key_dir().ends_with("keys/sphinx-xwing"));
+        let bad = MINIMAL.replace("[topology]", "sphinx_scheme = \"kyber\"\n[topology]");
+        let error = toml::from_str::<NodeConfig>(&bad).unwrap_err().to_string();
+        assert!(error.contains("unknown Sphinx scheme \"kyber\"") && error.contains("sphinx_scheme"), "{error}");
+        xwing.apply_env(|name| (name == "NOX_NODE_SPHINX_SCHEME").then(|| "mlkem768".into())).unwrap();
+        assert_eq!(xwing.node.sphinx_scheme, Scheme::MlKem768);
+        let env = xwing.apply_env(|name| (name == "NOX_NODE_SPHINX_SCHEME").then(|| "rsa".into()));
+        assert!(matches!(env, Err(ConfigError::Env { name: "NOX_NODE_SPHINX_SCHEME", .. })), "{env:?}");
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub enum NodeError {
     /// The registry does not list this node as configured.
     #[error("{0}")]
     NotRegistered(String),
+    /// The configured Sphinx scheme gives no valid geometry.
+    #[error("geometry: {0}")]
+    Geometry(nox_sphinx::SphinxError),
     /// `[observe]` in a node built without the `observe` feature.
     #[error("[observe]: {}", crate::observe::NOT_BUILT)]
     ObserveNotBuilt,
@@ -154,7 +157,9 @@ pub async fn run_with(
     exit_handler: Arc<dyn crate::ExitHandler>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), NodeError> {
-    let geometry = Geometry::default();
+    // The configured scheme's geometry: a topology of another geometry is refused
+    // (TopologyError::GeometryMismatch), and so are packets of another geometry.
+    let geometry = config.node.geometry().map_err(NodeError::Geometry)?;
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
     let trust = crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref()).await?;
     let operator = match &config.chain {
@@ -172,7 +177,7 @@ pub async fn run_with(
 
     // Epoch keys and the relay.
     let schedule = *topology.schedule();
-    let mut store = EpochKeyStore::open(&config.node.key_dir.join("sphinx"), schedule)?;
+    let mut store = EpochKeyStore::open_for(&config.node.sphinx_key_dir(), schedule, geometry.scheme())?;
     store.rotate(now_unix(), &mut rng)?;
     let publisher = crate::directory_client::spawn(
         &config.topology,

@@ -169,10 +169,10 @@ pub fn quiet_layout(base_port: u16) -> Layout {
     Layout { base_port, loop_rate: 0.0, drop_rate: 0.0, ..Layout::default() }
 }
 
-/// Starts a client of the testnet in `dir`.
+/// Starts a client of the testnet in `dir` (on the geometry its topology names).
 pub async fn client(dir: &Path, core: ClientConfig) -> Result<ClientHandle, BenchError> {
     let topology = crate::testnet_directory::topology(dir).map_err(err)?;
-    let shell = ShellConfig { topology, geometry: nox_sphinx::Geometry::default(), core };
+    let shell = ShellConfig { topology, core };
     Client::start(shell).await.map_err(err)
 }
 
@@ -261,7 +261,8 @@ pub async fn echo_run(client: &ClientHandle, len: usize, count: u64, concurrency
 }
 
 /// The reply shape the policy gives a request whose expected reply body is
-/// `expected_reply_len` bytes: `(d, p, SURBs attached)`. The client attaches
+/// `expected_reply_len` bytes on the classical geometry (the experiments using it run on
+/// classical testnets): `(d, p, SURBs attached)`. The client attaches
 /// `surbs_needed(loss, target)` SURBs; the exit uses the least parity that
 /// meets its target (0.999) at its loss estimate, within those SURBs.
 pub fn reply_shape(expected_reply_len: usize, client: &ClientConfig, exit_estimate: f64) -> (usize, usize, usize) {
@@ -277,7 +278,8 @@ pub fn reply_shape(expected_reply_len: usize, client: &ClientConfig, exit_estima
     (d, p, surbs)
 }
 
-/// Bytes one reply shard carries (a SURB reply's payload less the fragment header).
+/// Bytes one reply shard carries on the classical geometry (a SURB reply's payload less the
+/// fragment header).
 pub fn shard_capacity() -> usize {
     nox_fec::shard_capacity(nox_sphinx::Geometry::default().payload_capacity()).unwrap_or(1)
 }

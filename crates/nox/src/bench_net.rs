@@ -36,6 +36,10 @@ pub struct NetworkBenchArgs {
     /// Mean mixing delay per hop, milliseconds.
     #[arg(long, default_value_t = 1.0)]
     mean_delay_ms: f64,
+    /// The Sphinx geometry's scheme of the testnet (`nox testnet up --geometry`): ristretto255
+    /// (classical), x25519-kem, mlkem768 or xwing.
+    #[arg(long, default_value = "ristretto255", value_parser = testnet::parse_scheme)]
+    geometry: nox_sphinx::Scheme,
     /// Testnet state directory.
     #[arg(long, default_value = ".nox-bench-testnet")]
     dir: PathBuf,
@@ -53,12 +57,14 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
     let layout = Layout {
         mean_delay_ms: args.mean_delay_ms,
         exit_sink: Some(sink.local_addr().map_err(err)?),
+        geometry: args.geometry,
         ..Layout::default()
     };
     testnet::up(&args.dir, &layout).map_err(err)?;
     let result = runtime.block_on(sweep(args, sink));
     let _ = testnet::down(&args.dir);
     let (results, idle_rss) = result?;
+    let header_len = nox_topology::network_geometry(args.geometry, nox_sphinx::DEFAULT_HOPS).map_err(err)?.header_len();
     // Sustained without loss: every packet delivered, the offered rate
     // actually sent, and the median latency no worse than twice the
     // lightest load's (beyond that, queues are growing: saturation).
@@ -72,9 +78,11 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
         .fold(0.0f64, f64::max);
     let report = json!({
         "kind": "testnet-network",
-        "command": format!("nox bench testnet --rates {} --seconds {} --mean-delay-ms {}",
-            args.rates.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","), args.seconds, args.mean_delay_ms),
+        "command": format!("nox bench testnet --rates {} --seconds {} --mean-delay-ms {} --geometry {}",
+            args.rates.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","), args.seconds, args.mean_delay_ms,
+            args.geometry),
         "parameters": { "nodes": 9, "layers": 3, "hops": 3, "packet_bytes": 32768, "payload_bytes": 256,
+            "geometry": args.geometry.name(), "header_bytes": header_len,
             "mean_delay_ms": args.mean_delay_ms, "seconds_per_rate": args.seconds, "workers_per_node": 1 },
         "machine": machine::describe(),
         "idle_rss_kb_per_node": idle_rss,
@@ -82,7 +90,7 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
         "rates": results,
     });
     write_json(&args.out, &report)?;
-    println!("throughput at 0 % loss: {best:.0} packets/s; wrote {}", args.out.display());
+    println!("throughput at 0 % loss ({}): {best:.0} packets/s; wrote {}", args.geometry, args.out.display());
     Ok(())
 }
 

@@ -96,29 +96,37 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
     })
 }
 
+/// Starts the client on the topology `args` name. The network's geometry (scheme, packet
+/// length, hops) is the one the topology document names (`nox_topology::geometry_for`): no flag
+/// chooses it, and later topologies of another geometry are refused.
 pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
-    let geometry = Geometry::default();
     let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
     match (&args.testnet, &args.topology, &args.authority) {
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
             let topology = crate::testnet_directory::topology_async(dir).await?;
-            let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+            let client = Client::start(ShellConfig { topology, core }).await.map_err(|e| e.to_string())?;
             tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
             Ok(client)
         }
         (None, None, Some(key)) if !args.directory.is_empty() => {
             let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(|e| e.to_string())?;
-            let verify = verify_config(key, geometry)?;
-            let topology = fetch_from_mirrors(&mirrors, &verify).await?;
-            let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+            let authority = authority_key(key)?;
+            let topology = mirrors
+                .fetch(DIRECTORY_TIMEOUT, |document| verify_named(&document, authority))
+                .await
+                .map_err(|e| e.to_string())?;
+            // Refreshes must be of the same geometry.
+            let verify = nox_topology::VerifyConfig::new(authority, *topology.geometry());
+            let client = Client::start(ShellConfig { topology, core }).await.map_err(|e| e.to_string())?;
             tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, verify));
             Ok(client)
         }
         (None, Some(file), Some(key)) => {
-            let topology = nox_node::load_topology(file, key, &geometry).map_err(|e| e.to_string())?;
-            let client = Client::start(ShellConfig { topology, geometry, core }).await.map_err(|e| e.to_string())?;
+            let topology = load_file(file, authority_key(key)?)?;
+            let geometry = *topology.geometry();
+            let client = Client::start(ShellConfig { topology, core }).await.map_err(|e| e.to_string())?;
             tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
             Ok(client)
         }
@@ -127,6 +135,29 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
                 .into())
         }
     }
+}
+
+/// Verifies `document` under `authority` for the geometry the document names.
+pub fn verify_named(
+    document: &nox_topology::TopologyDocument,
+    authority: nox_topology::VerifyingKey,
+) -> Result<nox_topology::VerifiedTopology, nox_topology::TopologyError> {
+    let geometry = nox_topology::geometry_for(document)?;
+    document.verify(&nox_topology::VerifyConfig::new(authority, geometry), now_unix())
+}
+
+/// Reads a topology file and verifies it for the geometry it names.
+pub fn load_file(
+    file: &std::path::Path,
+    authority: nox_topology::VerifyingKey,
+) -> Result<nox_topology::VerifiedTopology, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let document = nox_topology::TopologyDocument::from_json(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    verify_named(&document, authority).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Fetches the testnet's document every poll period and hands a newer one
@@ -148,21 +179,19 @@ async fn refresh_from_testnet(client: ClientHandle, dir: PathBuf) {
     }
 }
 
-fn verify_config(authority: &str, geometry: Geometry) -> Result<nox_topology::VerifyConfig, String> {
+fn authority_key(authority: &str) -> Result<nox_topology::VerifyingKey, String> {
     let bytes: [u8; 32] = hex::decode(authority.trim())
         .ok()
         .and_then(|b| b.try_into().ok())
         .ok_or("--authority: expected 64 hex digits")?;
-    let key = nox_topology::VerifyingKey::from_bytes(&bytes).map_err(|e| format!("--authority: {e}"))?;
-    Ok(nox_topology::VerifyConfig::new(key, geometry))
+    nox_topology::VerifyingKey::from_bytes(&bytes).map_err(|e| format!("--authority: {e}"))
 }
 
 async fn fetch_from_mirrors(
     mirrors: &nox_directory::Mirrors,
     verify: &nox_topology::VerifyConfig,
 ) -> Result<nox_topology::VerifiedTopology, String> {
-    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    mirrors.fetch(DIRECTORY_TIMEOUT, |document| document.verify(verify, now())).await.map_err(|e| e.to_string())
+    mirrors.fetch(DIRECTORY_TIMEOUT, |document| document.verify(verify, now_unix())).await.map_err(|e| e.to_string())
 }
 
 /// Fetches from the directory mirrors every poll period (falling over between them) and hands

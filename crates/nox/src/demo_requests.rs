@@ -10,7 +10,6 @@ use std::{
 
 use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
-use nox_sphinx::Geometry;
 
 use crate::testnet::TestnetError;
 
@@ -31,13 +30,11 @@ pub fn run(dir: &Path, server: std::net::TcpListener) -> Result<(), TestnetError
 }
 
 async fn requests(dir: &Path, server: std::net::TcpListener) -> Result<(), TestnetError> {
-    let geometry = Geometry::default();
-    let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
-    let topology =
-        nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry).map_err(|e| e.to_string())?;
-    let client = Client::start(ShellConfig { topology, geometry, core: ClientConfig::default() })
-        .await
-        .map_err(|e| e.to_string())?;
+    // The geometry is the one the testnet's topology names.
+    let topology = crate::testnet_directory::topology_async(dir).await?;
+    let geometry = *topology.geometry();
+    let client =
+        Client::start(ShellConfig { topology, core: ClientConfig::default() }).await.map_err(|e| e.to_string())?;
     println!("requests: an anonymous client (reply gateway in the last layer) sends requests; answers return on SURBs");
 
     let mut rtts = Vec::with_capacity(ECHOES);

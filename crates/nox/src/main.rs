@@ -141,6 +141,7 @@ fn node(path: &std::path::Path) -> Result<(), String> {
 fn directory(path: &std::path::Path, chain: Option<&std::path::Path>) -> Result<(), String> {
     init_logging();
     let config = nox_directory::DirectoryConfig::load(path).map_err(|e| e.to_string())?;
+    let geometry = config.geometry().map_err(|e| e.to_string())?;
     let chain = chain.map(nox::testnet_chain::load_chain_toml).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
@@ -149,8 +150,6 @@ fn directory(path: &std::path::Path, chain: Option<&std::path::Path>) -> Result<
             Some(chain) => Some(nox::testnet_chain::admission_feed(chain, stop.clone()).await?),
             None => None,
         };
-        nox_directory::run_with_admission(config, nox_sphinx::Geometry::default(), stop, admission)
-            .await
-            .map_err(|e| e.to_string())
+        nox_directory::run_with_admission(config, geometry, stop, admission).await.map_err(|e| e.to_string())
     })
 }

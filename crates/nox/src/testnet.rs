@@ -12,8 +12,8 @@ use std::{
 
 use crate::testnet_chain as chain;
 use crate::testnet_directory as directory;
-use nox_keystore::{EpochKeyStore, generate_identity};
-use nox_sphinx::Geometry;
+use nox_keystore::{EpochKeyStore, generate_identity, sphinx_dir};
+use nox_sphinx::{Geometry, Scheme};
 use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
 use rand_core::{RngCore, SeedableRng};
 
@@ -61,6 +61,9 @@ pub enum TestnetCommand {
         /// Packets to send.
         #[arg(long, default_value_t = 2000)]
         packets: u64,
+        /// The Sphinx geometry's scheme (as `up --geometry`).
+        #[arg(long, default_value = "ristretto255", value_parser = parse_scheme)]
+        geometry: Scheme,
     },
     /// Add a node to a running testnet the way a new operator would: fresh keys, a stake
     /// registered in the node registry, its first descriptor uploaded to the directory once
@@ -108,12 +111,12 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         TestnetCommand::Up { args, layout } => up(&args.dir, layout),
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
-        TestnetCommand::Demo { args, packets } => {
+        TestnetCommand::Demo { args, packets, geometry } => {
             // The demo's HTTP server is bound first: its address is the one
             // local destination the exits may reach.
             let server = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("demo HTTP server: {e}"))?;
             let addr = server.local_addr().map_err(|e| format!("demo HTTP server: {e}"))?;
-            up(&args.dir, &Layout { exit_allow: vec![addr], ..Layout::default() })?;
+            up(&args.dir, &Layout { exit_allow: vec![addr], geometry: *geometry, ..Layout::default() })?;
             let result = traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir, server));
             let shown = status(&args.dir);
             down(&args.dir)?;
@@ -199,6 +202,15 @@ pub struct Layout {
     /// Anvil's seconds per block (default: a block per transaction).
     #[arg(long)]
     pub block_time: Option<u64>,
+    /// The Sphinx geometry's scheme: ristretto255 (classical, the default), x25519-kem, mlkem768
+    /// or xwing. Nodes, keys and the directory use it; clients read it from the topology.
+    #[arg(long, default_value = "ristretto255", value_parser = parse_scheme)]
+    pub geometry: Scheme,
+}
+
+/// `--geometry`: a scheme name, with the known names in the error.
+pub fn parse_scheme(name: &str) -> Result<Scheme, String> {
+    nox_topology::parse_scheme(name).map_err(|e| e.to_string())
 }
 
 impl Layout {
@@ -250,6 +262,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         epoch_secs,
         overlap_secs,
         observe,
+        geometry: scheme,
         ..
     } = layout.clone();
     // The nodes are this binary: without the `observe` feature they would refuse [observe].
@@ -289,7 +302,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
     let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
         .map_err(|e| format!("epoch schedule: {e}"))?;
-    let geometry = Geometry::default();
+    let geometry = nox_topology::network_geometry(scheme, nox_sphinx::DEFAULT_HOPS).map_err(|e| e.to_string())?;
     let now = unix_now();
 
     // Layers come from the node id (topology eq. 1): draw identities until
@@ -316,7 +329,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let port = base_port + index as u16;
         let listen: SocketAddr = ([127, 0, 0, 1], port).into();
         let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
-        let mut store = EpochKeyStore::open(&keys.join("sphinx"), schedule).map_err(|e| e.to_string())?;
+        let mut store =
+            EpochKeyStore::open_for(&sphinx_dir(&keys, scheme), schedule, scheme).map_err(|e| e.to_string())?;
         // Clients build with `client_epoch`, which lags the current epoch
         // for half an overlap after each boundary: publish that key too.
         for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
@@ -351,7 +365,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
             // One host: every client shares the nodes' address, so per-address limits and bans
             // would only throttle the testnet's own clients (nodes are exempt by their link key,
             // not by the address, so they would not cover them).
@@ -395,7 +409,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     }
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let directory_addr = directory::start(dir, &exe, &authority_seed).inspect_err(|_| {
+    let directory_addr = directory::start(dir, &exe, &authority_seed, scheme).inspect_err(|_| {
         let _ = down(dir);
     })?;
     for (path, config) in configs {
@@ -427,8 +441,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         |c| format!("registry {} on chain {} at {}", c.deployment.registry, c.deployment.chain_id, c.rpc_url),
     );
     println!(
-        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., geometry {scheme} ({} B header), directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
         index,
+        geometry.header_len(),
         dir.display()
     );
     Ok(())
@@ -474,7 +489,7 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     let existing = nodes(dir);
     let first = existing.first().ok_or_else(|| format!("no testnet in {}", dir.display()))?;
     let topology = directory::topology(dir)?;
-    let (layers, schedule) = (topology.layers(), *topology.schedule());
+    let (layers, schedule, scheme) = (topology.layers(), *topology.schedule(), topology.geometry().scheme());
     let index = existing.len();
     let node_dir = dir.join(format!("node-{index}"));
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
@@ -521,7 +536,8 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     // First descriptor, with its operator statements: the directory accepts it once it has read
     // the registration.
     let now = unix_now();
-    let mut store = EpochKeyStore::open(&node_dir.join("keys/sphinx"), schedule).map_err(|e| e.to_string())?;
+    let keys_dir = sphinx_dir(&node_dir.join("keys"), scheme);
+    let mut store = EpochKeyStore::open_for(&keys_dir, schedule, scheme).map_err(|e| e.to_string())?;
     for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
         store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
     }
@@ -773,8 +789,9 @@ impl TestnetClient {
             LinkConfig, LinkPublicKey,
             transport::{DialerConfig, LinkCounters, OutboundLinks},
         };
-        let geometry = Geometry::default();
+        // The geometry the testnet's topology names.
         let topology = directory::topology(dir)?;
+        let geometry = *topology.geometry();
         let directory: std::collections::HashMap<LinkPublicKey, SocketAddr> = topology
             .nodes()
             .iter()
@@ -862,7 +879,10 @@ async fn traffic_async(dir: &Path, packets: u64, rate: f64) -> Result<(), Testne
     }
     let elapsed = started.elapsed();
     println!(
-        "traffic: sent {packets} packets (32 KiB, 3 hops, epoch {epoch}) in {:.2} s; exits delivered {delivered} ({:.1} %) within {:.2} s: {:.0} packets/s end to end",
+        "traffic: sent {packets} packets ({} KiB, {} hops, {}, epoch {epoch}) in {:.2} s; exits delivered {delivered} ({:.1} %) within {:.2} s: {:.0} packets/s end to end",
+        client.geometry.packet_len() / 1024,
+        client.geometry.hops(),
+        client.geometry.scheme(),
         sent_in.as_secs_f64(),
         100.0 * delivered as f64 / packets.max(1) as f64,
         elapsed.as_secs_f64(),
@@ -883,6 +903,21 @@ mod tests {
         assert_eq!((layout.mean_delay_ms, layout.reply_loss_estimate, layout.inject_reply_loss), (1.0, 0.05, 0.0));
         assert!(layout.rpc_upstream.is_none() && layout.exit_sink.is_none());
         assert!(layout.exit_allow.is_empty() && layout.rpc_chain_id.is_none());
+        assert_eq!(layout.geometry, nox_sphinx::Scheme::Ristretto255);
+    }
+
+    #[test]
+    fn geometry_names_a_scheme() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            layout: Layout,
+        }
+        let parsed = Up::try_parse_from(["up", "--geometry", "xwing"]).unwrap();
+        assert_eq!(parsed.layout.geometry, nox_sphinx::Scheme::XWing);
+        let error = Up::try_parse_from(["up", "--geometry", "kyber"]).err().unwrap().to_string();
+        assert!(error.contains("unknown Sphinx scheme") && error.contains("xwing"), "{error}");
     }
 
     /// The exit section names exactly the allowed services, never a network.

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use nox_sphinx::Geometry;
+use nox_sphinx::Scheme;
 use nox_topology::{VerifiedTopology, VerifyConfig, VerifyingKey};
 
 use crate::testnet::TestnetError;
@@ -36,9 +36,10 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
     std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Writes the authority key (0600) and `directory.toml`, starts `nox directory` and waits until
-/// it serves the document at `topology.json`. Returns its address.
-pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<SocketAddr, TestnetError> {
+/// Writes the authority key (0600) and `directory.toml` (for `scheme`'s geometry), starts
+/// `nox directory` and waits until it serves the document at `topology.json`. Returns its
+/// address.
+pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32], scheme: Scheme) -> Result<SocketAddr, TestnetError> {
     let chain = crate::testnet_chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
     let key_file = dir.join("authority.key");
@@ -54,7 +55,7 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     let config = format!(
         // One host: every node and client of the testnet shares 127.0.0.1, so the per-address
         // cap is the global one here (a real directory keeps the default of 4).
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\n",
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\nsphinx_scheme = \"{scheme}\"\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),
@@ -90,14 +91,13 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32]) -> Result<Socket
     }
 }
 
-fn verify_config(dir: &Path) -> Result<VerifyConfig, TestnetError> {
+fn authority_key(dir: &Path) -> Result<VerifyingKey, TestnetError> {
     let authority = std::fs::read_to_string(dir.join("authority.pub")).map_err(|e| format!("no testnet: {e}"))?;
     let bytes: [u8; 32] = hex::decode(authority.trim())
         .ok()
         .and_then(|b| b.try_into().ok())
         .ok_or("authority.pub: expected 64 hex digits")?;
-    let key = VerifyingKey::from_bytes(&bytes).map_err(|e| format!("authority.pub: {e}"))?;
-    Ok(VerifyConfig::new(key, Geometry::default()))
+    VerifyingKey::from_bytes(&bytes).map_err(|e| format!("authority.pub: {e}"))
 }
 
 fn now_unix() -> u64 {
@@ -105,7 +105,8 @@ fn now_unix() -> u64 {
 }
 
 /// The testnet's current topology, verified: from the directory when it has one, else from
-/// `topology.json`; against the registry when the testnet has a chain, else the authority's key
+/// `topology.json`; against the registry when the testnet has a chain, else the authority's key;
+/// for the geometry the document names (`nox testnet up --geometry`), as a client finds it
 /// (blocking; usable inside or outside a tokio runtime).
 pub fn topology(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
     let dir = dir.to_path_buf();
@@ -132,9 +133,12 @@ pub async fn topology_async(dir: &Path) -> Result<VerifiedTopology, TestnetError
             nox_topology::TopologyDocument::from_json(&bytes).map_err(|e| e.to_string())?
         }
     };
+    let geometry = nox_topology::geometry_for(&document).map_err(|e| e.to_string())?;
     match crate::testnet_chain::trust(dir).await? {
-        Some(trust) => trust.verify(&document, &Geometry::default(), now_unix()).await,
-        None => document.verify(&verify_config(dir)?, now_unix()).map_err(|e| e.to_string()),
+        Some(trust) => trust.verify(&document, &geometry, now_unix()).await,
+        None => {
+            document.verify(&VerifyConfig::new(authority_key(dir)?, geometry), now_unix()).map_err(|e| e.to_string())
+        }
     }
 }
 

@@ -64,7 +64,7 @@ async fn client(dir: &Path, core: ClientConfig) -> ClientHandle {
     let geometry = Geometry::default();
     let authority = std::fs::read_to_string(dir.join("authority.pub")).expect("authority.pub");
     let topology = nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry).expect("topology");
-    Client::start(ShellConfig { topology, geometry, core }).await.expect("client starts")
+    Client::start(ShellConfig { topology, core }).await.expect("client starts")
 }
 
 fn tool(name: &str) -> PathBuf {

@@ -3,7 +3,8 @@
 //! packet re-sent with a changed PoW nonce, a tampered packet, garbage on a
 //! link, an unauthenticated peer and a wrong-layer sender are each rejected
 //! and counted; a restarted node rejects packets it had already processed;
-//! a flood keeps memory bounded and the node serving.
+//! a flood keeps memory bounded and the node serving; an X-Wing testnet answers the client
+//! CLI's echo through a SURB.
 
 use std::{
     collections::HashMap,
@@ -418,4 +419,59 @@ fn cover_loops_return_and_a_dead_node_is_marked_degraded() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a node ran without the metrics address it was configured with");
     assert!(stderr.contains("metrics address"), "{stderr}");
+}
+
+/// `nox testnet up --geometry xwing`: the nodes keep X-Wing epoch keys (in `keys/sphinx-xwing`),
+/// the directory serves an X-Wing topology, and the unmodified client CLI — which has no
+/// geometry flag — reads the geometry from that topology and gets an echo answered through an
+/// X-Wing SURB (3,584-byte headers, 3,648-byte SURBs). The client refuses a topology naming an
+/// unknown geometry, by its identifier.
+#[test]
+fn an_xwing_testnet_answers_an_echo_through_a_surb() {
+    let net = up_with(
+        "xwing",
+        4,
+        &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0", "--no-chain", "--geometry", "xwing"],
+    );
+    for node in node_dirs(&net.dir) {
+        assert!(node.join("keys/sphinx-xwing").is_dir() && !node.join("keys/sphinx").exists(), "{}", node.display());
+        let config = std::fs::read_to_string(node.join("node.toml")).unwrap();
+        assert!(config.contains("sphinx_scheme = \"xwing\""), "{config}");
+    }
+    let authority = std::fs::read_to_string(net.dir.join("authority.pub")).unwrap();
+    let authority =
+        nox_topology::VerifyingKey::from_bytes(&hex::decode(authority.trim()).unwrap().try_into().unwrap()).unwrap();
+    let topology = nox::client_cmd::load_file(&net.dir.join("topology.json"), authority).unwrap();
+    assert_eq!(topology.geometry().scheme(), nox_sphinx::Scheme::XWing);
+    assert_eq!(topology.geometry().header_len(), 3584);
+
+    let text = "a post-quantum round trip";
+    let out = Command::new(NOX)
+        .args(["client", "echo", "--timeout-secs", "20", "--testnet"])
+        .arg(&net.dir)
+        .arg(text)
+        .output()
+        .expect("run nox client echo");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "echo failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.lines().next(), Some(text), "{stdout}");
+    assert!(stdout.contains("round trip:"), "{stdout}");
+    let exit =
+        node_dirs(&net.dir).into_iter().find(|d| std::fs::read_to_string(d.join("layer")).unwrap().trim() == "2");
+    assert!(metric(&exit.unwrap(), "nox_packets_delivered_total") >= 1);
+
+    // A topology naming a geometry this client does not know: refused, by its identifier.
+    let mut unknown = topology.document().clone();
+    unknown.geometry = [0x5A; 32];
+    let file = net.dir.join("unknown-geometry.json");
+    std::fs::write(&file, unknown.to_json().unwrap()).unwrap();
+    let out = Command::new(NOX)
+        .args(["client", "echo", "--topology"])
+        .arg(&file)
+        .args(["--authority", &hex::encode(authority.as_bytes()), "never sent"])
+        .output()
+        .expect("run nox client echo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("unknown Sphinx geometry"), "{stderr}");
+    assert!(stderr.contains(&hex::encode([0x5A; 32])), "{stderr}");
 }

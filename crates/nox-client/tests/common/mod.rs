@@ -1,5 +1,5 @@
 //! An in-memory mixnet for the client core: a signed 3 × 3 topology, every
-//! node's Sphinx keys, hops run with `process_packet`, an exit emulated with
+//! node's Sphinx keys (of the geometry's scheme), hops run with `process_packet`, an exit emulated with
 //! nox-message. Deterministic: fixed seeds, virtual time.
 #![allow(dead_code)]
 
@@ -91,7 +91,7 @@ impl Mixnet {
             }
             counts[layer] += 1;
             let sphinx: Vec<(u32, SecretKey)> =
-                (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate(&mut rng))).collect();
+                (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate_for(geometry.scheme(), &mut rng))).collect();
             let epoch_keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
             let link_secret = key32(&mut rng);
             // A free loopback port, for the tests that run real links.
@@ -139,7 +139,6 @@ impl Mixnet {
     pub fn client(&self, config: ClientConfig, seed: u64) -> ClientCore {
         ClientCore::new(
             self.topology.clone(),
-            self.geometry,
             config,
             ChaCha20Rng::seed_from_u64(seed),
             ChaCha20Rng::seed_from_u64(seed ^ 0x7133),
