@@ -256,7 +256,7 @@ impl ClientCore {
         let mut recoveries: Vec<SurbRecovery> = Vec::with_capacity(n_surbs);
         let mut reply: Option<Vec<NodeId>> = None;
         for _ in 0..n_surbs {
-            let path = path_ending_at(&self.topology, epoch, exclude, gateway, &mut self.rng)?;
+            let path = path_ending_at(&self.topology, epoch, exclude, gateway.clone(), &mut self.rng)?;
             // Nodes on every return path: a reply is lost only if all its
             // SURBs are, so only these are certainly involved in a loss.
             reply = Some(match reply {
@@ -275,7 +275,7 @@ impl ClientCore {
         let mut paths = Vec::with_capacity(fragments.len());
         for _ in &fragments {
             let exclude = Exclude { avoid: &self.config.avoid, degraded: &degraded };
-            paths.push(path_ending_at(&self.topology, epoch, exclude, exit, &mut self.rng)?);
+            paths.push(path_ending_at(&self.topology, epoch, exclude, exit.clone(), &mut self.rng)?);
         }
         let forward = paths.first().map(|p| p.iter().map(|h| h.node).collect()).unwrap_or_default();
         let mut packets = Vec::with_capacity(fragments.len());

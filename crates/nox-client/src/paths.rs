@@ -57,7 +57,8 @@ pub(crate) fn random_hop<R: RngCore + CryptoRng>(
     if candidates.is_empty() {
         return Err(ClientError::NoRoute(format!("no usable node in layer {} for epoch {epoch}", layer.0)));
     }
-    Ok(candidates[uniform(rng, candidates.len())])
+    let index = uniform(rng, candidates.len());
+    Ok(candidates.swap_remove(index))
 }
 
 /// The last layer (exits and reply gateways).

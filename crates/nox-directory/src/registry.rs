@@ -218,10 +218,10 @@ impl Registry {
             return Err(Refusal::MissingCurrentEpoch(current));
         }
         let Some(previous) = previous else { return Ok(()) };
-        let published: HashMap<u32, _> = previous.descriptor.sphinx_keys.iter().map(|k| (k.epoch, k.key)).collect();
+        let published: HashMap<u32, _> = previous.descriptor.sphinx_keys.iter().map(|k| (k.epoch, &k.key)).collect();
         for k in keys {
             match published.get(&k.epoch) {
-                Some(key) if *key != k.key => return Err(Refusal::KeyChanged(k.epoch)),
+                Some(key) if **key != k.key => return Err(Refusal::KeyChanged(k.epoch)),
                 Some(_) => {}
                 None if k.epoch < current => return Err(Refusal::AddedForPast(k.epoch)),
                 None => {}

@@ -18,7 +18,7 @@ fn a_valid_upload_appears_in_the_next_document() {
     let mut net = net();
     let t = net.schedule.epoch_start(11) + 5; // inside the overlap of epoch 11
     let new_key = key(&mut net.rng, 12);
-    net.nodes[0].keys.push(new_key);
+    net.nodes[0].keys.push(new_key.clone());
     let upload = net.nodes[0].descriptor();
     assert_eq!(net.registry.submit(upload.clone(), t), Ok(Accepted::Updated { issued_at: t }));
     let doc = net.registry.current().unwrap();
@@ -72,16 +72,16 @@ fn stale_past_changed_withdrawn_and_far_future_keys_are_refused() {
     net.nodes[0].keys = vec![fresh_11];
     assert_eq!(net.registry.submit(net.nodes[0].descriptor(), after_overlap), Err(Refusal::KeyChanged(11)));
 
-    net.nodes[0].keys = vec![keys[0]]; // drops epoch 11, still valid at T0
+    net.nodes[0].keys = vec![keys[0].clone()]; // drops epoch 11, still valid at T0
     assert_eq!(net.registry.submit(net.nodes[0].descriptor(), T0 + 1), Err(Refusal::KeyWithdrawn(11)));
 
-    net.nodes[0].keys = vec![keys[0], keys[1], key(&mut net.rng, 12)];
+    net.nodes[0].keys = vec![keys[0].clone(), keys[1].clone(), key(&mut net.rng, 12)];
     assert_eq!(
         net.registry.submit(net.nodes[0].descriptor(), T0 + 1),
         Err(Refusal::TooFarAhead { epoch: 12, horizon: 11 })
     );
 
-    net.nodes[0].keys = vec![keys[1]];
+    net.nodes[0].keys = vec![keys[1].clone()];
     assert_eq!(net.registry.submit(net.nodes[0].descriptor(), T0 + 1), Err(Refusal::MissingCurrentEpoch(10)));
 
     // A node that never published epoch 12 may not add it once epoch 12 has begun... (epoch 13)
@@ -100,8 +100,8 @@ fn stale_past_changed_withdrawn_and_far_future_keys_are_refused() {
 #[test]
 fn a_sphinx_key_reused_from_another_node_is_refused() {
     let mut net = net();
-    let theirs = net.nodes[1].keys[1];
-    net.nodes[0].keys = vec![net.nodes[0].keys[0], net.nodes[0].keys[1]];
+    let theirs = net.nodes[1].keys[1].clone();
+    net.nodes[0].keys = vec![net.nodes[0].keys[0].clone(), net.nodes[0].keys[1].clone()];
     let t = net.schedule.epoch_start(11) + 5;
     net.nodes[0].keys.push(EpochKey { epoch: 12, key: theirs.key });
     assert!(matches!(net.registry.submit(net.nodes[0].descriptor(), t), Err(Refusal::Document(_))));
@@ -121,7 +121,7 @@ fn documents_are_reissued_per_epoch_and_leave_out_nodes_without_keys() {
     let in_11 = net.schedule.epoch_start(11) + 50;
     for i in 0..3 {
         let k = key(&mut net.rng, 12);
-        net.nodes[i].keys = vec![net.nodes[i].keys[1], k];
+        net.nodes[i].keys = vec![net.nodes[i].keys[1].clone(), k];
         let upload = net.nodes[i].descriptor();
         assert!(matches!(net.registry.submit(upload, in_11), Ok(Accepted::Updated { .. })), "node {i}");
     }

@@ -102,7 +102,7 @@ fn rotation_over_many_epochs() {
         assert!((current..=current + 2).all(|e| stored.contains(&e)), "t={t}: {stored:?}");
         // A key never changes during its lifetime.
         for k in store.public_keys(current..=current + 2).unwrap() {
-            assert_eq!(*first_seen.entry(k.epoch).or_insert(k.key), k.key, "epoch {} regenerated", k.epoch);
+            assert_eq!(*first_seen.entry(k.epoch).or_insert(k.key.clone()), k.key, "epoch {} regenerated", k.epoch);
         }
     }
     assert!(first_seen.len() >= 11);
@@ -186,7 +186,7 @@ fn keys_of_every_scheme_round_trip_and_never_cross_schemes() {
         assert_eq!(store.scheme(), scheme);
         store.ensure(1, &mut rng()).unwrap();
         store.load([1]).unwrap();
-        let public = store.public_keys(1..=1).unwrap()[0].key;
+        let public = store.public_keys(1..=1).unwrap()[0].key.clone();
         assert_eq!((public.scheme(), store.secret(1).unwrap().scheme()), (scheme, scheme));
         let mut again = EpochKeyStore::open_for(&dir, schedule(), scheme).unwrap();
         again.load([1]).unwrap();

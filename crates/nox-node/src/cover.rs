@@ -137,7 +137,7 @@ impl CoverTask {
     /// One random node of `layer` with a key for `epoch`, as a path hop.
     fn hop(&self, layer: Layer, epoch: u32, rng: &mut impl RngCore) -> Option<PathHop> {
         let topology = self.view();
-        let candidates: Vec<PathHop> = topology
+        let mut candidates: Vec<PathHop> = topology
             .nodes_in_layer(layer)
             .filter(|n| n.id != self.me)
             .filter_map(|n| {
@@ -152,7 +152,8 @@ impl CoverTask {
         if candidates.is_empty() {
             return None;
         }
-        Some(candidates[(rng.next_u64() % candidates.len() as u64) as usize])
+        let index = (rng.next_u64() % candidates.len() as u64) as usize;
+        Some(candidates.swap_remove(index))
     }
 
     fn view(&self) -> Arc<VerifiedTopology> {

@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// One hop of a path, as the client knows it from the topology.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathHop {
     /// The node's identifier; the previous hop forwards to it.
     pub node: NodeId,

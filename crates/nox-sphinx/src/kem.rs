@@ -145,6 +145,42 @@ pub(crate) fn mlkem_keygen(d_z: &[u8; 64]) -> (MlKemSecret, mlkem768::MlKem768Pu
     (MlKemSecret::new(secret), public)
 }
 
+/// An ML-KEM-768 encapsulation key in libcrux's unpacked form (matrix
+/// sampled, vector in NTT form), made once per decoded public key:
+/// encapsulation then costs 5.7 µs instead of 17.5 µs (measured), which a
+/// client pays once per hop of every packet.
+pub(crate) enum MlKemPublic {
+    #[cfg(target_arch = "x86_64")]
+    Avx2(Box<mlkem768::avx2::unpacked::MlKem768PublicKeyUnpacked>),
+    Portable(Box<mlkem768::portable::unpacked::MlKem768PublicKeyUnpacked>),
+}
+
+impl MlKemPublic {
+    /// Unpacks a key already checked by [`mlkem_public_key`].
+    pub(crate) fn new(key: &mlkem768::MlKem768PublicKey) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let mut unpacked = Box::new(mlkem768::avx2::unpacked::init_public_key());
+            mlkem768::avx2::unpacked::unpacked_public_key(key, &mut unpacked);
+            return Self::Avx2(unpacked);
+        }
+        let mut unpacked = Box::new(mlkem768::portable::unpacked::init_public_key());
+        mlkem768::portable::unpacked::unpacked_public_key(key, &mut unpacked);
+        Self::Portable(unpacked)
+    }
+
+    /// ML-KEM-768 encapsulation with the 32-byte message `m`.
+    pub(crate) fn encapsulate(&self, m: &[u8; 32]) -> ([u8; MLKEM768_CIPHERTEXT_LEN], Zeroizing<[u8; 32]>) {
+        let (ct, ss) = match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2(key) => mlkem768::avx2::unpacked::encapsulate(key, *m),
+            Self::Portable(key) => mlkem768::portable::unpacked::encapsulate(key, *m),
+        };
+        (*ct.as_slice(), Zeroizing::new(ss))
+    }
+}
+
+#[cfg(test)]
 /// ML-KEM-768 encapsulation with the 32-byte message `m`.
 pub(crate) fn mlkem_encapsulate(
     public: &mlkem768::MlKem768PublicKey,
@@ -203,7 +239,7 @@ fn xwing_combiner(ss_m: &[u8; 32], ss_x: &[u8; 32], ct_x: &[u8; 32], pk_x: &[u8;
 /// bytes of randomness `eseed` (draft §5.4: the first 32 for ML-KEM, the
 /// last 32 the X25519 ephemeral secret).
 pub(crate) fn xwing_encapsulate(
-    ml_kem_public: &mlkem768::MlKem768PublicKey,
+    ml_kem_public: &MlKemPublic,
     x25519_public: &[u8; 32],
     x25519_edwards: Option<&EdwardsPoint>,
     eseed: &[u8; ENCAPSULATION_RANDOMNESS_LEN],
@@ -212,7 +248,7 @@ pub(crate) fn xwing_encapsulate(
     m.copy_from_slice(&eseed[..32]);
     let mut ek_x = Zeroizing::new([0u8; 32]);
     ek_x.copy_from_slice(&eseed[32..]);
-    let (ct_m, ss_m) = mlkem_encapsulate(ml_kem_public, &m);
+    let (ct_m, ss_m) = ml_kem_public.encapsulate(&m);
     let (ct_x, ss_x) = x25519_encapsulate(x25519_public, x25519_edwards, &ek_x);
     let mut ct = [0u8; XWING_CIPHERTEXT_LEN];
     ct[..MLKEM768_CIPHERTEXT_LEN].copy_from_slice(&ct_m);
@@ -268,6 +304,13 @@ mod tests {
         let (secret, public) = mlkem_keygen(&[3u8; 64]);
         let (ct, ss) = mlkem_encapsulate(&public, &[4u8; 32]);
         assert_eq!(*mlkem_decapsulate(&secret, &ct), *ss);
+        // The unpacked encapsulation gives the same ciphertext and secret.
+        let (unpacked_ct, unpacked_ss) = MlKemPublic::new(&public).encapsulate(&[4u8; 32]);
+        assert_eq!((unpacked_ct, *unpacked_ss), (ct, *ss));
+        let mut portable = mlkem768::portable::unpacked::init_public_key();
+        mlkem768::portable::unpacked::unpacked_public_key(&public, &mut portable);
+        let (portable_ct, portable_ss) = mlkem768::portable::unpacked::encapsulate(&portable, [4u8; 32]);
+        assert_eq!((*portable_ct.as_slice(), portable_ss), (ct, *ss));
         // The unpacked decapsulation equals the packed one, on a valid and
         // on a rejected ciphertext, and survives a clone.
         let packed = |ct: &[u8; MLKEM768_CIPHERTEXT_LEN]| {

@@ -6,6 +6,8 @@ use curve25519_dalek::{
     ristretto::{CompressedRistretto, RistrettoPoint},
     scalar::Scalar,
 };
+use std::sync::Arc;
+
 use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
@@ -25,7 +27,8 @@ pub const MAX_PUBLIC_KEY_LEN: usize = crate::kem::XWING_PUBLIC_KEY_LEN;
 /// ristretto255 point, an X25519 key, an ML-KEM-768 key or an X-Wing key.
 /// Always valid: decoding checks the encoding (canonical non-identity point;
 /// FIPS 203 modulus check).
-#[derive(Clone, Copy)]
+/// Cheap to clone: the unpacked ML-KEM key is shared.
+#[derive(Clone)]
 pub struct PublicKey {
     scheme: Scheme,
     bytes: [u8; MAX_PUBLIC_KEY_LEN],
@@ -34,6 +37,8 @@ pub struct PublicKey {
     /// The Edwards form of the X25519 key ([`Scheme::X25519Kem`],
     /// [`Scheme::XWing`]), computed once for every encapsulation.
     x25519: Option<EdwardsPoint>,
+    /// The unpacked ML-KEM-768 key ([`Scheme::MlKem768`], [`Scheme::XWing`]).
+    ml_kem: Option<Arc<kem::MlKemPublic>>,
 }
 
 impl PartialEq for PublicKey {
@@ -63,7 +68,7 @@ impl PublicKey {
         if bytes.len() != expected {
             return Err(SphinxError::WrongLength { what: "public key", expected, actual: bytes.len() });
         }
-        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point: RistrettoPoint::default(), x25519: None };
+        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point: RistrettoPoint::default(), x25519: None, ml_kem: None };
         key.bytes[..expected].copy_from_slice(bytes);
         match scheme {
             Scheme::Ristretto255 => {
@@ -75,10 +80,13 @@ impl PublicKey {
             // low-order ones give an all-zero secret, refused at encapsulation.
             Scheme::X25519Kem => key.x25519 = kem::x25519_edwards(&key.x25519_bytes()),
             Scheme::MlKem768 => {
-                kem::mlkem_public_key(bytes).ok_or(SphinxError::InvalidPublicKey)?;
+                let checked = kem::mlkem_public_key(bytes).ok_or(SphinxError::InvalidPublicKey)?;
+                key.ml_kem = Some(Arc::new(kem::MlKemPublic::new(&checked)));
             }
             Scheme::XWing => {
-                kem::mlkem_public_key(&bytes[..kem::MLKEM768_PUBLIC_KEY_LEN]).ok_or(SphinxError::InvalidPublicKey)?;
+                let checked = kem::mlkem_public_key(&bytes[..kem::MLKEM768_PUBLIC_KEY_LEN])
+                    .ok_or(SphinxError::InvalidPublicKey)?;
+                key.ml_kem = Some(Arc::new(kem::MlKemPublic::new(&checked)));
                 key.x25519 = kem::x25519_edwards(&key.x25519_bytes());
             }
         }
@@ -92,10 +100,14 @@ impl PublicKey {
 
     /// A KEM public key we generated ourselves (valid by construction).
     fn raw(scheme: Scheme, bytes: &[u8]) -> Self {
-        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point: RistrettoPoint::default(), x25519: None };
+        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point: RistrettoPoint::default(), x25519: None, ml_kem: None };
         key.bytes[..bytes.len()].copy_from_slice(bytes);
         if matches!(scheme, Scheme::X25519Kem | Scheme::XWing) {
             key.x25519 = kem::x25519_edwards(&key.x25519_bytes());
+        }
+        if matches!(scheme, Scheme::MlKem768 | Scheme::XWing) {
+            let ml_kem = libcrux_ml_kem::mlkem768::MlKem768PublicKey::try_from(&bytes[..kem::MLKEM768_PUBLIC_KEY_LEN]);
+            key.ml_kem = ml_kem.ok().map(|k| Arc::new(kem::MlKemPublic::new(&k)));
         }
         key
     }
@@ -248,9 +260,11 @@ impl SecretKey {
                 let point = RISTRETTO_BASEPOINT_TABLE * scalar;
                 let mut bytes = [0u8; MAX_PUBLIC_KEY_LEN];
                 bytes[..32].copy_from_slice(&point.compress().to_bytes());
-                PublicKey { scheme: Scheme::Ristretto255, bytes, point, x25519: None }
+                PublicKey { scheme: Scheme::Ristretto255, bytes, point, x25519: None, ml_kem: None }
             }
-            Secret::X25519Kem { public, .. } | Secret::MlKem768 { public, .. } | Secret::XWing { public, .. } => **public,
+            Secret::X25519Kem { public, .. } | Secret::MlKem768 { public, .. } | Secret::XWing { public, .. } => {
+                (**public).clone()
+            }
         }
     }
 
@@ -305,18 +319,15 @@ pub(crate) fn encapsulate(
             Some((ct.to_vec(), contributory(shared)?))
         }
         Scheme::MlKem768 => {
-            // Checked when the key was decoded; this is only the copy.
-            let key = libcrux_ml_kem::mlkem768::MlKem768PublicKey::try_from(public.as_bytes()).ok()?;
             let mut m = Zeroizing::new([0u8; 32]);
             m.copy_from_slice(&randomness[..32]);
-            let (ct, shared) = kem::mlkem_encapsulate(&key, &m);
+            let (ct, shared) = public.ml_kem.as_ref()?.encapsulate(&m);
             Some((ct.to_vec(), shared))
         }
         Scheme::XWing => {
-            let ml_kem = &public.as_bytes()[..kem::MLKEM768_PUBLIC_KEY_LEN];
-            let ml_kem = libcrux_ml_kem::mlkem768::MlKem768PublicKey::try_from(ml_kem).ok()?;
+            let ml_kem = public.ml_kem.as_ref()?;
             let (ct, shared) =
-                kem::xwing_encapsulate(&ml_kem, &public.x25519_bytes(), public.x25519.as_ref(), randomness);
+                kem::xwing_encapsulate(ml_kem, &public.x25519_bytes(), public.x25519.as_ref(), randomness);
             Some((ct.to_vec(), shared))
         }
     }

@@ -549,7 +549,7 @@ fn failure_vectors() -> Value {
         ),
         (
             "built for another node's key",
-            build(&geometry, EPOCH, &[path[1], path[2], path[0]], &mut rng),
+            build(&geometry, EPOCH, &[path[1].clone(), path[2].clone(), path[0].clone()], &mut rng),
             vec![],
             "MacMismatch",
         ),

@@ -40,7 +40,7 @@ impl LinkPublicKey {
 }
 
 /// A Sphinx public key for one epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpochKey {
     /// The key epoch (as named in Sphinx headers).
     pub epoch: u32,
@@ -86,7 +86,7 @@ impl NodeDescriptor {
 
     /// The Sphinx key for `epoch`, if listed.
     pub fn sphinx_key(&self, epoch: u32) -> Option<PublicKey> {
-        self.sphinx_keys.iter().find(|k| k.epoch == epoch).map(|k| k.key)
+        self.sphinx_keys.iter().find(|k| k.epoch == epoch).map(|k| k.key.clone())
     }
 
     /// The canonical encoding (docs/spec/topology.md §3).

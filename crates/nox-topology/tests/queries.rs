@@ -81,7 +81,7 @@ fn random_paths_cross_every_layer_and_carry_node_parameters() {
         for (i, hop) in path.iter().enumerate() {
             let node = topo.node(&hop.node).unwrap();
             assert_eq!(node.descriptor.layer, Layer(i as u8));
-            assert_eq!(Some(hop.public_key), node.descriptor.sphinx_key(EPOCH + 1));
+            assert_eq!(Some(hop.public_key.clone()), node.descriptor.sphinx_key(EPOCH + 1));
             assert_eq!(hop.pow_difficulty, node.descriptor.pow_difficulty);
             *picks.entry(hop.node).or_default() += 1;
         }

@@ -106,13 +106,13 @@ fn duplicates_are_rejected() {
     assert!(matches!(verify(&net, &net.document(nodes)).unwrap_err(), TopologyError::DuplicateLinkKey(_)));
 
     let mut nodes = net.descriptors();
-    let key = nodes[0].descriptor.sphinx_keys[0].key;
+    let key = nodes[0].descriptor.sphinx_keys[0].key.clone();
     nodes[1] = edited(&net, 1, |d| d.sphinx_keys[0].key = key);
     assert!(matches!(verify(&net, &net.document(nodes)).unwrap_err(), TopologyError::DuplicateSphinxKey(_)));
 
     // The same key for two epochs of one node defeats rotation.
     let mut nodes = net.descriptors();
-    nodes[2] = edited(&net, 2, |d| d.sphinx_keys[1].key = d.sphinx_keys[0].key);
+    nodes[2] = edited(&net, 2, |d| d.sphinx_keys[1].key = d.sphinx_keys[0].key.clone());
     assert_eq!(verify(&net, &net.document(nodes)).unwrap_err(), TopologyError::DuplicateSphinxKey(id(2)));
 }
 

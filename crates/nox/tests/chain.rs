@@ -200,7 +200,7 @@ fn refuses_unvouched_descriptors(dir: &Path) {
         "127.0.0.1:1".parse().expect("addr"),
         nox_topology::LayerCount::new(3).expect("layers"),
         0,
-        forged.sphinx_keys.iter().map(|k| nox_topology::EpochKey { epoch: k.epoch, key: k.key }).collect(),
+        forged.sphinx_keys.iter().map(|k| nox_topology::EpochKey { epoch: k.epoch, key: k.key.clone() }).collect(),
     );
     let forged_id = forged.node_id();
     document.nodes.push(forged.sign(&stranger).expect("self-signed"));
