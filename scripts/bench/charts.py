@@ -76,6 +76,7 @@ def legacy_charts(doc, name):
         titles = {
             "per_hop": ("Sphinx forward hop and its steps (32 KiB packet)", "per-hop"),
             "create": ("Client side: packet, SURB and PoW costs", "create"),
+            "schemes": ("Sphinx per scheme: hop, 3-hop creation, KEM (32 KiB)", "schemes"),
         }
         for group, rows in sorted(groups.items()):
             title, suffix = titles.get(group, (f"Criterion group {group}", group))
