@@ -101,7 +101,12 @@ impl Sim {
                     first = index;
                 }
                 let node = &self.nodes[index];
-                PathHop { node: node.id, public_key: node.public_keys[&epoch].clone(), delay: Delay(0), pow_difficulty: 0 }
+                PathHop {
+                    node: node.id,
+                    public_key: node.public_keys[&epoch].clone(),
+                    delay: Delay(0),
+                    pow_difficulty: 0,
+                }
             })
             .collect();
         (first, path)

@@ -34,25 +34,35 @@ fn setup_with(hops: usize, seed: u64, blinding: Blinding) -> (Geometry, Vec<Secr
     (geometry, keys, path, rng)
 }
 
+/// One forward hop of `packet`. A fresh copy per iteration, made just before
+/// it: the packet is in cache, as in the node, where the link layer has just
+/// decrypted it. (Batched set-up would clone ~100 packets first, ~3 MB, and
+/// time cache misses that a node does not have.)
+fn bench_hop(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    geometry: &Geometry,
+    key: &SecretKey,
+    packet: &[u8],
+) {
+    group.bench_function(name, |b| {
+        b.iter_batched_ref(
+            || packet.to_vec(),
+            |p| {
+                let out = process_packet(geometry, key, p);
+                assert!(matches!(out, Ok(Processed::Forward { .. })));
+            },
+            BatchSize::PerIteration,
+        )
+    });
+}
+
 fn per_hop(c: &mut Criterion) {
     let mut group = c.benchmark_group("per_hop");
     for (name, blinding) in [("additive", Blinding::Additive), ("multiplicative", Blinding::Multiplicative)] {
         let (geometry, keys, path, mut rng) = setup_with(3, 1, blinding);
         let packet = build_forward(&geometry, &BuildOptions::new(1), &path, &[7u8; 256], &mut rng).expect("build");
-        // A fresh copy per iteration, made just before it: the packet is in
-        // cache, as in the node, where the link layer has just decrypted it.
-        // (Batched set-up would clone ~100 packets first, ~3 MB, and time
-        // cache misses that a node does not have.)
-        group.bench_function(format!("process_forward_hop_32KiB_{name}"), |b| {
-            b.iter_batched_ref(
-                || packet.clone(),
-                |p| {
-                    let out = process_packet(&geometry, &keys[0], p);
-                    assert!(matches!(out, Ok(Processed::Forward { .. })));
-                },
-                BatchSize::PerIteration,
-            )
-        });
+        bench_hop(&mut group, &format!("process_forward_hop_32KiB_{name}"), &geometry, &keys[0], &packet);
     }
     let (geometry, keys, path, mut rng) = setup(3, 1);
     let packet = build_forward(&geometry, &BuildOptions::new(1), &path, &[7u8; 256], &mut rng).expect("build");
@@ -138,7 +148,12 @@ fn setup_scheme(scheme: Scheme, seed: u64) -> (Geometry, Vec<SecretKey>, Vec<Pat
     let path = keys
         .iter()
         .enumerate()
-        .map(|(i, k)| PathHop { node: NodeId([i as u8; 32]), public_key: k.public_key(), delay: Delay(0), pow_difficulty: 0 })
+        .map(|(i, k)| PathHop {
+            node: NodeId([i as u8; 32]),
+            public_key: k.public_key(),
+            delay: Delay(0),
+            pow_difficulty: 0,
+        })
         .collect();
     (geometry, keys, path, rng)
 }
@@ -150,16 +165,7 @@ fn schemes(c: &mut Criterion) {
     for scheme in Scheme::ALL {
         let (geometry, keys, path, mut rng) = setup_scheme(scheme, 4);
         let packet = build_forward(&geometry, &BuildOptions::new(1), &path, &[7u8; 256], &mut rng).expect("build");
-        group.bench_function(format!("hop_32KiB_{scheme}"), |b| {
-            b.iter_batched_ref(
-                || packet.clone(),
-                |p| {
-                    let out = process_packet(&geometry, &keys[0], p);
-                    assert!(matches!(out, Ok(Processed::Forward { .. })));
-                },
-                BatchSize::PerIteration,
-            )
-        });
+        bench_hop(&mut group, &format!("hop_32KiB_{scheme}"), &geometry, &keys[0], &packet);
         let options = BuildOptions::new(1);
         group.bench_function(format!("create_3_hops_{scheme}"), |b| {
             b.iter(|| build_forward(&geometry, &options, &path, &[7u8; 256], &mut rng).expect("build"))

@@ -74,7 +74,8 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
     prefix[4..].copy_from_slice(&options.key_epoch.to_be_bytes());
 
     // ε_i and the hop keys: blinded group elements or one KEM ciphertext per hop.
-    let (ephemerals, keys) = if scheme.is_kem() { encapsulate_path(path, rng)? } else { blind_path(geometry, path, rng) };
+    let (ephemerals, keys) =
+        if scheme.is_kem() { encapsulate_path(path, rng)? } else { blind_path(geometry, path, rng) };
 
     // Each hop shifts β by its routing block and, for KEM schemes, the next
     // hop's ciphertext; the stream covers β and the shifted-in tail.
@@ -149,7 +150,11 @@ pub(crate) fn build_header<R: RngCore + CryptoRng>(
 /// Successive blinding (paper eq. 3, 6; Lemma 1): hop i sees
 /// α_i = a_i·B and shares s_i = a_i·X_i, with a_{i+1} = a_i·b_i
 /// (multiplicative) or a_i + b_i (additive).
-fn blind_path<R: RngCore + CryptoRng>(geometry: &Geometry, path: &[PathHop], rng: &mut R) -> (Vec<Vec<u8>>, Vec<HopKeys>) {
+fn blind_path<R: RngCore + CryptoRng>(
+    geometry: &Geometry,
+    path: &[PathHop],
+    rng: &mut R,
+) -> (Vec<Vec<u8>>, Vec<HopKeys>) {
     let mut secret: Scalar = random_scalar(rng);
     let mut alphas = Vec::with_capacity(path.len());
     let mut keys = Vec::with_capacity(path.len());

@@ -284,19 +284,35 @@ mod tests {
             let ladder = MontgomeryPoint(u).mul_clamped(seed).to_bytes();
             assert_eq!(x25519(&seed, &u), ladder, "u = {u:02x?}");
         }
-        for u in [[0u8; 32], { let mut one = [0u8; 32]; one[0] = 1; one }] {
+        for u in [[0u8; 32], {
+            let mut one = [0u8; 32];
+            one[0] = 1;
+            one
+        }] {
             assert_eq!(x25519(&seed, &u), MontgomeryPoint(u).mul_clamped(seed).to_bytes());
         }
         assert_eq!(x25519_base(&seed), MontgomeryPoint::mul_base_clamped(seed).to_bytes());
         // Encapsulation (batched conversion) agrees with two plain X25519s,
         // on a curve point and on a twist point (no Edwards form).
-        for u in [x25519_base(&[9u8; 32]), { let mut t = [0u8; 32]; t[0] = 2; t }] {
+        for u in [x25519_base(&[9u8; 32]), {
+            let mut t = [0u8; 32];
+            t[0] = 2;
+            t
+        }] {
             let edwards = x25519_edwards(&u);
             let (ct, ss) = x25519_encapsulate(&u, edwards.as_ref(), &seed);
             assert_eq!(ct, x25519_base(&seed));
             assert_eq!(*ss, MontgomeryPoint(u).mul_clamped(seed).to_bytes());
         }
-        assert!(x25519_edwards(&{ let mut t = [0u8; 32]; t[0] = 2; t }).is_none(), "u = 2 is on the twist");
+        assert!(
+            x25519_edwards(&{
+                let mut t = [0u8; 32];
+                t[0] = 2;
+                t
+            })
+            .is_none(),
+            "u = 2 is on the twist"
+        );
     }
 
     #[test]
@@ -324,7 +340,8 @@ mod tests {
             mlkem768::portable::unpacked::key_pair_from_private_mut(&secret.packed, &mut pair);
             pair
         };
-        let portable_ss = mlkem768::portable::unpacked::decapsulate(&portable, &mlkem768::MlKem768Ciphertext::from(&ct));
+        let portable_ss =
+            mlkem768::portable::unpacked::decapsulate(&portable, &mlkem768::MlKem768Ciphertext::from(&ct));
         assert_eq!(portable_ss, *ss);
         let mut bad = ct;
         bad[100] ^= 1;

@@ -68,7 +68,13 @@ impl PublicKey {
         if bytes.len() != expected {
             return Err(SphinxError::WrongLength { what: "public key", expected, actual: bytes.len() });
         }
-        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point: RistrettoPoint::default(), x25519: None, ml_kem: None };
+        let mut key = Self {
+            scheme,
+            bytes: [0u8; MAX_PUBLIC_KEY_LEN],
+            point: RistrettoPoint::default(),
+            x25519: None,
+            ml_kem: None,
+        };
         key.bytes[..expected].copy_from_slice(bytes);
         match scheme {
             Scheme::Ristretto255 => {
@@ -100,7 +106,13 @@ impl PublicKey {
 
     /// A KEM public key we generated ourselves (valid by construction).
     fn raw(scheme: Scheme, bytes: &[u8]) -> Self {
-        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point: RistrettoPoint::default(), x25519: None, ml_kem: None };
+        let mut key = Self {
+            scheme,
+            bytes: [0u8; MAX_PUBLIC_KEY_LEN],
+            point: RistrettoPoint::default(),
+            x25519: None,
+            ml_kem: None,
+        };
         key.bytes[..bytes.len()].copy_from_slice(bytes);
         if matches!(scheme, Scheme::X25519Kem | Scheme::XWing) {
             key.x25519 = kem::x25519_edwards(&key.x25519_bytes());

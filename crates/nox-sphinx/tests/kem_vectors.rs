@@ -11,39 +11,19 @@
 //! restored from the committed seeds, without the RNG.
 
 use nox_sphinx::{
-    BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, Surb,
+    BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, Surb,
     bench_internals as internals, build_forward, build_surb, process_packet,
 };
+mod common;
+
+use common::RecordingRng;
 use rand_chacha::ChaCha20Rng;
-use rand_core::{CryptoRng, RngCore, SeedableRng};
+use rand_core::SeedableRng;
 use serde_json::{Value, json};
 
 const EPOCH: u32 = 20_261_125;
 const PACKET_LEN: usize = 4096;
 const KEM_SCHEMES: [Scheme; 3] = [Scheme::X25519Kem, Scheme::MlKem768, Scheme::XWing];
-
-struct RecordingRng {
-    inner: ChaCha20Rng,
-    log: Vec<u8>,
-}
-
-impl RngCore for RecordingRng {
-    fn next_u32(&mut self) -> u32 {
-        let mut b = [0u8; 4];
-        self.fill_bytes(&mut b);
-        u32::from_le_bytes(b)
-    }
-    fn next_u64(&mut self) -> u64 {
-        let mut b = [0u8; 8];
-        self.fill_bytes(&mut b);
-        u64::from_le_bytes(b)
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.inner.fill_bytes(dest);
-        self.log.extend_from_slice(dest);
-    }
-}
-impl CryptoRng for RecordingRng {}
 
 fn vectors_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/spec/vectors/sphinx-kem.json")
@@ -53,16 +33,7 @@ fn nodes(scheme: Scheme, seed: u8) -> (Vec<SecretKey>, Vec<PathHop>) {
     let keys: Vec<SecretKey> = (0..3u8)
         .map(|i| SecretKey::from_seed(scheme, blake3::hash(&[seed, i]).as_bytes()).expect("every seed is a KEM key"))
         .collect();
-    let path = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| PathHop {
-            node: NodeId(*blake3::hash(&[i as u8]).as_bytes()),
-            public_key: k.public_key(),
-            delay: Delay(1000 * (i as u32 + 1)),
-            pow_difficulty: 4,
-        })
-        .collect();
+    let path = common::vector_path(&keys, 4);
     (keys, path)
 }
 

@@ -137,7 +137,10 @@ fn surbs_round_trip_and_authenticate_on_every_scheme() {
         };
         assert_eq!(recipient, client);
         assert_eq!(recovery.open(&surb_id, &packet[body.clone()]).unwrap(), reply, "{scheme}");
-        assert_eq!(other_recovery.open(&other_recovery.id(), &packet[body.clone()]), Err(SphinxError::PayloadIntegrity));
+        assert_eq!(
+            other_recovery.open(&other_recovery.id(), &packet[body.clone()]),
+            Err(SphinxError::PayloadIntegrity)
+        );
         let mut tampered = packet[body].to_vec();
         tampered[7] ^= 0x10;
         assert_eq!(recovery.open(&surb_id, &tampered), Err(SphinxError::PayloadIntegrity), "{scheme}");

@@ -8,39 +8,17 @@
 //! the committed keys must give the committed headers, tags and payloads.
 
 use nox_sphinx::{
-    Blinding, BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, PublicKey, ReplayTag, SecretKey,
+    Blinding, BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, PublicKey, ReplayTag, SecretKey,
     SphinxError, Surb, bench_internals as internals, build_forward, build_surb, pow, process_packet,
 };
+mod common;
+
+use common::RecordingRng;
 use rand_chacha::ChaCha20Rng;
-use rand_core::{CryptoRng, RngCore, SeedableRng};
+use rand_core::SeedableRng;
 use serde_json::{Value, json};
 
 const EPOCH: u32 = 20_260_101;
-
-/// Logs every byte the construction draws, so a second implementation can
-/// replay them in the documented order.
-struct RecordingRng {
-    inner: ChaCha20Rng,
-    log: Vec<u8>,
-}
-
-impl RngCore for RecordingRng {
-    fn next_u32(&mut self) -> u32 {
-        let mut b = [0u8; 4];
-        self.fill_bytes(&mut b);
-        u32::from_le_bytes(b)
-    }
-    fn next_u64(&mut self) -> u64 {
-        let mut b = [0u8; 8];
-        self.fill_bytes(&mut b);
-        u64::from_le_bytes(b)
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.inner.fill_bytes(dest);
-        self.log.extend_from_slice(dest);
-    }
-}
-impl CryptoRng for RecordingRng {}
 
 fn vectors_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/spec/vectors/sphinx.json")
@@ -67,16 +45,7 @@ fn geometry_json(g: &Geometry) -> Value {
 fn make_nodes(count: usize, seed: u64, difficulty: u8) -> (Vec<SecretKey>, Vec<PathHop>) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let keys: Vec<SecretKey> = (0..count).map(|_| SecretKey::generate(&mut rng)).collect();
-    let path = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| PathHop {
-            node: NodeId(*blake3::hash(&[i as u8]).as_bytes()),
-            public_key: k.public_key(),
-            delay: Delay(1000 * (i as u32 + 1)),
-            pow_difficulty: difficulty,
-        })
-        .collect();
+    let path = common::vector_path(&keys, difficulty);
     (keys, path)
 }
 

@@ -11,8 +11,9 @@ fn hex_bytes(value: &serde_json::Value, field: &str) -> Vec<u8> {
 
 #[test]
 fn xwing_matches_the_draft_vectors() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/spec/vectors/xwing-draft06.json"))
-        .expect("vectors");
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/spec/vectors/xwing-draft06.json"))
+            .expect("vectors");
     let vectors: Vec<serde_json::Value> = serde_json::from_str(&text).expect("json");
     assert_eq!(vectors.len(), 3);
     for vector in &vectors {
@@ -43,14 +44,10 @@ fn xwing_matches_the_draft_vectors() {
 #[test]
 fn x25519_matches_rfc7748() {
     // RFC 7748 §5.2, first test vector.
-    let scalar: [u8; 32] = hex::decode("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4")
-        .unwrap()
-        .try_into()
-        .unwrap();
-    let u: [u8; 32] = hex::decode("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c")
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let scalar: [u8; 32] =
+        hex::decode("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4").unwrap().try_into().unwrap();
+    let u: [u8; 32] =
+        hex::decode("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c").unwrap().try_into().unwrap();
     assert_eq!(
         hex::encode(inner::x25519(&scalar, &u)),
         "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"

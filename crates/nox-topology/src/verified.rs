@@ -193,7 +193,12 @@ impl VerifiedTopology {
                 return Err(PathError::NoCandidate(layer));
             }
             let (node, public_key, pow_difficulty) = &candidates[uniform_index(rng, candidates.len())];
-            path.push(PathHop { node: *node, public_key: public_key.clone(), delay: Delay(0), pow_difficulty: *pow_difficulty });
+            path.push(PathHop {
+                node: *node,
+                public_key: public_key.clone(),
+                delay: Delay(0),
+                pow_difficulty: *pow_difficulty,
+            });
         }
         Ok(path)
     }

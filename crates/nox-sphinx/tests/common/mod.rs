@@ -5,7 +5,7 @@ use nox_sphinx::{
     BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, process_packet,
 };
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{CryptoRng, RngCore, SeedableRng};
 
 pub const EPOCH: u32 = 7;
 
@@ -71,4 +71,43 @@ pub fn run_path(
         }
     }
     panic!("packet still forwarding after the last node");
+}
+
+/// Logs every byte the construction draws, so a second implementation can
+/// replay them in the documented order.
+pub struct RecordingRng {
+    pub inner: ChaCha20Rng,
+    pub log: Vec<u8>,
+}
+
+impl RngCore for RecordingRng {
+    fn next_u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        self.fill_bytes(&mut b);
+        u32::from_le_bytes(b)
+    }
+    fn next_u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill_bytes(&mut b);
+        u64::from_le_bytes(b)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.inner.fill_bytes(dest);
+        self.log.extend_from_slice(dest);
+    }
+}
+impl CryptoRng for RecordingRng {}
+
+/// The path the vector files use for `keys`: node ids `BLAKE3([i])`, delays
+/// 1000·(i+1) µs, one difficulty.
+pub fn vector_path(keys: &[SecretKey], pow_difficulty: u8) -> Vec<PathHop> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| PathHop {
+            node: NodeId(*blake3::hash(&[i as u8]).as_bytes()),
+            public_key: k.public_key(),
+            delay: Delay(1000 * (i as u32 + 1)),
+            pow_difficulty,
+        })
+        .collect()
 }
