@@ -565,9 +565,20 @@ async fn serve_metrics(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     loop {
-        let (mut stream, _) = tokio::select! {
-            accepted = listener.accept() => accepted?,
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+        };
+        // An accept error (out of file descriptors, a connection reset before
+        // it was taken) is transient: say so and go on serving, instead of
+        // ending the task and leaving the node without metrics, unnoticed.
+        let mut stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics: accept failed; retrying in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
         };
         let (metrics, links, exit_metrics) = (metrics.clone(), links.clone(), exit_metrics.clone());
         tokio::spawn(async move {
