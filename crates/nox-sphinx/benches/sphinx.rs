@@ -14,13 +14,19 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 fn setup(hops: usize, seed: u64) -> (Geometry, Vec<SecretKey>, Vec<PathHop>, ChaCha20Rng) {
-    setup_with(hops, seed, Blinding::default())
+    setup_for(Scheme::Ristretto255, Blinding::default(), hops, seed)
 }
 
-fn setup_with(hops: usize, seed: u64, blinding: Blinding) -> (Geometry, Vec<SecretKey>, Vec<PathHop>, ChaCha20Rng) {
+/// A 32 KiB geometry of `scheme` (at least 3 hops) and a path of `hops` fresh keys.
+fn setup_for(
+    scheme: Scheme,
+    blinding: Blinding,
+    hops: usize,
+    seed: u64,
+) -> (Geometry, Vec<SecretKey>, Vec<PathHop>, ChaCha20Rng) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let geometry = Geometry::new(32_768, hops.max(3)).expect("geometry").with_blinding(blinding);
-    let keys: Vec<SecretKey> = (0..hops).map(|_| SecretKey::generate(&mut rng)).collect();
+    let geometry = Geometry::with_scheme(32_768, hops.max(3), scheme).expect("geometry").with_blinding(blinding);
+    let keys: Vec<SecretKey> = (0..hops).map(|_| SecretKey::generate_for(scheme, &mut rng)).collect();
     let path = keys
         .iter()
         .enumerate()
@@ -60,7 +66,7 @@ fn bench_hop(
 fn per_hop(c: &mut Criterion) {
     let mut group = c.benchmark_group("per_hop");
     for (name, blinding) in [("additive", Blinding::Additive), ("multiplicative", Blinding::Multiplicative)] {
-        let (geometry, keys, path, mut rng) = setup_with(3, 1, blinding);
+        let (geometry, keys, path, mut rng) = setup_for(Scheme::Ristretto255, blinding, 3, 1);
         let packet = build_forward(&geometry, &BuildOptions::new(1), &path, &[7u8; 256], &mut rng).expect("build");
         bench_hop(&mut group, &format!("process_forward_hop_32KiB_{name}"), &geometry, &keys[0], &packet);
     }
@@ -141,29 +147,12 @@ fn construction(c: &mut Criterion) {
     group.finish();
 }
 
-fn setup_scheme(scheme: Scheme, seed: u64) -> (Geometry, Vec<SecretKey>, Vec<PathHop>, ChaCha20Rng) {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let geometry = Geometry::with_scheme(32_768, 3, scheme).expect("geometry");
-    let keys: Vec<SecretKey> = (0..3).map(|_| SecretKey::generate_for(scheme, &mut rng)).collect();
-    let path = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| PathHop {
-            node: NodeId([i as u8; 32]),
-            public_key: k.public_key(),
-            delay: Delay(0),
-            pow_difficulty: 0,
-        })
-        .collect();
-    (geometry, keys, path, rng)
-}
-
 /// Every scheme side by side in one run (docs/benchmarks/sphinx.md, "Post-quantum
 /// geometries"): the forward hop, 3-hop creation, and the KEM alone.
 fn schemes(c: &mut Criterion) {
     let mut group = c.benchmark_group("schemes");
     for scheme in Scheme::ALL {
-        let (geometry, keys, path, mut rng) = setup_scheme(scheme, 4);
+        let (geometry, keys, path, mut rng) = setup_for(scheme, Blinding::default(), 3, 4);
         let packet = build_forward(&geometry, &BuildOptions::new(1), &path, &[7u8; 256], &mut rng).expect("build");
         bench_hop(&mut group, &format!("hop_32KiB_{scheme}"), &geometry, &keys[0], &packet);
         let options = BuildOptions::new(1);

@@ -68,35 +68,21 @@ impl PublicKey {
         if bytes.len() != expected {
             return Err(SphinxError::WrongLength { what: "public key", expected, actual: bytes.len() });
         }
-        let mut key = Self {
-            scheme,
-            bytes: [0u8; MAX_PUBLIC_KEY_LEN],
-            point: RistrettoPoint::default(),
-            x25519: None,
-            ml_kem: None,
-        };
-        key.bytes[..expected].copy_from_slice(bytes);
+        let mut point = RistrettoPoint::default();
         match scheme {
             Scheme::Ristretto255 => {
                 let mut compressed = [0u8; 32];
                 compressed.copy_from_slice(bytes);
-                key.point = decode_point(&compressed).ok_or(SphinxError::InvalidPublicKey)?;
+                point = decode_point(&compressed).ok_or(SphinxError::InvalidPublicKey)?;
             }
             // Every u-coordinate is an X25519 public key (RFC 7748); the
             // low-order ones give an all-zero secret, refused at encapsulation.
-            Scheme::X25519Kem => key.x25519 = kem::x25519_edwards(&key.x25519_bytes()),
-            Scheme::MlKem768 => {
-                let checked = kem::mlkem_public_key(bytes).ok_or(SphinxError::InvalidPublicKey)?;
-                key.ml_kem = Some(Arc::new(kem::MlKemPublic::new(&checked)));
-            }
-            Scheme::XWing => {
-                let checked = kem::mlkem_public_key(&bytes[..kem::MLKEM768_PUBLIC_KEY_LEN])
-                    .ok_or(SphinxError::InvalidPublicKey)?;
-                key.ml_kem = Some(Arc::new(kem::MlKemPublic::new(&checked)));
-                key.x25519 = kem::x25519_edwards(&key.x25519_bytes());
+            Scheme::X25519Kem => {}
+            Scheme::MlKem768 | Scheme::XWing => {
+                kem::mlkem_public_key(&bytes[..kem::MLKEM768_PUBLIC_KEY_LEN]).ok_or(SphinxError::InvalidPublicKey)?;
             }
         }
-        Ok(key)
+        Ok(Self::checked(scheme, bytes, point))
     }
 
     /// The scheme this key belongs to.
@@ -104,15 +90,11 @@ impl PublicKey {
         self.scheme
     }
 
-    /// A KEM public key we generated ourselves (valid by construction).
-    fn raw(scheme: Scheme, bytes: &[u8]) -> Self {
-        let mut key = Self {
-            scheme,
-            bytes: [0u8; MAX_PUBLIC_KEY_LEN],
-            point: RistrettoPoint::default(),
-            x25519: None,
-            ml_kem: None,
-        };
+    /// A key whose bytes are valid for `scheme` (decoded and checked, or
+    /// generated here), with what every encapsulation to it needs computed
+    /// once: the Edwards form of its X25519 part and its unpacked ML-KEM key.
+    fn checked(scheme: Scheme, bytes: &[u8], point: RistrettoPoint) -> Self {
+        let mut key = Self { scheme, bytes: [0u8; MAX_PUBLIC_KEY_LEN], point, x25519: None, ml_kem: None };
         key.bytes[..bytes.len()].copy_from_slice(bytes);
         if matches!(scheme, Scheme::X25519Kem | Scheme::XWing) {
             key.x25519 = kem::x25519_edwards(&key.x25519_bytes());
@@ -223,7 +205,7 @@ impl SecretKey {
         let secret = match scheme {
             Scheme::Ristretto255 => return Self::from_bytes(&seed),
             Scheme::X25519Kem => {
-                let public = Box::new(PublicKey::raw(scheme, &kem::x25519_base(&seed)));
+                let public = Box::new(PublicKey::checked(scheme, &kem::x25519_base(&seed), RistrettoPoint::default()));
                 Secret::X25519Kem { scalar: seed, public }
             }
             Scheme::MlKem768 => {
@@ -232,12 +214,12 @@ impl SecretKey {
                 hasher.update(&seed[..]);
                 hasher.finalize_xof().fill(&mut d_z[..]);
                 let (key, public) = kem::mlkem_keygen(&d_z);
-                let public = Box::new(PublicKey::raw(scheme, public.as_slice()));
+                let public = Box::new(PublicKey::checked(scheme, public.as_slice(), RistrettoPoint::default()));
                 Secret::MlKem768 { seed, key, public }
             }
             Scheme::XWing => {
                 let (key, public) = kem::xwing_keygen(&seed);
-                let public = Box::new(PublicKey::raw(scheme, &public));
+                let public = Box::new(PublicKey::checked(scheme, &public, RistrettoPoint::default()));
                 Secret::XWing { seed, key: Box::new(key), public }
             }
         };
@@ -270,9 +252,7 @@ impl SecretKey {
         match &self.0 {
             Secret::Ristretto255(scalar) => {
                 let point = RISTRETTO_BASEPOINT_TABLE * scalar;
-                let mut bytes = [0u8; MAX_PUBLIC_KEY_LEN];
-                bytes[..32].copy_from_slice(&point.compress().to_bytes());
-                PublicKey { scheme: Scheme::Ristretto255, bytes, point, x25519: None, ml_kem: None }
+                PublicKey::checked(Scheme::Ristretto255, &point.compress().to_bytes(), point)
             }
             Secret::X25519Kem { public, .. } | Secret::MlKem768 { public, .. } | Secret::XWing { public, .. } => {
                 (**public).clone()
