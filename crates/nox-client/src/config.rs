@@ -42,6 +42,10 @@ pub struct ClientConfig {
     pub avoid: BTreeSet<NodeId>,
     /// Threads for proof-of-work solving (1: deterministic).
     pub pow_threads: usize,
+    /// Streams (SOCKS5 `CONNECT`): buffers, timers, the SURB pool target.
+    pub streams: crate::StreamConfig,
+    /// Streams open at once at most (default 256).
+    pub max_streams: usize,
 }
 
 impl Default for ClientConfig {
@@ -58,6 +62,8 @@ impl Default for ClientConfig {
             health: HealthConfig { return_timeout: Duration::from_secs(5), ..HealthConfig::default() },
             avoid: BTreeSet::new(),
             pow_threads: 1,
+            streams: crate::StreamConfig::default(),
+            max_streams: 256,
         }
     }
 }

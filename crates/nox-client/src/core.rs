@@ -38,15 +38,16 @@ pub(crate) struct Built {
 /// The client state machine. See the crate documentation.
 pub struct ClientCore {
     pub(crate) topology: VerifiedTopology,
-    geometry: Geometry,
+    pub(crate) geometry: Geometry,
     pub(crate) config: ClientConfig,
     mailbox: Mailbox,
     pub(crate) gateway: NodeId,
     pub(crate) rng: ChaCha20Rng,
-    base: Instant,
-    next_id: u64,
+    pub(crate) base: Instant,
+    pub(crate) next_id: u64,
     pending: HashMap<RequestId, Pending>,
-    surbs: SurbTable,
+    pub(crate) surbs: SurbTable,
+    pub(crate) streams: crate::core_streams::Streams,
     notices: HashMap<NodeId, u8>,
     queue: Option<SendQueue<Outgoing, ChaCha20Rng>>,
     pub(crate) probes: LoopProbes,
@@ -96,6 +97,7 @@ impl ClientCore {
             next_id: 0,
             pending: HashMap::new(),
             surbs: SurbTable::default(),
+            streams: Default::default(),
             notices: HashMap::new(),
             queue,
             probes: LoopProbes::new(config_health),
@@ -314,9 +316,18 @@ impl ClientCore {
         let emission = self.queue.as_mut()?.poll(now.at)?;
         Some(match emission.payload {
             Payload::Real(packet) => Ok(packet),
-            Payload::Cover if self.draw_loop() => self.loop_packet(now).or_else(|_| self.cover_packet(now)),
-            Payload::Cover => self.cover_packet(now),
+            // A stream message, when one is due, takes the slot of a cover packet.
+            Payload::Cover => match self.next_stream_packet(now) {
+                Some(Ok(packet)) => Ok(packet),
+                Some(Err(_)) | None if self.draw_loop() => self.loop_packet(now).or_else(|_| self.cover_packet(now)),
+                Some(Err(_)) | None => self.cover_packet(now),
+            },
         })
+    }
+
+    /// Whether cover traffic is on (packets wait for Poisson slots).
+    pub fn queue_enabled(&self) -> bool {
+        self.queue.is_some()
     }
 
     /// Real packets waiting for a slot.
@@ -369,6 +380,10 @@ impl ClientCore {
             return None;
         };
         let now_ms = now.at.saturating_duration_since(self.base).as_millis() as u64;
+        if self.streams.owns(id) {
+            self.stream_reply(id, &fragment, now_ms);
+            return None;
+        }
         let pending = self.pending.get_mut(&id)?;
         let encoded = match pending.assembler.accept(&fragment, now_ms) {
             Ok(Some(encoded)) => encoded,
@@ -401,7 +416,8 @@ impl ClientCore {
 
     /// When the earliest request in flight, or loop, times out.
     pub fn next_timeout(&self) -> Option<Instant> {
-        self.pending.values().map(|p| p.deadline).chain(self.probes.next_timeout_at()).min()
+        let streams = self.streams.next_wakeup().map(|ms| self.base + std::time::Duration::from_millis(ms));
+        self.pending.values().map(|p| p.deadline).chain(self.probes.next_timeout_at()).chain(streams).min()
     }
 
     /// Fails every request whose deadline has passed with
@@ -410,6 +426,7 @@ impl ClientCore {
     /// change [`Self::gateway`].
     pub fn poll_timeouts(&mut self, now: Now) -> Vec<Completed> {
         self.refresh_health(now);
+        self.stream_timers(now);
         let mut expired: Vec<RequestId> =
             self.pending.iter().filter(|(_, p)| p.deadline <= now.at).map(|(id, _)| *id).collect();
         expired.sort();

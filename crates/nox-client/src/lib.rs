@@ -4,14 +4,15 @@
 
 mod config;
 mod core;
+mod core_streams;
 mod error;
 mod health;
-pub mod http1;
 mod paths;
 mod proxy;
 mod rpc;
 mod shell;
 pub mod socks;
+mod streams;
 mod surbs;
 mod types;
 
@@ -19,6 +20,8 @@ pub use config::ClientConfig;
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 pub use error::ClientError;
 pub use nox_cover::HealthConfig;
-pub use proxy::{SocksConfig, serve_socks};
+pub use nox_stream::{ResetCode, Target as StreamTarget};
+pub use proxy::{SocksConfig, StreamIo, StreamOpener, serve_socks};
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
-pub use shell::{Client, ClientHandle, Requester, ShellConfig};
+pub use shell::{Client, ClientHandle, MixStream, Requester, ShellConfig};
+pub use streams::{StreamConfig, StreamStatus};

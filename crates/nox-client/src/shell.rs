@@ -13,11 +13,13 @@ use nox_sphinx::NodeId;
 use nox_topology::VerifiedTopology;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::config::ClientConfig;
 use crate::core::{ClientCore, ClientStats, Completed, Now, Outgoing, RequestId};
 use crate::error::ClientError;
+use crate::streams::StreamStatus;
+use nox_stream::{ResetCode, Target as StreamTarget};
 
 /// How long [`Client::start`] waits for the reply gateway's link.
 const GATEWAY_WAIT: Duration = Duration::from_secs(5);
@@ -39,6 +41,8 @@ type Waiters = HashMap<RequestId, oneshot::Sender<Result<Response, ClientError>>
 struct State {
     core: ClientCore,
     waiters: Waiters,
+    /// Wakes the task serving each stream when its state changes.
+    stream_waiters: HashMap<RequestId, Arc<Notify>>,
     /// The gateway the shell last connected to; the core may move on (loop
     /// health marks it degraded) and the timer task follows.
     connected: NodeId,
@@ -100,6 +104,18 @@ impl Shared {
         if let Some(waiter) = state.waiters.remove(&done.id) {
             let _ = waiter.send(done.result);
         }
+    }
+
+    /// After the core changed: stream packets due now (cover off) to send,
+    /// and the tasks of changed streams woken.
+    fn streams_after(state: &mut State, now: Now) -> Vec<Outgoing> {
+        let packets = state.core.poll_streams(now);
+        for key in state.core.take_touched_streams() {
+            if let Some(notify) = state.stream_waiters.get(&key) {
+                notify.notify_one();
+            }
+        }
+        packets
     }
 
     fn send_now(&self, out: Outgoing) {
@@ -185,7 +201,12 @@ impl Client {
         gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
 
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { connected: core.gateway(), core, waiters: HashMap::new() }),
+            state: Mutex::new(State {
+                connected: core.gateway(),
+                core,
+                waiters: HashMap::new(),
+                stream_waiters: HashMap::new(),
+            }),
             entries,
             gateway_links,
             directory,
@@ -274,6 +295,107 @@ impl ClientHandle {
     pub fn stats(&self) -> ClientStats {
         self.shared.lock().core.stats()
     }
+
+    /// Opens a stream to `target` through a random exit (docs/spec/streams.md).
+    /// Returns at once; [`MixStream::opened`] waits for the exit's answer.
+    pub fn open_stream(&self, target: StreamTarget) -> Result<MixStream, ClientError> {
+        let notify = Arc::new(Notify::new());
+        let key = {
+            let mut state = self.shared.lock();
+            let key = state.core.open_stream(target, Now::system())?;
+            state.stream_waiters.insert(key, notify.clone());
+            key
+        };
+        let stream = MixStream { key, handle: self.clone(), notify };
+        stream.flush(|_| ());
+        Ok(stream)
+    }
+}
+
+/// A stream through the mixnet, from [`ClientHandle::open_stream`]. Dropping
+/// it closes the stream (a reset if it was still open).
+pub struct MixStream {
+    key: RequestId,
+    handle: ClientHandle,
+    notify: Arc<Notify>,
+}
+
+impl MixStream {
+    /// Runs `f` on the core, then sends what became due and wakes streams.
+    fn flush<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let shared = &self.handle.shared;
+        let (value, packets) = {
+            let mut state = shared.lock();
+            let value = f(&mut state);
+            (value, Shared::streams_after(&mut state, Now::system()))
+        };
+        for out in packets {
+            shared.send_now(out);
+        }
+        value
+    }
+
+    /// The stream's state.
+    pub fn status(&self) -> StreamStatus {
+        let state = self.handle.shared.lock();
+        state.core.stream_status(self.key).unwrap_or(StreamStatus {
+            opened: false,
+            readable: 0,
+            eof: true,
+            writable: 0,
+            closed: true,
+            reset: Some(ResetCode::General),
+        })
+    }
+
+    /// Waits until the exit has connected, or tells why it has not (the
+    /// reset code carries the SOCKS5 reply).
+    pub async fn opened(&self) -> Result<(), ResetCode> {
+        loop {
+            let status = self.status();
+            if let Some(code) = status.reset {
+                return Err(code);
+            }
+            if status.opened {
+                return Ok(());
+            }
+            self.changed().await;
+        }
+    }
+
+    /// Waits for a change of state (bytes arrived or were acknowledged, the
+    /// stream opened, finished or was reset). May return spuriously.
+    pub async fn changed(&self) {
+        let _ = tokio::time::timeout(MAX_TICK, self.notify.notified()).await;
+    }
+
+    /// Writes what fits; returns how many bytes were taken.
+    pub fn write(&self, bytes: &[u8]) -> usize {
+        let key = self.key;
+        self.flush(|state| state.core.stream_write(key, bytes))
+    }
+
+    /// Reads up to `max` bytes received in order.
+    pub fn read(&self, max: usize) -> Vec<u8> {
+        let key = self.key;
+        self.flush(|state| state.core.stream_read(key, max, Now::system()))
+    }
+
+    /// No more bytes will be written.
+    pub fn finish(&self) {
+        let key = self.key;
+        self.flush(|state| state.core.stream_finish(key));
+    }
+}
+
+impl Drop for MixStream {
+    fn drop(&mut self) {
+        let key = self.key;
+        self.flush(|state| {
+            state.stream_waiters.remove(&key);
+            state.core.stream_close(key);
+        });
+    }
 }
 
 async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>, mut stop: watch::Receiver<bool>) {
@@ -286,9 +408,16 @@ async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>,
             PeerIdentity::Node(key) => shared.directory.node_id(&key),
             PeerIdentity::Client(..) => None,
         };
-        let mut state = shared.lock();
-        if let Some(done) = state.core.on_downstream(from, &record.packet, Now::system()) {
-            Shared::complete(&mut state, done);
+        let now = Now::system();
+        let packets = {
+            let mut state = shared.lock();
+            if let Some(done) = state.core.on_downstream(from, &record.packet, now) {
+                Shared::complete(&mut state, done);
+            }
+            Shared::streams_after(&mut state, now)
+        };
+        for out in packets {
+            shared.send_now(out);
         }
     }
 }
@@ -308,6 +437,7 @@ async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             for done in state.core.poll_timeouts(now) {
                 Shared::complete(&mut state, done);
             }
+            due.extend(Shared::streams_after(&mut state, now));
             let next = [state.core.next_transmit_at(), state.core.next_timeout()].into_iter().flatten().min();
             let new_gateway = Some(state.core.gateway()).filter(|g| *g != state.connected);
             if let Some(gateway) = new_gateway {

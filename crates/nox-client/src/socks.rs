@@ -1,7 +1,7 @@
 //! SOCKS5 (RFC 1928) parsing: no authentication, `CONNECT` only. Pure:
 //! each parser takes the bytes read so far and returns `Ok(None)` when it
 //! needs more. Names are never resolved here: a domain target goes to the
-//! exit inside the URL.
+//! exit in the stream's `OPEN`, and the exit resolves it.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -173,7 +173,13 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<(Target, usize)>, SocksError> 
 
 /// A reply with a zero IPv4 bound address (the proxy binds nothing).
 pub fn reply(code: Reply) -> [u8; 10] {
-    [VERSION, code as u8, 0, 0x01, 0, 0, 0, 0, 0, 0]
+    reply_code(code as u8)
+}
+
+/// A reply with any RFC 1928 §6 code (the exit's reason for a failed
+/// `CONNECT`: 0x02 not allowed, 0x04 host unreachable, 0x05 refused, …).
+pub fn reply_code(code: u8) -> [u8; 10] {
+    [VERSION, code, 0, 0x01, 0, 0, 0, 0, 0, 0]
 }
 
 #[cfg(test)]

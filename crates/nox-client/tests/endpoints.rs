@@ -1,9 +1,12 @@
-//! The SOCKS5 and JSON-RPC endpoints over real loopback sockets, with a
-//! stand-in for the mixnet that records what it was asked.
+//! The SOCKS5 and JSON-RPC endpoints over real loopback sockets, with
+//! stand-ins for the mixnet that record what they were asked.
 
 use std::sync::{Arc, Mutex};
 
-use nox_client::{ClientError, Requester, RpcConfig, SocksConfig, serve_rpc, serve_socks};
+use nox_client::{
+    ClientError, Requester, ResetCode, RpcConfig, SocksConfig, StreamIo, StreamOpener, StreamStatus, StreamTarget,
+    serve_rpc, serve_socks,
+};
 use nox_message::{HttpResponseMsg, RequestBody, Response, Status};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -33,57 +36,127 @@ impl Requester for Fake {
             }
             RequestBody::JsonRpc(json) if json.windows(7).any(|w| w == b"timeout") => Err(ClientError::Timeout),
             RequestBody::JsonRpc(_) => Ok(Response::ok(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#.to_vec())),
-            RequestBody::Echo(_) | RequestBody::Relay(_) => Err(ClientError::Closed),
+            RequestBody::Echo(_) | RequestBody::Relay(_) | RequestBody::Stream(_) => Err(ClientError::Closed),
         }
     }
 }
 
-async fn socks_server(fake: Fake) -> std::net::SocketAddr {
+/// A stand-in stream: an echo service at the "exit", with targets that fail.
+#[derive(Clone, Default)]
+struct FakeOpener {
+    opened: Arc<Mutex<Vec<StreamTarget>>>,
+}
+
+#[derive(Default)]
+struct Echo {
+    buf: Vec<u8>,
+    finished: bool,
+    read_all: bool,
+}
+
+struct FakeStream {
+    reset: Option<ResetCode>,
+    echo: Mutex<Echo>,
+}
+
+impl StreamOpener for FakeOpener {
+    type Stream = FakeStream;
+    fn open(&self, target: StreamTarget) -> Result<FakeStream, ClientError> {
+        let reset = match target.host.as_str() {
+            "refused.test" => Some(ResetCode::Refused),
+            "10.0.0.1" => Some(ResetCode::Forbidden),
+            "unknown.test" => Some(ResetCode::HostUnreachable),
+            _ => None,
+        };
+        self.opened.lock().unwrap().push(target);
+        Ok(FakeStream { reset, echo: Mutex::new(Echo::default()) })
+    }
+}
+
+impl StreamIo for FakeStream {
+    fn status(&self) -> StreamStatus {
+        let echo = self.echo.lock().unwrap();
+        StreamStatus {
+            opened: self.reset.is_none(),
+            readable: echo.buf.len(),
+            eof: echo.finished && echo.buf.is_empty(),
+            writable: if self.reset.is_none() { 4096usize.saturating_sub(echo.buf.len()) } else { 0 },
+            closed: echo.finished && echo.buf.is_empty() && echo.read_all,
+            reset: self.reset,
+        }
+    }
+    fn write(&self, bytes: &[u8]) -> usize {
+        let mut echo = self.echo.lock().unwrap();
+        let n = bytes.len().min(4096usize.saturating_sub(echo.buf.len()));
+        echo.buf.extend_from_slice(&bytes[..n]);
+        n
+    }
+    fn read(&self, max: usize) -> Vec<u8> {
+        let mut echo = self.echo.lock().unwrap();
+        let n = max.min(echo.buf.len());
+        let out: Vec<u8> = echo.buf.drain(..n).collect();
+        if echo.finished && echo.buf.is_empty() {
+            echo.read_all = true;
+        }
+        out
+    }
+    fn finish(&self) {
+        let mut echo = self.echo.lock().unwrap();
+        echo.finished = true;
+        echo.read_all = echo.buf.is_empty();
+    }
+    async fn changed(&self) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+async fn socks_server(opener: FakeOpener) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_socks(listener, fake, SocksConfig::default()));
+    tokio::spawn(serve_socks(listener, opener, SocksConfig::default()));
     addr
 }
 
 async fn read_all(stream: &mut TcpStream) -> Vec<u8> {
     let mut out = Vec::new();
-    stream.read_to_end(&mut out).await.unwrap();
+    let _ = stream.read_to_end(&mut out).await;
     out
 }
 
 #[tokio::test]
-async fn socks_connect_then_one_http_request() {
-    let fake = Fake::default();
-    let addr = socks_server(fake.clone()).await;
+async fn socks_connect_relays_a_stream_both_ways_with_half_close() {
+    let opener = FakeOpener::default();
+    let addr = socks_server(opener.clone()).await;
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(&[5, 1, 0]).await.unwrap();
     let mut reply = [0u8; 2];
     s.read_exact(&mut reply).await.unwrap();
     assert_eq!(reply, [5, 0]);
-    // CONNECT example.org:8080 by name: never resolved locally.
+    // CONNECT example.org:443 by name: never resolved locally. The first
+    // bytes of the stream follow the request at once (pipelined).
     let mut connect = vec![5, 1, 0, 3, 11];
     connect.extend_from_slice(b"example.org");
-    connect.extend_from_slice(&8080u16.to_be_bytes());
+    connect.extend_from_slice(&443u16.to_be_bytes());
+    connect.extend_from_slice(b"early ");
     s.write_all(&connect).await.unwrap();
     let mut reply = [0u8; 10];
     s.read_exact(&mut reply).await.unwrap();
-    assert_eq!(reply[..2], [5, 0]);
-    s.write_all(b"POST /submit?x=1 HTTP/1.1\r\nHost: example.org\r\nContent-Length: 4\r\nProxy-Connection: keep-alive\r\n\r\nbody")
-        .await
-        .unwrap();
-    let text = String::from_utf8(read_all(&mut s).await).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
-    assert!(text.contains("Connection: close\r\n") && !text.contains("keep-alive"), "{text}");
-    assert!(text.ends_with("\r\n\r\nPOST http://example.org:8080/submit?x=1 body"), "{text}");
-    let seen = fake.seen.lock().unwrap();
-    let RequestBody::Http(http) = &seen[0].0 else { panic!("not http") };
-    assert_eq!(http.headers, vec![("Host".to_string(), "example.org".to_string())]);
+    assert_eq!(reply, [5, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    s.write_all(&big).await.unwrap();
+    s.shutdown().await.unwrap();
+    let echoed = read_all(&mut s).await;
+    let mut expected = b"early ".to_vec();
+    expected.extend_from_slice(&big);
+    assert_eq!(echoed.len(), expected.len());
+    assert!(echoed == expected, "bytes differ");
+    assert_eq!(opener.opened.lock().unwrap()[0], StreamTarget { host: "example.org".into(), port: 443 });
 }
 
 #[tokio::test]
-async fn socks_refusals() {
-    let fake = Fake::default();
-    let addr = socks_server(fake.clone()).await;
+async fn socks_refusals_carry_the_exit_reason() {
+    let opener = FakeOpener::default();
+    let addr = socks_server(opener.clone()).await;
     // Only username/password offered.
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(&[5, 1, 2]).await.unwrap();
@@ -92,17 +165,22 @@ async fn socks_refusals() {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(&[5, 1, 0, 5, 2, 0, 1, 127, 0, 0, 1, 0, 80]).await.unwrap();
     assert_eq!(read_all(&mut s).await, vec![5, 0, 5, 7, 0, 1, 0, 0, 0, 0, 0, 0]);
-    // TLS on the tunnel: closed without an answer.
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(&[5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 1, 187, 0x16, 3, 1, 0, 5]).await.unwrap();
-    assert_eq!(read_all(&mut s).await, vec![5, 0, 5, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    // An error from the exit becomes an HTTP error.
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(&[5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0, 80]).await.unwrap();
-    s.write_all(b"GET /forbidden HTTP/1.1\r\n\r\n").await.unwrap();
-    let text = String::from_utf8(read_all(&mut s).await).unwrap();
-    assert!(text.contains("HTTP/1.1 403 Forbidden\r\n") && text.contains("destination not allowed"), "{text}");
-    assert_eq!(fake.seen.lock().unwrap().len(), 1, "only the last connection reached the mixnet");
+    // The exit's refusals, as RFC 1928 codes: not allowed (2), unreachable (4), refused (5).
+    for (host, code) in [(&b"10.0.0.1"[..], 2u8), (b"unknown.test", 4), (b"refused.test", 5)] {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let mut request = vec![5, 1, 0, 5, 1, 0];
+        if host == b"10.0.0.1" {
+            request.extend_from_slice(&[1, 10, 0, 0, 1]);
+        } else {
+            request.push(3);
+            request.push(host.len() as u8);
+            request.extend_from_slice(host);
+        }
+        request.extend_from_slice(&443u16.to_be_bytes());
+        s.write_all(&request).await.unwrap();
+        assert_eq!(read_all(&mut s).await, vec![5, 0, 5, code, 0, 1, 0, 0, 0, 0, 0, 0], "{host:?}");
+    }
+    assert_eq!(opener.opened.lock().unwrap().len(), 3, "only the CONNECTs reached the mixnet");
 }
 
 #[tokio::test]

@@ -67,7 +67,22 @@ pub fn max_reply_len(geometry: &Geometry, n_surbs: usize) -> usize {
 pub fn reply_packets<R: RngCore + CryptoRng>(
     geometry: &Geometry,
     response: &[u8],
-    surbs: Vec<Surb>,
+    mut surbs: Vec<Surb>,
+    loss: f64,
+    target: f64,
+    rng: &mut R,
+) -> Result<Vec<(NodeId, Vec<u8>)>, MessageError> {
+    reply_packets_from(geometry, response, &mut surbs, loss, target, rng)
+}
+
+/// [`reply_packets`] for a SURB pool (a stream's): takes from the front of
+/// `surbs` only the SURBs the reply uses (d data shards and the least parity
+/// meeting `target` at `loss`, or every SURB when the target is out of reach)
+/// and leaves the rest. On an error no SURB is taken.
+pub fn reply_packets_from<R: RngCore + CryptoRng>(
+    geometry: &Geometry,
+    response: &[u8],
+    surbs: &mut Vec<Surb>,
     loss: f64,
     target: f64,
     rng: &mut R,
@@ -85,9 +100,10 @@ pub fn reply_packets<R: RngCore + CryptoRng>(
         Err(err) => return Err(err.into()),
     };
     let fragments = nox_fec::encode(response, MessageId::random(rng), &layout)?;
+    let used: Vec<Surb> = surbs.drain(..fragments.len().min(surbs.len())).collect();
     fragments
         .iter()
-        .zip(surbs)
+        .zip(used)
         .map(|(fragment, surb)| {
             let hop = surb.first_hop();
             Ok((hop, surb.into_reply(geometry, fragment)?))

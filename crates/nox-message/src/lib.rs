@@ -14,7 +14,7 @@ mod wire;
 pub use assembler::{Assembler, Replies, Requests};
 pub use client::{MAX_REPLY_LEN, REPLY_LIMITS, ReplyAssembler, request_fragments, surbs_needed};
 pub use error::MessageError;
-pub use exit::{MAX_REQUEST_LEN, REQUEST_LIMITS, RequestAssembler, max_reply_len, reply_packets};
+pub use exit::{MAX_REQUEST_LEN, REQUEST_LIMITS, RequestAssembler, max_reply_len, reply_packets, reply_packets_from};
 pub use http::{
     HttpRequestMsg, HttpResponseMsg, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_HEADERS, MAX_METHOD_LEN,
     MAX_URL_LEN,

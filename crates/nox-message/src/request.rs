@@ -19,6 +19,8 @@ pub enum Kind {
     JsonRpc = 3,
     /// A relay request: a bundle for the exit's relayer, or a price quote (docs/spec/relay.md).
     Relay = 4,
+    /// A stream message (`nox-stream`, docs/spec/streams.md): the SURBs join the stream's pool.
+    Stream = 5,
 }
 
 impl TryFrom<u8> for Kind {
@@ -30,6 +32,7 @@ impl TryFrom<u8> for Kind {
             2 => Ok(Self::Http),
             3 => Ok(Self::JsonRpc),
             4 => Ok(Self::Relay),
+            5 => Ok(Self::Stream),
             other => Err(MessageError::UnknownKind(other)),
         }
     }
@@ -46,6 +49,8 @@ pub enum RequestBody {
     JsonRpc(Vec<u8>),
     /// Relay request bytes (non-empty; the exit's relayer parses them, docs/spec/relay.md).
     Relay(Vec<u8>),
+    /// An encoded stream message (non-empty; the exit's stream service parses it).
+    Stream(Vec<u8>),
 }
 
 impl RequestBody {
@@ -56,6 +61,7 @@ impl RequestBody {
             Self::Http(_) => Kind::Http,
             Self::JsonRpc(_) => Kind::JsonRpc,
             Self::Relay(_) => Kind::Relay,
+            Self::Stream(_) => Kind::Stream,
         }
     }
 
@@ -72,6 +78,10 @@ impl RequestBody {
                 Err(MessageError::InvalidField { field: "relay body", reason: "empty" })
             }
             Self::Relay(_) => Ok(()),
+            Self::Stream(body) if body.is_empty() => {
+                Err(MessageError::InvalidField { field: "stream body", reason: "empty" })
+            }
+            Self::Stream(_) => Ok(()),
         }
     }
 }
@@ -109,9 +119,10 @@ impl Request {
             out.extend_from_slice(surb);
         }
         match &self.body {
-            RequestBody::Echo(bytes) | RequestBody::JsonRpc(bytes) | RequestBody::Relay(bytes) => {
-                out.extend_from_slice(bytes)
-            }
+            RequestBody::Echo(bytes)
+            | RequestBody::JsonRpc(bytes)
+            | RequestBody::Relay(bytes)
+            | RequestBody::Stream(bytes) => out.extend_from_slice(bytes),
             RequestBody::Http(http) => http.encode_into(&mut out),
         }
         out
@@ -130,6 +141,11 @@ impl Request {
             }
             Kind::Relay => {
                 let body = RequestBody::Relay(rest.to_vec());
+                body.validate()?;
+                body
+            }
+            Kind::Stream => {
+                let body = RequestBody::Stream(rest.to_vec());
                 body.validate()?;
                 body
             }

@@ -33,9 +33,9 @@ enum Work {
     /// A valid request: perform it, answer on its SURBs.
     Perform(Request),
     /// A message whose SURBs parse but whose request does not: answer the error.
-    Refuse(Vec<nox_sphinx::Surb>, Response),
+    Refuse(Vec<Surb>, Response),
 }
-use nox_sphinx::{Geometry, NodeId};
+use nox_sphinx::{Geometry, NodeId, Surb};
 use rand_core::SeedableRng;
 
 /// How the exit plans and sends replies (from `[exit]`).
@@ -61,6 +61,66 @@ pub trait ExitHandler: Send + Sync + 'static {
     /// Performs `body`; the encoded response must fit `max_reply_len` bytes
     /// (larger answers become `TooLarge` errors).
     fn handle(&self, body: RequestBody, max_reply_len: usize) -> Pin<Box<dyn Future<Output = Response> + Send>>;
+
+    /// Takes a stream message (`Kind::Stream`, docs/spec/streams.md) and its SURBs, which join
+    /// the stream's pool: the handler answers through `replies` whenever it has something to
+    /// send, spending pooled SURBs. Called in arrival order, on the node's delivery path: it
+    /// must not block. The default offers no streams: one `Unsupported` response.
+    fn stream(&self, mut surbs: Vec<Surb>, body: Vec<u8>, replies: ReplySender) {
+        let _ = body;
+        let response = Response::error(Status::Unsupported, "this exit offers no streams");
+        let _ = replies.send(&mut surbs, &response.encode());
+    }
+}
+
+/// Sends replies through SURBs: what the exit end and a stream service use
+/// to answer. Cheap to clone.
+#[derive(Clone)]
+pub struct ReplySender {
+    path: Arc<ReplyPath>,
+}
+
+struct ReplyPath {
+    geometry: Geometry,
+    outbound: OutboundLinks,
+    link_key_of: LinkKeyLookup,
+    metrics: Arc<ExitMetrics>,
+    policy: ReplyPolicy,
+}
+
+impl ReplySender {
+    /// The geometry replies are built for.
+    pub fn geometry(&self) -> &Geometry {
+        &self.path.geometry
+    }
+
+    /// Sends the encoded response `encoded`, taking from the front of `surbs`
+    /// the SURBs it needs (its FEC shards: d data and the parity the exit's
+    /// reply policy plans) and leaving the rest. Returns the packets sent.
+    pub fn send(&self, surbs: &mut Vec<Surb>, encoded: &[u8]) -> Result<usize, nox_message::MessageError> {
+        let path = &self.path;
+        let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
+        let packets = nox_message::reply_packets_from(
+            &path.geometry,
+            encoded,
+            surbs,
+            path.policy.loss_estimate,
+            path.policy.target,
+            &mut rng,
+        )?;
+        let mut sent = 0;
+        for (first_hop, packet) in packets {
+            if path.policy.inject_loss > 0.0 && unit_interval(&mut rng) < path.policy.inject_loss {
+                path.metrics.reply_packets_injected_loss.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let ok = (path.link_key_of)(&first_hop).is_some_and(|key| path.outbound.send(&key, packet).is_ok());
+            let counter = if ok { &path.metrics.reply_packets } else { &path.metrics.reply_packets_dropped };
+            counter.fetch_add(1, Ordering::Relaxed);
+            sent += usize::from(ok);
+        }
+        Ok(sent)
+    }
 }
 
 /// Echo only: what an exit without configured services answers.
@@ -105,6 +165,8 @@ pub struct ExitMetrics {
     pub gateway_delivered: AtomicU64,
     /// Replies for a mailbox with no connected client (gateway).
     pub gateway_no_mailbox: AtomicU64,
+    /// Stream messages handed to the stream service.
+    pub stream_messages: AtomicU64,
 }
 
 impl ExitMetrics {
@@ -134,6 +196,7 @@ impl ExitMetrics {
                 load(&self.reply_packets_injected_loss),
             ),
             ("nox_gateway_replies_total", "Replies handed to client links.", load(&self.gateway_delivered)),
+            ("nox_exit_stream_messages_total", "Stream messages received.", load(&self.stream_messages)),
             (
                 "nox_gateway_no_mailbox_total",
                 "Replies for a mailbox with no connected client.",
@@ -174,10 +237,8 @@ pub struct ExitFront {
     geometry: Geometry,
     assembler: Mutex<RequestAssembler>,
     handler: Arc<dyn ExitHandler>,
-    outbound: OutboundLinks,
-    link_key_of: LinkKeyLookup,
+    replies: ReplySender,
     metrics: Arc<ExitMetrics>,
-    policy: ReplyPolicy,
     epoch: Instant,
 }
 
@@ -196,14 +257,13 @@ impl ExitFront {
         let assembler = RequestAssembler::new(nox_message::REQUEST_LIMITS)
             .or_else(|_| RequestAssembler::new(nox_message::ReassemblyLimits::default()))
             .expect("default reassembly limits are valid");
+        let path = ReplyPath { geometry, outbound, link_key_of, metrics: metrics.clone(), policy };
         Self {
             geometry,
             assembler: Mutex::new(assembler),
             handler,
-            outbound,
-            link_key_of,
+            replies: ReplySender { path: Arc::new(path) },
             metrics,
-            policy,
             epoch: Instant::now(),
         }
     }
@@ -234,6 +294,11 @@ impl ExitFront {
         };
         self.metrics.fragments.fetch_add(1, Ordering::Relaxed);
         let work = match Request::decode(&self.geometry, &message) {
+            Ok(Request { surbs, body: RequestBody::Stream(body) }) => {
+                self.metrics.stream_messages.fetch_add(1, Ordering::Relaxed);
+                self.handler.stream(surbs, body, self.replies.clone());
+                return;
+            }
             Ok(request) => {
                 self.metrics.requests.fetch_add(1, Ordering::Relaxed);
                 Work::Perform(request)
@@ -260,7 +325,7 @@ impl ExitFront {
         });
     }
 
-    async fn answer(&self, surbs: Vec<nox_sphinx::Surb>, response: Option<Response>) {
+    async fn answer(&self, surbs: Vec<Surb>, response: Option<Response>) {
         let Some(mut response) = response.filter(|_| !surbs.is_empty()) else {
             self.metrics.requests_without_surbs.fetch_add(1, Ordering::Relaxed);
             return;
@@ -280,30 +345,10 @@ impl ExitFront {
         if let Some(count) = self.metrics.responses.get(response.status as usize) {
             count.fetch_add(1, Ordering::Relaxed);
         }
-        let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
-        let packets = match nox_message::reply_packets(
-            &self.geometry,
-            &encoded,
-            surbs,
-            self.policy.loss_estimate,
-            self.policy.target,
-            &mut rng,
-        ) {
-            Ok(packets) => packets,
-            Err(error) => {
-                tracing::debug!(%error, "reply could not be built");
-                self.metrics.reply_packets_dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        };
-        for (first_hop, packet) in packets {
-            if self.policy.inject_loss > 0.0 && unit_interval(&mut rng) < self.policy.inject_loss {
-                self.metrics.reply_packets_injected_loss.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            let sent = (self.link_key_of)(&first_hop).is_some_and(|key| self.outbound.send(&key, packet).is_ok());
-            let counter = if sent { &self.metrics.reply_packets } else { &self.metrics.reply_packets_dropped };
-            counter.fetch_add(1, Ordering::Relaxed);
+        let mut surbs = surbs;
+        if let Err(error) = self.replies.send(&mut surbs, &encoded) {
+            tracing::debug!(%error, "reply could not be built");
+            self.metrics.reply_packets_dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

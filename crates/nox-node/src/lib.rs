@@ -28,7 +28,9 @@ pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use directory_client::{Publisher, SharedTopology, initial_topology};
 pub use durability::{GroupCommitConfig, NotDurable, SyncThread, TagJournal};
 pub use egress::{ForwardRefused, forward_link};
-pub use exit::{EchoOnly, ExitFront, ExitHandler, ExitMetrics, LinkKeyLookup, ReplyPolicy, deliver_to_mailbox};
+pub use exit::{
+    EchoOnly, ExitFront, ExitHandler, ExitMetrics, LinkKeyLookup, ReplyPolicy, ReplySender, deliver_to_mailbox,
+};
 pub use gate::{AdmissionGate, AdmissionSection};
 pub use ingress::from_link;
 pub use metrics::NodeMetrics;

@@ -55,11 +55,6 @@ pub struct ClientArgs {
     /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).
     #[arg(long, default_value_t = 16 * 1024)]
     pub rpc_reply_len: usize,
-    /// Largest HTTP response expected through the SOCKS5 endpoint, in bytes
-    /// (sizes the SURB budget: one SURB per ~32 KB plus FEC parity; larger
-    /// responses come back as a clear 413 from the exit).
-    #[arg(long, default_value_t = 1024 * 1024)]
-    pub http_reply_len: usize,
 }
 
 /// One-shot client commands.
@@ -89,7 +84,7 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
             Some(ClientCommand::Echo { topology, cover_rate, text }) => echo(&topology, cover_rate, text).await,
             None => {
                 let topology = args.topology.ok_or("give --testnet <dir> or --topology <file> --authority <hex>")?;
-                let budgets = ReplyBudgets { rpc: args.rpc_reply_len, http: args.http_reply_len };
+                let budgets = ReplyBudgets { rpc: args.rpc_reply_len };
                 daemon(&topology, args.cover_rate, args.socks, args.rpc, budgets).await
             }
         }
@@ -255,7 +250,6 @@ async fn echo(args: &TopologyArgs, cover_rate: f64, text: String) -> Result<(), 
 #[derive(Clone, Copy, Debug)]
 struct ReplyBudgets {
     rpc: usize,
-    http: usize,
 }
 
 async fn daemon(
@@ -274,7 +268,7 @@ async fn daemon(
     if let Some(addr) = socks {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("socks {addr}: {e}"))?;
         eprintln!("nox client: SOCKS5 on {}", listener.local_addr().map_err(|e| e.to_string())?);
-        let config = SocksConfig { expected_reply_len: budgets.http, ..SocksConfig::default() };
+        let config = SocksConfig::default();
         tasks.spawn(nox_client::serve_socks(listener, client.clone(), config));
     }
     if let Some(addr) = rpc {

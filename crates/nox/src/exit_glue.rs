@@ -108,6 +108,8 @@ impl nox_node::ExitHandler for ExitAdapter {
                     Ok(answer) => Response::ok(answer),
                     Err(error) => error_response(&error),
                 },
+                // The node hands stream messages to `ExitHandler::stream`, never here.
+                RequestBody::Stream(_) => Response::error(Status::BadRequest, "a stream message outside a stream"),
                 RequestBody::Relay(body) => match relayer {
                     None => Response::error(Status::Unsupported, "this exit is not a relayer"),
                     Some(relayer) => match relayer.handle(&body).await {

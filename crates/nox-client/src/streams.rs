@@ -1,0 +1,399 @@
+//! The client's end of streams (docs/spec/streams.md): one
+//! [`nox_stream::Endpoint`] per stream, plus what only the client does —
+//! opening, and keeping the exit's SURB pool topped up.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use nox_message::{REPLY_LIMITS, ReplyAssembler, Response, Status};
+use nox_sphinx::{NodeId, SurbId};
+use nox_stream::{Endpoint, EndpointConfig, ResetCode, StreamId, StreamMessage, SurbBatch, Target};
+
+/// Settings of the client's streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamConfig {
+    /// Buffers, windows and retransmission timers.
+    pub endpoint: EndpointConfig,
+    /// SURBs the client aims to keep at the exit for a stream (default 48:
+    /// about 1.5 MiB of replies with the default geometry, which covers the
+    /// 1 MiB receive window and its parity).
+    pub surb_target: u16,
+    /// SURBs sent with the `OPEN` (default 16).
+    pub initial_surbs: u16,
+    /// Time allowed for the exit's `OPENED` (default 30 s).
+    pub open_timeout: Duration,
+    /// A stream silent both ways this long sends an acknowledgement and a
+    /// SURB, so that an exit that lost the stream says so (default 10 s).
+    pub keepalive: Duration,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            endpoint: EndpointConfig::default(),
+            surb_target: 48,
+            initial_surbs: 16,
+            open_timeout: Duration::from_secs(30),
+            keepalive: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the application sees of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamStatus {
+    /// The exit connected to the target.
+    pub opened: bool,
+    /// Bytes ready to read.
+    pub readable: usize,
+    /// The peer finished and every byte was read.
+    pub eof: bool,
+    /// Room in the send buffer.
+    pub writable: usize,
+    /// Every byte written, and the FIN, acknowledged; the peer's FIN read.
+    pub closed: bool,
+    /// Why the stream ended early (for an open that failed: the SOCKS reply).
+    pub reset: Option<ResetCode>,
+}
+
+/// One stream at the client.
+pub(crate) struct ClientStream {
+    pub(crate) id: StreamId,
+    pub(crate) exit: NodeId,
+    target: Target,
+    pub(crate) endpoint: Endpoint,
+    config: StreamConfig,
+    opened: bool,
+    pub(crate) assembler: ReplyAssembler,
+    /// Every SURB issued for the stream (retired when it ends).
+    pub(crate) surb_ids: Vec<SurbId>,
+    next_seq: u32,
+    exit_held: u16,
+    seen_seq: u32,
+    /// Batches sent that the exit had not reported by its last `POOL`.
+    batches: VecDeque<SurbBatch>,
+    open_due: Option<u64>,
+    open_deadline: u64,
+    open_backoff: u64,
+    last_heard: u64,
+    last_sent: u64,
+    reset_to_send: Option<ResetCode>,
+}
+
+impl ClientStream {
+    pub(crate) fn new(
+        id: StreamId,
+        exit: NodeId,
+        target: Target,
+        config: StreamConfig,
+        now_ms: u64,
+    ) -> Result<Self, nox_message::MessageError> {
+        Ok(Self {
+            id,
+            exit,
+            target,
+            endpoint: Endpoint::new(config.endpoint),
+            config,
+            opened: false,
+            assembler: ReplyAssembler::new(REPLY_LIMITS)?,
+            surb_ids: Vec::new(),
+            next_seq: 1,
+            exit_held: 0,
+            seen_seq: 0,
+            batches: VecDeque::new(),
+            open_due: Some(now_ms),
+            open_deadline: now_ms + config.open_timeout.as_millis() as u64,
+            open_backoff: config.endpoint.initial_rto_ms,
+            last_heard: now_ms,
+            last_sent: now_ms,
+            reset_to_send: None,
+        })
+    }
+
+    pub(crate) fn status(&self) -> StreamStatus {
+        StreamStatus {
+            opened: self.opened,
+            readable: self.endpoint.recv_half().readable(),
+            eof: self.endpoint.recv_half().at_eof(),
+            writable: if self.opened && self.endpoint.reset_code().is_none() {
+                self.endpoint.send_half().room()
+            } else {
+                0
+            },
+            closed: self.endpoint.closed(),
+            reset: self.endpoint.reset_code(),
+        }
+    }
+
+    /// SURBs at the exit by the client's estimate: the last reported pool
+    /// plus the batches sent since that the exit had not seen.
+    pub(crate) fn pool_estimate(&self) -> u32 {
+        u32::from(self.exit_held) + self.batches.iter().map(|b| u32::from(b.count)).sum::<u32>()
+    }
+
+    /// SURBs to send with the next message (0 when the pool is fine; at
+    /// least 1 with a keepalive, for the exit's answer).
+    pub(crate) fn surbs_wanted(&self, now_ms: u64) -> u16 {
+        if self.ended() {
+            return 0;
+        }
+        if self.open_due.is_some() {
+            return if self.next_seq == 1 { self.config.initial_surbs } else { 2 };
+        }
+        let estimate = self.pool_estimate();
+        let target = u32::from(self.config.surb_target);
+        if estimate * 2 < target {
+            u16::try_from(target - estimate).unwrap_or(u16::MAX)
+        } else {
+            u16::from(self.keepalive_due(now_ms))
+        }
+    }
+
+    fn ended(&self) -> bool {
+        self.endpoint.reset_code().is_some() || self.endpoint.closed()
+    }
+
+    /// Whether a message is owed now: the `OPEN` (or its retry), data, an
+    /// acknowledgement, a FIN, a top-up, a keepalive or a reset.
+    pub(crate) fn wants_message(&self, now_ms: u64) -> bool {
+        if self.reset_to_send.is_some() {
+            return true;
+        }
+        if self.ended() {
+            return false;
+        }
+        if self.open_due.is_some_and(|at| at <= now_ms) {
+            return true;
+        }
+        if !self.opened {
+            return false;
+        }
+        self.endpoint.has_pending()
+            || self.endpoint.next_wakeup().is_some_and(|at| at <= now_ms) && self.endpoint.ack_owed()
+            || self.surbs_wanted(now_ms) > 0
+    }
+
+    fn keepalive_due(&self, now_ms: u64) -> bool {
+        let keepalive = self.config.keepalive.as_millis() as u64;
+        self.opened && now_ms >= self.last_heard + keepalive && now_ms >= self.last_sent + keepalive
+    }
+
+    /// The next message, with a batch of `n_surbs` SURBs (already decided by
+    /// [`Self::surbs_wanted`]) and at most `budget` encoded bytes.
+    pub(crate) fn compose(&mut self, n_surbs: u16, budget: usize, now_ms: u64) -> Option<StreamMessage> {
+        let mut message = StreamMessage::new(self.id);
+        if let Some(code) = self.reset_to_send.take() {
+            message.reset = Some(code);
+            return Some(message);
+        }
+        if self.ended() {
+            return None;
+        }
+        let opening = self.open_due.is_some_and(|at| at <= now_ms);
+        if opening {
+            message.open = Some(self.target.clone());
+            self.open_due = Some(now_ms + self.open_backoff);
+            self.open_backoff = (self.open_backoff * 2).min(self.config.endpoint.max_rto_ms);
+        }
+        if n_surbs > 0 {
+            let batch = SurbBatch { seq: self.next_seq, count: n_surbs };
+            self.next_seq += 1;
+            self.batches.push_back(batch);
+            message.surbs = Some(batch);
+        }
+        let room = if self.opened { message.data_room(budget) } else { 0 };
+        match self.endpoint.poll(room, now_ms) {
+            Some(out) => out.apply(&mut message),
+            None if opening || n_surbs > 0 || self.keepalive_due(now_ms) => message.ack = Some(self.endpoint.ack_now()),
+            None => return None,
+        }
+        self.last_sent = now_ms;
+        Some(message)
+    }
+
+    /// Handles a reply (an encoded response) on one of the stream's SURBs.
+    pub(crate) fn on_response(&mut self, encoded: &[u8], now_ms: u64) {
+        self.last_heard = now_ms;
+        let message = match Response::decode(encoded) {
+            Ok(response) if response.status == Status::Ok => StreamMessage::decode(&response.body),
+            Ok(_) | Err(_) => {
+                // An exit without streams, or a reply that is not a stream message.
+                self.endpoint.reset(ResetCode::General);
+                return;
+            }
+        };
+        let message = match message {
+            Ok(m) if m.id == self.id => m,
+            _ => {
+                self.fail(ResetCode::Protocol);
+                return;
+            }
+        };
+        if let Some(pool) = message.pool {
+            self.exit_held = pool.held;
+            self.seen_seq = self.seen_seq.max(pool.seen_seq);
+            let seen = self.seen_seq;
+            self.batches.retain(|b| b.seq > seen);
+        }
+        if message.reset.is_none() && !self.opened {
+            // `OPENED`, or any frame after it whose `OPENED` was lost: the exit
+            // sends nothing before it has connected.
+            self.opened = true;
+            self.open_due = None;
+        }
+        if let Err(_violation) = self.endpoint.on_message(&message, now_ms) {
+            self.fail(ResetCode::Protocol);
+        }
+    }
+
+    /// Aborts: the stream is reset here and a `RESET` goes to the exit.
+    pub(crate) fn fail(&mut self, code: ResetCode) {
+        if self.endpoint.reset_code().is_none() {
+            self.endpoint.reset(code);
+            self.reset_to_send = Some(code);
+        }
+    }
+
+    /// Runs timers: the open deadline, the endpoint's retransmission.
+    pub(crate) fn on_timer(&mut self, now_ms: u64) {
+        if !self.opened && self.endpoint.reset_code().is_none() && now_ms >= self.open_deadline {
+            self.fail(ResetCode::Timeout);
+        }
+        self.endpoint.on_timer(now_ms);
+    }
+
+    /// When [`Self::on_timer`] or [`Self::compose`] next has work.
+    pub(crate) fn next_wakeup(&self) -> Option<u64> {
+        if self.reset_to_send.is_some() {
+            return Some(0);
+        }
+        if self.ended() {
+            return None;
+        }
+        let keepalive = self.config.keepalive.as_millis() as u64;
+        let keepalive = self.opened.then(|| self.last_heard.max(self.last_sent) + keepalive);
+        let open = (!self.opened).then_some(self.open_deadline);
+        [self.endpoint.next_wakeup(), self.open_due, keepalive, open].into_iter().flatten().min()
+    }
+
+    /// Whether the stream can be forgotten: ended, and no reset left to send.
+    pub(crate) fn finished(&self) -> bool {
+        self.ended() && self.reset_to_send.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream() -> ClientStream {
+        let target = Target { host: "example.org".into(), port: 443 };
+        ClientStream::new(StreamId([1; 16]), NodeId([2; 32]), target, StreamConfig::default(), 0).unwrap()
+    }
+
+    fn reply(s: &ClientStream, f: impl FnOnce(&mut StreamMessage)) -> Vec<u8> {
+        let mut m = StreamMessage::new(s.id);
+        f(&mut m);
+        Response::ok(m.encode()).encode()
+    }
+
+    #[test]
+    fn open_carries_the_first_batch_and_is_retried_until_opened() {
+        let mut s = stream();
+        assert!(s.wants_message(0));
+        assert_eq!(s.surbs_wanted(0), 16);
+        let open = s.compose(16, 30_000, 0).unwrap();
+        assert_eq!(open.open.as_ref().unwrap().port, 443);
+        assert_eq!(open.surbs, Some(SurbBatch { seq: 1, count: 16 }));
+        assert!(open.data.is_none());
+        assert!(!s.wants_message(10));
+        assert!(s.wants_message(3_000), "OPEN retried after the first timeout");
+        assert_eq!(s.surbs_wanted(3_000), 2);
+        let again = s.compose(2, 30_000, 3_000).unwrap();
+        assert!(again.open.is_some());
+        s.on_response(
+            &reply(&s, |m| {
+                m.opened = true;
+                m.pool = Some(nox_stream::Pool { held: 15, seen_seq: 2 });
+            }),
+            3_100,
+        );
+        assert!(s.status().opened);
+        assert_eq!(s.pool_estimate(), 15);
+        assert!(s.status().writable > 0);
+    }
+
+    #[test]
+    fn pool_estimate_counts_unseen_batches_and_tops_up_below_half() {
+        let mut s = stream();
+        s.compose(16, 30_000, 0);
+        s.on_response(
+            &reply(&s, |m| {
+                m.opened = true;
+                m.pool = Some(nox_stream::Pool { held: 30, seen_seq: 1 });
+            }),
+            5,
+        );
+        assert_eq!(s.surbs_wanted(5), 0);
+        s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 20, seen_seq: 1 })), 6);
+        assert_eq!(s.surbs_wanted(6), 28);
+        let top_up = s.compose(28, 30_000, 7).unwrap();
+        assert_eq!(top_up.surbs.unwrap().seq, 2);
+        assert_eq!(s.pool_estimate(), 48);
+        s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 10, seen_seq: 1 })), 8);
+        assert_eq!(s.pool_estimate(), 38, "batch 2 is still on its way");
+        s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 30, seen_seq: 2 })), 9);
+        assert_eq!(s.pool_estimate(), 30);
+    }
+
+    #[test]
+    fn a_failed_open_reports_the_socks_code_and_a_timeout_resets() {
+        let mut s = stream();
+        s.compose(16, 30_000, 0);
+        s.on_response(&reply(&s, |m| m.reset = Some(ResetCode::Forbidden)), 50);
+        assert_eq!(s.status().reset, Some(ResetCode::Forbidden));
+        assert!(!s.status().opened);
+        assert!(s.finished());
+
+        let mut t = stream();
+        t.compose(16, 30_000, 0);
+        t.on_timer(30_000);
+        assert_eq!(t.status().reset, Some(ResetCode::Timeout));
+        assert!(t.compose(0, 30_000, 30_000).unwrap().reset.is_some(), "the exit is told");
+        assert!(t.finished());
+    }
+
+    #[test]
+    fn a_non_stream_reply_ends_the_stream() {
+        let mut s = stream();
+        s.compose(16, 30_000, 0);
+        s.on_response(&Response::error(Status::Unsupported, "no streams").encode(), 10);
+        assert_eq!(s.status().reset, Some(ResetCode::General));
+        let mut t = stream();
+        t.compose(16, 30_000, 0);
+        let mut other = StreamMessage::new(StreamId([9; 16]));
+        other.opened = true;
+        t.on_response(&Response::ok(other.encode()).encode(), 10);
+        assert_eq!(t.status().reset, Some(ResetCode::Protocol));
+    }
+
+    #[test]
+    fn a_silent_open_stream_sends_a_keepalive() {
+        let mut s = stream();
+        s.compose(16, 30_000, 0);
+        s.on_response(
+            &reply(&s, |m| {
+                m.opened = true;
+                m.pool = Some(nox_stream::Pool { held: 40, seen_seq: 1 });
+            }),
+            100,
+        );
+        assert!(!s.wants_message(5_000));
+        assert_eq!(s.next_wakeup(), Some(10_100));
+        assert!(s.wants_message(10_100));
+        assert_eq!(s.surbs_wanted(10_100), 1, "a keepalive carries a SURB for the exit's answer");
+        let keepalive = s.compose(1, 30_000, 10_100).unwrap();
+        assert!(keepalive.ack.is_some());
+        assert_eq!(keepalive.surbs.unwrap().count, 1);
+    }
+}
