@@ -74,7 +74,7 @@ fn unknown_version_kind_and_status_are_refused() {
     let geometry = Geometry::default();
     assert_eq!(Request::decode(&geometry, &[2, 1, 0]).unwrap_err(), MessageError::UnknownVersion(2));
     assert_eq!(Request::decode(&geometry, &[1, 0, 0]).unwrap_err(), MessageError::UnknownKind(0));
-    assert_eq!(Request::decode(&geometry, &[1, 5, 0]).unwrap_err(), MessageError::UnknownKind(5));
+    assert_eq!(Request::decode(&geometry, &[1, 6, 0]).unwrap_err(), MessageError::UnknownKind(6));
     assert_eq!(Response::decode(&[0, 0]).unwrap_err(), MessageError::UnknownVersion(0));
     assert_eq!(Response::decode(&[1, 9]).unwrap_err(), MessageError::UnknownStatus(9));
     assert_eq!(Response::decode(&[1, 0xff]).unwrap_err(), MessageError::UnknownStatus(0xff));

@@ -51,6 +51,17 @@ fn requests(geometry: &Geometry) -> Vec<(&'static str, Request)> {
             request(geometry, 1, RequestBody::JsonRpc(br#"{"jsonrpc":"2.0","method":"eth_chainId","id":1}"#.to_vec())),
         ),
         ("relay quote, one SURB", request(geometry, 1, RequestBody::Relay(vec![0x01]))),
+        // A stream message (docs/spec/streams.md): `OPEN example.org:443` with a batch of two SURBs.
+        (
+            "stream open, two SURBs",
+            request(
+                geometry,
+                2,
+                RequestBody::Stream(
+                    [&[1u8][..], &[7; 16], &[1, 0xbb, 1, 11], b"example.org", &[3, 1, 0, 0, 0, 2, 0]].concat(),
+                ),
+            ),
+        ),
     ]
 }
 
@@ -59,6 +70,7 @@ fn request_vector(name: &str, request: &Request) -> Value {
         RequestBody::Echo(bytes) => json!({ "echo": hex::encode(bytes) }),
         RequestBody::JsonRpc(bytes) => json!({ "json_rpc": hex::encode(bytes) }),
         RequestBody::Relay(bytes) => json!({ "relay": hex::encode(bytes) }),
+        RequestBody::Stream(bytes) => json!({ "stream": hex::encode(bytes) }),
         RequestBody::Http(h) => json!({ "http": {
             "method": h.method, "url": h.url, "headers": headers_json(&h.headers), "body": hex::encode(&h.body),
         }}),
@@ -132,7 +144,7 @@ fn invalid_requests(geometry: &Geometry) -> Vec<(&'static str, Vec<u8>)> {
         ("empty", vec![]),
         ("version 2", edit(&echo, 0, 2)),
         ("kind 0", edit(&echo, 1, 0)),
-        ("kind 5", edit(&echo, 1, 5)),
+        ("kind 6", edit(&echo, 1, 6)),
         ("two SURBs announced, one present", edit(&echo, 2, 2)),
         ("SURB with another geometry tag", edit(&echo, 3 + 64, echo[3 + 64] ^ 1)),
         ("http, trailing byte", trailing),
@@ -228,6 +240,7 @@ fn committed_vectors_decode() {
             RequestBody::Echo(_) => RequestBody::Echo(unhex(&body["echo"])),
             RequestBody::JsonRpc(_) => RequestBody::JsonRpc(unhex(&body["json_rpc"])),
             RequestBody::Relay(_) => RequestBody::Relay(unhex(&body["relay"])),
+            RequestBody::Stream(_) => RequestBody::Stream(unhex(&body["stream"])),
             RequestBody::Http(_) => RequestBody::Http(HttpRequestMsg {
                 method: body["http"]["method"].as_str().expect("method").into(),
                 url: body["http"]["url"].as_str().expect("url").into(),
