@@ -46,6 +46,9 @@ pub struct ClientConfig {
     pub streams: crate::StreamConfig,
     /// Streams open at once at most (default 256).
     pub max_streams: usize,
+    /// Share of forward packets the shell drops on purpose instead of
+    /// sending, in [0, 1) (default 0). For loss tests and measurements only.
+    pub inject_loss: f64,
 }
 
 impl Default for ClientConfig {
@@ -64,6 +67,7 @@ impl Default for ClientConfig {
             pow_threads: 1,
             streams: crate::StreamConfig::default(),
             max_streams: 256,
+            inject_loss: 0.0,
         }
     }
 }

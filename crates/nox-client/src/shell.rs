@@ -12,7 +12,7 @@ use nox_message::{RequestBody, Response};
 use nox_sphinx::NodeId;
 use nox_topology::VerifiedTopology;
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore, SeedableRng};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::config::ClientConfig;
@@ -50,6 +50,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// Draws for `ClientConfig::inject_loss` (0: never used).
+    loss: (f64, Mutex<ChaCha20Rng>),
     entries: OutboundLinks,
     gateway_links: OutboundLinks,
     directory: Arc<Directory>,
@@ -118,7 +120,20 @@ impl Shared {
         packets
     }
 
+    /// Whether to drop a packet on purpose (`ClientConfig::inject_loss`).
+    fn inject_loss(&self) -> bool {
+        let (rate, rng) = &self.loss;
+        if *rate <= 0.0 {
+            return false;
+        }
+        let draw = rng.lock().unwrap_or_else(|p| p.into_inner()).next_u64();
+        ((draw >> 11) as f64 / (1u64 << 53) as f64) < *rate
+    }
+
     fn send_now(&self, out: Outgoing) {
+        if self.inject_loss() {
+            return;
+        }
         match self.directory.link_key(&out.entry) {
             Some(key) => {
                 if let Err(e) = self.entries.send(&key, out.packet) {
@@ -167,6 +182,10 @@ impl Client {
     /// gateway's link. Call inside a tokio runtime.
     pub async fn start(config: ShellConfig) -> Result<ClientHandle, ClientError> {
         let setup = |e: &dyn std::fmt::Display| ClientError::Setup(e.to_string());
+        if !(0.0..1.0).contains(&config.core.inject_loss) {
+            return Err(ClientError::Setup("inject_loss must be in [0, 1)".into()));
+        }
+        let loss = (config.core.inject_loss, Mutex::new(ChaCha20Rng::from_os_rng()));
         let geometry = *config.topology.geometry();
         let core = ClientCore::new(
             config.topology.clone(),
@@ -201,6 +220,7 @@ impl Client {
         gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
 
         let shared = Arc::new(Shared {
+            loss,
             state: Mutex::new(State {
                 connected: core.gateway(),
                 core,
@@ -261,6 +281,9 @@ impl ClientHandle {
         .await
         .map_err(|_| ClientError::Closed)??;
         for out in packets {
+            if self.shared.inject_loss() {
+                continue;
+            }
             let key = self.shared.directory.link_key(&out.entry).ok_or(ClientError::NoRoute("entry link".into()))?;
             self.shared.entries.send_wait(&key, out.packet).await.map_err(|_| ClientError::Closed)?;
         }

@@ -145,7 +145,9 @@ impl ClientStream {
         if estimate * 2 < target {
             u16::try_from(target - estimate).unwrap_or(u16::MAX)
         } else {
-            u16::from(self.keepalive_due(now_ms))
+            // A keepalive, or a retransmission (the exit may have lost the
+            // stream), carries a SURB for the exit's answer.
+            u16::from(self.keepalive_due(now_ms) || self.endpoint.send_half().backoffs() > 0)
         }
     }
 
