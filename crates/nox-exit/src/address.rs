@@ -217,6 +217,18 @@ impl AddressPolicy {
         }
         classify(addr.ip())
     }
+
+    /// Does an entry of the one-service form (address or network **with** a port) admit
+    /// `addr`? Streams accept such a destination even on a port outside their `ports` list.
+    pub fn admits_with_port(&self, addr: SocketAddr) -> bool {
+        self.allow.iter().any(|entry| entry.port.is_some() && entry.admits(addr))
+    }
+
+    /// Does any entry name `port` explicitly? (If none does, no address can be admitted on a
+    /// port outside the streams' `ports` list, and a name need not even be resolved.)
+    pub fn names_port(&self, port: u16) -> bool {
+        self.allow.iter().any(|entry| entry.port == Some(port))
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::address::AllowEntry;
+use crate::streams::StreamsConfig;
 
 /// Everything the exit services need. Every field has a default (`#[serde(default)]`).
 #[derive(Debug, Clone, Deserialize)]
@@ -16,11 +17,14 @@ pub struct ExitConfig {
     pub json_rpc: Option<JsonRpcConfig>,
     /// Requests in flight at once, across HTTP and JSON-RPC; more are refused with `Busy`.
     pub max_concurrent: usize,
+    /// TCP streams (SOCKS5 `CONNECT`) relayed by [`crate::ExitServices::connect`]. Their
+    /// destinations pass the same address policy as HTTP (`http.allow`).
+    pub streams: StreamsConfig,
 }
 
 impl Default for ExitConfig {
     fn default() -> Self {
-        Self { http: HttpConfig::default(), json_rpc: None, max_concurrent: 64 }
+        Self { http: HttpConfig::default(), json_rpc: None, max_concurrent: 64, streams: StreamsConfig::default() }
     }
 }
 
@@ -181,9 +185,12 @@ pub enum ConfigError {
     /// TLS could not be set up.
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// A `[streams]` setting out of range.
+    #[error("invalid streams setting: {0}")]
+    Streams(String),
 }
 
-mod millis {
+pub(crate) mod millis {
     use std::time::Duration;
 
     use serde::{Deserialize, Deserializer};

@@ -38,8 +38,8 @@ pub struct HttpResponse {
 
 /// Most request headers accepted.
 const MAX_REQUEST_HEADERS: usize = 64;
-/// Most addresses used from one resolution.
-const MAX_ADDRESSES: usize = 16;
+/// Most addresses used from one resolution (streams use the same bound).
+pub(crate) const MAX_ADDRESSES: usize = 16;
 
 /// Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones the
 /// exit sets itself (`content-length`, `host`).

@@ -4,10 +4,12 @@
 
 pub mod address;
 mod config;
+mod connect;
 mod error;
 mod http;
 mod jsonrpc;
 mod resolver;
+mod streams;
 mod target;
 mod transport;
 
@@ -25,11 +27,13 @@ pub use config::{
     BLOCK_TAGS, ConfigError, DEFAULT_GAS_CAP, DEFAULT_JSON_RPC_METHODS, DEFAULT_STATE_BLOCK_TAGS, ExitConfig,
     HttpConfig, JsonRpcConfig, MAX_CONCURRENT, MAX_TIMEOUT,
 };
+pub use connect::{ConnectError, Connected, StreamPermit};
 pub use error::{ErrorKind, ExitError};
 pub use http::{HttpRequest, HttpResponse};
 pub use ipnet::IpNet;
 pub use jsonrpc::tx::{TxError, TxSummary, TxType, decode as decode_transaction};
 pub use resolver::{BoxFuture, Dialer, Resolver, SystemResolver, TcpDialer};
+pub use streams::{DEFAULT_STREAM_PORTS, MAX_STREAM_BYTES, MAX_STREAM_LIFETIME, StreamsConfig};
 
 use jsonrpc::RpcPolicy;
 use target::Target;
@@ -47,6 +51,8 @@ pub(crate) struct Inner {
     dialer: Arc<dyn Dialer>,
     tls: TlsConnector,
     permits: Semaphore,
+    /// One permit per open stream (`streams.max_streams`), owned by each stream.
+    streams: Arc<Semaphore>,
     rpc: Option<Rpc>,
 }
 
@@ -124,6 +130,7 @@ impl ExitServices {
         if !timeout_ok(config.http.timeout) {
             return Err(ConfigError::Timeout("http"));
         }
+        streams::check(&config.streams)?;
         let rpc = match &config.json_rpc {
             None => None,
             Some(rpc) => {
@@ -139,6 +146,7 @@ impl ExitServices {
         let inner = Inner {
             policy: AddressPolicy::new(config.http.allow.clone()),
             permits: Semaphore::new(config.max_concurrent),
+            streams: Arc::new(Semaphore::new(config.streams.max_streams)),
             tls: tls_connector()?,
             rpc,
             resolver,

@@ -111,6 +111,19 @@ fn allow_entry_with_a_port_admits_only_that_port() {
     assert_eq!(policy.check(sock("[::ffff:127.0.0.1]:8080")).unwrap_err().class, "IPv4-mapped");
 }
 
+/// The streams' port exception: only entries that name a port count, and only for it.
+#[test]
+fn entries_naming_a_port_are_the_only_port_exception() {
+    let policy = AddressPolicy::new(vec!["127.0.0.1:8443".parse().unwrap(), "10.0.0.0/8".parse().unwrap()]);
+    assert!(policy.admits_with_port(sock("127.0.0.1:8443")));
+    assert!(!policy.admits_with_port(sock("127.0.0.1:8444")));
+    assert!(!policy.admits_with_port(sock("127.0.0.2:8443")));
+    assert!(!policy.admits_with_port(sock("10.1.2.3:8443")), "an entry without a port opens no port");
+    assert!(policy.names_port(8443));
+    assert!(!policy.names_port(8444));
+    assert!(!AddressPolicy::default().names_port(8443));
+}
+
 #[test]
 fn allow_entries_parse_and_print() {
     let cases = [
