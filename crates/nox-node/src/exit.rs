@@ -94,6 +94,12 @@ impl ReplySender {
         &self.path.geometry
     }
 
+    /// The reply policy replies are planned with (loss estimate and target),
+    /// for a stream service sizing its messages to the SURBs it holds.
+    pub fn policy(&self) -> ReplyPolicy {
+        self.path.policy
+    }
+
     /// Sends the encoded response `encoded`, taking from the front of `surbs`
     /// the SURBs it needs (its FEC shards: d data and the parity the exit's
     /// reply policy plans) and leaving the rest. Returns the packets sent.

@@ -7,7 +7,11 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use nox_exit::{ErrorKind, ExitConfig, ExitError, ExitServices, HttpRequest};
 use nox_message::{HttpResponseMsg, RequestBody, Response, Status};
+use nox_node::ReplySender;
 use nox_relayer::{Relayer, RelayerConfig};
+use nox_sphinx::Surb;
+
+use crate::exit_streams::StreamService;
 
 /// Bytes a response message adds around its body (version, status).
 const RESPONSE_OVERHEAD: usize = 2;
@@ -18,6 +22,8 @@ pub struct ExitAdapter {
     services: Arc<ExitServices>,
     /// The paid relayer (`[exit.services.relay]`), if this exit is one.
     relayer: Option<Arc<Relayer>>,
+    /// TCP streams (`[exit.services.streams]`, docs/spec/streams.md).
+    streams: Arc<StreamService<ReplySender>>,
 }
 
 impl ExitAdapter {
@@ -42,8 +48,14 @@ impl ExitAdapter {
 
     /// Services built from `config` (no relayer).
     pub fn new(config: ExitConfig) -> Result<Self, String> {
-        let services = ExitServices::new(config).map_err(|e| format!("[exit.services]: {e}"))?;
-        Ok(Self { services: Arc::new(services), relayer: None })
+        let services = Arc::new(ExitServices::new(config).map_err(|e| format!("[exit.services]: {e}"))?);
+        let streams = Arc::new(StreamService::new(services.clone()));
+        Ok(Self { services, relayer: None, streams })
+    }
+
+    /// The stream service (its counters: [`StreamService::metrics`]).
+    pub fn streams(&self) -> &StreamService<ReplySender> {
+        &self.streams
     }
 }
 
@@ -122,5 +134,9 @@ impl nox_node::ExitHandler for ExitAdapter {
                 },
             }
         })
+    }
+
+    fn stream(&self, surbs: Vec<Surb>, body: Vec<u8>, replies: ReplySender) {
+        self.streams.on_message(surbs, body, replies);
     }
 }

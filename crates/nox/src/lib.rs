@@ -22,6 +22,7 @@ pub mod client_cmd;
 pub mod demo;
 pub mod demo_requests;
 pub mod exit_glue;
+pub mod exit_streams;
 pub mod machine;
 pub mod progress;
 pub mod testnet;
