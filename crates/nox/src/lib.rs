@@ -25,6 +25,7 @@ pub mod exit_glue;
 pub mod exit_streams;
 pub mod machine;
 pub mod progress;
+pub mod test_servers;
 pub mod testnet;
 pub mod testnet_chain;
 pub mod testnet_directory;
