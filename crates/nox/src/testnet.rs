@@ -1,5 +1,5 @@
-//! `nox testnet up | traffic | status | down | demo`: a local mixnet of real
-//! node processes on loopback, with its keys, signed topology and configs in
+//! `nox testnet up | traffic | status | join | leave | restart | down | demo`: a local
+//! mixnet of real node processes on loopback, with its keys, signed topology and configs in
 //! one state directory.
 
 use std::{
@@ -81,6 +81,15 @@ pub enum TestnetCommand {
         #[arg(long)]
         node: usize,
     },
+    /// Stop one node's process (SIGTERM, then SIGKILL after 15 s) and start it again with the
+    /// same configuration, keys and ports; wait until its metrics answer.
+    Restart {
+        #[command(flatten)]
+        args: TestnetArgs,
+        /// The node's index (`node-<index>`).
+        #[arg(long)]
+        node: usize,
+    },
     /// Stop every node (SIGTERM, then SIGKILL after 15 s).
     Down {
         #[command(flatten)]
@@ -124,6 +133,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         }
         TestnetCommand::Join { args } => join(&args.dir).map(|_| ()),
         TestnetCommand::Leave { args, node } => leave(&args.dir, *node),
+        TestnetCommand::Restart { args, node } => restart(&args.dir, *node),
         TestnetCommand::Down { args } => down(&args.dir),
     }
 }
@@ -449,9 +459,13 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     Ok(())
 }
 
-/// Starts `nox node` for the node in `node_dir` (log in `node.log`, pid in `pid`).
+/// Starts `nox node` for the node in `node_dir` (log appended to `node.log`, pid in `pid`).
 fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
-    let log = std::fs::File::create(node_dir.join("node.log")).map_err(|e| e.to_string())?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(node_dir.join("node.log"))
+        .map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
     let child = Command::new(exe)
         .arg("node")
@@ -576,6 +590,66 @@ pub fn leave(dir: &Path, index: usize) -> Result<(), TestnetError> {
     }
     println!("testnet leave: node-{index} requested unstake (out of the registry's active list) and was stopped");
     Ok(())
+}
+
+/// `nox testnet restart --node N`.
+pub fn restart(dir: &Path, index: usize) -> Result<(), TestnetError> {
+    restart_with(dir, index, &std::env::current_exe().map_err(|e| e.to_string())?)
+}
+
+/// [`restart`], starting the node with the `nox` binary at `exe`: stops the node's process
+/// (SIGTERM, SIGKILL after 15 s), starts it again from the same `node.toml` (so the same keys,
+/// ports, services and state directory), appending to its `node.log`, and waits (30 s at most)
+/// until its metrics answer, which the node serves only once its link port listens.
+pub fn restart_with(dir: &Path, index: usize, exe: &Path) -> Result<(), TestnetError> {
+    let node_dir = dir.join(format!("node-{index}"));
+    let node = nodes(dir)
+        .into_iter()
+        .find(|n| n.dir == node_dir)
+        .ok_or_else(|| format!("no node-{index} in the testnet in {}", dir.display()))?;
+    let config = std::fs::read_to_string(node.dir.join("node.toml")).map_err(|e| format!("node-{index}: {e}"))?;
+    let listen = config
+        .lines()
+        .find_map(|l| l.strip_prefix("listen = "))
+        .map(|v| v.trim().trim_matches('"').to_owned())
+        .unwrap_or_default();
+    let started = Instant::now();
+    let was_running = stop_process(&node.dir, Duration::from_secs(15));
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(node.dir.join("node.log"))
+        .map_err(|e| e.to_string())?;
+    let _ = writeln!(log, "--- nox testnet restart at unix time {} ---", unix_now());
+    spawn_node(exe, &node.dir)?;
+    wait_ready(&node, Instant::now() + Duration::from_secs(30))?;
+    println!(
+        "testnet restart: node-{index} (layer {}) is back on {listen} (metrics {}) after {:.1} s{}",
+        node.layer,
+        node.metrics,
+        started.elapsed().as_secs_f64(),
+        if was_running { "" } else { "; it was not running" }
+    );
+    Ok(())
+}
+
+/// Stops the process whose pid is in `process_dir` (SIGTERM, then SIGKILL after `grace`) and
+/// waits until it is gone. Returns whether it was running.
+fn stop_process(process_dir: &Path, grace: Duration) -> bool {
+    let Some(pid) = pid_of(process_dir).filter(|_| pid_alive(process_dir)) else { return false };
+    let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+    let deadline = Instant::now() + grace;
+    while pid_alive(process_dir) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if pid_alive(process_dir) {
+        let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pid_alive(process_dir) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    true
 }
 
 /// The `[exit.services.relay]` of a testnet exit: its own relayer account and nonce journal,

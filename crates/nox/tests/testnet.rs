@@ -4,7 +4,7 @@
 //! link, an unauthenticated peer and a wrong-layer sender are each rejected
 //! and counted; a restarted node rejects packets it had already processed;
 //! a flood keeps memory bounded and the node serving; an X-Wing testnet answers the client
-//! CLI's echo through a SURB.
+//! CLI's echo through a SURB; an exit restarted by `nox testnet restart` carries echoes again.
 
 use std::{
     collections::HashMap,
@@ -474,4 +474,66 @@ fn an_xwing_testnet_answers_an_echo_through_a_surb() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("unknown Sphinx geometry"), "{stderr}");
     assert!(stderr.contains(&hex::encode([0x5A; 32])), "{stderr}");
+}
+
+/// `nox client echo` through the testnet in `dir`; the process's output.
+fn echo(dir: &Path, text: &str) -> std::process::Output {
+    Command::new(NOX)
+        .args(["client", "echo", "--timeout-secs", "20", "--testnet"])
+        .arg(dir)
+        .arg(text)
+        .output()
+        .expect("run nox client echo")
+}
+
+/// `nox testnet restart --node N` on the only exit: the old process is gone, a new one runs with
+/// the same configuration and ports, the command says so in one line once the node answers, and
+/// the network carries a SURB echo through the new exit process (its counters start at zero, so
+/// the delivery it counts is the echo's).
+#[test]
+fn a_restarted_exit_carries_a_surb_echo_again() {
+    let net = up_with("restart", 5, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let layer_of = |d: &Path| std::fs::read_to_string(d.join("layer")).unwrap().trim().parse::<u8>().unwrap();
+    let (index, exit) = node_dirs(&net.dir).into_iter().enumerate().find(|(_, d)| layer_of(d) == 2).unwrap();
+    let out = echo(&net.dir, "before the restart");
+    assert!(out.status.success(), "echo failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(metric(&exit, "nox_packets_delivered_total") >= 1);
+    let config = std::fs::read_to_string(exit.join("node.toml")).unwrap();
+    let old_pid = std::fs::read_to_string(exit.join("pid")).unwrap().trim().to_owned();
+
+    let out = Command::new(NOX)
+        .args(["testnet", "restart", "--node", &index.to_string(), "--dir"])
+        .arg(&net.dir)
+        .output()
+        .expect("run nox testnet restart");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "restart failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with(&format!("testnet restart: node-{index} (layer 2) is back on ")), "{stdout}");
+    let new_pid = std::fs::read_to_string(exit.join("pid")).unwrap().trim().to_owned();
+    assert_ne!(new_pid, old_pid);
+    // Gone, or a zombie nobody reaped yet.
+    let old_state = std::fs::read_to_string(format!("/proc/{old_pid}/stat")).unwrap_or_default();
+    assert!(old_state.is_empty() || old_state.contains(") Z "), "the old exit still runs: {old_state}");
+    assert_eq!(std::fs::read_to_string(exit.join("node.toml")).unwrap(), config, "the configuration changed");
+    assert!(scrape(metrics_addr(&exit)).is_some(), "the restarted exit's metrics do not answer");
+    assert_eq!(metric(&exit, "nox_packets_delivered_total"), 0, "not a new process");
+    let log = std::fs::read_to_string(exit.join("node.log")).unwrap();
+    assert!(log.contains("--- nox testnet restart at unix time"), "the old log was not kept: {log}");
+
+    let text = "after the restart";
+    let out = echo(&net.dir, text);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "echo through the restarted exit failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.lines().next(), Some(text), "{stdout}");
+    assert!(metric(&exit, "nox_packets_delivered_total") >= 1, "the echo did not cross the new exit process");
+
+    // A node that does not exist: refused, by name.
+    let out = Command::new(NOX)
+        .args(["testnet", "restart", "--node", "99", "--dir"])
+        .arg(&net.dir)
+        .output()
+        .expect("run nox testnet restart");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("no node-99"), "{stderr}");
 }
