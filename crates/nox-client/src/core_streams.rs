@@ -181,7 +181,7 @@ impl ClientCore {
             return None;
         }
         let fit = u16::try_from(capacity.saturating_sub(1024) / surb_len.max(1)).unwrap_or(u16::MAX);
-        let n_surbs = stream.surbs_wanted(now_ms).min(MAX_BATCH).min(fit);
+        let n_surbs = stream.surbs_for_message(now_ms).min(MAX_BATCH).min(fit);
         let budget = capacity.saturating_sub(usize::from(n_surbs) * surb_len);
         let message = stream.compose(n_surbs, budget, now_ms)?;
         let exit = stream.exit;

@@ -131,8 +131,8 @@ impl ClientStream {
         u32::from(self.exit_held) + self.batches.iter().map(|b| u32::from(b.count)).sum::<u32>()
     }
 
-    /// SURBs to send with the next message (0 when the pool is fine; at
-    /// least 1 with a keepalive, for the exit's answer).
+    /// SURBs the stream wants sent (0 when the pool is fine; 1 with a
+    /// keepalive, for the exit's answer): a reason to send a message.
     pub(crate) fn surbs_wanted(&self, now_ms: u64) -> u16 {
         if self.ended() {
             return 0;
@@ -145,10 +145,16 @@ impl ClientStream {
         if estimate * 2 < target {
             u16::try_from(target - estimate).unwrap_or(u16::MAX)
         } else {
-            // A keepalive, or a retransmission (the exit may have lost the
-            // stream), carries a SURB for the exit's answer.
-            u16::from(self.keepalive_due(now_ms) || self.endpoint.send_half().backoffs() > 0)
+            u16::from(self.keepalive_due(now_ms))
         }
+    }
+
+    /// SURBs for a message that goes anyway: [`Self::surbs_wanted`], and at
+    /// least one while retransmitting (the exit may have lost the stream:
+    /// it needs a SURB to say so). Not itself a reason to send.
+    pub(crate) fn surbs_for_message(&self, now_ms: u64) -> u16 {
+        let retrying = self.endpoint.send_half().backoffs() > 0 && !self.ended();
+        self.surbs_wanted(now_ms).max(u16::from(retrying))
     }
 
     fn ended(&self) -> bool {
@@ -377,6 +383,28 @@ mod tests {
         other.opened = true;
         t.on_response(&Response::ok(other.encode()).encode(), 10);
         assert_eq!(t.status().reset, Some(ResetCode::Protocol));
+    }
+
+    #[test]
+    fn a_retransmission_carries_a_surb_but_does_not_spin() {
+        let mut s = stream();
+        s.compose(16, 30_000, 0);
+        let opened = reply(&s, |m| {
+            m.opened = true;
+            m.pool = Some(nox_stream::Pool { held: 40, seen_seq: 1 });
+        });
+        s.on_response(&opened, 10);
+        s.endpoint.write(b"unacknowledged");
+        assert!(s.compose(s.surbs_for_message(20), 30_000, 20).unwrap().data.is_some());
+        assert!(!s.wants_message(21));
+        let rto = s.next_wakeup().unwrap();
+        s.on_timer(rto);
+        assert!(s.wants_message(rto), "the timeout resends");
+        assert_eq!(s.surbs_wanted(rto), 0);
+        assert_eq!(s.surbs_for_message(rto), 1, "the exit may have lost the stream");
+        let resent = s.compose(1, 30_000, rto).unwrap();
+        assert_eq!(resent.data.unwrap().bytes, b"unacknowledged");
+        assert!(!s.wants_message(rto), "nothing more until the next timeout");
     }
 
     #[test]

@@ -71,6 +71,12 @@ pub trait ExitHandler: Send + Sync + 'static {
         let response = Response::error(Status::Unsupported, "this exit offers no streams");
         let _ = replies.send(&mut surbs, &response.encode());
     }
+
+    /// Extra Prometheus text for the node's `/metrics` (aggregates only,
+    /// never per-request or per-stream data). Default: none.
+    fn render_metrics(&self) -> String {
+        String::new()
+    }
 }
 
 /// Sends replies through SURBs: what the exit end and a stream service use

@@ -327,6 +327,7 @@ pub async fn run_with(
     };
     let health = crate::cover::health(&config.cover);
     let exit_metrics = Arc::new(crate::ExitMetrics::default());
+    let metrics_handler = is_exit.then(|| exit_handler.clone());
     let exit_front = is_exit.then(|| {
         let peers = shared.clone();
         Arc::new(crate::ExitFront::new(
@@ -458,7 +459,9 @@ pub async fn run_with(
     );
     let metrics_server = metrics_listener.map(|listener| {
         let exit_metrics = exit_metrics.clone();
-        tokio::spawn(serve_metrics(listener, metrics.clone(), exit_metrics, link_counters, shutdown.clone()))
+        let sources =
+            MetricSources { node: metrics.clone(), exit: exit_metrics, handler: metrics_handler, links: link_counters };
+        tokio::spawn(serve_metrics(listener, Arc::new(sources), shutdown.clone()))
     });
     tracing::info!(
         node = %short(&me),
@@ -556,12 +559,26 @@ fn short(id: &NodeId) -> String {
     id.0[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What `/metrics` renders.
+struct MetricSources {
+    node: Arc<NodeMetrics>,
+    exit: Arc<crate::ExitMetrics>,
+    /// The exit handler's own counters (streams), on exits.
+    handler: Option<Arc<dyn crate::ExitHandler>>,
+    links: Arc<LinkCounters>,
+}
+
+impl MetricSources {
+    fn render(&self) -> String {
+        let handler = self.handler.as_ref().map(|h| h.render_metrics()).unwrap_or_default();
+        self.node.render() + &self.exit.render() + &handler + &render_link_counters(&self.links)
+    }
+}
+
 /// A minimal HTTP/1.1 responder for `GET /metrics` (and nothing else).
 async fn serve_metrics(
     listener: tokio::net::TcpListener,
-    metrics: Arc<NodeMetrics>,
-    exit_metrics: Arc<crate::ExitMetrics>,
-    links: Arc<LinkCounters>,
+    sources: Arc<MetricSources>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     loop {
@@ -580,17 +597,13 @@ async fn serve_metrics(
                 continue;
             }
         };
-        let (metrics, links, exit_metrics) = (metrics.clone(), links.clone(), exit_metrics.clone());
+        let sources = sources.clone();
         tokio::spawn(async move {
             let mut request = [0u8; 2048];
             let read = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut request)).await;
             let Ok(Ok(n)) = read else { return };
             let ok = request[..n].starts_with(b"GET /metrics ");
-            let body = if ok {
-                metrics.render() + &exit_metrics.render() + &render_link_counters(&links)
-            } else {
-                "not found\n".into()
-            };
+            let body = if ok { sources.render() } else { "not found\n".into() };
             let status = if ok { "200 OK" } else { "404 Not Found" };
             let response = format!(
                 "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -19,17 +19,18 @@ const ECHOES: usize = 50;
 const LARGE: usize = 256 * 1024;
 
 /// Runs the requests against the testnet in `dir` (already up, its exits
-/// allowed to reach `server`, which serves the demo's web page).
-pub fn run(dir: &Path, server: std::net::TcpListener) -> Result<(), TestnetError> {
+/// allowed to reach `server`, which serves the demo's web page, and `tls`,
+/// where an HTTPS server of a throwaway CA answers a stream).
+pub fn run(dir: &Path, server: std::net::TcpListener, tls: std::net::TcpListener) -> Result<(), TestnetError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    runtime.block_on(requests(dir, server))
+    runtime.block_on(requests(dir, server, tls))
 }
 
-async fn requests(dir: &Path, server: std::net::TcpListener) -> Result<(), TestnetError> {
+async fn requests(dir: &Path, server: std::net::TcpListener, tls: std::net::TcpListener) -> Result<(), TestnetError> {
     // The geometry is the one the testnet's topology names.
     let topology = crate::testnet_directory::topology_async(dir).await?;
     let geometry = *topology.geometry();
@@ -99,8 +100,56 @@ async fn requests(dir: &Path, server: std::net::TcpListener) -> Result<(), Testn
             response.error_message().unwrap_or("")
         );
     }
+    tls_stream(&client, tls).await?;
     let stats = client.stats();
     println!("  client: {stats:?}");
+    Ok(())
+}
+
+/// HTTPS through a stream (docs/spec/streams.md): the local SOCKS5 endpoint
+/// relays a `CONNECT`, TLS runs from this process to the server, which the
+/// client verifies against the demo's CA; the exit relays ciphertext.
+async fn tls_stream(client: &ClientHandle, tls: std::net::TcpListener) -> Result<(), TestnetError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    fn e(what: &'static str) -> impl Fn(std::io::Error) -> String {
+        move |err| format!("HTTPS stream, {what}: {err}")
+    }
+    let ca = crate::test_servers::TestCa::new().map_err(e("test CA"))?;
+    let server = crate::test_servers::tls_server_on(tls, &ca).map_err(e("server"))?;
+    let socks = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(e("SOCKS listener"))?;
+    let socks_addr = socks.local_addr().map_err(e("SOCKS listener"))?;
+    tokio::spawn(nox_client::serve_socks(socks, client.clone(), nox_client::SocksConfig::default()));
+    let started = Instant::now();
+    let mut tcp = tokio::net::TcpStream::connect(socks_addr).await.map_err(e("SOCKS connect"))?;
+    let mut connect = vec![5, 1, 0, 5, 1, 0, 3, 9];
+    connect.extend_from_slice(b"localhost");
+    connect.extend_from_slice(&server.port().to_be_bytes());
+    tcp.write_all(&connect).await.map_err(e("SOCKS request"))?;
+    let mut reply = [0u8; 12];
+    tcp.read_exact(&mut reply).await.map_err(e("SOCKS reply"))?;
+    if reply[3] != 0 {
+        return Err(format!("HTTPS stream: the exit refused the CONNECT (SOCKS reply {})", reply[3]));
+    }
+    let opened = started.elapsed();
+    let config = ca.client_config().map_err(e("TLS config"))?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").map_err(|err| err.to_string())?;
+    let mut tls = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(e("TLS handshake"))?;
+    let len = 1 << 20;
+    let request = format!("GET /bytes/{len} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tls.write_all(request.as_bytes()).await.map_err(e("request"))?;
+    let mut response = Vec::new();
+    tls.read_to_end(&mut response).await.map_err(e("response"))?;
+    let body = response.windows(4).position(|w| w == b"\r\n\r\n").map(|at| &response[at + 4..]);
+    if body != Some(&crate::test_servers::pattern(len)[..]) {
+        return Err("HTTPS stream: the 1 MiB body differs from what the server sent".into());
+    }
+    println!(
+        "  HTTPS GET https://localhost:{}/bytes/{len} through a SOCKS5 stream: CONNECT answered in {:.1} ms, \
+         certificate verified by the client (the exit relays ciphertext), {len} bytes intact in {:.1} ms",
+        server.port(),
+        opened.as_secs_f64() * 1e3,
+        started.elapsed().as_secs_f64() * 1e3
+    );
     Ok(())
 }
 

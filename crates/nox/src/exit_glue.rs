@@ -139,4 +139,8 @@ impl nox_node::ExitHandler for ExitAdapter {
     fn stream(&self, surbs: Vec<Surb>, body: Vec<u8>, replies: ReplySender) {
         self.streams.on_message(surbs, body, replies);
     }
+
+    fn render_metrics(&self) -> String {
+        self.streams.metrics().render()
+    }
 }

@@ -121,12 +121,18 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
         TestnetCommand::Demo { args, packets, geometry } => {
-            // The demo's HTTP server is bound first: its address is the one
-            // local destination the exits may reach.
-            let server = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("demo HTTP server: {e}"))?;
-            let addr = server.local_addr().map_err(|e| format!("demo HTTP server: {e}"))?;
-            up(&args.dir, &Layout { exit_allow: vec![addr], geometry: *geometry, ..Layout::default() })?;
-            let result = traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir, server));
+            // The demo's HTTP and HTTPS servers are bound first: their addresses
+            // are the only local destinations the exits may reach.
+            let bind = |what: &str| {
+                let listener =
+                    std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("demo {what} server: {e}"))?;
+                let addr = listener.local_addr().map_err(|e| format!("demo {what} server: {e}"))?;
+                Ok::<_, TestnetError>((listener, addr))
+            };
+            let ((server, addr), (tls, tls_addr)) = (bind("HTTP")?, bind("HTTPS")?);
+            up(&args.dir, &Layout { exit_allow: vec![addr, tls_addr], geometry: *geometry, ..Layout::default() })?;
+            let result =
+                traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir, server, tls));
             let shown = status(&args.dir);
             down(&args.dir)?;
             result.and(shown)
