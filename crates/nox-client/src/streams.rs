@@ -209,7 +209,11 @@ impl ClientStream {
             self.batches.push_back(batch);
             message.surbs = Some(batch);
         }
-        let room = if self.opened { message.data_room(budget) } else { 0 };
+        // Room for data beside every frame the endpoint may add (ACK, FIN).
+        let mut template = message.clone();
+        template.ack = Some(nox_stream::Ack { offset: 0, window: 0 });
+        template.fin = Some(0);
+        let room = if self.opened { template.data_room(budget) } else { 0 };
         match self.endpoint.poll(room, now_ms) {
             Some(out) => out.apply(&mut message),
             None if opening || n_surbs > 0 || self.keepalive_due(now_ms) => message.ack = Some(self.endpoint.ack_now()),
@@ -383,6 +387,29 @@ mod tests {
         other.opened = true;
         t.on_response(&Response::ok(other.encode()).encode(), 10);
         assert_eq!(t.status().reset, Some(ResetCode::Protocol));
+    }
+
+    #[test]
+    fn a_composed_message_never_exceeds_its_budget() {
+        for budget in [200usize, 1000, 4000, 30_000] {
+            let mut s = stream();
+            s.compose(16, budget, 0);
+            let opened = reply(&s, |m| {
+                m.opened = true;
+                m.pool = Some(nox_stream::Pool { held: 40, seen_seq: 1 });
+            });
+            s.on_response(&opened, 10);
+            s.endpoint.write(&vec![1; 100_000]);
+            s.endpoint.finish();
+            let mut now = 20;
+            while let Some(message) = s.compose(0, budget, now) {
+                assert!(message.encoded_len() <= budget, "{} > {budget}", message.encoded_len());
+                now += 1;
+                if message.data.is_none() {
+                    break;
+                }
+            }
+        }
     }
 
     #[test]

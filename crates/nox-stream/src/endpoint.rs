@@ -5,6 +5,10 @@
 use crate::send::RtoConfig;
 use crate::{Ack, Data, RecvHalf, ResetCode, SendHalf, StreamError, StreamMessage};
 
+/// Bytes a sender may send before the peer's first acknowledgement; every
+/// receiver accepts at least this much (docs/spec/streams.md §4).
+pub const INITIAL_WINDOW: u64 = 64 << 10;
+
 /// Settings of an [`Endpoint`]; all times in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EndpointConfig {
@@ -12,7 +16,8 @@ pub struct EndpointConfig {
     pub send_capacity: usize,
     /// Bytes received and not yet read that the peer may have in flight (the window).
     pub recv_capacity: u64,
-    /// The peer's window before its first acknowledgement.
+    /// The peer's window before its first acknowledgement; at most
+    /// [`INITIAL_WINDOW`], the protocol's (a larger value is cut to it).
     pub initial_peer_window: u64,
     /// First retransmission timeout, before any round trip is measured.
     pub initial_rto_ms: u64,
@@ -28,13 +33,13 @@ pub struct EndpointConfig {
 }
 
 impl Default for EndpointConfig {
-    /// 1 MiB each way, a 3 s first timeout within [0.5 s, 16 s], acks within
+    /// 1 MiB each way (64 KiB before the peer's first acknowledgement), a 3 s first timeout within [0.5 s, 16 s], acks within
     /// 30 ms, reset after 5 timeouts in a row (about a minute of silence).
     fn default() -> Self {
         Self {
             send_capacity: 1 << 20,
             recv_capacity: 1 << 20,
-            initial_peer_window: 256 << 10,
+            initial_peer_window: INITIAL_WINDOW,
             initial_rto_ms: 3_000,
             min_rto_ms: 500,
             max_rto_ms: 16_000,
@@ -81,10 +86,12 @@ impl Endpoint {
     /// A fresh endpoint.
     pub fn new(config: EndpointConfig) -> Self {
         let rto = RtoConfig { initial_ms: config.initial_rto_ms, min_ms: config.min_rto_ms, max_ms: config.max_rto_ms };
-        let recv = RecvHalf::new(config.recv_capacity);
+        // Both ends rely on the protocol's initial window: never send more
+        // before the first acknowledgement, always accept at least that much.
+        let recv = RecvHalf::new(config.recv_capacity.max(INITIAL_WINDOW));
         let told = recv.ack();
         Self {
-            send: SendHalf::new(config.send_capacity, config.initial_peer_window, rto),
+            send: SendHalf::new(config.send_capacity, config.initial_peer_window.min(INITIAL_WINDOW), rto),
             recv,
             config,
             told,

@@ -8,7 +8,7 @@ mod recv;
 mod send;
 mod wire;
 
-pub use endpoint::{Endpoint, EndpointConfig, Outbound};
+pub use endpoint::{Endpoint, EndpointConfig, INITIAL_WINDOW, Outbound};
 pub use error::StreamError;
 pub use recv::RecvHalf;
 pub use send::SendHalf;

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Now, Outgoing};
-use nox_message::{REQUEST_LIMITS, Request, RequestAssembler, Response, reply_packets};
+use nox_message::{REQUEST_LIMITS, Request, RequestAssembler, Response, reply_packets, reply_packets_from};
 use nox_sphinx::{Geometry, HeaderView, NodeId, Processed, SecretKey, process_packet};
 use nox_topology::{
     DocumentBuilder, EpochKey, EpochSchedule, Layer, LayerCount, LinkPublicKey, NodeDescriptor, SigningKey,
@@ -216,6 +216,26 @@ impl Mixnet {
             }
         }
         done
+    }
+
+    /// The exit sends `encoded` (a response) on SURBs taken from the front of
+    /// a pool (a stream's), FEC-coded like a real exit; returns the downstream
+    /// records that reach the client, with `lose` applied per reply packet.
+    pub fn answer_from(
+        &mut self,
+        surbs: &mut Vec<nox_sphinx::Surb>,
+        encoded: &[u8],
+        mut lose: impl FnMut() -> bool,
+    ) -> Vec<(NodeId, NodeId, Vec<u8>)> {
+        let packets = reply_packets_from(&self.geometry, encoded, surbs, 0.05, 0.99, &mut self.rng).expect("reply");
+        packets
+            .into_iter()
+            .filter(|_| !lose())
+            .map(|(first, packet)| match self.route(first, packet, 0) {
+                Outcome::Reply { gateway, recipient, record } => (gateway, recipient, record),
+                Outcome::Exit { .. } => panic!("a reply ended at an exit"),
+            })
+            .collect()
     }
 
     /// The exit answers `request` through its SURBs; returns the downstream
