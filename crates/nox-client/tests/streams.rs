@@ -79,6 +79,8 @@ impl Exit {
 }
 
 struct Run {
+    /// Entry node and header prefix of every packet the client sent.
+    wire: Vec<(nox_sphinx::NodeId, Vec<u8>)>,
     echoed: Vec<u8>,
     sent: Vec<u8>,
     client_packets: usize,
@@ -101,6 +103,7 @@ fn run(cover_rate: f64, loss: f64, len: usize, seed: u64) -> Run {
     let mut exit = Exit::new();
     let (mut written, mut echoed, mut finished) = (0, Vec::new(), false);
     let (mut client_packets, mut outside) = (0, 0);
+    let mut wire = Vec::new();
     let step = Duration::from_millis(5);
     let mut t = Duration::ZERO;
     loop {
@@ -127,6 +130,7 @@ fn run(cover_rate: f64, loss: f64, len: usize, seed: u64) -> Run {
             packets.push(packet.expect("a packet"));
         }
         client_packets += packets.len();
+        wire.extend(packets.iter().map(|p| (p.entry, p.packet[..64].to_vec())));
         let packets: Vec<_> = packets.into_iter().filter(|_| !lose()).collect();
         for (_, request) in net.forward(packets, 0) {
             if let RequestBody::Stream(body) = request.body {
@@ -140,6 +144,7 @@ fn run(cover_rate: f64, loss: f64, len: usize, seed: u64) -> Run {
         t += step;
     }
     Run {
+        wire,
         echoed,
         sent: upload,
         client_packets,
@@ -153,6 +158,13 @@ fn run(cover_rate: f64, loss: f64, len: usize, seed: u64) -> Run {
 fn a_stream_echoes_through_the_mixnet_and_closes() {
     let run = run(0.0, 0.0, 200_000, 1);
     assert!(run.echoed == run.sent, "echo differs ({} of {} bytes)", run.echoed.len(), run.sent.len());
+    // Nothing on the wire links the stream's packets: fresh paths (several
+    // entries) and fresh Sphinx headers for every message.
+    let entries: std::collections::BTreeSet<_> = run.wire.iter().map(|(entry, _)| *entry).collect();
+    let headers: std::collections::BTreeSet<_> = run.wire.iter().map(|(_, head)| head.clone()).collect();
+    assert!(run.wire.len() > 20, "{} packets", run.wire.len());
+    assert!(entries.len() > 1, "every message takes a fresh path");
+    assert_eq!(headers.len(), run.wire.len(), "no two packets share a header prefix");
     assert_eq!(run.core.streams_open(), 1, "kept until the application lets go");
     let mut core = run.core;
     let key = nox_client::RequestId(0);

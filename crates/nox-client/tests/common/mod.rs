@@ -83,6 +83,9 @@ impl Mixnet {
         let mut keys = HashMap::new();
         let mut counts = [0usize; 3];
         let mut links = HashMap::new();
+        // Listeners held until every node has its port: a port given back at
+        // once may be handed out again (DuplicateAddress under load).
+        let mut held = Vec::new();
         while counts.iter().any(|&c| c < 3) {
             let identity = SigningKey::from_bytes(&key32(&mut rng));
             let layer = layers.assign(&node_id_of(&identity.verifying_key())).index();
@@ -95,7 +98,9 @@ impl Mixnet {
             let epoch_keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
             let link_secret = key32(&mut rng);
             // A free loopback port, for the tests that run real links.
-            let address = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port");
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+            let address = listener.local_addr().expect("port");
+            held.push(listener);
             let descriptor = NodeDescriptor::new(
                 identity.verifying_key(),
                 LinkPublicKey::from_secret(&link_secret),
@@ -110,6 +115,7 @@ impl Mixnet {
             builder.add_node(descriptor.sign(&identity).expect("sign"));
         }
         let topology = builder.sign(&authority, unix).expect("topology");
+        drop(held);
         Self {
             geometry,
             topology,
