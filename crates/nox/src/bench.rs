@@ -53,6 +53,10 @@ pub enum BenchCommand {
     /// HTTP fetch through the mixnet vs a direct fetch
     /// (bench/data/http-overhead.json).
     HttpOverhead(crate::bench_http::HttpOverheadArgs),
+    /// SOCKS5 CONNECT streams through the mixnet vs direct: time to first
+    /// byte, one and 16 concurrent downloads, an upload; cover off and the
+    /// shipped default cover (bench/data/streams.json).
+    Streams(crate::bench_streams::StreamsArgs),
     /// One-way latency and SURB RTT vs the mean mixing delay
     /// (bench/data/latency-vs-delay.json).
     LatencyVsDelay(crate::bench_sweeps::LatencyVsDelayArgs),
@@ -127,6 +131,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::SurbRtt(args) => crate::bench_surb::surb_rtt(args),
         BenchCommand::ReplyLoss(args) => crate::bench_surb::reply_loss(args),
         BenchCommand::HttpOverhead(args) => crate::bench_http::run(args),
+        BenchCommand::Streams(args) => crate::bench_streams::run(args),
         BenchCommand::LatencyVsDelay(args) => crate::bench_sweeps::latency_vs_delay(args),
         BenchCommand::Concurrency(args) => crate::bench_sweeps::concurrency(args),
         BenchCommand::Scaling(args) => crate::bench_sweeps::scaling(args),
