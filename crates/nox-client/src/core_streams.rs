@@ -19,9 +19,9 @@ use crate::streams::{ClientStream, StreamStatus};
 
 /// Bytes of a request before its SURBs: version, kind, SURB count.
 const REQUEST_HEADER: usize = 3;
-/// Most SURBs in one stream message (about 20 KiB with the default
-/// geometry), so that data keeps room beside a top-up.
-const MAX_BATCH: u16 = 64;
+/// Most SURBs in one stream message (about 30 KiB with the default
+/// geometry: what fits beside the message's control frames).
+const MAX_BATCH: u16 = 96;
 
 /// The client's streams, by the id that owns their SURBs.
 #[derive(Default)]

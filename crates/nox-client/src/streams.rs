@@ -14,9 +14,10 @@ use nox_stream::{Endpoint, EndpointConfig, ResetCode, StreamId, StreamMessage, S
 pub struct StreamConfig {
     /// Buffers, windows and retransmission timers.
     pub endpoint: EndpointConfig,
-    /// SURBs the client aims to keep at the exit for a stream (default 48:
-    /// about 1.5 MiB of replies with the default geometry, which covers the
-    /// 1 MiB receive window and its parity).
+    /// SURBs the client aims to keep at the exit for a stream (default 96:
+    /// about 2 MiB of replies with the default geometry and the exit's
+    /// parity, twice the 1 MiB window, so that the pool outlasts the wait
+    /// for the next send slot when cover traffic is on).
     pub surb_target: u16,
     /// SURBs sent with the `OPEN` (default 16).
     pub initial_surbs: u16,
@@ -31,13 +32,17 @@ impl Default for StreamConfig {
     fn default() -> Self {
         Self {
             endpoint: EndpointConfig::default(),
-            surb_target: 48,
+            surb_target: 96,
             initial_surbs: 16,
             open_timeout: Duration::from_secs(30),
             keepalive: Duration::from_secs(10),
         }
     }
 }
+
+/// A SURB batch the exit has not reported within this time is presumed
+/// lost (its forward packet was): it no longer counts in the pool estimate.
+pub(crate) const BATCH_LOST_MS: u64 = 5_000;
 
 /// What the application sees of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +76,7 @@ pub(crate) struct ClientStream {
     exit_held: u16,
     seen_seq: u32,
     /// Batches sent that the exit had not reported by its last `POOL`.
-    batches: VecDeque<SurbBatch>,
+    batches: VecDeque<(SurbBatch, u64)>,
     open_due: Option<u64>,
     open_deadline: u64,
     open_backoff: u64,
@@ -126,9 +131,17 @@ impl ClientStream {
     }
 
     /// SURBs at the exit by the client's estimate: the last reported pool
-    /// plus the batches sent since that the exit had not seen.
-    pub(crate) fn pool_estimate(&self) -> u32 {
-        u32::from(self.exit_held) + self.batches.iter().map(|b| u32::from(b.count)).sum::<u32>()
+    /// plus the batches sent since that the exit had not seen — except
+    /// batches unseen for [`BATCH_LOST_MS`], presumed lost (otherwise a lost
+    /// batch would hold the estimate up and no top-up would ever replace it).
+    pub(crate) fn pool_estimate(&self, now_ms: u64) -> u32 {
+        let in_flight = self
+            .batches
+            .iter()
+            .filter(|(_, sent)| now_ms < sent + BATCH_LOST_MS)
+            .map(|(b, _)| u32::from(b.count))
+            .sum::<u32>();
+        u32::from(self.exit_held) + in_flight
     }
 
     /// SURBs the stream wants sent (0 when the pool is fine; 1 with a
@@ -140,7 +153,7 @@ impl ClientStream {
         if self.open_due.is_some() {
             return if self.next_seq == 1 { self.config.initial_surbs } else { 2 };
         }
-        let estimate = self.pool_estimate();
+        let estimate = self.pool_estimate(now_ms);
         let target = u32::from(self.config.surb_target);
         if estimate * 2 < target {
             u16::try_from(target - estimate).unwrap_or(u16::MAX)
@@ -149,12 +162,17 @@ impl ClientStream {
         }
     }
 
-    /// SURBs for a message that goes anyway: [`Self::surbs_wanted`], and at
-    /// least one while retransmitting (the exit may have lost the stream:
+    /// SURBs for a message that goes anyway: the pool is refilled to its
+    /// target (a send slot costs a whole packet, SURBs or not), and at least
+    /// one SURB goes while retransmitting (the exit may have lost the stream:
     /// it needs a SURB to say so). Not itself a reason to send.
     pub(crate) fn surbs_for_message(&self, now_ms: u64) -> u16 {
-        let retrying = self.endpoint.send_half().backoffs() > 0 && !self.ended();
-        self.surbs_wanted(now_ms).max(u16::from(retrying))
+        if self.ended() || self.open_due.is_some() {
+            return self.surbs_wanted(now_ms);
+        }
+        let deficit = u32::from(self.config.surb_target).saturating_sub(self.pool_estimate(now_ms));
+        let retrying = self.endpoint.send_half().backoffs() > 0;
+        self.surbs_wanted(now_ms).max(u16::try_from(deficit).unwrap_or(u16::MAX)).max(u16::from(retrying))
     }
 
     fn ended(&self) -> bool {
@@ -206,7 +224,7 @@ impl ClientStream {
         if n_surbs > 0 {
             let batch = SurbBatch { seq: self.next_seq, count: n_surbs };
             self.next_seq += 1;
-            self.batches.push_back(batch);
+            self.batches.push_back((batch, now_ms));
             message.surbs = Some(batch);
         }
         // Room for data beside every frame the endpoint may add (ACK, FIN).
@@ -242,10 +260,18 @@ impl ClientStream {
             }
         };
         if let Some(pool) = message.pool {
-            self.exit_held = pool.held;
-            self.seen_seq = self.seen_seq.max(pool.seen_seq);
+            // Replies overtake each other (each SURB has its own path): a
+            // report that has seen a newer batch replaces the estimate; among
+            // reports of the same batch the pool only shrinks, so the smallest
+            // is the latest; an older report is ignored.
+            if pool.seen_seq > self.seen_seq {
+                self.exit_held = pool.held;
+                self.seen_seq = pool.seen_seq;
+            } else if pool.seen_seq == self.seen_seq {
+                self.exit_held = self.exit_held.min(pool.held);
+            }
             let seen = self.seen_seq;
-            self.batches.retain(|b| b.seq > seen);
+            self.batches.retain(|(b, _)| b.seq > seen);
         }
         if message.reset.is_none() && !self.opened {
             // `OPENED`, or any frame after it whose `OPENED` was lost: the exit
@@ -300,7 +326,8 @@ mod tests {
 
     fn stream() -> ClientStream {
         let target = Target { host: "example.org".into(), port: 443 };
-        ClientStream::new(StreamId([1; 16]), NodeId([2; 32]), target, StreamConfig::default(), 0).unwrap()
+        let config = StreamConfig { surb_target: 48, ..StreamConfig::default() };
+        ClientStream::new(StreamId([1; 16]), NodeId([2; 32]), target, config, 0).unwrap()
     }
 
     fn reply(s: &ClientStream, f: impl FnOnce(&mut StreamMessage)) -> Vec<u8> {
@@ -331,7 +358,7 @@ mod tests {
             3_100,
         );
         assert!(s.status().opened);
-        assert_eq!(s.pool_estimate(), 15);
+        assert_eq!(s.pool_estimate(3_100), 15);
         assert!(s.status().writable > 0);
     }
 
@@ -351,11 +378,27 @@ mod tests {
         assert_eq!(s.surbs_wanted(6), 28);
         let top_up = s.compose(28, 30_000, 7).unwrap();
         assert_eq!(top_up.surbs.unwrap().seq, 2);
-        assert_eq!(s.pool_estimate(), 48);
+        assert_eq!(s.pool_estimate(7), 48);
         s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 10, seen_seq: 1 })), 8);
-        assert_eq!(s.pool_estimate(), 38, "batch 2 is still on its way");
+        assert_eq!(s.pool_estimate(8), 38, "batch 2 is still on its way");
+        // An older report of the same batch (overtaken on the way) does not raise the estimate.
+        s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 19, seen_seq: 1 })), 8);
+        assert_eq!(s.pool_estimate(8), 38);
         s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 30, seen_seq: 2 })), 9);
-        assert_eq!(s.pool_estimate(), 30);
+        assert_eq!(s.pool_estimate(9), 30);
+        // A report of an older batch after a newer one is ignored.
+        s.on_response(&reply(&s, |m| m.pool = Some(nox_stream::Pool { held: 44, seen_seq: 1 })), 9);
+        assert_eq!(s.pool_estimate(9), 30);
+        // Above half the target: no reason to send, but a message that goes
+        // anyway refills the pool to the target.
+        assert_eq!(s.surbs_wanted(10), 0);
+        assert_eq!(s.surbs_for_message(10), 18);
+        // A batch the exit never reports (its packet was lost) stops counting.
+        let lost = s.compose(18, 30_000, 20).unwrap();
+        assert_eq!(lost.surbs.unwrap().seq, 3);
+        assert_eq!(s.pool_estimate(20), 48);
+        assert_eq!(s.pool_estimate(20 + BATCH_LOST_MS), 30);
+        assert_eq!(s.surbs_for_message(20 + BATCH_LOST_MS), 18);
     }
 
     #[test]
