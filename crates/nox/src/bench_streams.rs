@@ -420,6 +420,7 @@ fn client_delta(before: &ClientStats, after: &ClientStats) -> Value {
     json!({ "real_packets": after.real_packets - before.real_packets,
         "cover_packets": after.cover_packets - before.cover_packets,
         "loops_sent": after.loops_sent - before.loops_sent,
+        "loops_returned": after.loops_returned - before.loops_returned,
         "reply_fragments": after.replies - before.replies,
         "bad_replies": after.bad_replies - before.bad_replies,
         "late_replies": after.late_replies - before.late_replies,
@@ -436,23 +437,49 @@ const EXIT_COUNTERS: [&str; 5] = [
     "nox_exit_streams_dropped_total",
 ];
 
-async fn exit_counters(dir: &Path) -> BTreeMap<&'static str, u64> {
+/// Counters summed over every node, one entry per label set: where a reply
+/// packet the exit sent went (handed to a client by its gateway, or dropped
+/// on the way, by reason).
+const NODE_COUNTERS: [&str; 2] = ["nox_replies_delivered_total", "nox_packets_dropped_total"];
+
+/// The exits' [`EXIT_COUNTERS`] and every node's [`NODE_COUNTERS`]
+/// (keys `all_nodes:<name>{labels}`).
+async fn network_counters(dir: &Path) -> BTreeMap<String, u64> {
     let dir = dir.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let all = testnet::nodes(&dir);
         let last = all.iter().map(|n| n.layer).max().unwrap_or(0);
-        let texts: Vec<String> =
-            all.iter().filter(|n| n.layer == last).map(|n| testnet::scrape(n.metrics).unwrap_or_default()).collect();
-        EXIT_COUNTERS.iter().map(|&name| (name, texts.iter().map(|t| testnet::metric(t, name)).sum())).collect()
+        let texts: Vec<(bool, String)> =
+            all.iter().map(|n| (n.layer == last, testnet::scrape(n.metrics).unwrap_or_default())).collect();
+        let mut out: BTreeMap<String, u64> = EXIT_COUNTERS
+            .iter()
+            .map(|&name| {
+                let sum = texts.iter().filter(|(exit, _)| *exit).map(|(_, t)| testnet::metric(t, name)).sum();
+                (name.to_owned(), sum)
+            })
+            .collect();
+        for (_, text) in &texts {
+            for line in text.lines().filter(|l| NODE_COUNTERS.iter().any(|n| l.starts_with(n))) {
+                if let Some((key, value)) = line.rsplit_once(' ')
+                    && let Ok(value) = value.parse::<f64>()
+                {
+                    *out.entry(format!("all_nodes:{key}")).or_default() += value as u64;
+                }
+            }
+        }
+        out
     })
     .await
     .unwrap_or_default()
 }
 
-fn exit_delta(before: &BTreeMap<&'static str, u64>, after: &BTreeMap<&'static str, u64>) -> Value {
-    let map: serde_json::Map<String, Value> = EXIT_COUNTERS
+/// Counter increases; node counters only where they moved.
+fn network_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> Value {
+    let map: serde_json::Map<String, Value> = after
         .iter()
-        .map(|&n| (n.to_owned(), json!(after.get(n).unwrap_or(&0).saturating_sub(*before.get(n).unwrap_or(&0)))))
+        .map(|(k, v)| (k, v.saturating_sub(*before.get(k).unwrap_or(&0))))
+        .filter(|(k, d)| *d > 0 || !k.starts_with("all_nodes:"))
+        .map(|(k, d)| (k.clone(), json!(d)))
         .collect();
     Value::Object(map)
 }
@@ -517,7 +544,7 @@ async fn measure(ctx: &Ctx<'_>, handle: Option<&ClientHandle>, cover_on: bool, d
             Some(h) => settle(h, cover_on).await.map(round3),
             None => Some(0.0),
         };
-        let (client_before, exit_before) = (handle.map(ClientHandle::stats), exit_counters(dir).await);
+        let (client_before, net_before) = (handle.map(ClientHandle::stats), network_counters(dir).await);
         let phase_started = Instant::now();
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let sampler =
@@ -536,7 +563,7 @@ async fn measure(ctx: &Ctx<'_>, handle: Option<&ClientHandle>, cover_on: bool, d
         };
         row.insert(phase.to_owned(), value);
         if let (Some(h), Some(before)) = (handle, client_before) {
-            let exit_after = exit_counters(dir).await;
+            let net_after = network_counters(dir).await;
             let after = h.stats();
             let slots = (after.real_packets + after.cover_packets + after.loops_sent)
                 - (before.real_packets + before.cover_packets + before.loops_sent);
@@ -544,7 +571,7 @@ async fn measure(ctx: &Ctx<'_>, handle: Option<&ClientHandle>, cover_on: bool, d
                 phase.to_owned(),
                 json!({ "elapsed_s": round3(elapsed), "settled_before_s": settled,
                     "forward_packets_per_s": round3(slots as f64 / elapsed.max(1e-9)),
-                    "client": client_delta(&before, &after), "exits": exit_delta(&exit_before, &exit_after),
+                    "client": client_delta(&before, &after), "network": network_delta(&net_before, &net_after),
                     "timeline_ms_real_cover_replies": timeline }),
             );
         }
