@@ -233,7 +233,11 @@ impl ClientCore {
         let now_ms = self.now_ms(now);
         for (key, stream) in self.streams.map.iter_mut() {
             let before = stream.status();
+            let backoffs = stream.endpoint.send_half().backoffs();
             stream.on_timer(now_ms);
+            if stream.endpoint.send_half().backoffs() > backoffs {
+                self.stats.stream_timeouts += 1;
+            }
             if stream.status() != before {
                 self.streams.touched.insert(*key);
             }

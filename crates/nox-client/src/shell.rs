@@ -50,6 +50,9 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// Stream packets (cover off), sent in order by one task that waits for
+    /// room on the entry link instead of dropping a burst it cannot take.
+    stream_out: mpsc::UnboundedSender<Outgoing>,
     /// Draws for `ClientConfig::inject_loss` (0: never used).
     loss: (f64, Mutex<ChaCha20Rng>),
     entries: OutboundLinks,
@@ -112,12 +115,17 @@ impl Shared {
     /// and the tasks of changed streams woken.
     fn streams_after(state: &mut State, now: Now) -> Vec<Outgoing> {
         let packets = state.core.poll_streams(now);
+        Self::notify_touched(state);
+        packets
+    }
+
+    /// Wakes the tasks of streams whose state changed.
+    fn notify_touched(state: &mut State) {
         for key in state.core.take_touched_streams() {
             if let Some(notify) = state.stream_waiters.get(&key) {
                 notify.notify_one();
             }
         }
-        packets
     }
 
     /// Whether to drop a packet on purpose (`ClientConfig::inject_loss`).
@@ -128,6 +136,13 @@ impl Shared {
         }
         let draw = rng.lock().unwrap_or_else(|p| p.into_inner()).next_u64();
         ((draw >> 11) as f64 / (1u64 << 53) as f64) < *rate
+    }
+
+    /// Hands stream packets to the stream sender (in order, never dropped for a full link).
+    fn send_streams(&self, packets: Vec<Outgoing>) {
+        for out in packets {
+            let _ = self.stream_out.send(out);
+        }
     }
 
     fn send_now(&self, out: Outgoing) {
@@ -186,6 +201,7 @@ impl Client {
             return Err(ClientError::Setup("inject_loss must be in [0, 1)".into()));
         }
         let loss = (config.core.inject_loss, Mutex::new(ChaCha20Rng::from_os_rng()));
+        let (stream_out, stream_rx) = mpsc::unbounded_channel();
         let geometry = *config.topology.geometry();
         let core = ClientCore::new(
             config.topology.clone(),
@@ -220,6 +236,7 @@ impl Client {
         gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
 
         let shared = Arc::new(Shared {
+            stream_out,
             loss,
             state: Mutex::new(State {
                 connected: core.gateway(),
@@ -232,6 +249,7 @@ impl Client {
             directory,
         });
         tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone()));
+        tokio::spawn(stream_sender(shared.clone(), stream_rx, stop_rx.clone()));
         tokio::spawn(timer_task(shared.clone(), stop_rx));
 
         let deadline = tokio::time::Instant::now() + GATEWAY_WAIT;
@@ -352,9 +370,7 @@ impl MixStream {
             let value = f(&mut state);
             (value, Shared::streams_after(&mut state, Now::system()))
         };
-        for out in packets {
-            shared.send_now(out);
-        }
+        shared.send_streams(packets);
         value
     }
 
@@ -432,15 +448,40 @@ async fn inbound_task(shared: Arc<Shared>, mut inbound: mpsc::Receiver<Inbound>,
             PeerIdentity::Client(..) => None,
         };
         let now = Now::system();
-        let packets = {
+        {
             let mut state = shared.lock();
             if let Some(done) = state.core.on_downstream(from, &record.packet, now) {
                 Shared::complete(&mut state, done);
             }
-            Shared::streams_after(&mut state, now)
+            // Wake the stream's task before building what is due (SURB
+            // refills take milliseconds): it may answer its program first.
+            Shared::notify_touched(&mut state);
+        }
+        let packets = Shared::streams_after(&mut shared.lock(), now);
+        shared.send_streams(packets);
+    }
+}
+
+/// Sends stream packets in order, waiting for room on the entry link.
+async fn stream_sender(
+    shared: Arc<Shared>,
+    mut packets: mpsc::UnboundedReceiver<Outgoing>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let out = tokio::select! {
+            out = packets.recv() => match out { Some(out) => out, None => return },
+            _ = stop.changed() => return,
         };
-        for out in packets {
-            shared.send_now(out);
+        if shared.inject_loss() {
+            continue;
+        }
+        let Some(key) = shared.directory.link_key(&out.entry) else {
+            tracing::warn!("entry node missing from the topology");
+            continue;
+        };
+        if let Err(e) = shared.entries.send_wait(&key, out.packet).await {
+            tracing::debug!("stream packet not sent: {e}");
         }
     }
 }
@@ -460,7 +501,7 @@ async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             for done in state.core.poll_timeouts(now) {
                 Shared::complete(&mut state, done);
             }
-            due.extend(Shared::streams_after(&mut state, now));
+            shared.send_streams(Shared::streams_after(&mut state, now));
             let next = [state.core.next_transmit_at(), state.core.next_timeout()].into_iter().flatten().min();
             let new_gateway = Some(state.core.gateway()).filter(|g| *g != state.connected);
             if let Some(gateway) = new_gateway {

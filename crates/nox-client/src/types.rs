@@ -82,4 +82,6 @@ pub struct ClientStats {
     pub bad_replies: u64,
     /// Downstream records that did not parse.
     pub malformed_downstream: u64,
+    /// Stream retransmission timeouts (each resends what was unacknowledged).
+    pub stream_timeouts: u64,
 }

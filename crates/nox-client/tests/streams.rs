@@ -158,6 +158,7 @@ fn run(cover_rate: f64, loss: f64, len: usize, seed: u64) -> Run {
 fn a_stream_echoes_through_the_mixnet_and_closes() {
     let run = run(0.0, 0.0, 200_000, 1);
     assert!(run.echoed == run.sent, "echo differs ({} of {} bytes)", run.echoed.len(), run.sent.len());
+    assert_eq!(run.core.stats().stream_timeouts, 0, "nothing lost, nothing resent");
     // Nothing on the wire links the stream's packets: fresh paths (several
     // entries) and fresh Sphinx headers for every message.
     let entries: std::collections::BTreeSet<_> = run.wire.iter().map(|(entry, _)| *entry).collect();
@@ -177,6 +178,7 @@ fn a_stream_echoes_through_the_mixnet_and_closes() {
 fn a_stream_survives_a_fifth_of_the_packets_lost_both_ways() {
     let run = run(0.0, 0.2, 100_000, 2);
     assert!(run.echoed == run.sent, "echo differs after loss");
+    assert!(run.core.stats().stream_timeouts > 0, "losses were recovered by retransmission");
 }
 
 #[test]
