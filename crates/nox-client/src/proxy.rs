@@ -233,7 +233,7 @@ async fn relay(
             to_local.shutdown().await?;
             wrote_eof = true;
         }
-        if status.closed || (wrote_eof && finished && stream.status().closed) {
+        if status.closed {
             return Ok(());
         }
         let can_read = !local_eof && pending.is_empty();

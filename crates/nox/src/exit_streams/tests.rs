@@ -101,17 +101,8 @@ fn open_message(id: StreamId, addr: SocketAddr, surbs: u16) -> StreamMessage {
 
 /// A loopback server echoing every byte, closing after the client's FIN.
 async fn echo_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = stream.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    crate::test_servers::tcp_echo_server_on(listener).unwrap()
 }
 
 async fn next_reply(rx: &mut tmpsc::UnboundedReceiver<Sent>) -> Sent {
