@@ -1,0 +1,12 @@
+// NOX SDK: the mixnet client for browsers and Node.
+export { NoxError, NoxRefusedError, ProviderRpcError, RpcCode, toProviderError } from "./errors.js";
+export type { NoxErrorCode } from "./errors.js";
+export { NoxProvider, parseResponse } from "./provider.js";
+export type {
+  MixnetRequester,
+  ProviderEvent,
+  ProviderOptions,
+  RequestArguments,
+  RequestKind,
+  RequestOptions,
+} from "./provider.js";

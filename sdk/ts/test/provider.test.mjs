@@ -1,0 +1,152 @@
+// The EIP-1193 provider against an in-memory requester that plays the exit and
+// its upstream (the multi-process testnet tests cover the real path).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { createPublicClient, custom } from "viem";
+import { NoxError, NoxProvider, NoxRefusedError, ProviderRpcError, RpcCode } from "../dist/index.js";
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** A requester answering JSON-RPC like an upstream node; records what it was sent. */
+function fakeExit(answer) {
+  const sent = [];
+  return {
+    sent,
+    async request(kind, body, options) {
+      const request = JSON.parse(decoder.decode(body));
+      sent.push({ kind, request, options });
+      const reply = await answer(request);
+      return encoder.encode(JSON.stringify({ jsonrpc: "2.0", id: request.id, ...reply }));
+    },
+  };
+}
+
+test("viem reads the block number and a balance through the provider", async () => {
+  const exit = fakeExit(async (request) => {
+    switch (request.method) {
+      case "eth_blockNumber":
+        return { result: "0x2a" };
+      case "eth_getBalance":
+        return { result: "0xde0b6b3a7640000" };
+      case "eth_chainId":
+        return { result: "0x7a69" };
+      default:
+        return { error: { code: -32601, message: `no ${request.method}` } };
+    }
+  });
+  const client = createPublicClient({ transport: custom(new NoxProvider(exit)) });
+  assert.equal(await client.getBlockNumber(), 42n);
+  const balance = await client.getBalance({ address: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" });
+  assert.equal(balance, 10n ** 18n);
+  assert.deepEqual(
+    exit.sent.map((s) => s.request.method),
+    ["eth_blockNumber", "eth_getBalance"],
+  );
+  // Every call goes out as an anonymous json-rpc request with the same id: ids link nothing.
+  for (const s of exit.sent) {
+    assert.equal(s.kind, "json-rpc");
+    assert.equal(s.request.id, 1);
+    assert.equal(s.options.expectedReplyLen, 16 * 1024);
+  }
+});
+
+test("upstream JSON-RPC errors keep their code, message and data", async () => {
+  const exit = fakeExit(async () => ({ error: { code: 3, message: "execution reverted", data: "0x08c379a0" } }));
+  const provider = new NoxProvider(exit);
+  await assert.rejects(provider.request({ method: "eth_call", params: [{}, "latest"] }), (error) => {
+    assert.ok(error instanceof ProviderRpcError);
+    assert.equal(error.code, 3);
+    assert.equal(error.message, "execution reverted");
+    assert.equal(error.data, "0x08c379a0");
+    return true;
+  });
+});
+
+test("key-holding and push methods are refused locally and never sent", async () => {
+  const exit = fakeExit(async () => ({ result: null }));
+  const provider = new NoxProvider(exit);
+  assert.deepEqual(await provider.request({ method: "eth_accounts" }), []);
+  for (const [method, code] of [
+    ["eth_requestAccounts", RpcCode.Unauthorized],
+    ["eth_sendTransaction", RpcCode.UnsupportedMethod],
+    ["personal_sign", RpcCode.UnsupportedMethod],
+    ["eth_signTypedData_v4", RpcCode.UnsupportedMethod],
+    ["eth_subscribe", RpcCode.UnsupportedMethod],
+    ["wallet_switchEthereumChain", RpcCode.UnsupportedMethod],
+  ]) {
+    await assert.rejects(provider.request({ method, params: [] }), (error) => error.code === code, method);
+  }
+  assert.equal(exit.sent.length, 0);
+});
+
+test("client failures map to EIP-1193 codes with the cause kept", async () => {
+  const cases = [
+    [new NoxError("timeout", "no reply within 30000 ms"), RpcCode.Internal],
+    [new NoxRefusedError("forbidden", "method not allowed"), RpcCode.ResourceUnavailable],
+    [new NoxError("transport", "gateway link closed"), RpcCode.Disconnected],
+    [new NoxError("topology", "signature does not verify"), RpcCode.Disconnected],
+  ];
+  for (const [failure, code] of cases) {
+    const provider = new NoxProvider({
+      async request() {
+        throw failure;
+      },
+    });
+    await assert.rejects(provider.request({ method: "eth_blockNumber" }), (error) => {
+      assert.ok(error instanceof ProviderRpcError);
+      assert.equal(error.code, code);
+      assert.equal(error.cause, failure);
+      assert.equal(error.data.nox, failure.code);
+      return true;
+    });
+  }
+});
+
+test("bad input is refused before anything is sent", async () => {
+  const exit = fakeExit(async () => ({ result: "0x1" }));
+  const provider = new NoxProvider(exit, { maxRequestBytes: 1024 });
+  await assert.rejects(provider.request({ method: "eth_call", params: ["x".repeat(2000)] }), (error) => {
+    return error.code === RpcCode.InvalidParams && /exceeds/.test(error.message);
+  });
+  await assert.rejects(provider.request({}), (error) => error.code === RpcCode.InvalidParams);
+  await assert.rejects(provider.request({ method: "eth_call", params: 5 }), (error) => error.code === RpcCode.InvalidParams);
+  const cyclic = [];
+  cyclic.push(cyclic);
+  await assert.rejects(provider.request({ method: "eth_call", params: cyclic }), (error) => error.code === RpcCode.InvalidParams);
+  assert.equal(exit.sent.length, 0);
+});
+
+test("malformed exit replies are errors, not results", async () => {
+  for (const raw of ["not json", "[1,2]", "{}", "null"]) {
+    const provider = new NoxProvider({
+      async request() {
+        return encoder.encode(raw);
+      },
+    });
+    await assert.rejects(provider.request({ method: "eth_blockNumber" }), (error) => {
+      return error instanceof ProviderRpcError && error.code === RpcCode.Internal;
+    }, raw);
+  }
+});
+
+test("connect, chainChanged and disconnect events", async () => {
+  let chain = "0x1";
+  const provider = new NoxProvider(fakeExit(async () => ({ result: chain })));
+  const events = [];
+  provider.on("connect", (info) => events.push(["connect", info.chainId]));
+  provider.on("chainChanged", (id) => events.push(["chainChanged", id]));
+  provider.on("disconnect", (error) => events.push(["disconnect", error.code]));
+  await provider.request({ method: "eth_chainId" });
+  await provider.request({ method: "eth_chainId" });
+  chain = "0x7a69";
+  await provider.request({ method: "eth_chainId" });
+  provider.disconnect(new NoxError("closed", "client closed"));
+  provider.disconnect(new NoxError("closed", "again"));
+  assert.deepEqual(events, [
+    ["connect", "0x1"],
+    ["chainChanged", "0x7a69"],
+    ["disconnect", RpcCode.Disconnected],
+  ]);
+  await assert.rejects(provider.request({ method: "eth_chainId" }), (error) => error.code === RpcCode.Disconnected);
+});
