@@ -41,6 +41,10 @@ bash contracts/build.sh --check
 bash contracts/gas.sh --check
 bash contracts/anvil-smoke.sh
 
+step "TypeScript SDK: tsc (strict) and node --test (sdk/ts)"
+npm install --prefix sdk/ts --no-audit --no-fund
+npm test --prefix sdk/ts
+
 step "spec vectors recomputed from the spec text alone (scripts/spec-check, pinned venv)"
 spec_venv=scripts/spec-check/.venv
 if [ ! -x "$spec_venv/bin/python" ] || ! cmp -s scripts/spec-check/requirements.txt "$spec_venv/.requirements.txt"; then
