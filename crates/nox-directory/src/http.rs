@@ -212,6 +212,11 @@ pub async fn read_request<S: AsyncRead + Unpin>(
 
 /// A complete response with `connection: close`.
 pub fn response(status: u16, content_type: &str, body: &[u8]) -> Vec<u8> {
+    response_with(status, content_type, &[], body)
+}
+
+/// [`response`] with extra header lines (`name`, `value`; both plain ASCII chosen by the server).
+pub fn response_with(status: u16, content_type: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
@@ -227,8 +232,9 @@ pub fn response(status: u16, content_type: &str, body: &[u8]) -> Vec<u8> {
         503 => "Service Unavailable",
         _ => "Status",
     };
+    let extra: String = headers.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect();
     let mut out = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();

@@ -20,7 +20,7 @@ use tokio::{
     sync::{Semaphore, watch},
 };
 
-use crate::http::{MAX_BODY_BYTES, read_request, response};
+use crate::http::{MAX_BODY_BYTES, read_request, response_with};
 use crate::registry::{Accepted, Refusal, Registry};
 
 /// Counters by outcome, rendered at `GET /metrics`.
@@ -216,6 +216,7 @@ async fn read_bounded(
 
 async fn handle(mut stream: TcpStream, registry: &Mutex<Registry>, counters: &Counters, limits: Limits) {
     let read = read_bounded(&mut stream, limits).await;
+    let mut public = false;
     let (status, content_type, body) = match read {
         Err(outcome) => {
             counters.count(outcome);
@@ -225,10 +226,16 @@ async fn handle(mut stream: TcpStream, registry: &Mutex<Registry>, counters: &Co
             counters.count("bad_http");
             (error.status(), "text/plain", format!("{error}\n").into_bytes())
         }
-        Ok(Ok((head, body))) => route(&head.method, &head.path, &body, registry, counters),
+        Ok(Ok((head, body))) => {
+            public = head.method == "GET" && head.path == "/topology";
+            route(&head.method, &head.path, &body, registry, counters)
+        }
     };
-    let _ =
-        tokio::time::timeout(limits.request_timeout, stream.write_all(&response(status, content_type, &body))).await;
+    // The document is public and signed: any web page may read it (a browser client fetches it
+    // cross-origin). A simple GET needs no preflight, and nothing else is opened to pages.
+    let headers: &[(&str, &str)] = if public { &[("access-control-allow-origin", "*")] } else { &[] };
+    let response = response_with(status, content_type, headers, &body);
+    let _ = tokio::time::timeout(limits.request_timeout, stream.write_all(&response)).await;
     let _ = stream.shutdown().await;
 }
 

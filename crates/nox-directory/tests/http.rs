@@ -118,3 +118,42 @@ async fn serves_accepts_and_refuses_over_http() {
     stop.send(true).unwrap();
     serving.await.unwrap().unwrap();
 }
+
+/// The whole response, head included.
+fn raw_head(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    let _ = stream.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    text.split("\r\n\r\n").next().unwrap_or_default().to_ascii_lowercase()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_public_document_is_readable_cross_origin() {
+    let common::Net { registry, .. } = common::net(now());
+    let server = DirectoryServer::bind(([127, 0, 0, 1], 0).into(), registry, Limits::default()).await.unwrap();
+    let addr = server.local_addr().unwrap();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let serving = tokio::spawn(server.serve(stop_rx));
+    let get = move |path: &str| {
+        let request = format!("GET {path} HTTP/1.1\r\nhost: d\r\norigin: https://dapp.example\r\n\r\n");
+        raw_head(addr, request.as_bytes())
+    };
+    let cors = "\r\naccess-control-allow-origin: *\r\n";
+    let (topology, metrics, missing) =
+        tokio::task::spawn_blocking(move || (get("/topology"), get("/metrics"), get("/nope"))).await.unwrap();
+    assert!(topology.starts_with("http/1.1 200"), "{topology}");
+    assert!(topology.contains(cors), "a browser page must be able to read the topology: {topology}");
+    assert!(metrics.starts_with("http/1.1 200") && !metrics.contains("access-control"), "{metrics}");
+    assert!(missing.starts_with("http/1.1 404") && !missing.contains("access-control"), "{missing}");
+    let upload = tokio::task::spawn_blocking(move || {
+        raw_head(addr, b"POST /descriptor HTTP/1.1\r\nhost: d\r\ncontent-length: 2\r\n\r\n{}")
+    })
+    .await
+    .unwrap();
+    assert!(upload.starts_with("http/1.1 400") && !upload.contains("access-control"), "{upload}");
+    stop.send(true).unwrap();
+    serving.await.unwrap().unwrap();
+}
