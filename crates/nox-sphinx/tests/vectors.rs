@@ -173,6 +173,39 @@ fn surb_vector(geometry: Geometry, seed: u64) -> Value {
     })
 }
 
+/// The key schedule of one hop in isolation (docs/spec/sphinx.md §4.1): a node
+/// key `x` and an `α`, the shared secret, the whole KDF output `okm` and its
+/// split. `okm` is computed here from the spec's formula with the `blake3`
+/// crate; the split must equal the crate's own key schedule.
+fn key_schedule_vector(seed: u64) -> Value {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let key = SecretKey::generate(&mut rng);
+    let alpha: [u8; 32] = SecretKey::generate(&mut rng).public_key().as_bytes().try_into().expect("32");
+    let point = internals::decode_alpha(&alpha).expect("valid α");
+    let shared = internals::shared_secret(&key, &point);
+    let (rho, mu, pi, b) = internals::hop_key_schedule(&alpha, &shared);
+    let mut okm = [0u8; 240];
+    let mut hasher = blake3::Hasher::new_derive_key("NOX sphinx v1 hop key schedule");
+    hasher.update(&alpha).update(&shared);
+    hasher.finalize_xof().fill(&mut okm);
+    assert_eq!(&okm[..16], &rho[..], "ρ = okm[0..16]");
+    assert_eq!(&okm[16..48], &mu[..], "μ = okm[16..48]");
+    assert_eq!(&okm[48..176], &pi[..], "π = okm[48..176]");
+    let wide: [u8; 64] = okm[176..240].try_into().expect("64");
+    assert_eq!(internals::Scalar::from_bytes_mod_order_wide(&wide).to_bytes(), b, "b = WideScalar(okm[176..240])");
+    json!({
+        "secret_key": hex::encode(key.to_bytes()),
+        "alpha": hex::encode(alpha),
+        "shared_secret": hex::encode(shared),
+        "okm": hex::encode(okm),
+        "rho": hex::encode(rho),
+        "mu": hex::encode(mu),
+        "pi": [hex::encode(&pi[..32]), hex::encode(&pi[32..64]), hex::encode(&pi[64..96]), hex::encode(&pi[96..])],
+        "b_wide": hex::encode(wide),
+        "b": hex::encode(b),
+    })
+}
+
 fn generate() -> Value {
     let small = |hops| Geometry::new(2048, hops).expect("geometry");
     let tag = nox_sphinx::ReplayTag(*blake3::hash(b"pow vector").as_bytes());
@@ -190,6 +223,7 @@ fn generate() -> Value {
             forward_vector("forward_3_hops_default_geometry", Geometry::default(), 3, 13, 0),
         ],
         "surb": surb_vector(small(3), 21),
+        "key_schedule": key_schedule_vector(41),
         "failures": failure_vectors(),
         "pow": {
             "replay_tag": hex::encode(tag.0),
@@ -557,6 +591,12 @@ fn failure_vectors() -> Value {
         ("body bit flipped, at the exit", edit(&one, &flip_body), vec![], "PayloadIntegrity"),
         ("body bit flipped, at a forwarding hop: not detected there", edit(&three, &flip_body), vec![], "Forward"),
         ("body with the zero prefix but no 0x80 marker, at the exit", bad_padding, vec![], "BadPadding"),
+        (
+            "built for geometry (2048, 3) with multiplicative blinding: same length and hops, other tag",
+            build(&geometry.with_blinding(Blinding::Multiplicative), EPOCH, &path, &mut rng),
+            vec![],
+            "WrongGeometry",
+        ),
     ];
     let cases: Vec<Value> = cases
         .into_iter()
@@ -668,4 +708,30 @@ fn committed_hop_keys_reproduce_the_packets() {
             assert_eq!(buffer[range], payload[..]);
         }
     }
+}
+
+#[test]
+fn committed_key_schedule_vector_verifies() {
+    // The committed x and α give the committed s, ρ, μ, π and b through the
+    // crate's key schedule, and those are the slices of the committed okm.
+    let text = std::fs::read_to_string(vectors_path()).expect("vectors");
+    let all: Value = serde_json::from_str(&text).expect("json");
+    let v = &all["key_schedule"];
+    let key = SecretKey::from_bytes(&unhex(&v["secret_key"]).try_into().expect("32")).expect("key");
+    let alpha: [u8; 32] = unhex(&v["alpha"]).try_into().expect("32");
+    let point = internals::decode_alpha(&alpha).expect("α");
+    let shared = internals::shared_secret(&key, &point);
+    assert_eq!(hex::encode(shared), v["shared_secret"].as_str().expect("s"));
+    let (rho, mu, pi, b) = internals::hop_key_schedule(&alpha, &shared);
+    let okm = unhex(&v["okm"]);
+    assert_eq!(okm.len(), 240);
+    assert_eq!(hex::encode(rho), v["rho"].as_str().expect("rho"));
+    assert_eq!(&okm[..16], &rho[..]);
+    assert_eq!(hex::encode(mu), v["mu"].as_str().expect("mu"));
+    assert_eq!(&okm[16..48], &mu[..]);
+    let parts: Vec<String> = pi.chunks(32).map(hex::encode).collect();
+    assert_eq!(json!(parts), v["pi"]);
+    assert_eq!(&okm[48..176], &pi[..]);
+    assert_eq!(hex::encode(&okm[176..240]), v["b_wide"].as_str().expect("b_wide"));
+    assert_eq!(hex::encode(b), v["b"].as_str().expect("b"));
 }
