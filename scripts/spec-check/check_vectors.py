@@ -2,7 +2,7 @@
 """Recomputes a subset of docs/spec/vectors from the spec text alone.
 
 An independent reading of docs/spec/sphinx.md, fragments.md, notes.md,
-streams.md and replay-cache.md:
+streams.md, replay-cache.md, topology.md and messages.md:
 nothing here calls NOX code. It checks
 
 - sphinx.json: geometry identifiers and tags; public keys; every packet and
@@ -17,6 +17,12 @@ nothing here calls NOX code. It checks
   refused, by streams.md section 2.
 - replay-journal.json: the header, record and commit slots rebuilt, and every
   file's verdict from replay-cache.md section 3.
+- topology.json: node ids, layers, every key from its secret, descriptor and
+  body encodings, both kinds of signature and the fingerprint (topology.md
+  sections 2-4).
+- messages.json: every request and response decoded to the committed fields,
+  and every invalid one refused with its error, in the decoding order of
+  messages.md section 2.
 - fragments.json: every fragment header, the shard split, and every parity
   shard from section 4 (GF(2^16), Cantor basis, 64-byte chunk layout, high and
   low rate), by Gaussian elimination; every malformed fragment's error from
@@ -730,6 +736,217 @@ def check_journal():
     return len(v["cases"])
 
 
+# ---------------------------------------------------------------- topology
+def topology_descriptor(n):
+    """topology.md section 3.1 (ristretto255 Sphinx keys: the 32 bytes alone)."""
+    import ipaddress
+
+    host, port = n["address"].rsplit(":", 1)
+    ip = ipaddress.ip_address(host.strip("[]"))
+    out = bytes.fromhex(n["identity_key"]) + bytes.fromhex(n["link_key"])
+    out += bytes([4 if ip.version == 4 else 6]) + ip.packed + int(port).to_bytes(2, "little")
+    out += bytes([n["layer"], n["pow_difficulty"]]) + len(n["sphinx_keys"]).to_bytes(4, "little")
+    for k in n["sphinx_keys"]:
+        check("scheme" not in k, "topology: only ristretto255 keys in the vectors")
+        out += k["epoch"].to_bytes(4, "little") + bytes.fromhex(k["key"])
+    return out
+
+
+def check_topology():
+    """topology.md sections 2-4: ids, layers, keys, encodings, signatures, fingerprint."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    def ed_pub(secret):
+        key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(secret)).public_key()
+        return key.public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+    def ed_ok(pub, sig, msg):
+        try:
+            Ed25519PublicKey.from_public_bytes(bytes.fromhex(pub)).verify(bytes.fromhex(sig), msg)
+            return True
+        except Exception:  # InvalidSignature
+            return False
+
+    v = json.loads((VECTORS / "topology.json").read_text())
+    d = v["document"]
+    g = dict(v["geometry"], blinding="additive")
+    check(geometry_id(g).hex() == v["geometry"]["identifier"] == d["geometry"], "topology: geometry identifier")
+    check(ed_pub(v["authority_secret"]) == v["authority_key"], "topology: authority key")
+    L = d["layers"]
+    for n, dn in zip(v["nodes"], d["nodes"]):
+        tag = f"topology node {n['node_id'][:8]}"
+        check(ed_pub(n["identity_secret"]) == n["identity_key"] == dn["identity_key"], tag + ": identity key")
+        link = X25519PrivateKey.from_private_bytes(bytes.fromhex(n["link_secret"])).public_key()
+        check(link.public_bytes_raw().hex() == n["link_key"] == dn["link_key"], tag + ": link key")
+        node_id = kdf("NOX topology v1 node id", bytes.fromhex(n["identity_key"]), 32)
+        check(node_id.hex() == n["node_id"] == dn["node_id"], tag + ": node id")
+        layer = int.from_bytes(kdf("NOX topology v1 layer", node_id, 32)[:8], "little") % L
+        check(layer == n["layer"] == dn["layer"], tag + ": layer")
+        for sec, k in zip(n["sphinx_secrets"], dn["sphinx_keys"]):
+            pub = ristretto.encode(ristretto.mul(scalar(sec["secret"]), ristretto.B))
+            check(sec["epoch"] == k["epoch"] and pub.hex() == k["key"], tag + ": Sphinx key")
+        enc = topology_descriptor(dn)
+        check(enc.hex() == n["descriptor_encoding"], tag + ": descriptor encoding")
+        msg = kdf("NOX topology v1 descriptor", enc, 32)
+        check(msg.hex() == n["descriptor_message"], tag + ": descriptor message")
+        check(n["descriptor_signature"] == dn["signature"], tag + ": signature in the document")
+        check(ed_ok(n["identity_key"], dn["signature"], msg), tag + ": self-signature verifies")
+    s = d["schedule"]
+    params = d["version"].to_bytes(2, "little") + bytes.fromhex(d["geometry"])
+    params += s["genesis_unix"].to_bytes(8, "little") + s["epoch_length_secs"].to_bytes(8, "little")
+    params += s["overlap_secs"].to_bytes(8, "little") + s["publish_ahead"].to_bytes(4, "little") + bytes([L])
+    nodes = sorted(d["nodes"], key=lambda n: bytes.fromhex(n["node_id"]))
+    body = params + d["issued_at"].to_bytes(8, "little") + len(nodes).to_bytes(4, "little")
+    fp = params + len(nodes).to_bytes(4, "little")
+    for n in nodes:
+        enc = topology_descriptor(n)
+        body += len(enc).to_bytes(4, "little") + enc + bytes.fromhex(n["signature"])
+        fp += len(enc).to_bytes(4, "little") + enc
+    check(len(params) == 63, "topology: params are 63 bytes")
+    check(body.hex() == v["body_encoding"], "topology: body encoding")
+    msg = kdf("NOX topology v1 document", body, 32)
+    check(msg.hex() == v["document_message"], "topology: document message")
+    check(v["signature"] == d["signature"] and ed_ok(v["authority_key"], d["signature"], msg), "topology: signature")
+    check(kdf("NOX topology v1 fingerprint", fp, 32).hex() == v["fingerprint"], "topology: fingerprint")
+    check(0 <= v["verify_at"] - d["issued_at"] <= 2 * 3600, "topology: verify_at within the default max_age")
+    return len(nodes)
+
+
+# ---------------------------------------------------------------- messages
+TCHAR = set(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+class Refused(Exception):
+    pass
+
+
+class MsgReader:
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def take(self, n):
+        if self.at + n > len(self.data):
+            raise Refused("Truncated")
+        self.at += n
+        return self.data[self.at - n : self.at]
+
+    def le(self, n):
+        return int.from_bytes(self.take(n), "little")
+
+    def string(self, lo, hi):
+        n = self.le(2)
+        if n > hi:
+            raise Refused("FieldTooLong")
+        if n < lo:
+            raise Refused("InvalidField")
+        try:
+            return self.take(n).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused("InvalidField") from None
+
+
+def http_headers_and_body(r):
+    """messages.md section 2.2 / 3: headers, then a body that ends the input exactly."""
+    n = r.le(2)
+    if n > 64:
+        raise Refused("FieldTooLong")
+    headers = []
+    for _ in range(n):
+        name, value = r.string(1, 256), r.string(0, 8192)
+        if any(c not in TCHAR for c in name.encode()) or any(c in "\r\n\0" for c in value):
+            raise Refused("InvalidField")
+        headers.append([name, value])
+    body = r.take(r.le(4))
+    if r.at != len(r.data):
+        raise Refused("TrailingBytes")
+    return headers, body.hex()
+
+
+def decode_request(data, tag, surb_len):
+    """messages.md section 2, in the order of its "Decoding order" paragraph."""
+    r = MsgReader(data)
+    if r.take(1)[0] != 1:
+        raise Refused("UnknownVersion")
+    kind = r.take(1)[0]
+    n = r.take(1)[0]
+    area = r.take(n * surb_len)
+    surbs = [area[i * surb_len : (i + 1) * surb_len] for i in range(n)]
+    if any(sb[64:68] != tag for sb in surbs):
+        raise Refused("Sphinx")
+    rest = data[r.at :]
+    if kind == 1:
+        body = {"echo": rest.hex()}
+    elif kind == 2:
+        method = r.string(1, 16)
+        if any(c not in TCHAR or chr(c).islower() for c in method.encode()):
+            raise Refused("InvalidField")
+        url = r.string(1, 8192)
+        headers, hbody = http_headers_and_body(r)
+        body = {"http": {"body": hbody, "headers": headers, "method": method, "url": url}}
+    elif kind in (3, 4, 5):
+        if not rest:
+            raise Refused("InvalidField")
+        body = {{3: "json_rpc", 4: "relay", 5: "stream"}[kind]: rest.hex()}
+    else:
+        raise Refused("UnknownKind")
+    return kind, [sb.hex() for sb in surbs], body
+
+
+def decode_response(data):
+    r = MsgReader(data)
+    if r.take(1)[0] != 1:
+        raise Refused("UnknownVersion")
+    status = r.take(1)[0]
+    if status > 8:
+        raise Refused("UnknownStatus")
+    body = data[2:]
+    if status != 0:
+        if len(body) > 1024:
+            raise Refused("FieldTooLong")
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused("InvalidField") from None
+    return status, body
+
+
+def check_messages():
+    v = json.loads((VECTORS / "messages.json").read_text())
+    g = dict(v["geometry"], blinding="additive")
+    check(geometry_id(g)[:4].hex() == g["tag"], "messages: geometry tag")
+    tag = bytes.fromhex(g["tag"])
+    check(g["surb_len"] == 64 + 8 + 32 + 64 * g["hops"] + 16 + 8, "messages: surb_len")
+
+    def run(f, *args):
+        try:
+            return f(*args)
+        except Refused as e:
+            return str(e)
+
+    for c in v["requests"]:
+        got = run(decode_request, bytes.fromhex(c["encoded"]), tag, g["surb_len"])
+        check(got == (c["kind"], c["surbs"], c["body"]), f"request {c['name']}: got {str(got)[:200]}")
+    for c in v["responses"]:
+        got = run(decode_response, bytes.fromhex(c["encoded"]))
+        check(got == (c["status"], bytes.fromhex(c["body"])), f"response {c['name']}: got {got}")
+        if "http" in c:
+            r = MsgReader(bytes.fromhex(c["body"]))
+            status = r.le(2)
+            headers, body = http_headers_and_body(r)
+            want = c["http"]
+            check((status, headers, body) == (want["status"], want["headers"], want["body"]),
+                  f"response {c['name']}: http body")
+    for c in v["invalid_requests"]:
+        got = run(decode_request, bytes.fromhex(c["encoded"]), tag, g["surb_len"])
+        check(got == c["error"], f"invalid request {c['name']}: got {got if isinstance(got, str) else 'accepted'}")
+    for c in v["invalid_responses"]:
+        got = run(decode_response, bytes.fromhex(c["encoded"]))
+        check(got == c["error"], f"invalid response {c['name']}: got {got if isinstance(got, str) else 'accepted'}")
+    return sum(len(v[k]) for k in ("requests", "responses", "invalid_requests", "invalid_responses"))
+
+
 def main():
     cases = check_sphinx()
     check_fragments()
@@ -737,6 +954,8 @@ def main():
     check_notes()
     n_streams = check_streams()
     n_journal = check_journal()
+    n_topology = check_topology()
+    n_messages = check_messages()
     for f in FAILURES:
         print("MISMATCH", f)
     print(f"sphinx: forward and SURB vectors rebuilt and traced, pow checked, {cases} failure cases")
@@ -744,6 +963,8 @@ def main():
     print("notes: viewing key, address and memo rebuilt from section 2 and 4")
     print(f"streams: {n_streams} messages decoded (and re-encoded) or refused by section 2")
     print(f"replay journal: header, record and commit slots rebuilt; {n_journal} files read by section 3")
+    print(f"topology: {n_topology} descriptors, the document body, both signatures and the fingerprint rebuilt")
+    print(f"messages: {n_messages} requests and responses decoded or refused by section 1-3")
     print("OK" if not FAILURES else f"{len(FAILURES)} mismatches")
     return 1 if FAILURES else 0
 
