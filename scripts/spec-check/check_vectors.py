@@ -23,8 +23,11 @@ nothing here calls NOX code. It checks
 - messages.json: every request and response decoded to the committed fields,
   and every invalid one refused with its error, in the decoding order of
   messages.md section 2.
-- sphinx-kem.json, the x25519-kem scheme: packet and SURB rebuilt from
-  rng_bytes and traced hop by hop (sphinx.md section 13).
+- sphinx-kem.json, every scheme (x25519-kem, mlkem768, xwing): node keys from
+  their seeds, packet and SURB rebuilt from rng_bytes and traced hop by hop
+  (sphinx.md section 13); ML-KEM-768 and X-Wing are mlkem.py, from FIPS 203
+  and draft-connolly-cfrg-xwing-kem-06, checked first against
+  xwing-draft06.json.
 - fragments.json: every fragment header, the shard split, and every parity
   shard from section 4 (GF(2^16), Cantor basis, 64-byte chunk layout, high and
   low rate), by Gaussian elimination; every malformed fragment's error from
@@ -41,6 +44,7 @@ import sys
 import blake3
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+import mlkem
 import ristretto
 
 VECTORS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "spec" / "vectors"
@@ -962,15 +966,50 @@ def x25519_base(k):
     return X25519PrivateKey.from_private_bytes(k).public_key().public_bytes_raw()
 
 
-def kem_build_header(g, epoch, nodes, last, rng):
-    """Section 13.4 construction with the x25519-kem encapsulation of 13.3."""
-    H, n, C = g["hops"], len(nodes), 32
+class KemScheme:
+    """Section 13.3: a node's keys from its 32-byte secret, Encaps with 64 bytes, Decaps."""
+
+    def __init__(self, name):
+        self.name = name
+        self.label = {"x25519-kem": b"kem=x25519|", "mlkem768": b"kem=mlkem768|", "xwing": b"kem=xwing-06|"}[name]
+        self.ct_len = {"x25519-kem": 32, "mlkem768": 1088, "xwing": 1120}[name]
+
+    def keys(self, seed):
+        """(public key, decapsulation key)."""
+        if self.name == "x25519-kem":
+            return x25519_base(seed), seed
+        if self.name == "mlkem768":
+            dz = kdf("NOX sphinx v1 ml-kem-768 key seed", seed, 64)
+            return mlkem.keygen(dz[:32], dz[32:])
+        return mlkem.xwing_keygen(seed)
+
+    def encaps(self, pk, r):
+        """(ciphertext, shared secret)."""
+        if self.name == "x25519-kem":
+            return x25519_base(r[:32]), x25519(r[:32], pk)
+        if self.name == "mlkem768":
+            k, c = mlkem.encaps(pk, r[:32])
+            return c, k
+        ss, ct = mlkem.xwing_encaps(pk, r)
+        return ct, ss
+
+    def decaps(self, dk, ct):
+        if self.name == "x25519-kem":
+            return x25519(dk, ct)
+        if self.name == "mlkem768":
+            return mlkem.decaps(dk, ct)
+        return mlkem.xwing_decaps(dk, ct)
+
+
+def kem_build_header(scheme, g, epoch, nodes, last, rng):
+    """Section 13.4 construction with the scheme's encapsulation (13.3)."""
+    H, n, C = g["hops"], len(nodes), scheme.ct_len
     D, R = 64 + C, 64 * g["hops"] + (g["hops"] - 1) * C
     prefix = bytes.fromhex(g["tag"]) + be32(epoch)
     cts, keys = [], []
     for node in nodes:
         r = rng.take(64)
-        ct, s = x25519_base(r[:32]), x25519(r[:32], bytes.fromhex(node["public_key"]))
+        ct, s = scheme.encaps(bytes.fromhex(node["public_key"]), r)
         okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 240)
         cts.append(ct)
         keys.append((okm[:16], okm[16:48], okm[48:176]))
@@ -992,9 +1031,9 @@ def kem_build_header(g, epoch, nodes, last, rng):
     return header, [k[2] for k in keys]
 
 
-def kem_trace(name, g, hops, packet, last_kind, nodes):
+def kem_trace(scheme, name, g, hops, packet, last_kind, dks):
     """Section 13.4 processing; checks every committed per-hop value."""
-    C, hl = 32, g["header_len"]
+    C, hl = scheme.ct_len, g["header_len"]
     D, R = 64 + C, 64 * g["hops"] + (g["hops"] - 1) * C
     digest = lambda b: blake3.blake3(b).hexdigest()  # noqa: E731
     for i, hop in enumerate(hops):
@@ -1003,7 +1042,7 @@ def kem_trace(name, g, hops, packet, last_kind, nodes):
         check(digest(header) == hop["header_blake3"] and digest(body) == hop["body_blake3"], tag + ": packet")
         ct, beta, gamma = header[8 : 8 + C], header[8 + C : 8 + C + R], header[8 + C + R : 24 + C + R]
         check(ct.hex() == hop["ciphertext"], tag + ": ciphertext")
-        s = x25519(bytes.fromhex(nodes[i]["seed"]), ct)
+        s = scheme.decaps(dks[i], ct)
         check(s.hex() == hop["shared_secret"], tag + ": shared secret")
         okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 240)
         check(okm[:16].hex() == hop["rho"] and okm[16:48].hex() == hop["mu"], tag + ": rho, mu")
@@ -1023,32 +1062,34 @@ def kem_trace(name, g, hops, packet, last_kind, nodes):
 
 def check_sphinx_kem():
     v = json.loads((VECTORS / "sphinx-kem.json").read_text())
-    done = 0
     for sv in v["schemes"]:
-        if sv["scheme"] != "x25519-kem":
-            continue  # ML-KEM-768 and X-Wing: checked by the Rust tests only
+        scheme = KemScheme(sv["scheme"])
         name, g, epoch, nodes = "kem " + sv["scheme"], sv["geometry"], sv["key_epoch"], sv["nodes"]
-        m = b"kem=x25519|blake3|aes128ctr|lioness|" + be32(g["packet_len"]) + be32(g["hops"]) + be32(64) + be32(16)
+        m = scheme.label + b"blake3|aes128ctr|lioness|" + be32(g["packet_len"]) + be32(g["hops"]) + be32(64) + be32(16)
         gid = kdf("NOX sphinx v1 geometry", m, 32)
         check(gid.hex() == g["identifier"] and gid[:4].hex() == g["tag"], name + ": geometry identifier")
-        check(g["header_len"] == 8 + 32 + 64 * g["hops"] + (g["hops"] - 1) * 32 + 24, name + ": header length")
+        C = scheme.ct_len
+        check(g["header_len"] == 8 + C + 64 * g["hops"] + (g["hops"] - 1) * C + 24, name + ": header length")
+        dks = []
         for i, node in enumerate(nodes):
-            check(x25519_base(bytes.fromhex(node["seed"])).hex() == node["public_key"], f"{name} node {i}: public key")
+            pk, dk = scheme.keys(bytes.fromhex(node["seed"]))
+            check(pk.hex() == node["public_key"], f"{name} node {i}: public key")
+            dks.append(dk)
         f = sv["forward"]
         rng = Rng(bytes.fromhex(f["rng_bytes"]))
-        header, pis = kem_build_header(g, epoch, nodes, block(2, nodes[-1]["delay_us"]), rng)
+        header, pis = kem_build_header(scheme, g, epoch, nodes, block(2, nodes[-1]["delay_us"]), rng)
         body = encode_body(bytes.fromhex(f["payload"]), g["packet_len"] - g["header_len"])
         for pi in reversed(pis):
             body = lioness_encrypt(pi, body)
         check((header + body).hex() == f["packet"] and rng.at == len(rng.data), name + ": packet rebuilt")
-        body, _ = kem_trace(name, g, f["hops"], bytes.fromhex(f["packet"]), "Deliver", nodes)
+        body, _ = kem_trace(scheme, name, g, f["hops"], bytes.fromhex(f["packet"]), "Deliver", dks)
         check(decode_body(body) == bytes.fromhex(f["payload"]), name + ": exit payload")
         s = sv["surb"]
         rng = Rng(bytes.fromhex(s["rng_bytes"]))
         sid = rng.take(16)
         check(sid.hex() == s["surb_id"], name + ": SURB id")
         last = block(3, nodes[-1]["delay_us"], bytes.fromhex(s["recipient"]), sid)
-        header, _ = kem_build_header(g, epoch, nodes, last, rng)
+        header, _ = kem_build_header(scheme, g, epoch, nodes, last, rng)
         k_r = rng.take(32)
         surb = bytes.fromhex(nodes[0]["id"]) + k_r + header
         check(blake3.blake3(surb).hexdigest() == s["surb_blake3"] and rng.at == len(rng.data), name + ": SURB")
@@ -1056,11 +1097,22 @@ def check_sphinx_kem():
         body += bytes(g["packet_len"] - len(header) - len(body))
         reply = header + lioness_encrypt(kdf("NOX sphinx v1 lioness subkeys", k_r, 128), body)
         check(blake3.blake3(reply).hexdigest() == s["reply_packet_blake3"], name + ": reply packet")
-        delivered, u = kem_trace(name + " surb", g, s["hops"], reply, "Reply", nodes)
+        delivered, u = kem_trace(scheme, name + " surb", g, s["hops"], reply, "Reply", dks)
         check(blake3.blake3(delivered).hexdigest() == s["delivered_body_blake3"], name + ": delivered body")
         check(u[40:56] == sid and u[8:40].hex() == s["recipient"], name + ": DeliverReply block")
-        done += 1
-    return done
+    return [sv["scheme"] for sv in v["schemes"]]
+
+
+def check_xwing_draft():
+    """The draft's own vectors through mlkem.py (FIPS 203 and draft-06 from their texts)."""
+    v = json.loads((VECTORS / "xwing-draft06.json").read_text())
+    for i, c in enumerate(v):
+        pk, dk = mlkem.xwing_keygen(bytes.fromhex(c["seed"]))
+        check(pk.hex() == c["pk"], f"xwing draft vector {i}: public key")
+        ss, ct = mlkem.xwing_encaps(pk, bytes.fromhex(c["eseed"]))
+        check(ct.hex() == c["ct"] and ss.hex() == c["ss"], f"xwing draft vector {i}: encapsulation")
+        check(mlkem.xwing_decaps(dk, ct).hex() == c["ss"], f"xwing draft vector {i}: decapsulation")
+    return len(v)
 
 
 def main():
@@ -1072,7 +1124,8 @@ def main():
     n_journal = check_journal()
     n_topology = check_topology()
     n_messages = check_messages()
-    n_kem = check_sphinx_kem()
+    n_xwing = check_xwing_draft()
+    kem_schemes = check_sphinx_kem()
     for f in FAILURES:
         print("MISMATCH", f)
     print(f"sphinx: forward and SURB vectors rebuilt and traced, pow checked, {cases} failure cases")
@@ -1082,7 +1135,8 @@ def main():
     print(f"replay journal: header, record and commit slots rebuilt; {n_journal} files read by section 3")
     print(f"topology: {n_topology} descriptors, the document body, both signatures and the fingerprint rebuilt")
     print(f"messages: {n_messages} requests and responses decoded or refused by section 1-3")
-    print(f"sphinx-kem: {n_kem} scheme (x25519-kem) rebuilt from rng_bytes and traced by section 13")
+    print(f"xwing-draft06: {n_xwing} vectors through mlkem.py (FIPS 203, draft-06)")
+    print(f"sphinx-kem: {', '.join(kem_schemes)}: packets and SURBs rebuilt from rng_bytes and traced by section 13")
     print("OK" if not FAILURES else f"{len(FAILURES)} mismatches")
     return 1 if FAILURES else 0
 
