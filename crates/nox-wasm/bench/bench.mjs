@@ -1,0 +1,76 @@
+// WASM vs native Sphinx benchmark (docs/benchmarks/wasm.md). Times, in one
+// run, the nox-wasm module in this JavaScript engine and the native build
+// (wasm_peer bench, release), with the same method: 5 warm-up calls, then
+// 15 batches sized to `seconds` in total; the median batch's time per call.
+//
+//   node crates/nox-wasm/bench/bench.mjs --wasm <nox_wasm.wasm> --peer <release wasm_peer> \
+//        [--seconds 2] [--out bench/data/wasm.json]
+//
+// Operations (default geometry: 32 KiB packets, 3 hops, ristretto255):
+//   forward_3_hops_256B     build_forward with a 256-byte payload
+//   surb_build_3_hops       build_surb
+//   surb_reply_open_1000B   SurbRecovery::open of a 1000-byte reply that went through 3 hops
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { NoxWasm } from '../js/nox_wasm.mjs';
+import { benchmarkWasm, FIXTURE_SEED } from './ops.mjs';
+
+const { values } = parseArgs({
+  options: {
+    wasm: { type: 'string' },
+    peer: { type: 'string' },
+    seconds: { type: 'string', default: '2' },
+    out: { type: 'string' },
+    fixture: { type: 'string' },
+  },
+});
+if (!values.wasm || !values.peer) throw new Error('--wasm and --peer are required');
+const seconds = Number(values.seconds);
+const peer = (...args) => execFileSync(values.peer, args.map(String), { encoding: 'utf8' });
+const dir = mkdtempSync(join(tmpdir(), 'nox-wasm-bench-'));
+
+try {
+  // Keys, and a reply that went through the return path natively, for a SURB the module
+  // builds as its first call after being seeded with FIXTURE_SEED (deterministic).
+  peer('keys', 3, 3, join(dir, 'keys.json'));
+  const hops = new Uint8Array(Buffer.from(JSON.parse(readFileSync(join(dir, 'keys.json'), 'utf8')).hops, 'hex'));
+  const wasmBytes = readFileSync(values.wasm);
+  const probe = await NoxWasm.instantiate(wasmBytes, { randomBytes: () => FIXTURE_SEED });
+  const surb = probe.buildSurb(hops, new Uint8Array(32).fill(9), 7);
+  writeFileSync(join(dir, 'surb.bin'), surb.surb);
+  peer('reply', join(dir, 'keys.json'), 3, 7, join(dir, 'surb.bin'), '01'.repeat(1000), join(dir, 'body.bin'));
+  const fixture = {
+    hops: Buffer.from(hops).toString('hex'),
+    surb_id: Buffer.from(surb.surbId).toString('hex'),
+    body: readFileSync(join(dir, 'body.bin')).toString('hex'),
+  };
+  if (values.fixture) writeFileSync(values.fixture, JSON.stringify(fixture));
+
+  const wasm = await benchmarkWasm(NoxWasm, wasmBytes, fixture, seconds, () => performance.now());
+  const native = JSON.parse(peer('bench', seconds));
+  const ops = ['forward_3_hops_256B', 'surb_build_3_hops', 'surb_reply_open_1000B'];
+  const results = Object.fromEntries(ops.map((op) => [op, {
+    wasm: wasm[op],
+    native: native[op],
+    ratio: wasm[op].median_us / native[op].median_us,
+  }]));
+  const report = {
+    engine: `node ${process.version} (V8 ${process.versions.v8})`,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    wasm_bytes: wasmBytes.length,
+    seconds_per_op: seconds,
+    results,
+  };
+  const text = JSON.stringify(report, null, 2);
+  if (values.out) writeFileSync(values.out, `${text}\n`);
+  console.log(text);
+  for (const op of ops) {
+    const r = results[op];
+    console.log(`${op.padEnd(24)} wasm ${r.wasm.median_us.toFixed(1).padStart(9)} µs  native ${r.native.median_us.toFixed(1).padStart(9)} µs  ratio ${r.ratio.toFixed(2)}`);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

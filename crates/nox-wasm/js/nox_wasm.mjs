@@ -1,0 +1,131 @@
+// JavaScript glue for the nox-wasm module (crates/nox-wasm/README.md, "The ABI").
+// Plain ES module, no dependencies: runs in Node >= 20 and in browsers.
+//
+// The host injects randomness (32 bytes from crypto.getRandomValues, passed to
+// nox_seed) and time (unix seconds as arguments): the module has no clock and
+// no entropy source of its own.
+
+/** Status codes returned by the exports (0 is success). */
+export const Status = Object.freeze({
+  OK: 0,
+  BAD_ARGUMENT: 1,
+  NOT_SEEDED: 2,
+  UNKNOWN_HANDLE: 3,
+  WRONG_HANDLE: 4,
+  SPHINX: 5,
+  TOPOLOGY: 6,
+  PATH: 7,
+  BUSY: 100,
+});
+
+const STATUS_NAMES = Object.fromEntries(Object.entries(Status).map(([k, v]) => [v, k]));
+
+/** An export refused its input: `code` is one of `Status`, `message` the module's text. */
+export class NoxWasmError extends Error {
+  constructor(code, message) {
+    super(`${STATUS_NAMES[code] ?? `status ${code}`}: ${message}`);
+    this.name = 'NoxWasmError';
+    this.code = code;
+    this.status = STATUS_NAMES[code] ?? 'UNKNOWN';
+  }
+}
+
+const ABI_VERSION = 1;
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+function u32le(bytes, at = 0) {
+  return (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
+}
+
+function unixSeconds(now) {
+  return BigInt(Math.floor(now ?? Date.now() / 1000));
+}
+
+function surbResult(out) {
+  return { handle: u32le(out), surbId: out.slice(4, 20), surb: out.slice(20), firstHop: out.slice(20, 52) };
+}
+
+export class NoxWasm {
+  /**
+   * Instantiates the module from its bytes (or a compiled WebAssembly.Module) and seeds it.
+   * `randomBytes(n)` must return n bytes from a CSPRNG; by default crypto.getRandomValues.
+   */
+  static async instantiate(source, { randomBytes } = {}) {
+    const { instance } = source instanceof WebAssembly.Module
+      ? { instance: await WebAssembly.instantiate(source, {}) }
+      : await WebAssembly.instantiate(source, {});
+    const module = new NoxWasm(instance);
+    module.seed((randomBytes ?? ((n) => globalThis.crypto.getRandomValues(new Uint8Array(n))))(32));
+    return module;
+  }
+
+  constructor(instance) {
+    this.exports = instance.exports;
+    const version = this.exports.nox_abi_version();
+    if (version !== ABI_VERSION) throw new Error(`nox-wasm ABI ${version}, glue expects ${ABI_VERSION}`);
+  }
+
+  #arg(slot, bytes) {
+    const data = typeof bytes === 'string' ? encoder.encode(bytes) : (bytes ?? new Uint8Array(0));
+    const ptr = this.exports.nox_arg(slot, data.length);
+    if (ptr === 0 && data.length > 0) throw new NoxWasmError(Status.BAD_ARGUMENT, `argument ${slot} too large`);
+    // Views are made after the call: nox_arg may grow (and so detach) the memory.
+    new Uint8Array(this.exports.memory.buffer, ptr, data.length).set(data);
+  }
+
+  /** Calls `name` with scalar `params` after writing `args` into the slots; returns the output bytes. */
+  call(name, params, args = []) {
+    args.forEach((bytes, slot) => this.#arg(slot, bytes));
+    const status = this.exports[name](...params);
+    const out = new Uint8Array(this.exports.memory.buffer, this.exports.nox_out_ptr(), this.exports.nox_out_len()).slice();
+    if (status !== Status.OK) throw new NoxWasmError(status, decoder.decode(out));
+    return out;
+  }
+
+  /** Re-seeds the module's ChaCha20 RNG with 32 host-drawn bytes. */
+  seed(bytes) {
+    this.call('nox_seed', [], [bytes]);
+  }
+
+  /** Forward packet along raw hops (n × (node id 32 ‖ ristretto255 key 32)). */
+  buildForward(hops, payload, keyEpoch) {
+    return this.call('nox_build_forward', [keyEpoch >>> 0], [hops, payload]);
+  }
+
+  /** SURB along raw hops for `recipient` (32 bytes): { handle, surbId, surb, firstHop }. */
+  buildSurb(hops, recipient, keyEpoch) {
+    return surbResult(this.call('nox_build_surb', [keyEpoch >>> 0], [hops, recipient]));
+  }
+
+  /** Opens a reply body delivered with `surbId` using the recovery keys behind `handle`. */
+  openReply(handle, surbId, body) {
+    return this.call('nox_surb_open', [handle >>> 0], [surbId, body]);
+  }
+
+  /** Verifies the directory's signed JSON under the authority's Ed25519 key; returns a handle. */
+  verifyTopology(json, authority, nowUnix) {
+    return u32le(this.call('nox_topology_verify', [unixSeconds(nowUnix)], [json, authority]));
+  }
+
+  /** Fingerprint, geometry, client epoch and nodes of a verified topology. */
+  topologyInfo(handle, nowUnix) {
+    return JSON.parse(decoder.decode(this.call('nox_topology_info', [handle >>> 0, unixSeconds(nowUnix)])));
+  }
+
+  /** Forward packet through a topology (random path unless `path` gives L node ids): { firstHop, packet }. */
+  topologyForward(handle, payload, nowUnix, path) {
+    const out = this.call('nox_topology_forward', [handle >>> 0, unixSeconds(nowUnix)], [payload, path]);
+    return { firstHop: out.slice(0, 32), packet: out.slice(32) };
+  }
+
+  /** SURB through a topology for `recipient`: { handle, surbId, surb, firstHop }. */
+  topologySurb(handle, recipient, nowUnix, path) {
+    return surbResult(this.call('nox_topology_surb', [handle >>> 0, unixSeconds(nowUnix)], [recipient, path]));
+  }
+
+  /** Frees a topology or SURB recovery handle. */
+  drop(handle) {
+    this.call('nox_drop', [handle >>> 0]);
+  }
+}

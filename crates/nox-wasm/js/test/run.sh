@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the nox-wasm module (wasm32-unknown-unknown, release) and the native
+# peer (wasm_peer example), then runs the Node cross-checks. Used by scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
+cargo build --locked --release --target wasm32-unknown-unknown -p nox-wasm --lib
+cargo build --locked -p nox-wasm --example wasm_peer
+NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
+NOX_WASM_PEER="$CARGO_TARGET_DIR/debug/examples/wasm_peer" \
+  node --test crates/nox-wasm/js/test/nox_wasm.test.mjs

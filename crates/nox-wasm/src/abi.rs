@@ -1,0 +1,177 @@
+//! The byte-buffer ABI: `extern "C"` exports over [`crate::Module`].
+//!
+//! The host never hands the module a pointer to read. It asks for an
+//! argument slot of a given length (`nox_arg`), writes its bytes at the
+//! returned offset of the module's memory, then calls an export with scalar
+//! arguments only. The export reads its slots, clears them (zeroized) and
+//! leaves its result, or the error text, in the output buffer
+//! (`nox_out_ptr`, `nox_out_len`), returning a status code: 0 for success,
+//! [`crate::WasmError::code`] otherwise. No Rust code here dereferences a
+//! raw pointer: the only boundary is the module's linear memory, which the
+//! host writes between calls. The layout of every export's arguments and
+//! output is in the crate README.
+
+use std::cell::RefCell;
+
+use zeroize::Zeroize;
+
+use crate::{Module, NewSurb, WasmError};
+
+/// Version of this ABI; bumped on any incompatible change.
+pub const ABI_VERSION: u32 = 1;
+/// Number of argument slots.
+pub const ARG_SLOTS: usize = 4;
+/// Largest argument: a topology document is at most 16 MiB.
+pub const MAX_ARG_LEN: usize = 17 << 20;
+/// Status of a call made while another is running (cannot happen from one JS thread).
+pub const STATUS_BUSY: i32 = 100;
+
+#[derive(Default)]
+struct Abi {
+    module: Module,
+    args: [Vec<u8>; ARG_SLOTS],
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static ABI: RefCell<Abi> = RefCell::new(Abi::default());
+}
+
+/// Runs `f` on the module and the arguments, stores its output or error
+/// text, clears the arguments and returns the status.
+fn call(f: impl FnOnce(&mut Module, &[Vec<u8>; ARG_SLOTS]) -> Result<Vec<u8>, WasmError>) -> i32 {
+    ABI.with(|cell| {
+        let Ok(mut abi) = cell.try_borrow_mut() else {
+            return STATUS_BUSY;
+        };
+        let Abi { module, args, out } = &mut *abi;
+        let result = f(module, args);
+        for arg in args.iter_mut() {
+            arg.zeroize();
+        }
+        out.zeroize();
+        match result {
+            Ok(bytes) => {
+                *out = bytes;
+                0
+            }
+            Err(error) => {
+                *out = error.to_string().into_bytes();
+                error.code()
+            }
+        }
+    })
+}
+
+fn surb_output(surb: NewSurb) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 16 + surb.surb.len());
+    out.extend_from_slice(&surb.handle.to_le_bytes());
+    out.extend_from_slice(&surb.id.0);
+    out.extend_from_slice(&surb.surb);
+    out
+}
+
+/// The ABI version ([`ABI_VERSION`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_abi_version() -> u32 {
+    ABI_VERSION
+}
+
+/// Makes argument slot `slot` `len` zero bytes long and returns its offset
+/// in linear memory for the host to write into; 0 if `slot` or `len` is out
+/// of range. The slot is cleared by the next call.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_arg(slot: u32, len: usize) -> usize {
+    if len > MAX_ARG_LEN {
+        return 0;
+    }
+    ABI.with(|cell| {
+        let Ok(mut abi) = cell.try_borrow_mut() else {
+            return 0;
+        };
+        let Some(arg) = abi.args.get_mut(slot as usize) else {
+            return 0;
+        };
+        arg.zeroize();
+        arg.resize(len, 0);
+        arg.as_mut_ptr() as usize
+    })
+}
+
+/// Offset of the last call's output (or error text).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_out_ptr() -> usize {
+    ABI.with(|cell| cell.try_borrow().map(|abi| abi.out.as_ptr() as usize).unwrap_or(0))
+}
+
+/// Length of the last call's output (or error text).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_out_len() -> usize {
+    ABI.with(|cell| cell.try_borrow().map(|abi| abi.out.len()).unwrap_or(0))
+}
+
+/// Seeds the module's ChaCha20 RNG. arg 0: 32 bytes from the host's CSPRNG.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_seed() -> i32 {
+    call(|m, a| m.seed(&a[0]).map(|()| Vec::new()))
+}
+
+/// Forward packet along raw hops. arg 0: `n × (node id 32 ‖ public key 32)`;
+/// arg 1: payload. Output: the packet.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_build_forward(key_epoch: u32) -> i32 {
+    call(|m, a| m.build_forward_raw(&a[0], &a[1], key_epoch))
+}
+
+/// SURB along raw hops. arg 0: hops as for `nox_build_forward`; arg 1:
+/// recipient id (32). Output: handle (u32 LE) ‖ SURB id (16) ‖ SURB.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_build_surb(key_epoch: u32) -> i32 {
+    call(|m, a| m.build_surb_raw(&a[0], &a[1], key_epoch).map(surb_output))
+}
+
+/// Opens a reply. arg 0: SURB id (16); arg 1: reply body. Output: the reply.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_surb_open(handle: u32) -> i32 {
+    call(|m, a| m.surb_open(handle, &a[0], &a[1]))
+}
+
+/// Verifies a topology document. arg 0: the directory's JSON; arg 1: the
+/// authority's Ed25519 key (32). Output: handle (u32 LE).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_topology_verify(now_unix: u64) -> i32 {
+    call(|m, a| m.verify_topology(&a[0], &a[1], now_unix).map(|h| h.to_le_bytes().to_vec()))
+}
+
+/// JSON summary of a verified topology at `now_unix`. Output: UTF-8 JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_topology_info(handle: u32, now_unix: u64) -> i32 {
+    call(|m, _| m.topology_info(handle, now_unix).map(String::into_bytes))
+}
+
+/// Forward packet through a topology. arg 0: payload; arg 1: `L × 32` node
+/// ids, or empty for a random path. Output: first hop (32) ‖ packet.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_topology_forward(handle: u32, now_unix: u64) -> i32 {
+    call(|m, a| {
+        m.topology_forward(handle, &a[0], &a[1], now_unix).map(|(first, packet)| {
+            let mut out = Vec::with_capacity(32 + packet.len());
+            out.extend_from_slice(&first.0);
+            out.extend_from_slice(&packet);
+            out
+        })
+    })
+}
+
+/// SURB through a topology. arg 0: recipient id (32); arg 1: `L × 32` node
+/// ids, or empty for a random path. Output: as `nox_build_surb`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_topology_surb(handle: u32, now_unix: u64) -> i32 {
+    call(|m, a| m.topology_surb(handle, &a[0], &a[1], now_unix).map(surb_output))
+}
+
+/// Frees an object (topology or SURB recovery keys, zeroized).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_drop(handle: u32) -> i32 {
+    call(|m, _| m.drop_handle(handle).map(|()| Vec::new()))
+}

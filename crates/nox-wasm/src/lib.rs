@@ -1,0 +1,11 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
+// The exports need `#[unsafe(no_mangle)]` (an unsafe attribute: the symbol
+// names must not collide); nothing in the crate dereferences a raw pointer.
+#[allow(unsafe_code)]
+pub mod abi;
+mod api;
+
+pub use api::{Module, NewSurb, RAW_HOP_LEN, SEED_LEN, WasmError};
