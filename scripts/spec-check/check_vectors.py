@@ -2,7 +2,8 @@
 """Recomputes a subset of docs/spec/vectors from the spec text alone.
 
 An independent reading of docs/spec/sphinx.md, fragments.md, notes.md,
-streams.md, replay-cache.md, topology.md and messages.md:
+streams.md, replay-cache.md, topology.md, messages.md, registry.md and
+relay.md:
 nothing here calls NOX code. It checks
 
 - sphinx.json: geometry identifiers and tags; public keys; every packet and
@@ -28,6 +29,9 @@ nothing here calls NOX code. It checks
   (sphinx.md section 13); ML-KEM-768 and X-Wing are mlkem.py, from FIPS 203
   and draft-connolly-cfrg-xwing-kem-06, checked first against
   xwing-draft06.json.
+- registry.json and relay.json: Keccak-256 record hashes, fingerprints,
+  EIP-712 digests and the ECDSA signature (evm.py); relay request bodies and
+  the section 5 pricing formulas.
 - fragments.json: every fragment header, the shard split, and every parity
   shard from section 4 (GF(2^16), Cantor basis, 64-byte chunk layout, high and
   low rate), by Gaussian elimination; every malformed fragment's error from
@@ -44,6 +48,7 @@ import sys
 import blake3
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+import evm
 import mlkem
 import ristretto
 
@@ -1115,6 +1120,111 @@ def check_xwing_draft():
     return len(v)
 
 
+# ---------------------------------------------------------------- registry
+BN254_R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+
+
+def h0x(x):
+    return bytes.fromhex(x[2:] if x.startswith("0x") else x)
+
+
+def check_registry():
+    """registry.md sections 3.1, 3.2, 4.1, 5.1, 5.3 with Keccak-256 and secp256k1 from evm.py."""
+    k = evm.keccak256
+    v = json.loads((VECTORS / "registry.json").read_text())
+    chain, registry = evm.word(v["chain_id"]), bytes(12) + h0x(v["registry"])
+    hashes = []
+    for i, n in enumerate(v["nodes"]):
+        la = k(n["link_address"].encode())
+        if "link_address_hash" in n:
+            check(la == h0x(n["link_address_hash"]), f"registry node {i}: link address hash")
+        rec = bytes(12) + h0x(n["operator"]) + h0x(n["identity_key"]) + h0x(n["link_key"]) + la
+        rec += evm.word(n["role"]) + evm.word(int(n["stake"])) + evm.word(n["unstake_available_at"])
+        check(len(rec) == 224 and k(rec) == h0x(n["record_hash"]), f"registry node {i}: record hash")
+        hashes.append(k(rec))
+    check(k(chain + registry) == h0x(v["fingerprint_empty"]), "registry: empty fingerprint")
+    check(k(chain + registry + b"".join(hashes)) == h0x(v["fingerprint_two_nodes"]), "registry: fingerprint")
+    e = v["epoch_keys"]
+    typehash = k(b"EpochKeys(address operator,uint32 epoch,bytes32 keysHash)")
+    check(typehash == h0x(e["typehash"]), "registry: EpochKeys typehash")
+    domain = k(b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
+    ds = k(domain + k(b"NOX NodeRegistry") + k(b"1") + chain + registry)
+    check(ds == h0x(e["domain_separator"]), "registry: domain separator")
+    struct = k(typehash + bytes(12) + h0x(e["operator"]) + evm.word(e["epoch"]) + h0x(e["keys_hash"]))
+    digest = k(b"\x19\x01" + ds + struct)
+    check(digest == h0x(e["digest"]), "registry: EpochKeys digest")
+    key = h0x(e["operator_private_key"])
+    check(evm.address(key) == h0x(e["operator"]), "registry: operator address from its key")
+    check(evm.ecdsa_ok(key, digest, h0x(e["signature_rsv"])), "registry: EpochKeys signature (low s, v)")
+    x = v["execution_hash"]
+    raw = k(h0x(x["target"]) + h0x(x["data"]) + evm.word(int(x["fee"])))
+    check(raw == h0x(x["raw"]), "registry: execution hash")
+    check(int.from_bytes(raw, "big") % BN254_R == int(x["field"], 16), "registry: execution hash mod r")
+    payment = b"Payment(address payer,address asset,uint256 fee,address relayer,bytes32 actionHash,uint256 nonce,uint256 deadline)"
+    check(k(payment) == h0x(v["payment_typehash"]), "registry: Payment typehash")
+
+
+# ------------------------------------------------------------------- relay
+EXECUTE = b"execute((address,bytes,uint256,(address,uint256,bytes)))"
+
+
+def relay_decode(body):
+    """relay.md section 2: ("quote",) or ("submit", fields), or None (refused: malformed)."""
+    if body == b"\x01":
+        return ("quote",)
+    if len(body) < 50 or body[0] != 2 or body[1] & ~3:
+        return None
+    calldata = body[50:]
+    if len(calldata) > 32768 or calldata[:4] != evm.keccak256(EXECUTE)[:4]:
+        return None
+    bundle = evm.decode_bundle(calldata[4:])
+    if bundle is None or evm.encode_bundle(*bundle) != calldata[4:]:
+        return None
+    return ("submit", body[1], int.from_bytes(body[2:10], "big"), body[10:30], body[30:50], calldata, bundle)
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def check_relay():
+    """relay.md sections 2, 3 and 5 (fee plan, gas limit, required fee, token price)."""
+    v = json.loads((VECTORS / "relay.json").read_text())
+    for c in v["valid"]:
+        got = relay_decode(bytes.fromhex(c["body"]))
+        check(got is not None, f"relay {c['name']}: refused")
+        if got and got[0] == "submit":
+            _, flags, chain, executor, relayer, calldata, bundle = got
+            b = c["bundle"]
+            want = (c["flags"], c["chain_id"], h0x(c["executor"]), h0x(c["relayer"]), h0x(c["calldata"]))
+            check((flags, chain, executor, relayer, calldata) == want, f"relay {c['name']}: header fields")
+            wb = (h0x(b["payment"]), h0x(b["payment_data"]), int(b["fee"], 16), h0x(b["target"]),
+                  int(b["value"], 16), h0x(b["data"]))
+            check(bundle == wb, f"relay {c['name']}: bundle")
+    for c in v["invalid"]:
+        check(relay_decode(bytes.fromhex(c["body"])) is None, f"relay {c['name']}: accepted")
+    p = v["pricing"]
+    f = p["fee_plan"]
+    max_fee = ceil_div(f["next_base_fee"] * (10000 + f["headroom_bps"]), 10000) + f["priority_fee"]
+    check(max_fee == f["max_fee_per_gas"], "relay: fee plan (step 7)")
+    for g, extra, limit in p["gas_limit"]:
+        check(ceil_div(ceil_div(64 * g, 63) * (10000 + extra), 10000) + 10000 == limit, f"relay: L({g}) (step 9)")
+
+    def required(gas, fee, margin):
+        return ceil_div(gas * fee * (10000 + margin), 10000)
+
+    r = p["required_wei"]
+    check(required(r["gas_limit"], r["max_fee_per_gas"], r["margin_bps"]) == int(r["wei"], 16), "relay: required fee (step 11)")
+    t = p["token"]
+    ra, rw, sell, wei = (int(t[x], 16) for x in ("reserve_asset", "reserve_weth", "sell", "wei"))
+    check(sell * 997 * rw // (ra * 1000 + sell * 997) == int(t["value_wei"], 16), "relay: getAmountOut")
+    check(ra * wei * 1000 // ((rw - wei) * 997) + 1 == int(t["asset_needed"], 16), "relay: getAmountIn")
+    q = v["quote"]
+    check(int(q["prices"][0]["per_million_gas"], 16) == required(10**6, int(q["max_fee_per_gas"], 16), q["margin_bps"]),
+          "relay: quote price per million gas (section 3)")
+    return len(v["valid"]) + len(v["invalid"])
+
+
 def main():
     cases = check_sphinx()
     check_fragments()
@@ -1126,6 +1236,8 @@ def main():
     n_messages = check_messages()
     n_xwing = check_xwing_draft()
     kem_schemes = check_sphinx_kem()
+    check_registry()
+    n_relay = check_relay()
     for f in FAILURES:
         print("MISMATCH", f)
     print(f"sphinx: forward and SURB vectors rebuilt and traced, pow checked, {cases} failure cases")
@@ -1137,6 +1249,8 @@ def main():
     print(f"messages: {n_messages} requests and responses decoded or refused by section 1-3")
     print(f"xwing-draft06: {n_xwing} vectors through mlkem.py (FIPS 203, draft-06)")
     print(f"sphinx-kem: {', '.join(kem_schemes)}: packets and SURBs rebuilt from rng_bytes and traced by section 13")
+    print("registry: record hashes, fingerprints, EpochKeys digest and signature, execution hash, typehashes")
+    print(f"relay: {n_relay} request bodies decoded or refused; fee plan, gas limit, required fee, token prices")
     print("OK" if not FAILURES else f"{len(FAILURES)} mismatches")
     return 1 if FAILURES else 0
 
