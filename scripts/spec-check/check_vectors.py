@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recomputes a subset of docs/spec/vectors from the spec text alone.
+"""Recomputes every file of docs/spec/vectors from the spec text alone.
 
 An independent reading of docs/spec/sphinx.md, fragments.md, notes.md,
 streams.md, replay-cache.md, topology.md, messages.md, registry.md,
@@ -38,6 +38,10 @@ nothing here calls NOX code. It checks
   shard from section 4 (GF(2^16), Cantor basis, 64-byte chunk layout, high and
   low rate), by Gaussian elimination; every malformed fragment's error from
   the section 5 check order.
+- notes.json: the viewing key, address and memo, and with Poseidon (circom
+  parameters regenerated from the Poseidon paper's Grain LFSR, checked against
+  circomlib's Poseidon(1, 2)) the owner, inner, commitment, nullifier and the
+  change note.
 
 Usage: python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
        .venv/bin/python check_vectors.py        (exit status 0: all checked)
@@ -56,6 +60,7 @@ import ristretto
 
 VECTORS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "spec" / "vectors"
 ELL = 2**252 + 27742317777372353535851937790883648493
+BN254_R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 FAILURES = []
 
 
@@ -560,6 +565,69 @@ def check_fragment_errors():
             check(parse_error(bytes.fromhex(fr)) is None, f"{case['name']}: fragment refused")
 
 
+# ---------------------------------------------------------------- Poseidon
+POSEIDON_PARTIAL_ROUNDS = {2: 56, 3: 57, 4: 56}  # circom's R_P for widths 2, 3, 4; R_F = 8
+_POSEIDON = {}
+
+
+def poseidon_params(t):
+    """The circom parameters: round constants and the Cauchy MDS matrix from the Grain LFSR of
+    the Poseidon paper's reference script (field 1, S-box x^5, n = 254 bits, width t, R_F, R_P)."""
+    if t in _POSEIDON:
+        return _POSEIDON[t]
+    rf, rp = 8, POSEIDON_PARTIAL_ROUNDS[t]
+    bits = [0, 1, 0, 0, 0, 0] + [int(b) for b in f"{254:012b}{t:012b}{rf:010b}{rp:010b}"] + [1] * 30
+
+    def step():
+        bits.append(bits[62] ^ bits[51] ^ bits[38] ^ bits[23] ^ bits[13] ^ bits[0])
+        bits.pop(0)
+        return bits[-1]
+
+    for _ in range(160):
+        step()
+
+    def bit():
+        while step() == 0:  # a pair (0, x) is discarded
+            step()
+        return step()
+
+    def rand(n=254):
+        x = 0
+        for _ in range(n):
+            x = x << 1 | bit()
+        return x
+
+    consts = []
+    for _ in range((rf + rp) * t):
+        x = rand()
+        while x >= BN254_R:
+            x = rand()
+        consts.append(x)
+    while True:
+        xs = [rand() % BN254_R for _ in range(2 * t)]
+        while len(set(xs)) != 2 * t:
+            xs = [rand() % BN254_R for _ in range(2 * t)]
+        if all((x + y) % BN254_R for x in xs[:t] for y in xs[t:]):
+            mds = [[pow(xs[i] + xs[t + j], -1, BN254_R) for j in range(t)] for i in range(t)]
+            break
+    _POSEIDON[t] = (consts, mds, rf, rp)
+    return _POSEIDON[t]
+
+
+def poseidon(*inputs):
+    t = len(inputs) + 1
+    consts, mds, rf, rp = poseidon_params(t)
+    state = [0] + list(inputs)
+    for r in range(rf + rp):
+        state = [(a + consts[r * t + i]) % BN254_R for i, a in enumerate(state)]
+        if r < rf // 2 or r >= rf // 2 + rp:
+            state = [pow(a, 5, BN254_R) for a in state]
+        else:
+            state[0] = pow(state[0], 5, BN254_R)
+        state = [sum(mds[i][j] * state[j] for j in range(t)) % BN254_R for i in range(t)]
+    return state[0]
+
+
 def check_notes():
     """notes.md §2 and §4: keys, address and memo (Poseidon values are checked against
     poseidon-solidity by the forge tests, not here)."""
@@ -586,6 +654,22 @@ def check_notes():
     check(memo.hex() == v["memo"]["memo"], "notes: memo rebuilt")
     check(int(v["withdraw_domain"], 16) == 2**160, "notes: withdrawal domain")
     check(int(v["change"]["value"]) == int(note["value"]) - int(v["fee"]), "notes: change value")
+    # Section 2-3 with Poseidon (circom parameters, generated above from the Poseidon paper).
+    check(poseidon(1, 2) == 0x115CC0F5E7D690413DF64C6B9662E9CF2A3617F2743245519E19607A4417189A, "poseidon: circomlib's Poseidon(1, 2)")
+    sk = int.from_bytes(kdf("NOX wallet v1 spending key", seed, 64), "little") % BN254_R
+    w = lambda x: int(x, 16)  # noqa: E731
+    owner = poseidon(sk)
+    check(owner == w(v["owner"]), "notes: owner = Poseidon(sk)")
+    inner = poseidon(owner, w(note["blinding"]))
+    check(inner == w(v["inner"]), "notes: inner")
+    commitment = poseidon(int(note["value"]), w(note["asset"]), inner)
+    check(commitment == w(v["commitment"]), "notes: commitment")
+    nullifier = poseidon(sk, commitment, v["leaf_index"])
+    check(nullifier == w(v["nullifier"]), "notes: nullifier")
+    blinding = poseidon(sk, nullifier)
+    check(blinding == w(v["change"]["blinding"]), "notes: change blinding")
+    change = poseidon(int(v["change"]["value"]), w(note["asset"]), poseidon(owner, blinding))
+    check(change == w(v["change"]["commitment"]), "notes: change commitment")
 
 
 # ---------------------------------------------------------------- streams
@@ -1123,7 +1207,6 @@ def check_xwing_draft():
 
 
 # ---------------------------------------------------------------- registry
-BN254_R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 
 
 def h0x(x):
@@ -1282,7 +1365,7 @@ def main():
         print("MISMATCH", f)
     print(f"sphinx: forward and SURB vectors rebuilt and traced, pow checked, {cases} failure cases")
     print("fragments: every valid vector checked, parity from section 4; parse errors from section 5")
-    print("notes: viewing key, address and memo rebuilt from section 2 and 4")
+    print("notes: keys, address, memo, owner, commitment, nullifier and change (Poseidon) from sections 2-4")
     print(f"streams: {n_streams} messages decoded (and re-encoded) or refused by section 2")
     print(f"replay journal: header, record and commit slots rebuilt; {n_journal} files read by section 3")
     print(f"topology: {n_topology} descriptors, the document body, both signatures and the fingerprint rebuilt")
