@@ -834,18 +834,25 @@ def check_journal():
 
 
 # ---------------------------------------------------------------- topology
-def topology_descriptor(n):
-    """topology.md section 3.1 (ristretto255 Sphinx keys: the 32 bytes alone)."""
+def topology_address(text):
+    """topology.md section 3.1: 0x04 ‖ ipv4 ‖ LE16(port) or 0x06 ‖ ipv6 ‖ LE16(port)."""
     import ipaddress
 
-    host, port = n["address"].rsplit(":", 1)
+    host, port = text.rsplit(":", 1)
     ip = ipaddress.ip_address(host.strip("[]"))
-    out = bytes.fromhex(n["identity_key"]) + bytes.fromhex(n["link_key"])
-    out += bytes([4 if ip.version == 4 else 6]) + ip.packed + int(port).to_bytes(2, "little")
+    return bytes([4 if ip.version == 4 else 6]) + ip.packed + int(port).to_bytes(2, "little")
+
+
+def topology_descriptor(n):
+    """topology.md section 3.1 (ristretto255 Sphinx keys: the 32 bytes alone; the optional
+    WebSocket endpoint as 0x57 ‖ address after the keys)."""
+    out = bytes.fromhex(n["identity_key"]) + bytes.fromhex(n["link_key"]) + topology_address(n["address"])
     out += bytes([n["layer"], n["pow_difficulty"]]) + len(n["sphinx_keys"]).to_bytes(4, "little")
     for k in n["sphinx_keys"]:
         check("scheme" not in k, "topology: only ristretto255 keys in the vectors")
         out += k["epoch"].to_bytes(4, "little") + bytes.fromhex(k["key"])
+    if "websocket" in n:
+        out += b"\x57" + topology_address(n["websocket"])
     return out
 
 
