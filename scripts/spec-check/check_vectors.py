@@ -43,6 +43,9 @@ nothing here calls NOX code. It checks
   circomlib's Poseidon(1, 2)) the owner, inner, commitment, nullifier and the
   change note.
 
+And every field name of every vectors file must appear in its table in
+docs/spec/vectors/README.md.
+
 Usage: python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
        .venv/bin/python check_vectors.py        (exit status 0: all checked)
 """
@@ -1354,6 +1357,39 @@ def check_ceremony():
     check(blake3.blake3(f).hexdigest() == v["transcript_hash"], "ceremony: transcript hash")
 
 
+# ------------------------------------------------------- field documentation
+def check_field_tables():
+    """Every field name of every vectors file appears, in backticks, in that file's section of
+    docs/spec/vectors/README.md (sphinx*.json: or in sphinx.md section 12 / 13.7), so a field
+    added without its meaning fails here. description, regenerate, spec and name are covered
+    by the README's conventions."""
+    import re
+
+    readme = (VECTORS / "README.md").read_text()
+    sphinx_md = (VECTORS.parent / "sphinx.md").read_text()
+    sphinx_md = sphinx_md[sphinx_md.index("## 12.") :]
+
+    def keys(x, out):
+        if isinstance(x, dict):
+            for k, y in x.items():
+                out.add(k)
+                keys(y, out)
+        elif isinstance(x, list):
+            for y in x:
+                keys(y, out)
+        return out
+
+    files = sorted(VECTORS.glob("*.json"))
+    for f in files:
+        m = re.search(r"^## " + re.escape(f.name) + r"\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+        check(m is not None, f"vectors/README.md: no section for {f.name}")
+        text = (m.group(1) if m else "") + (sphinx_md if f.name.startswith("sphinx") else "")
+        spans = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(re.findall(r"`([^`]*)`", text))))
+        undocumented = keys(json.loads(f.read_text()), set()) - spans - {"description", "regenerate", "spec", "name"}
+        check(not undocumented, f"vectors/README.md: {f.name} fields without a meaning: {sorted(undocumented)}")
+    return len(files)
+
+
 def main():
     cases = check_sphinx()
     check_fragments()
@@ -1367,6 +1403,7 @@ def main():
     kem_schemes = check_sphinx_kem()
     check_registry()
     check_ceremony()
+    n_files = check_field_tables()
     n_relay = check_relay()
     for f in FAILURES:
         print("MISMATCH", f)
@@ -1382,6 +1419,7 @@ def main():
     print("registry: record hashes, fingerprints, EpochKeys digest and signature, execution hash, typehashes")
     print(f"relay: {n_relay} request bodies decoded or refused; fee plan, gas limit, required fee, token prices")
     print("ceremony: the starting phase-1 file and its transcript hash")
+    print(f"field tables: every field of the {n_files} vectors files has its meaning in vectors/README.md")
     print("OK" if not FAILURES else f"{len(FAILURES)} mismatches")
     return 1 if FAILURES else 0
 
