@@ -19,6 +19,20 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
+step "wasm32: the pure client crates build and lint for wasm32-unknown-unknown, with no getrandom (crates/nox-client/README.md)"
+# The browser client runs this code: no tokio, no sockets, no OS clock or RNG
+# (time and seeds come from the host). The shells are the default features
+# `transport` (nox-link) and `shell` (nox-client), off here.
+rustup target add wasm32-unknown-unknown
+wasm_crates=(-p nox-sphinx -p nox-fec -p nox-message -p nox-topology -p nox-stats -p nox-cover -p nox-stream -p nox-link -p nox-client)
+cargo build --release --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}"
+cargo clippy --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}" -- -D warnings
+if cargo tree --locked --target wasm32-unknown-unknown --no-default-features -e normal --prefix none "${wasm_crates[@]}" \
+  | grep -E '^(getrandom|tokio|mio|socket2) '; then
+  echo "error: the wasm32 client graph pulls the crates above (OS randomness or sockets); inject them instead" >&2
+  exit 1
+fi
+
 step "test tools: Anvil, Cast, Forge, solcjs, OpenZeppelin, forge-std from npm (tools/package.json)"
 if [ ! -x tools/node_modules/.bin/anvil ] || [ ! -x tools/node_modules/.bin/cast ] \
   || [ ! -x tools/node_modules/.bin/forge ] || [ ! -d tools/node_modules/solc ] \

@@ -2,9 +2,8 @@
 //! cover slots on demand. Time and randomness are injected.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::Instant;
 
-use nox_cover::{Payload, SendQueue};
+use nox_cover::{Instant, Payload, SendQueue};
 use nox_link::Mailbox;
 use nox_message::{REPLY_LIMITS, ReplyAssembler, Request, RequestBody, request_fragments, surbs_needed};
 use nox_sphinx::{BuildOptions, Geometry, NodeId, PathHop, SurbId, SurbRecovery, build_forward, build_surb};

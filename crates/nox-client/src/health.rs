@@ -8,9 +8,9 @@
 //! keeps being probed and can recover.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nox_cover::{HealthConfig, LoopHealthTracker, LoopId, LoopReturn};
+use nox_cover::{HealthConfig, Instant, LoopHealthTracker, LoopId, LoopReturn};
 use nox_message::RequestBody;
 use nox_sphinx::{BuildOptions, NodeId, SurbId, SurbRecovery};
 use rand_core::RngCore;

@@ -8,9 +8,13 @@ mod core_streams;
 mod error;
 mod health;
 mod paths;
+#[cfg(feature = "shell")]
 mod proxy;
+#[cfg(feature = "shell")]
 mod rpc;
+#[cfg(feature = "shell")]
 mod shell;
+#[cfg(feature = "shell")]
 pub mod socks;
 mod streams;
 mod surbs;
@@ -19,9 +23,12 @@ mod types;
 pub use config::ClientConfig;
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 pub use error::ClientError;
-pub use nox_cover::HealthConfig;
+pub use nox_cover::{HealthConfig, Instant};
 pub use nox_stream::{ResetCode, Target as StreamTarget};
+#[cfg(feature = "shell")]
 pub use proxy::{SocksConfig, StreamIo, StreamOpener, serve_socks};
+#[cfg(feature = "shell")]
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
+#[cfg(feature = "shell")]
 pub use shell::{Client, ClientHandle, MixStream, Requester, ShellConfig};
 pub use streams::{StreamConfig, StreamStatus};

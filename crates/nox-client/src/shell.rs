@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use nox_cover::Instant;
 use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity};
 use nox_link::{LinkConfig, LinkPublicKey};
 use nox_message::{RequestBody, Response};
@@ -25,6 +26,28 @@ use nox_stream::{ResetCode, Target as StreamTarget};
 const GATEWAY_WAIT: Duration = Duration::from_secs(5);
 /// Longest sleep of the timer task (it also re-reads the schedule).
 const MAX_TICK: Duration = Duration::from_millis(200);
+
+/// The origin of the shell's monotonic time: the first time any shell in
+/// this process read the clock. The core sees `Instant`s as offsets from it
+/// ([`nox_cover::Instant::from_std`]); the timer task converts its wake-ups
+/// back to sleep until them.
+fn clock_origin() -> std::time::Instant {
+    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
+}
+
+impl Now {
+    /// The system clocks: monotonic time since this process's shell origin,
+    /// and wall-clock unix seconds. Only in the native shell (the `shell`
+    /// feature); a wasm host builds `Now` from `performance.now()` and
+    /// `Date.now()`.
+    pub fn system() -> Self {
+        Self {
+            at: Instant::from_std(clock_origin(), std::time::Instant::now()),
+            unix: nox_topology::unix_seconds(std::time::SystemTime::now()),
+        }
+    }
+}
 
 /// What [`Client::start`] needs. The network's geometry is the topology's
 /// ([`VerifiedTopology::geometry`]).
@@ -522,8 +545,14 @@ async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         }
         let wake = next.map_or(now.at + MAX_TICK, |at| at.min(now.at + MAX_TICK));
         tokio::select! {
-            _ = tokio::time::sleep_until(wake.into()) => {}
+            _ = tokio::time::sleep_until(wake.to_std(clock_origin()).map_or_else(far_future, Into::into)) => {}
             _ = stop.changed() => return,
         }
     }
+}
+
+/// A wake-up beyond what `std::time::Instant` holds: a day from now (the
+/// timer task wakes every [`MAX_TICK`] anyway).
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86_400)
 }

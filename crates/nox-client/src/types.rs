@@ -1,6 +1,6 @@
 //! Values the core exchanges with its shell.
 
-use std::time::Instant;
+use nox_cover::Instant;
 
 use nox_sphinx::NodeId;
 
@@ -11,20 +11,15 @@ use crate::error::ClientError;
 pub const DROP_MAGIC: &[u8; 8] = b"NOXDROP1";
 
 /// The current time, as the core sees it: a monotonic instant for timers
-/// and unix seconds for choosing the key epoch.
+/// and unix seconds for choosing the key epoch. The host supplies both (the
+/// core reads no clock): the native shell with `Now::system()` (`shell`
+/// feature), a browser from `performance.now()` and `Date.now()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Now {
     /// Monotonic time.
     pub at: Instant,
     /// Wall-clock unix seconds.
     pub unix: u64,
-}
-
-impl Now {
-    /// The system clocks.
-    pub fn system() -> Self {
-        Self { at: Instant::now(), unix: nox_topology::unix_seconds(std::time::SystemTime::now()) }
-    }
 }
 
 /// Names one request of this client.

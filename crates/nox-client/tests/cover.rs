@@ -3,10 +3,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Mixnet;
-use nox_client::{ClientConfig, ClientCore, DROP_MAGIC};
+use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Instant};
 use nox_message::RequestBody;
 use nox_sphinx::Geometry;
 

@@ -15,7 +15,9 @@
 //! interleave with returns as they happen rather than arriving in one batch.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use crate::timer::advance;
 

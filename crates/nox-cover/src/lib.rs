@@ -5,9 +5,11 @@
 mod health;
 mod schedule;
 mod send_queue;
+mod time;
 mod timer;
 
 pub use health::{HealthConfig, LoopHealthTracker, LoopId, LoopReturn, NodeHealth, NodeId, NodeStatus, RecordError};
 pub use schedule::{CoverEvent, CoverKind, CoverScheduler};
 pub use send_queue::{Emission, Payload, QueueFull, SendQueue};
+pub use time::Instant;
 pub use timer::{PoissonTimer, RateError};

@@ -1,7 +1,7 @@
 //! Node-initiated cover (paper §4.4): loop cover at λ_L and drop cover at λ_D, two independent
 //! Poisson processes merged.
 
-use std::time::Instant;
+use crate::time::Instant;
 
 use rand_core::RngCore;
 

@@ -2,9 +2,9 @@
 //! packet if one is queued, otherwise a cover packet. Emission times are the Poisson process
 //! alone; real traffic only decides what fills each slot.
 
+use crate::time::Instant;
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::Instant;
 
 use rand_core::RngCore;
 

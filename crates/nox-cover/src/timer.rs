@@ -1,6 +1,8 @@
 //! A Poisson process in virtual time: exponential gaps drawn from an RNG the timer owns.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::Instant;
 
 use rand_core::RngCore;
 

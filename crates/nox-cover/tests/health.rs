@@ -1,8 +1,8 @@
 //! Loop health: degrade on consecutive losses, recover on returns, bounded memory.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nox_cover::{HealthConfig, LoopHealthTracker, LoopId, LoopReturn, NodeId, NodeStatus, RecordError};
+use nox_cover::{HealthConfig, Instant, LoopHealthTracker, LoopId, LoopReturn, NodeId, NodeStatus, RecordError};
 
 fn node(byte: u8) -> NodeId {
     NodeId([byte; 32])
@@ -22,7 +22,7 @@ fn tracker() -> LoopHealthTracker {
 
 #[test]
 fn return_before_timeout_counts_after_it_is_a_loss() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut health = tracker();
     let path = [node(1), node(2), node(3)];
     health.record_sent(loop_id(1), &path, start).unwrap();
@@ -43,7 +43,7 @@ fn return_before_timeout_counts_after_it_is_a_loss() {
 
 #[test]
 fn a_dropping_node_is_degraded_and_its_neighbours_are_not() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut health = tracker();
     let (a, b, c, d, e) = (node(1), node(2), node(3), node(4), node(5));
     let mut now = start;
@@ -71,7 +71,7 @@ fn a_dropping_node_is_degraded_and_its_neighbours_are_not() {
 
 #[test]
 fn degradation_needs_consecutive_losses_and_recovery_needs_returns() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut health = LoopHealthTracker::new(HealthConfig {
         return_timeout: TIMEOUT,
         losses_to_degrade: 3,
@@ -113,7 +113,7 @@ fn degradation_needs_consecutive_losses_and_recovery_needs_returns() {
 
 #[test]
 fn memory_is_bounded() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut health = LoopHealthTracker::new(HealthConfig {
         return_timeout: TIMEOUT,
         max_outstanding: 100,
@@ -142,7 +142,7 @@ fn random_paths_single_dropping_node() {
     // healthy nodes are (almost) never flagged.
     use rand_chacha::ChaCha20Rng;
     use rand_core::{RngCore, SeedableRng};
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut rng = ChaCha20Rng::seed_from_u64(17);
     let mut health = tracker();
     let layer_node = |layer: u8, index: u8| node(layer * 3 + index + 1);

@@ -1,9 +1,9 @@
 //! Poisson timers: exponential gaps (KS at fixed seeds), and the send queue's emission times
 //! do not depend on real traffic.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nox_cover::{CoverKind, CoverScheduler, Payload, PoissonTimer, SendQueue};
+use nox_cover::{CoverKind, CoverScheduler, Instant, Payload, PoissonTimer, SendQueue};
 use nox_stats::{correlation, exponential, ks};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -28,7 +28,7 @@ fn gaps(times: &[Instant], start: Instant) -> Vec<f64> {
 
 #[test]
 fn timer_gaps_are_exponential() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let rate = 20.0; // mean gap 50 ms
     let mut timer = PoissonTimer::new(rate, start, rng(1)).unwrap();
     let mut fired = Vec::new();
@@ -51,7 +51,7 @@ fn timer_gaps_are_exponential() {
 
 #[test]
 fn zero_rate_never_fires_and_bad_rates_are_refused() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut timer = PoissonTimer::new(0.0, start, rng(2)).unwrap();
     assert_eq!(timer.next_at(), None);
     assert_eq!(timer.poll(start + Duration::from_secs(1_000_000)), None);
@@ -62,7 +62,7 @@ fn zero_rate_never_fires_and_bad_rates_are_refused() {
 
 #[test]
 fn node_cover_merges_loop_and_drop_streams() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut cover = CoverScheduler::new(0.05, 0.05, start, rng(3), rng(4)).unwrap();
     let (mut loops, mut drops) = (Vec::new(), Vec::new());
     let mut previous = start;
@@ -93,7 +93,7 @@ fn node_cover_merges_loop_and_drop_streams() {
 /// each slot is polled. Returns each slot's time and whether it carried a real packet, plus
 /// the queue length seen before each slot.
 fn drive(seed: u64, slots: usize, mut traffic: impl FnMut(usize) -> usize) -> (Vec<Instant>, Vec<bool>, Vec<usize>) {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut queue = SendQueue::new(10.0, 1_000, start, rng(seed)).unwrap();
     let (mut times, mut real, mut backlog) = (Vec::new(), Vec::new(), Vec::new());
     let mut packet = 0u64;
@@ -152,7 +152,7 @@ fn emission_gaps_are_independent_of_load() {
 
 #[test]
 fn send_queue_is_bounded_and_fifo() {
-    let start = Instant::now();
+    let start = Instant::ORIGIN;
     let mut queue = SendQueue::new(1.0, 2, start, rng(13)).unwrap();
     queue.push("a").unwrap();
     queue.push("b").unwrap();

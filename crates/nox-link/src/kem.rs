@@ -9,6 +9,7 @@
 
 use libcrux_ml_kem::mlkem768::{self, MlKem768Ciphertext, MlKem768PrivateKey, MlKem768PublicKey};
 use libcrux_ml_kem::{ENCAPS_SEED_SIZE, KEY_GENERATION_SEED_SIZE, SHARED_SECRET_SIZE};
+#[cfg(feature = "os-rng")]
 use snow::resolvers::{CryptoResolver, DefaultResolver};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -35,6 +36,7 @@ pub(crate) const CONTEXT_R2I: &str = "NOX link v2 hybrid r2i";
 
 /// `N` bytes from the operating system (getrandom, through snow's resolver:
 /// the same source as the Noise ephemeral keys).
+#[cfg(feature = "os-rng")]
 pub(crate) fn os_random<const N: usize>() -> Result<Zeroizing<[u8; N]>, LinkError> {
     let mut rng = DefaultResolver.resolve_rng().ok_or_else(|| LinkError::Noise("no RNG".into()))?;
     let mut out = Zeroizing::new([0u8; N]);

@@ -39,6 +39,7 @@ pub struct LinkKeypair {
 
 impl LinkKeypair {
     /// A fresh key pair from the operating system's RNG.
+    #[cfg(feature = "os-rng")]
     pub fn generate() -> Result<Self, LinkError> {
         let resolver = DefaultResolver;
         let mut rng = resolver.resolve_rng().ok_or_else(|| LinkError::Noise("no RNG".into()))?;
@@ -51,6 +52,13 @@ impl LinkKeypair {
         // Overwrite snow's copy before the box is freed.
         dh.set(&[0u8; 32]);
         Ok(Self { secret, public: LinkPublicKey(public) })
+    }
+
+    /// A fresh key pair from `rng` (hosts with no OS RNG): 32 bytes drawn
+    /// from it become the X25519 secret.
+    pub fn generate_with_rng(rng: &mut dyn rand_core::CryptoRng) -> Result<Self, LinkError> {
+        let secret = crate::rng::random_from::<32, _>(rng);
+        Self::from_secret_bytes(*secret)
     }
 
     /// The key pair of a stored 32-byte X25519 secret (clamped by X25519).

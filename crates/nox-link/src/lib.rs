@@ -11,6 +11,8 @@ mod kem;
 mod keys;
 mod mailbox;
 mod preamble;
+mod rng;
+#[cfg(feature = "transport")]
 pub mod transport;
 
 pub use cipher::{FrameOpener, FrameSealer};

@@ -5,11 +5,11 @@
 //! only their final hop, after removing the last layer, sees what they are.
 
 use std::{
-    sync::{Arc, Mutex},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    sync::{Arc, Mutex, OnceLock},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use nox_cover::{CoverKind, CoverScheduler, HealthConfig, LoopHealthTracker, LoopId, LoopReturn};
+use nox_cover::{CoverKind, CoverScheduler, HealthConfig, Instant, LoopHealthTracker, LoopId, LoopReturn};
 use nox_link::{LinkPublicKey, transport::OutboundLinks};
 use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop};
 use nox_topology::{Layer, VerifiedTopology};
@@ -26,6 +26,20 @@ use crate::NodeMetrics;
 pub const LOOP_MAGIC: &[u8; 8] = b"NOXLOOP1";
 /// Payload prefix of a drop packet (the exit discards it).
 pub const DROP_MAGIC: &[u8; 8] = b"NOXDROP1";
+
+/// The node's cover clock: `nox-cover` takes monotonic time as an offset
+/// from an origin the host picks; here, the first reading in this process
+/// (shared by the cover task and egress, which both touch the health
+/// tracker).
+fn origin() -> std::time::Instant {
+    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
+}
+
+/// Now, as `nox-cover` sees it.
+fn cover_now() -> Instant {
+    Instant::from_std(origin(), std::time::Instant::now())
+}
 
 /// `[cover]`
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -67,7 +81,7 @@ pub fn consume_delivery(payload: &[u8], health: &Health, metrics: &NodeMetrics) 
         let mut id = [0u8; 16];
         id.copy_from_slice(&payload[8..24]);
         if let Ok(mut tracker) = health.lock()
-            && matches!(tracker.record_returned(LoopId(id), Instant::now()), LoopReturn::Returned { .. })
+            && matches!(tracker.record_returned(LoopId(id), cover_now()), LoopReturn::Returned { .. })
         {
             metrics.loops_returned.fetch_add(1, Ordering::Relaxed);
         }
@@ -107,18 +121,20 @@ impl CoverTask {
         let loop_rng = rand_chacha::ChaCha20Rng::from_rng(&mut rng);
         let drop_rng = rand_chacha::ChaCha20Rng::from_rng(&mut rng);
         let Ok(mut scheduler) =
-            CoverScheduler::new(self.section.loop_rate, self.section.drop_rate, Instant::now(), loop_rng, drop_rng)
+            CoverScheduler::new(self.section.loop_rate, self.section.drop_rate, cover_now(), loop_rng, drop_rng)
         else {
             return;
         };
         let Some(my_layer) = self.view().layer_of(&self.me) else { return };
         loop {
-            let wake = scheduler.next_event_at().unwrap_or_else(|| Instant::now() + Duration::from_secs(1));
+            let wake = scheduler.next_event_at().unwrap_or_else(|| cover_now() + Duration::from_secs(1));
+            // Beyond what std holds (never for a real schedule): a second.
+            let wake = wake.to_std(origin()).unwrap_or_else(|| std::time::Instant::now() + Duration::from_secs(1));
             tokio::select! {
                 () = tokio::time::sleep_until(wake.into()) => {}
                 _ = shutdown.wait_for(|stop| *stop) => return,
             }
-            let now = Instant::now();
+            let now = cover_now();
             while let Some(event) = scheduler.poll(now) {
                 match event.kind {
                     CoverKind::Loop => self.send_loop(my_layer, &mut rng, now),

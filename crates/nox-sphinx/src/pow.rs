@@ -35,7 +35,9 @@ fn leading_zero_bits_after(hasher: &mut blake3::Hasher, tag: &ReplayTag, nonce: 
 
 /// Finds a nonce meeting `difficulty`. With `threads <= 1` it searches
 /// 0, 1, 2, ... and is deterministic; with more threads each thread searches
-/// its own residue class and the first solution found wins.
+/// its own residue class and the first solution found wins. Where threads
+/// cannot be spawned (wasm32-unknown-unknown) it searches like one thread
+/// instead of panicking.
 pub fn solve(tag: &ReplayTag, difficulty: u8, threads: usize) -> Result<[u8; 8], SphinxError> {
     if difficulty > MAX_DIFFICULTY {
         return Err(SphinxError::DifficultyOutOfRange(difficulty));
@@ -50,15 +52,28 @@ pub fn solve(tag: &ReplayTag, difficulty: u8, threads: usize) -> Result<[u8; 8],
     }
     let done = AtomicBool::new(false);
     let found = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|start| {
-                let (base, done) = (&base, &done);
-                scope.spawn(move || search(base, tag, difficulty, start, threads, done))
-            })
-            .collect();
-        workers.into_iter().filter_map(|w| w.join().ok().flatten()).next()
+        let mut workers = Vec::new();
+        for start in 0..threads {
+            let (base, done) = (&base, &done);
+            let worker = move || search(base, tag, difficulty, start, threads, done);
+            match std::thread::Builder::new().spawn_scoped(scope, worker) {
+                Ok(w) => workers.push(w),
+                // No threads on this target (wasm32-unknown-unknown) or none
+                // left: a residue class would go unsearched, so stop the
+                // workers started and search on this thread alone.
+                Err(_) => {
+                    done.store(true, Ordering::Relaxed);
+                    return None;
+                }
+            }
+        }
+        Some(workers.into_iter().filter_map(|w| w.join().ok().flatten()).next())
     });
     // The search space (2^64) cannot be exhausted at MAX_DIFFICULTY.
+    let found = match found {
+        Some(found) => found,
+        None => search(&base, tag, difficulty, 0, 1, &AtomicBool::new(false)),
+    };
     Ok(found.unwrap_or([0; 8]))
 }
 

@@ -4,9 +4,9 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Now, Outgoing};
+use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Instant, Now, Outgoing};
 use nox_message::{REQUEST_LIMITS, Request, RequestAssembler, Response, reply_packets, reply_packets_from};
 use nox_sphinx::{Geometry, HeaderView, NodeId, Processed, SecretKey, process_packet};
 use nox_topology::{
@@ -123,7 +123,7 @@ impl Mixnet {
             exits: HashMap::new(),
             rng: ChaCha20Rng::seed_from_u64(seed ^ 0xe817),
             drops_seen: 0,
-            base: Instant::now(),
+            base: Instant::ORIGIN,
             links,
             unix,
             dead: BTreeSet::new(),

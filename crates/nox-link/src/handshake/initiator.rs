@@ -1,15 +1,21 @@
 //! The dialing side of the hybrid handshake.
 
+use rand_core::CryptoRng;
 use snow::HandshakeState;
 use zeroize::Zeroizing;
 
-use super::{Finished, FixedRandomness, Remote, Session, Tail, handshake_state, into_session};
+#[cfg(feature = "fuzzing")]
+use super::FixedRandomness;
+use super::{Finished, Randomness, Remote, Session, Tail, handshake_state, into_session};
 use crate::config::{CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
 use crate::error::LinkError;
-use crate::kem::{DecapsulationKey, KEM_CT_LEN, KEYGEN_SEED_LEN, os_random};
+#[cfg(feature = "os-rng")]
+use crate::kem::os_random;
+use crate::kem::{DecapsulationKey, KEM_CT_LEN, KEYGEN_SEED_LEN};
 use crate::keys::{LinkKeypair, LinkPublicKey};
 use crate::mailbox::{MAILBOX_LEN, Mailbox};
 use crate::preamble::{PREAMBLE_LEN, Preamble};
+use crate::rng::{SeededResolver, random_from};
 
 /// The dialing side. [`Initiator::node`] or [`Initiator::client`] return the
 /// first flight to send; [`Initiator::finish`] takes the responder's answer.
@@ -28,13 +34,27 @@ pub struct Initiator {
 
 impl Initiator {
     /// A node dialing node `remote` (`Noise_IK` with a hybrid ML-KEM-768
-    /// exchange).
+    /// exchange), with the operating system's randomness.
+    #[cfg(feature = "os-rng")]
     pub fn node(
         config: &LinkConfig,
         local: &LinkKeypair,
         remote: &LinkPublicKey,
     ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start(config, LinkKind::Node, Some(local), remote, None, None)
+        Self::start(config, LinkKind::Node, Some(local), remote, None, Randomness::Os)
+    }
+
+    /// [`Self::node`] with the randomness drawn from `rng` (the X25519
+    /// ephemeral through a ChaCha20 stream keyed from it, and the ML-KEM
+    /// seed): for hosts with no OS RNG (wasm32). `rng` must be a CSPRNG
+    /// seeded from real entropy.
+    pub fn node_with_rng(
+        config: &LinkConfig,
+        local: &LinkKeypair,
+        remote: &LinkPublicKey,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        Self::start(config, LinkKind::Node, Some(local), remote, None, Randomness::Injected(rng))
     }
 
     /// A client dialing node `remote` (`Noise_NK` with a hybrid ML-KEM-768
@@ -43,12 +63,27 @@ impl Initiator {
     /// last-layer node). The mailbox is not in the first flight: it travels
     /// in the mailbox record, under the hybrid keys, after message 2
     /// ([`Session::write_mailbox_record`]).
+    ///
+    /// Uses the operating system's randomness.
+    #[cfg(feature = "os-rng")]
     pub fn client(
         config: &LinkConfig,
         remote: &LinkPublicKey,
         mailbox: Option<&Mailbox>,
     ) -> Result<(Self, Vec<u8>), LinkError> {
-        Self::start(config, LinkKind::Client, None, remote, mailbox, None)
+        Self::start(config, LinkKind::Client, None, remote, mailbox, Randomness::Os)
+    }
+
+    /// [`Self::client`] with the randomness drawn from `rng` (see
+    /// [`Self::node_with_rng`]): what a browser client uses, with a
+    /// `ChaCha20Rng` seeded from `crypto.getRandomValues`.
+    pub fn client_with_rng(
+        config: &LinkConfig,
+        remote: &LinkPublicKey,
+        mailbox: Option<&Mailbox>,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<(Self, Vec<u8>), LinkError> {
+        Self::start(config, LinkKind::Client, None, remote, mailbox, Randomness::Injected(rng))
     }
 
     /// A node initiator with a fixed X25519 ephemeral and a fixed ML-KEM
@@ -63,7 +98,7 @@ impl Initiator {
         kem_seed: &[u8; KEYGEN_SEED_LEN],
     ) -> Result<(Self, Vec<u8>), LinkError> {
         let fixed = FixedRandomness { x25519: *ephemeral, kem: *kem_seed };
-        Self::start(config, LinkKind::Node, Some(local), remote, None, Some(&fixed))
+        Self::start(config, LinkKind::Node, Some(local), remote, None, Randomness::Fixed(&fixed))
     }
 
     /// A client initiator with a fixed X25519 ephemeral and a fixed ML-KEM
@@ -78,7 +113,7 @@ impl Initiator {
         kem_seed: &[u8; KEYGEN_SEED_LEN],
     ) -> Result<(Self, Vec<u8>), LinkError> {
         let fixed = FixedRandomness { x25519: *ephemeral, kem: *kem_seed };
-        Self::start(config, LinkKind::Client, None, remote, mailbox, Some(&fixed))
+        Self::start(config, LinkKind::Client, None, remote, mailbox, Randomness::Fixed(&fixed))
     }
 
     /// A node's first flight whose message 1 carries `payload` instead of
@@ -95,7 +130,7 @@ impl Initiator {
         let preamble =
             Preamble { kind: LinkKind::Node, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
         let prologue = preamble.encode();
-        let mut hs = handshake_state(&preamble, &prologue, Some(local), Some(remote), None, true)?;
+        let mut hs = handshake_state(&preamble, &prologue, Some(local), Some(remote), None, true, None)?;
         write_first(&mut hs, &prologue, payload)
     }
 
@@ -105,15 +140,20 @@ impl Initiator {
         local: Option<&LinkKeypair>,
         remote: &LinkPublicKey,
         mailbox: Option<&Mailbox>,
-        fixed: Option<&FixedRandomness>,
+        randomness: Randomness<'_>,
     ) -> Result<(Self, Vec<u8>), LinkError> {
         let preamble = Preamble { kind, cipher: config.cipher(), geometry_id: config.geometry().identifier() };
         let prologue = preamble.encode();
-        let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), fixed.map(|f| &f.x25519), true)?;
-        let seed = match fixed {
-            Some(f) => Zeroizing::new(f.kem),
-            None => os_random::<KEYGEN_SEED_LEN>()?,
+        let (ephemeral, resolver, seed) = match randomness {
+            #[cfg(feature = "os-rng")]
+            Randomness::Os => (None, None, os_random::<KEYGEN_SEED_LEN>()?),
+            Randomness::Injected(rng) => {
+                let resolver = SeededResolver::from_rng(rng);
+                (None, Some(resolver), random_from::<KEYGEN_SEED_LEN, _>(rng))
+            }
+            Randomness::Fixed(f) => (Some(&f.x25519), None, Zeroizing::new(f.kem)),
         };
+        let mut hs = handshake_state(&preamble, &prologue, local, Some(remote), ephemeral, true, resolver)?;
         let (kem, ek) = DecapsulationKey::generate(&seed);
         // Message 1's payload is the encapsulation key alone, for both kinds:
         // it is protected by X25519 only, so nothing that identifies a client

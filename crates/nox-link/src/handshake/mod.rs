@@ -20,6 +20,7 @@ mod responder;
 #[cfg(test)]
 mod tests;
 
+use rand_core::CryptoRng;
 use snow::HandshakeState;
 use snow::params::NoiseParams;
 use zeroize::Zeroizing;
@@ -31,6 +32,7 @@ use crate::kem::{self, CONTEXT_I2R, CONTEXT_R2I, KEYGEN_SEED_LEN};
 use crate::keys::{LinkKeypair, LinkPublicKey};
 use crate::mailbox::{MAILBOX_LEN, MAILBOX_RECORD_LEN, Mailbox};
 use crate::preamble::Preamble;
+use crate::rng::SeededResolver;
 
 pub use initiator::Initiator;
 pub use responder::{Hello, Responder};
@@ -177,6 +179,18 @@ impl Session {
     }
 }
 
+/// Where one initiator's randomness comes from.
+pub(crate) enum Randomness<'a> {
+    /// The operating system (getrandom, through snow's default resolver).
+    #[cfg(feature = "os-rng")]
+    Os,
+    /// The caller's RNG ([`crate::rng`]): hosts without an OS RNG (wasm32).
+    Injected(&'a mut dyn CryptoRng),
+    /// Fixed values: tests and the fuzz target only.
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+    Fixed(&'a FixedRandomness),
+}
+
 /// Fixed randomness for one initiator, so that tests and the fuzz target can
 /// build reproducible first flights. Never used by a node or client.
 #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
@@ -194,9 +208,17 @@ fn handshake_state(
     remote: Option<&LinkPublicKey>,
     ephemeral: Option<&[u8; 32]>,
     initiator: bool,
+    resolver: Option<SeededResolver>,
 ) -> Result<HandshakeState, LinkError> {
     let params: NoiseParams = preamble.kind.protocol_name(preamble.cipher).parse().map_err(LinkError::from_snow)?;
-    let mut b = snow::Builder::new(params).prologue(prologue).map_err(LinkError::from_snow)?;
+    // Without an injected RNG, snow's default resolver: getrandom with the
+    // `os-rng` feature; without it, no RNG, and the build fails (an error,
+    // never a panic).
+    let b = match resolver {
+        Some(r) => snow::Builder::with_resolver(params, Box::new(r)),
+        None => snow::Builder::new(params),
+    };
+    let mut b = b.prologue(prologue).map_err(LinkError::from_snow)?;
     if let Some(local) = local {
         b = b.local_private_key(local.secret_bytes()).map_err(LinkError::from_snow)?;
     }

@@ -1,15 +1,19 @@
 //! The answering side of the hybrid handshake.
 
+use rand_core::CryptoRng;
 use snow::HandshakeState;
 use zeroize::Zeroizing;
 
 use super::{Finished, Remote, Session, Tail, handshake_state, into_session};
 use crate::config::{Accept, CipherSuite, LinkConfig, LinkKind, RESPONSE_LEN};
 use crate::error::LinkError;
-use crate::kem::{ENCAPS_SEED_LEN, EncapsulationKey, os_random};
+#[cfg(feature = "os-rng")]
+use crate::kem::os_random;
+use crate::kem::{ENCAPS_SEED_LEN, EncapsulationKey};
 use crate::keys::{LinkKeypair, LinkPublicKey};
 use crate::mailbox::MAILBOX_RECORD_LEN;
 use crate::preamble::{PREAMBLE_LEN, Preamble};
+use crate::rng::{SeededResolver, random_from};
 
 enum State {
     Preamble { buf: [u8; PREAMBLE_LEN], filled: usize },
@@ -24,16 +28,33 @@ pub struct Responder {
     config: LinkConfig,
     accept: Accept,
     state: State,
+    /// The injected RNG for the ephemeral X25519 key ([`Self::with_rng`]);
+    /// `None`: the operating system's.
+    resolver: Option<SeededResolver>,
 }
 
 impl Responder {
-    /// A responder for links of `config`'s geometry, answering as `local`.
+    /// A responder for links of `config`'s geometry, answering as `local`,
+    /// with the operating system's randomness.
+    #[cfg(feature = "os-rng")]
     pub fn new(config: &LinkConfig, local: &LinkKeypair, accept: Accept) -> Self {
+        Self::start_with(config, local, accept, None)
+    }
+
+    /// [`Self::new`] with the X25519 ephemeral drawn from a ChaCha20 stream
+    /// keyed from `rng` (answer with [`Hello::accept_with_rng`]): for hosts
+    /// with no OS RNG.
+    pub fn with_rng(config: &LinkConfig, local: &LinkKeypair, accept: Accept, rng: &mut dyn CryptoRng) -> Self {
+        Self::start_with(config, local, accept, Some(SeededResolver::from_rng(rng)))
+    }
+
+    fn start_with(config: &LinkConfig, local: &LinkKeypair, accept: Accept, resolver: Option<SeededResolver>) -> Self {
         Self {
             local: local.clone(),
             config: *config,
             accept,
             state: State::Preamble { buf: [0; PREAMBLE_LEN], filled: 0 },
+            resolver,
         }
     }
 
@@ -90,7 +111,7 @@ impl Responder {
         }
     }
 
-    fn start(&self, bytes: &[u8; PREAMBLE_LEN]) -> Result<(Preamble, HandshakeState), LinkError> {
+    fn start(&mut self, bytes: &[u8; PREAMBLE_LEN]) -> Result<(Preamble, HandshakeState), LinkError> {
         let preamble = Preamble::decode(bytes)?;
         if preamble.geometry_id != self.config.geometry().identifier() {
             return Err(LinkError::WrongGeometry);
@@ -101,7 +122,7 @@ impl Responder {
         if !self.accept.cipher(preamble.cipher) {
             return Err(LinkError::CipherNotAccepted(preamble.cipher));
         }
-        let hs = handshake_state(&preamble, bytes, Some(&self.local), None, None, false)?;
+        let hs = handshake_state(&preamble, bytes, Some(&self.local), None, None, false, self.resolver.take())?;
         Ok((preamble, hs))
     }
 
@@ -161,8 +182,17 @@ impl Hello {
     /// the session. A node link's session is established; a client link's
     /// waits for the client's mailbox record
     /// ([`Session::feed_mailbox_record`]) before it carries anything.
+    ///
+    /// The encapsulation seed is the operating system's.
+    #[cfg(feature = "os-rng")]
     pub fn accept(self) -> Result<(Vec<u8>, Session), LinkError> {
         let seed = os_random::<ENCAPS_SEED_LEN>()?;
+        self.accept_with(&seed)
+    }
+
+    /// [`Self::accept`] with the encapsulation seed drawn from `rng`.
+    pub fn accept_with_rng(self, rng: &mut dyn CryptoRng) -> Result<(Vec<u8>, Session), LinkError> {
+        let seed = random_from::<ENCAPS_SEED_LEN, _>(rng);
         self.accept_with(&seed)
     }
 

@@ -35,7 +35,7 @@ fn start(
 ) -> (Initiator, Vec<u8>) {
     let kind = if client.is_some() { LinkKind::Node } else { LinkKind::Client };
     let mailbox = client.is_none().then_some(&MAILBOX);
-    Initiator::start(cfg, kind, client, &server.public(), mailbox, Some(fixed)).unwrap()
+    Initiator::start(cfg, kind, client, &server.public(), mailbox, Randomness::Fixed(fixed)).unwrap()
 }
 
 /// Sends a client's mailbox record from `client` to `server` (nothing for a
@@ -92,7 +92,7 @@ fn opens(cipher: CipherSuite, key: [u8; 32], mailbox_record: Option<&[u8]>, reco
 fn message_1_payload(server: &LinkKeypair, first: &[u8]) -> Vec<u8> {
     let prologue: [u8; PREAMBLE_LEN] = first[..PREAMBLE_LEN].try_into().unwrap();
     let preamble = Preamble::decode(&prologue).unwrap();
-    let mut r = handshake_state(&preamble, &prologue, Some(server), None, None, false).unwrap();
+    let mut r = handshake_state(&preamble, &prologue, Some(server), None, None, false, None).unwrap();
     let mut payload = vec![0u8; first.len()];
     let n = r.read_message(&first[PREAMBLE_LEN..], &mut payload).unwrap();
     payload.truncate(n);
@@ -127,7 +127,7 @@ fn harvest(
     // As the initiator (its static and ephemeral secrets): the same message 1
     // byte for byte, then message 2's payload, the split and the hash.
     let mut i =
-        handshake_state(&preamble, &prologue, client, Some(&server.public()), Some(&fixed.x25519), true).unwrap();
+        handshake_state(&preamble, &prologue, client, Some(&server.public()), Some(&fixed.x25519), true, None).unwrap();
     let mut again = vec![0u8; first.len()];
     let m = i.write_message(&payload[..n], &mut again).unwrap();
     assert_eq!(&again[..m], &first[PREAMBLE_LEN..], "the adversary's replay must match the recording");
@@ -255,7 +255,8 @@ fn the_mailbox_is_not_in_message_1() {
     for cipher in SUITES {
         let cfg = config(cipher);
         let flight = |mailbox: Option<&Mailbox>| {
-            Initiator::start(&cfg, LinkKind::Client, None, &server.public(), mailbox, Some(&fixed)).unwrap()
+            Initiator::start(&cfg, LinkKind::Client, None, &server.public(), mailbox, Randomness::Fixed(&fixed))
+                .unwrap()
         };
         let (init, first) = flight(Some(&MAILBOX));
         assert_eq!(first, flight(Some(&Mailbox([0xA7; 32]))).1, "message 1 depends on the mailbox");
@@ -354,4 +355,55 @@ fn wrong_length_answers_are_typed_errors() {
     }
     let (init, _) = Initiator::client(&cfg, &server.public(), None).unwrap();
     assert_eq!(init.finish(&[0; RESPONSE_LEN]).err(), Some(LinkError::HandshakeAuth));
+}
+
+/// The injected-randomness constructors (what a wasm32 client uses, with no
+/// OS RNG): both ends of a client link and of a node link establish with
+/// every cipher; the first flight is a function of the caller's RNG alone
+/// (same seed: same bytes, so nothing else, e.g. getrandom, feeds it),
+/// and two seeds give different ephemerals and KEM keys. Fails if the
+/// injected RNG were ignored (flights equal across seeds) or if any other
+/// source fed the handshake (flights differ for one seed).
+#[test]
+fn injected_randomness_links_work_and_depend_only_on_the_rng() {
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::SeedableRng;
+
+    let mut keys = ChaCha20Rng::from_seed([9; 32]);
+    let server = LinkKeypair::generate_with_rng(&mut keys).unwrap();
+    let node = LinkKeypair::generate_with_rng(&mut keys).unwrap();
+    assert_ne!(server.public(), node.public());
+    for cipher in SUITES {
+        let cfg = config(cipher);
+        let client_flight = |seed: u8| {
+            let mut rng = ChaCha20Rng::from_seed([seed; 32]);
+            Initiator::client_with_rng(&cfg, &server.public(), Some(&MAILBOX), &mut rng).unwrap()
+        };
+        let (init, first) = client_flight(1);
+        assert_eq!(first, client_flight(1).1, "the flight depends on something besides the injected RNG");
+        let other = client_flight(2).1;
+        assert_ne!(first[PREAMBLE_LEN..PREAMBLE_LEN + 32], other[PREAMBLE_LEN..PREAMBLE_LEN + 32], "same ephemeral");
+        assert_ne!(message_1_payload(&server, &first), message_1_payload(&server, &other), "same ML-KEM key");
+
+        let mut server_rng = ChaCha20Rng::from_seed([3; 32]);
+        let mut r = Responder::with_rng(&cfg, &server, accept_all(), &mut server_rng);
+        let (n, hello) = r.feed(&first).unwrap();
+        assert_eq!(n, first.len());
+        let (reply, mut session) = hello.unwrap().accept_with_rng(&mut server_rng).unwrap();
+        let mut client = init.finish(&reply).unwrap();
+        assert_eq!(establish(&mut client, &mut session).map(|r| r.len()), Some(MAILBOX_RECORD_LEN));
+        let (up, _) = seal(client);
+        let (_, mut rx) = session.into_parts();
+        assert!(rx.feed(&up).unwrap().1.is_some());
+
+        let mut rng = ChaCha20Rng::from_seed([4; 32]);
+        let (init, first) = Initiator::node_with_rng(&cfg, &node, &server.public(), &mut rng).unwrap();
+        let mut r = Responder::with_rng(&cfg, &server, accept_all(), &mut server_rng);
+        let hello = r.feed(&first).unwrap().1.unwrap();
+        assert_eq!(hello.remote(), &Remote::Node(node.public()));
+        let (reply, session) = hello.accept_with_rng(&mut server_rng).unwrap();
+        let (up, _) = seal(init.finish(&reply).unwrap());
+        let (_, mut rx) = session.into_parts();
+        assert!(rx.feed(&up).unwrap().1.is_some());
+    }
 }
