@@ -26,7 +26,8 @@ nothing here calls NOX code. It checks
   messages.md section 2.
 - sphinx-kem.json, every scheme (x25519-kem, mlkem768, xwing): node keys from
   their seeds, packet and SURB rebuilt from rng_bytes and traced hop by hop
-  (sphinx.md section 13); ML-KEM-768 and X-Wing are mlkem.py, from FIPS 203
+  (sphinx.md section 13), and every failure case through section 5.4 on
+  that geometry; ML-KEM-768 and X-Wing are mlkem.py, from FIPS 203
   and draft-connolly-cfrg-xwing-kem-06, checked first against
   xwing-draft06.json.
 - registry.json and relay.json: Keccak-256 record hashes, fingerprints,
@@ -1161,6 +1162,41 @@ def kem_trace(scheme, name, g, hops, packet, last_kind, dks):
     return body, u
 
 
+def kem_ingest(scheme, g, epoch, difficulty, dk, x):
+    """Section 5.4 on a KEM geometry (13.4): the first failing check's name, or the outcome."""
+    C, hl = scheme.ct_len, g["header_len"]
+    D, R = 64 + C, 64 * g["hops"] + (g["hops"] - 1) * C
+    if len(x) != g["packet_len"]:
+        return "WrongLength"
+    if x[:4].hex() != g["tag"]:
+        return "WrongGeometry"
+    if int.from_bytes(x[4:8], "big") != epoch:
+        return "UnknownEpoch"
+    tag = kdf("NOX sphinx v1 replay tag", x[: 24 + C + R], 32)
+    if work_bits(tag, x[24 + C + R : 32 + C + R]) < difficulty:
+        return "InsufficientWork"
+    ct, beta = x[8 : 8 + C], x[8 + C : 8 + C + R]
+    try:
+        s = scheme.decaps(dk, ct)
+    except ValueError:  # cryptography refuses an all-zero X25519 result
+        s = bytes(32)
+    if scheme.name == "x25519-kem" and s == bytes(32):
+        return "InvalidEphemeralKey"
+    okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 240)
+    if prf(okm[16:48], x[:8] + beta)[:16] != x[8 + C + R : 24 + C + R]:
+        return "MacMismatch"
+    u = xor(beta + bytes(D), stream(okm[:16], R + D))
+    kind = decode_block(u[:64])
+    if kind in ("MalformedRoutingBlock", "UnknownCommand"):
+        return kind
+    body = lioness_decrypt(okm[48:176], x[hl:])
+    if kind == "Deliver":
+        result = decode_body(body)
+        if isinstance(result, str):
+            return result
+    return kind
+
+
 def check_sphinx_kem():
     v = json.loads((VECTORS / "sphinx-kem.json").read_text())
     for sv in v["schemes"]:
@@ -1201,6 +1237,10 @@ def check_sphinx_kem():
         delivered, u = kem_trace(scheme, name + " surb", g, s["hops"], reply, "Reply", dks)
         check(blake3.blake3(delivered).hexdigest() == s["delivered_body_blake3"], name + ": delivered body")
         check(u[40:56] == sid and u[8:40].hex() == s["recipient"], name + ": DeliverReply block")
+        fl = sv["failures"]
+        for case in fl["cases"]:
+            got = kem_ingest(scheme, g, epoch, fl["pow_difficulty"], dks[fl["node"]], bytes.fromhex(case["input"]))
+            check(got == case.get("error", case.get("outcome")), f"{name} failure case {case['name']}: got {got}")
     return [sv["scheme"] for sv in v["schemes"]]
 
 
@@ -1415,7 +1455,7 @@ def main():
     print(f"topology: {n_topology} descriptors, the document body, both signatures and the fingerprint rebuilt")
     print(f"messages: {n_messages} requests and responses decoded or refused by section 1-3")
     print(f"xwing-draft06: {n_xwing} vectors through mlkem.py (FIPS 203, draft-06)")
-    print(f"sphinx-kem: {', '.join(kem_schemes)}: packets and SURBs rebuilt from rng_bytes and traced by section 13")
+    print(f"sphinx-kem: {', '.join(kem_schemes)}: packets and SURBs rebuilt from rng_bytes and traced, failure cases, by section 13")
     print("registry: record hashes, fingerprints, EpochKeys digest and signature, execution hash, typehashes")
     print(f"relay: {n_relay} request bodies decoded or refused; fee plan, gas limit, required fee, token prices")
     print("ceremony: the starting phase-1 file and its transcript hash")

@@ -11,8 +11,8 @@
 //! restored from the committed seeds, without the RNG.
 
 use nox_sphinx::{
-    BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, Surb,
-    bench_internals as internals, build_forward, build_surb, process_packet,
+    BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, SphinxError, Surb,
+    bench_internals as internals, build_forward, build_surb, pow, process_packet,
 };
 mod common;
 
@@ -112,6 +112,7 @@ fn scheme_vector(scheme: Scheme, seed: u8) -> Value {
         },
         "key_epoch": EPOCH,
         "nodes": nodes_json,
+        "failures": kem_failures(scheme, &geometry, &keys[0], path[0].pow_difficulty, &packet),
         "forward": {
             "payload": hex::encode(&payload),
             "rng_bytes": hex::encode(&rng.log),
@@ -129,6 +130,98 @@ fn scheme_vector(scheme: Scheme, seed: u8) -> Value {
             "delivered_body_blake3": hex::encode(blake3::hash(&reply_working[body]).as_bytes()),
         },
     })
+}
+
+/// docs/spec/sphinx.md §5.4 on a KEM geometry (§13.4), on the public API, for a node holding
+/// `key` for `EPOCH` only and asking `difficulty`: the first failing check's name, or the outcome.
+fn kem_ingest(geometry: &Geometry, key: &SecretKey, difficulty: u8, input: &[u8]) -> Result<String, String> {
+    let name = |e: SphinxError| -> String {
+        match e {
+            SphinxError::WrongLength { .. } => "WrongLength".into(),
+            SphinxError::WrongGeometry { .. } => "WrongGeometry".into(),
+            SphinxError::InvalidEphemeralKey => "InvalidEphemeralKey".into(),
+            SphinxError::MacMismatch => "MacMismatch".into(),
+            SphinxError::UnknownCommand(_) => "UnknownCommand".into(),
+            SphinxError::MalformedRoutingBlock => "MalformedRoutingBlock".into(),
+            SphinxError::PayloadIntegrity => "PayloadIntegrity".into(),
+            SphinxError::BadPadding => "BadPadding".into(),
+            SphinxError::InsufficientWork { .. } => "InsufficientWork".into(),
+            other => format!("unexpected {other:?}"),
+        }
+    };
+    let view = HeaderView::parse(geometry, input).map_err(name)?;
+    if view.key_epoch() != EPOCH {
+        return Err("UnknownEpoch".into());
+    }
+    view.check_work(&view.replay_tag(), difficulty).map_err(name)?;
+    let mut buffer = input.to_vec();
+    match process_packet(geometry, key, &mut buffer).map_err(name)? {
+        Processed::Forward { .. } => Ok("Forward".into()),
+        Processed::Deliver { .. } => Ok("Deliver".into()),
+        Processed::Reply { .. } => Ok("Reply".into()),
+    }
+}
+
+/// Failure cases on a KEM geometry: inputs for the first hop of the forward vector and the
+/// result of §5.4. A modified header gets a nonce re-solved by the §7 search, so only the
+/// check the case is about fails.
+fn kem_failures(scheme: Scheme, geometry: &Geometry, key: &SecretKey, difficulty: u8, packet: &[u8]) -> Value {
+    let ct = geometry.alpha_range();
+    let edit = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut p = packet.to_vec();
+        f(&mut p);
+        let tag = HeaderView::parse(geometry, &p).expect("view").replay_tag();
+        let nonce = pow::solve(&tag, difficulty, 1).expect("solve");
+        p[geometry.nonce_range()].copy_from_slice(&nonce);
+        p
+    };
+    let classical_tag = Geometry::new(PACKET_LEN, 3).expect("geometry").tag();
+    let mut cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("valid: forward at the first hop", packet.to_vec(), "Forward"),
+        ("one byte short", packet[..packet.len() - 1].to_vec(), "WrongLength"),
+        (
+            "the tag of the classical (4096, 3) geometry: same length, other tag",
+            {
+                let mut p = packet.to_vec();
+                p[..4].copy_from_slice(&classical_tag);
+                p
+            },
+            "WrongGeometry",
+        ),
+        ("one bit of ε flipped", edit(&|p| p[ct.start + 5] ^= 0x01), "MacMismatch"),
+    ];
+    if scheme == Scheme::X25519Kem {
+        cases.push((
+            "ε = 0, a low-order point: all-zero shared secret, refused",
+            edit(&|p| p[ct.clone()].fill(0)),
+            "InvalidEphemeralKey",
+        ));
+        cases.push((
+            "ε with bit 255 set: X25519 ignores it, the key schedule does not",
+            edit(&|p| p[ct.end - 1] ^= 0x80),
+            "MacMismatch",
+        ));
+    } else {
+        cases.push((
+            "ε all zero: implicit rejection gives a pseudorandom secret, then the MAC fails",
+            edit(&|p| p[ct.clone()].fill(0)),
+            "MacMismatch",
+        ));
+    }
+    let cases: Vec<Value> = cases
+        .into_iter()
+        .map(|(name, input, expected)| {
+            let (field, got) = match kem_ingest(geometry, key, difficulty, &input) {
+                Ok(outcome) => ("outcome", outcome),
+                Err(error) => ("error", error),
+            };
+            assert_eq!(got, expected, "{scheme}: {name}");
+            let mut v = json!({ "name": name, "input": hex::encode(&input) });
+            v[field] = json!(expected);
+            v
+        })
+        .collect();
+    json!({ "node": 0, "pow_difficulty": difficulty, "cases": cases })
 }
 
 fn generate() -> Value {
@@ -190,5 +283,32 @@ fn committed_kem_vectors_verify() {
         let start = geometry.header_len() + nox_sphinx::INTEGRITY_LEN;
         assert_eq!(packet[start..start + payload.len()], payload[..]);
         assert_eq!(Surb::encoded_len(&geometry), 64 + geometry.header_len());
+    }
+}
+
+#[test]
+fn committed_kem_failure_vectors_give_their_errors() {
+    let text = std::fs::read_to_string(vectors_path()).expect("committed vectors");
+    let file: Value = serde_json::from_str(&text).expect("json");
+    for vector in file["schemes"].as_array().expect("schemes") {
+        let scheme = Scheme::from_name(vector["scheme"].as_str().expect("name")).expect("known scheme");
+        let geometry = Geometry::with_scheme(PACKET_LEN, 3, scheme).expect("geometry");
+        let f = &vector["failures"];
+        let node = &vector["nodes"][f["node"].as_u64().expect("node") as usize];
+        let seed: [u8; 32] = unhex(&node["seed"]).try_into().expect("32-byte seed");
+        let key = SecretKey::from_seed(scheme, &seed).expect("key");
+        let difficulty = f["pow_difficulty"].as_u64().expect("difficulty") as u8;
+        let cases = f["cases"].as_array().expect("cases");
+        assert!(cases.len() >= 5);
+        for case in cases {
+            let got = kem_ingest(&geometry, &key, difficulty, &unhex(&case["input"]));
+            match (&got, case.get("error")) {
+                (Err(e), Some(want)) => assert_eq!(e, want.as_str().expect("name"), "{scheme}: {}", case["name"]),
+                (Ok(o), None) => {
+                    assert_eq!(o, case["outcome"].as_str().expect("outcome"), "{scheme}: {}", case["name"])
+                }
+                _ => panic!("{scheme}: {}: got {got:?}", case["name"]),
+            }
+        }
     }
 }
