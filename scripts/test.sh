@@ -49,6 +49,11 @@ if ! command -v curl >/dev/null; then
   apt-get update -qq && apt-get install -y -qq curl
 fi
 
+if ! command -v chromium >/dev/null; then
+  step "installing chromium (crates/nox/tests/dashboard.rs renders the dashboard in headless Chromium; ~1 min)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+
 step "contracts: forge fmt --check, forge test (offline, solcjs), committed artifacts (build.sh --check), gas regression gate (gas.sh --check), the artifacts on Anvil (anvil-smoke.sh)"
 # Fuzz runs are modest here (foundry.toml: 256); FOUNDRY_FUZZ_RUNS=10000 for a long run.
 (cd contracts && ../tools/node_modules/.bin/forge fmt --check && ../tools/node_modules/.bin/forge test --offline)

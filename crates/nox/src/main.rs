@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{bench, client_cmd, demo, testnet, tx_cmd, wallet_cmd, zk_cmd};
+use nox::{bench, client_cmd, dashboard, demo, testnet, tx_cmd, wallet_cmd, zk_cmd};
 
 use clap::{Parser, Subcommand};
 
@@ -59,6 +59,10 @@ enum Command {
     /// gas-payment proof, submits the action (docs/spec/relay.md).
     #[command(subcommand)]
     Tx(tx_cmd::TxCommand),
+    /// A live web page of the network: layers and nodes, packet rates, drops by reason, the
+    /// mixing-delay histogram, PoW difficulty, epochs and keys, the registry (aggregates only;
+    /// docs/design/dashboard.md).
+    Dashboard(dashboard::DashboardArgs),
     /// Zero-knowledge tooling: the Groth16 setup ceremony (`nox zk setup`, docs/spec/ceremony.md).
     #[command(subcommand)]
     Zk(zk_cmd::ZkCommand),
@@ -75,6 +79,10 @@ fn main() -> std::process::ExitCode {
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
         Command::Wallet(command) => wallet_cmd::run(command),
         Command::Zk(command) => zk_cmd::run(command),
+        Command::Dashboard(args) => {
+            init_logging();
+            dashboard::run(&args)
+        }
         Command::Tx(command) => tx_cmd::run(command),
         Command::Client(args) => {
             init_logging();
