@@ -86,6 +86,10 @@ bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-10}"
 step "tests"
 cargo test --workspace --locked
 
+step "nox-wasm: the module in Node, cross-checked against native nox_sphinx, nox_topology and the client core (crates/nox-wasm/README.md)"
+cargo clippy --locked --target wasm32-unknown-unknown -p nox-wasm -- -D warnings
+bash crates/nox-wasm/js/test/run.sh
+
 step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
 if ! bash scripts/bench/regression.sh; then
   echo "error: the performance regression gate failed (table and reasons above)." >&2

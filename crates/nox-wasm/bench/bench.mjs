@@ -4,7 +4,14 @@
 // 15 batches sized to `seconds` in total; the median batch's time per call.
 //
 //   node crates/nox-wasm/bench/bench.mjs --wasm <nox_wasm.wasm> --peer <release wasm_peer> \
-//        [--seconds 2] [--out bench/data/wasm.json]
+//        [--seconds 2] [--rounds 3] [--out bench/data/wasm.json] [--chromium /usr/bin/chromium]
+//
+// Each round times every engine once, one after the other; the figures are the median over
+// rounds of the per-round medians, and each ratio is the median of the per-round ratios (the
+// machine is shared: rounds spread the engines over the same load).
+//
+// With --chromium, the same operations also run in headless Chromium (bench/page.html, served
+// on 127.0.0.1 by chromium.mjs), in the same run.
 //
 // Operations (default geometry: 32 KiB packets, 3 hops, ristretto255):
 //   forward_3_hops_256B     build_forward with a 256-byte payload
@@ -12,11 +19,12 @@
 //   surb_reply_open_1000B   SurbRecovery::open of a 1000-byte reply that went through 3 hops
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { NoxWasm } from '../js/nox_wasm.mjs';
 import { benchmarkWasm, FIXTURE_SEED } from './ops.mjs';
+import { benchmarkChromium } from './chromium.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -25,6 +33,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '2' },
     out: { type: 'string' },
     fixture: { type: 'string' },
+    chromium: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
   },
 });
 if (!values.wasm || !values.peer) throw new Error('--wasm and --peer are required');
@@ -49,27 +59,51 @@ try {
   };
   if (values.fixture) writeFileSync(values.fixture, JSON.stringify(fixture));
 
-  const wasm = await benchmarkWasm(NoxWasm, wasmBytes, fixture, seconds, () => performance.now());
-  const native = JSON.parse(peer('bench', seconds));
+  const rounds = [];
+  let chromiumEngine;
+  for (let r = 0; r < Number(values.rounds); r++) {
+    const native = JSON.parse(peer('bench', seconds));
+    const node = await benchmarkWasm(NoxWasm, wasmBytes, fixture, seconds, () => performance.now());
+    let chromium;
+    if (values.chromium) {
+      const page = await benchmarkChromium({ chromium: values.chromium, wasmBytes, fixture, seconds });
+      chromiumEngine = page.engine;
+      chromium = page.results;
+    }
+    rounds.push({ native, node, ...(chromium && { chromium }) });
+    console.error(`round ${r + 1}/${values.rounds} done`);
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   const ops = ['forward_3_hops_256B', 'surb_build_3_hops', 'surb_reply_open_1000B'];
-  const results = Object.fromEntries(ops.map((op) => [op, {
-    wasm: wasm[op],
-    native: native[op],
-    ratio: wasm[op].median_us / native[op].median_us,
-  }]));
+  const engines = values.chromium ? ['node', 'chromium'] : ['node'];
+  const results = Object.fromEntries(ops.map((op) => {
+    const entry = { native_us: median(rounds.map((r) => r.native[op].median_us)) };
+    for (const engine of engines) {
+      entry[`${engine}_us`] = median(rounds.map((r) => r[engine][op].median_us));
+      entry[`${engine}_ratio`] = median(rounds.map((r) => r[engine][op].median_us / r.native[op].median_us));
+    }
+    return [op, entry];
+  }));
   const report = {
     engine: `node ${process.version} (V8 ${process.versions.v8})`,
+    ...(chromiumEngine && { chromium: chromiumEngine }),
+    rounds: rounds.length,
     cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    load_average_1m_at_end: loadavg()[0],
+    commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
     wasm_bytes: wasmBytes.length,
     seconds_per_op: seconds,
     results,
+    per_round: rounds,
   };
   const text = JSON.stringify(report, null, 2);
   if (values.out) writeFileSync(values.out, `${text}\n`);
   console.log(text);
   for (const op of ops) {
     const r = results[op];
-    console.log(`${op.padEnd(24)} wasm ${r.wasm.median_us.toFixed(1).padStart(9)} µs  native ${r.native.median_us.toFixed(1).padStart(9)} µs  ratio ${r.ratio.toFixed(2)}`);
+    const cells = engines.map((e) => `${e} ${r[`${e}_us`].toFixed(1).padStart(9)} µs (×${r[`${e}_ratio`].toFixed(2)})`);
+    console.log(`${op.padEnd(24)} native ${r.native_us.toFixed(1).padStart(9)} µs  ${cells.join('  ')}`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -9,8 +9,15 @@
 //! wasm_peer topology <now_unix> <seed> <doc.json> <secrets.json>
 //! wasm_peer process <secrets.json> <hops> <epoch> <first hop hex> <packet file>
 //! wasm_peer reply <secrets.json> <hops> <epoch> <surb file> <reply hex> <body out file>
+//! wasm_peer exit <secrets.json> <epoch> <packets file> <records out file>
 //! wasm_peer bench <seconds per operation>
 //! ```
+//!
+//! `exit` plays the mixnet and an echo exit for the client core: the packets file is
+//! `count (u32 LE) ‖ count × (entry (32) ‖ length (u32 LE) ‖ packet)` (what
+//! `nox_client_request` returns after the request id); every packet is routed to its exit,
+//! a completed echo request is answered through its SURBs, and the downstream records the
+//! gateways produce are written as `count ‖ count × (gateway (32) ‖ length ‖ record)`.
 //!
 //! `secrets.json` maps a node id (hex) to `{ "<epoch>": "<secret key hex>" }`.
 
@@ -41,6 +48,7 @@ fn main() {
         Some("topology") if args.len() == 5 => topology(&args[1], &args[2], &args[3], &args[4]),
         Some("process") if args.len() == 6 => process(&args[1], &args[2], &args[3], &args[4], &args[5]),
         Some("reply") if args.len() == 7 => reply(&args[1..]),
+        Some("exit") if args.len() == 5 => exit(&args[1], &args[2], &args[3], &args[4]),
         Some("bench") if args.len() == 2 => bench(&args[1]),
         _ => Err("usage: wasm_peer keys|topology|process|reply|bench ... (see the source)".into()),
     };
@@ -207,6 +215,79 @@ fn reply(args: &[String]) -> Result<(), Failure> {
         "recipient": hex::encode(recipient.0), "surb_id": hex::encode(surb_id.0), "path": path,
     });
     println!("{json}");
+    Ok(())
+}
+
+fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Result<&'a [u8], Failure> {
+    if bytes.len() < n {
+        return Err("truncated packets file".into());
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Ok(head)
+}
+
+fn take_u32(bytes: &mut &[u8]) -> Result<usize, Failure> {
+    Ok(u32::from_le_bytes(take(bytes, 4)?.try_into()?) as usize)
+}
+
+/// Routes the client's packets to their exit, answers a completed echo
+/// request through its SURBs, and writes the gateways' downstream records.
+fn exit(secrets: &str, epoch: &str, packets_file: &str, records_out: &str) -> Result<(), Failure> {
+    let nodes = read_secrets(secrets)?;
+    let geometry = Geometry::default();
+    let bytes = std::fs::read(packets_file)?;
+    let mut rest = bytes.as_slice();
+    let count = take_u32(&mut rest)?;
+    let mut assemblers: BTreeMap<[u8; 32], nox_message::RequestAssembler> = BTreeMap::new();
+    let mut requests = Vec::new();
+    for _ in 0..count {
+        let entry: [u8; 32] = take(&mut rest, 32)?.try_into()?;
+        let len = take_u32(&mut rest)?;
+        let mut packet = take(&mut rest, len)?.to_vec();
+        let (outcome, path) = run_path(&nodes, &geometry, epoch, NodeId(entry), &mut packet)?;
+        let Processed::Deliver { payload, .. } = outcome else {
+            return Err("a request packet did not reach an exit".into());
+        };
+        let exit = hex::decode(path.last().ok_or("empty path")?)?.try_into().map_err(|_| "exit id")?;
+        let assembler = match assemblers.entry(exit) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(nox_message::RequestAssembler::new(nox_message::REQUEST_LIMITS)?)
+            }
+        };
+        if let Some(request) = assembler.accept(&geometry, &packet[payload], 0)? {
+            requests.push(request);
+        }
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(77);
+    let mut records = Vec::new();
+    let mut answered = 0;
+    for request in requests {
+        let nox_message::RequestBody::Echo(text) = &request.body else {
+            return Err("this exit answers echo requests only".into());
+        };
+        let response = nox_message::Response::ok(text.clone());
+        let replies = nox_message::reply_packets(&geometry, &response.encode(), request.surbs, 0.05, 0.99, &mut rng)?;
+        for (first, mut packet) in replies {
+            let (outcome, path) = run_path(&nodes, &geometry, epoch, first, &mut packet)?;
+            let Processed::Reply { surb_id, .. } = outcome else {
+                return Err("a reply did not end at a gateway".into());
+            };
+            nox_link::encode_reply_in_place(&mut packet, geometry.header_len(), &surb_id.0)?;
+            let gateway: [u8; 32] = hex::decode(path.last().ok_or("empty path")?)?.try_into().map_err(|_| "id")?;
+            records.push((gateway, packet));
+        }
+        answered += 1;
+    }
+    let mut out = (records.len() as u32).to_le_bytes().to_vec();
+    for (gateway, record) in &records {
+        out.extend_from_slice(gateway);
+        out.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        out.extend_from_slice(record);
+    }
+    std::fs::write(records_out, out)?;
+    println!("{}", serde_json::json!({ "answered": answered, "records": records.len() }));
     Ok(())
 }
 

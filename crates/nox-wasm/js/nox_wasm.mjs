@@ -15,6 +15,7 @@ export const Status = Object.freeze({
   SPHINX: 5,
   TOPOLOGY: 6,
   PATH: 7,
+  CLIENT: 8,
   BUSY: 100,
 });
 
@@ -40,6 +41,21 @@ function u32le(bytes, at = 0) {
 
 function unixSeconds(now) {
   return BigInt(Math.floor(now ?? Date.now() / 1000));
+}
+
+function u64le(bytes, at = 0) {
+  return BigInt(u32le(bytes, at)) | (BigInt(u32le(bytes, at + 4)) << 32n);
+}
+
+function millis(nowMs) {
+  return BigInt(Math.floor(nowMs ?? globalThis.performance.now()));
+}
+
+/** A completed request: { id, response: { status, body } } or { id, error }. */
+function completedResult(bytes) {
+  const id = u64le(bytes);
+  if (bytes[8] === 0) return { id, response: { status: bytes[9], body: bytes.slice(10) } };
+  return { id, error: decoder.decode(bytes.slice(9)) };
 }
 
 function surbResult(out) {
@@ -124,7 +140,75 @@ export class NoxWasm {
     return surbResult(this.call('nox_topology_surb', [handle >>> 0, unixSeconds(nowUnix)], [recipient, path]));
   }
 
-  /** Frees a topology or SURB recovery handle. */
+  /**
+   * A client core over a verified topology (a copy: the topology handle stays usable).
+   * `config`: { cover_rate, timeout_ms, loss, target, max_pending, queue_capacity,
+   * loop_fraction, parity_percent } (all optional). Time: `nowMs` monotonic milliseconds
+   * (performance.now() by default), `nowUnix` seconds (Date.now() / 1000 by default).
+   * Returns { handle, gateway, mailbox }.
+   */
+  clientNew(topology, config = {}, nowMs, nowUnix) {
+    const out = this.call('nox_client_new', [topology >>> 0, millis(nowMs), unixSeconds(nowUnix)],
+      [JSON.stringify(config)]);
+    return { handle: u32le(out), gateway: out.slice(4, 36), mailbox: out.slice(36, 68) };
+  }
+
+  /**
+   * Sends a request: `kind` 1 echo, 2 HTTP (an encoded HttpRequestMsg), 3 JSON-RPC, 4 relay.
+   * Returns { id, packets: [{ entry, packet }] } (no packets with cover traffic on: they leave
+   * through clientPollTransmit). `raw` is the output as the ABI returns it.
+   */
+  clientRequest(client, kind, body, expectedReplyLen, nowMs, nowUnix) {
+    const out = this.call('nox_client_request',
+      [client >>> 0, kind >>> 0, expectedReplyLen >>> 0, millis(nowMs), unixSeconds(nowUnix)], [body]);
+    const packets = [];
+    let at = 12;
+    for (let i = 0; i < u32le(out, 8); i++) {
+      const len = u32le(out, at + 32);
+      packets.push({ entry: out.slice(at, at + 32), packet: out.slice(at + 36, at + 36 + len) });
+      at += 36 + len;
+    }
+    return { id: u64le(out), packets, raw: out };
+  }
+
+  /** The packet of the next due Poisson slot: { entry, packet } or null. */
+  clientPollTransmit(client, nowMs, nowUnix) {
+    const out = this.call('nox_client_poll_transmit', [client >>> 0, millis(nowMs), unixSeconds(nowUnix)]);
+    return out.length === 0 ? null : { entry: out.slice(0, 32), packet: out.slice(32) };
+  }
+
+  /** One downstream record from the gateway link (`from`: sender id or null); a completed request or null. */
+  clientOnDownstream(client, from, record, nowMs, nowUnix) {
+    const out = this.call('nox_client_on_downstream', [client >>> 0, millis(nowMs), unixSeconds(nowUnix)],
+      [from ?? new Uint8Array(0), record]);
+    return out.length === 0 ? null : completedResult(out);
+  }
+
+  /** Requests timed out by now: [{ id, error }]. */
+  clientPollTimeouts(client, nowMs, nowUnix) {
+    const out = this.call('nox_client_poll_timeouts', [client >>> 0, millis(nowMs), unixSeconds(nowUnix)]);
+    const done = [];
+    let at = 4;
+    for (let i = 0; i < u32le(out); i++) {
+      const len = u32le(out, at);
+      done.push(completedResult(out.slice(at + 4, at + 4 + len)));
+      at += 4 + len;
+    }
+    return done;
+  }
+
+  /** When to call again at the latest (monotonic ms as a Number), or null. */
+  clientNextDeadline(client) {
+    const out = this.call('nox_client_next_deadline', [client >>> 0]);
+    return out.length === 0 ? null : Number(u64le(out));
+  }
+
+  /** The core's counters. */
+  clientStats(client) {
+    return JSON.parse(decoder.decode(this.call('nox_client_stats', [client >>> 0])));
+  }
+
+  /** Frees a topology, SURB recovery or client handle. */
   drop(handle) {
     this.call('nox_drop', [handle >>> 0]);
   }

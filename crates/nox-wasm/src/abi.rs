@@ -15,7 +15,7 @@ use std::cell::RefCell;
 
 use zeroize::Zeroize;
 
-use crate::{Module, NewSurb, WasmError};
+use crate::{Module, NewSurb, WasmError, completed_bytes, now};
 
 /// Version of this ABI; bumped on any incompatible change.
 pub const ABI_VERSION: u32 = 1;
@@ -174,4 +174,101 @@ pub extern "C" fn nox_topology_surb(handle: u32, now_unix: u64) -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn nox_drop(handle: u32) -> i32 {
     call(|m, _| m.drop_handle(handle).map(|()| Vec::new()))
+}
+
+/// A client core over the topology `topology`. arg 0: configuration JSON
+/// (empty: defaults; fields in the README). Output: handle (u32 LE) ‖
+/// gateway id (32) ‖ mailbox (32).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_new(topology: u32, now_ms: u64, now_unix: u64) -> i32 {
+    call(|m, a| {
+        m.client_new(topology, &a[0], now(now_ms, now_unix)).map(|c| {
+            let mut out = c.handle.to_le_bytes().to_vec();
+            out.extend_from_slice(&c.gateway.0);
+            out.extend_from_slice(&c.mailbox);
+            out
+        })
+    })
+}
+
+/// Sends a request of `kind` (1 echo, 2 HTTP, 3 JSON-RPC, 4 relay). arg 0:
+/// the body. Output: request id (u64 LE) ‖ count (u32 LE) ‖ count ×
+/// (entry id (32) ‖ packet length (u32 LE) ‖ packet).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_request(
+    handle: u32,
+    kind: u32,
+    expected_reply_len: u32,
+    now_ms: u64,
+    now_unix: u64,
+) -> i32 {
+    call(|m, a| {
+        let kind = u8::try_from(kind).map_err(|_| WasmError::BadArgument(format!("request kind {kind}")))?;
+        m.client_request(handle, kind, &a[0], expected_reply_len, now(now_ms, now_unix)).map(|(id, packets)| {
+            let mut out = id.to_le_bytes().to_vec();
+            out.extend_from_slice(&(packets.len() as u32).to_le_bytes());
+            for packet in &packets {
+                out.extend_from_slice(&packet.entry.0);
+                out.extend_from_slice(&(packet.packet.len() as u32).to_le_bytes());
+                out.extend_from_slice(&packet.packet);
+            }
+            out
+        })
+    })
+}
+
+/// The packet of the next due Poisson slot. Output: empty (none due) or
+/// entry id (32) ‖ packet.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_poll_transmit(handle: u32, now_ms: u64, now_unix: u64) -> i32 {
+    call(|m, _| {
+        m.client_poll_transmit(handle, now(now_ms, now_unix)).map(|p| {
+            let mut out = Vec::new();
+            if let Some(packet) = p {
+                crate::client::outgoing_bytes(&mut out, &packet);
+            }
+            out
+        })
+    })
+}
+
+/// One downstream record from the gateway link. arg 0: sender id (32) or
+/// empty; arg 1: the record. Output: empty, or the completed request:
+/// id (u64 LE) ‖ 0 ‖ status (u8) ‖ body, or id ‖ 1 ‖ error text.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_on_downstream(handle: u32, now_ms: u64, now_unix: u64) -> i32 {
+    call(|m, a| {
+        m.client_on_downstream(handle, &a[0], &a[1], now(now_ms, now_unix))
+            .map(|done| done.as_ref().map(completed_bytes).unwrap_or_default())
+    })
+}
+
+/// Requests timed out by now. Output: count (u32 LE) ‖ count × (length (u32
+/// LE) ‖ completed request as in `nox_client_on_downstream`).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_poll_timeouts(handle: u32, now_ms: u64, now_unix: u64) -> i32 {
+    call(|m, _| {
+        m.client_poll_timeouts(handle, now(now_ms, now_unix)).map(|done| {
+            let mut out = (done.len() as u32).to_le_bytes().to_vec();
+            for d in &done {
+                let bytes = completed_bytes(d);
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(&bytes);
+            }
+            out
+        })
+    })
+}
+
+/// When to call again at the latest. Output: monotonic ms (u64 LE), or empty
+/// if nothing is scheduled.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_next_deadline(handle: u32) -> i32 {
+    call(|m, _| m.client_next_deadline_ms(handle).map(|t| t.map(|ms| ms.to_le_bytes().to_vec()).unwrap_or_default()))
+}
+
+/// The core's counters. Output: UTF-8 JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_stats(handle: u32) -> i32 {
+    call(|m, _| m.client_stats(handle).map(String::into_bytes))
 }

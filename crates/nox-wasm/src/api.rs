@@ -47,6 +47,9 @@ pub enum WasmError {
     /// No path could be drawn from the topology.
     #[error("path: {0}")]
     Path(#[from] PathError),
+    /// The client core refused (no path, busy, request too large, topology change...).
+    #[error("client: {0}")]
+    Client(#[from] nox_client::ClientError),
 }
 
 impl WasmError {
@@ -60,18 +63,20 @@ impl WasmError {
             WasmError::Sphinx(_) => 5,
             WasmError::Topology(_) => 6,
             WasmError::Path(_) => 7,
+            WasmError::Client(_) => 8,
         }
     }
 }
 
-fn bad(what: impl Into<String>) -> WasmError {
+pub(crate) fn bad(what: impl Into<String>) -> WasmError {
     WasmError::BadArgument(what.into())
 }
 
 /// An object the host refers to by handle.
-enum Object {
+pub(crate) enum Object {
     Topology(Box<VerifiedTopology>),
     Recovery(Box<SurbRecovery>),
+    Client(Box<nox_client::ClientCore>),
 }
 
 /// A new SURB: the handle of its recovery keys (kept in the module), its id
@@ -93,7 +98,7 @@ pub struct NewSurb {
 #[derive(Default)]
 pub struct Module {
     rng: Option<ChaCha20Rng>,
-    objects: HashMap<u32, Object>,
+    pub(crate) objects: HashMap<u32, Object>,
     next_handle: u32,
 }
 
@@ -114,11 +119,11 @@ impl Module {
         Ok(())
     }
 
-    fn rng(&mut self) -> Result<&mut ChaCha20Rng, WasmError> {
+    pub(crate) fn rng(&mut self) -> Result<&mut ChaCha20Rng, WasmError> {
         self.rng.as_mut().ok_or(WasmError::NotSeeded)
     }
 
-    fn insert(&mut self, object: Object) -> u32 {
+    pub(crate) fn insert(&mut self, object: Object) -> u32 {
         loop {
             self.next_handle = self.next_handle.wrapping_add(1);
             if self.next_handle != 0 && !self.objects.contains_key(&self.next_handle) {
@@ -139,7 +144,7 @@ impl Module {
         self.objects.len()
     }
 
-    fn topology(&self, handle: u32) -> Result<&VerifiedTopology, WasmError> {
+    pub(crate) fn topology(&self, handle: u32) -> Result<&VerifiedTopology, WasmError> {
         match self.objects.get(&handle) {
             Some(Object::Topology(t)) => Ok(t),
             Some(_) => Err(WasmError::WrongHandle { handle, expected: "topology" }),

@@ -7,5 +7,7 @@
 #[allow(unsafe_code)]
 pub mod abi;
 mod api;
+mod client;
 
 pub use api::{Module, NewSurb, RAW_HOP_LEN, SEED_LEN, WasmError};
+pub use client::{NewClient, completed_bytes, now};

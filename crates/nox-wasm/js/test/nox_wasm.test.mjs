@@ -195,3 +195,99 @@ test('randomness comes only from the host seed: same seed, same packets; other s
   // The RNG advances: the next packet from the same module differs.
   assert.notDeepEqual(a1.buildForward(keys.hops, payload, 7), p1);
 });
+
+function parseRecords(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const records = [];
+  let at = 4;
+  for (let i = 0; i < view.getUint32(0, true); i++) {
+    const len = view.getUint32(at + 32, true);
+    records.push({ gateway: bytes.slice(at, at + 32), record: bytes.slice(at + 36, at + 36 + len) });
+    at += 36 + len;
+  }
+  return records;
+}
+
+test('the client core in wasm: an echo request through the native mixnet and exit completes; replays, timeouts', async () => {
+  const wasm = await fresh();
+  const topo = makeTopology(8);
+  const topology = wasm.verifyTopology(topo.doc, topo.authority, NOW + 10);
+  const info = wasm.topologyInfo(topology, NOW + 10);
+  const client = wasm.clientNew(topology, { timeout_ms: 30000 }, 0, NOW + 10);
+  assert.equal(info.nodes.find((n) => n.id === hex(client.gateway)).layer, 2);
+  const text = 'echo through the wasm client core';
+  const request = wasm.clientRequest(client.handle, 1, text, 200, 1000, NOW + 11);
+  assert.ok(request.packets.length >= 1);
+  for (const p of request.packets) assert.equal(info.nodes.find((n) => n.id === hex(p.entry)).layer, 0);
+  const packetsFile = join(dir, 'client-packets.bin');
+  const recordsFile = join(dir, 'client-records.bin');
+  writeFileSync(packetsFile, request.raw.slice(8));
+  const exit = peerJson('exit', topo.secrets, info.client_epoch, packetsFile, recordsFile);
+  assert.equal(exit.answered, 1);
+  const records = parseRecords(new Uint8Array(readFileSync(recordsFile)));
+  assert.ok(records.length >= 1);
+  let done = null;
+  for (const { gateway, record } of records) {
+    assert.equal(hex(gateway), hex(client.gateway), 'replies come through the client\'s gateway');
+    const completed = wasm.clientOnDownstream(client.handle, gateway, record, 2000, NOW + 12);
+    if (completed) {
+      assert.equal(done, null, 'one completion');
+      done = completed;
+    }
+  }
+  assert.ok(done, 'the request completed');
+  assert.equal(done.id, request.id);
+  assert.equal(done.response.status, 0);
+  assert.equal(new TextDecoder().decode(done.response.body), text);
+  // The same records again complete nothing.
+  for (const { gateway, record } of records) {
+    assert.equal(wasm.clientOnDownstream(client.handle, gateway, record, 2100, NOW + 12), null);
+  }
+  // A malformed record is counted, not fatal.
+  assert.equal(wasm.clientOnDownstream(client.handle, null, new Uint8Array(7), 2200, NOW + 12), null);
+  const stats = wasm.clientStats(client.handle);
+  assert.equal(stats.completed, 1);
+  assert.equal(stats.malformed_downstream, 1);
+  // A request never answered times out at its deadline, not before.
+  const lost = wasm.clientRequest(client.handle, 1, 'lost', 10, 3000, NOW + 13);
+  assert.equal(wasm.clientNextDeadline(client.handle), 33000);
+  assert.deepEqual(wasm.clientPollTimeouts(client.handle, 32999, NOW + 42), []);
+  const timedOut = wasm.clientPollTimeouts(client.handle, 33000, NOW + 43);
+  assert.equal(timedOut.length, 1);
+  assert.equal(timedOut[0].id, lost.id);
+  assert.match(timedOut[0].error, /time/i);
+  // Refusals.
+  expectStatus(() => wasm.clientRequest(client.handle, 9, 'x', 10, 4000, NOW + 44), Status.BAD_ARGUMENT);
+  expectStatus(() => wasm.clientRequest(client.handle, 2, 'not an HTTP message', 10, 4000, NOW + 44),
+    Status.BAD_ARGUMENT);
+  expectStatus(() => wasm.clientRequest(topology, 1, 'x', 10, 4000, NOW + 44), Status.WRONG_HANDLE);
+  expectStatus(() => wasm.clientNew(topology, { cover: 1 }, 0, NOW + 10), Status.BAD_ARGUMENT);
+  expectStatus(() => wasm.clientNew(topology, { loss: 2 }, 0, NOW + 10), Status.BAD_ARGUMENT);
+  expectStatus(() => wasm.clientNew(client.handle, {}, 0, NOW + 10), Status.WRONG_HANDLE);
+  wasm.drop(client.handle);
+  expectStatus(() => wasm.clientStats(client.handle), Status.UNKNOWN_HANDLE);
+});
+
+test('the client core in wasm with cover traffic: real packets leave only in Poisson slots', async () => {
+  const wasm = await fresh();
+  const topo = makeTopology(9);
+  const topology = wasm.verifyTopology(topo.doc, topo.authority, NOW + 10);
+  const client = wasm.clientNew(topology, { cover_rate: 20, loop_fraction: 0 }, 0, NOW + 10);
+  const request = wasm.clientRequest(client.handle, 1, 'queued', 10, 0, NOW + 10);
+  assert.equal(request.packets.length, 0, 'queued for the slots');
+  let sent = 0;
+  let t = 0;
+  while (sent < 5) {
+    const deadline = wasm.clientNextDeadline(client.handle);
+    assert.ok(deadline !== null && deadline >= t, 'a next slot is scheduled');
+    assert.equal(wasm.clientPollTransmit(client.handle, Math.max(deadline - 1, t), NOW + 10), null);
+    t = deadline;
+    const out = wasm.clientPollTransmit(client.handle, t, NOW + 10);
+    assert.ok(out, 'a packet at the slot');
+    assert.equal(out.packet.length, 32768);
+    sent++;
+  }
+  const stats = wasm.clientStats(client.handle);
+  assert.ok(stats.real_packets >= 1);
+  assert.ok(stats.cover_packets >= 1);
+});

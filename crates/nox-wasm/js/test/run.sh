@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 cargo build --locked --release --target wasm32-unknown-unknown -p nox-wasm --lib
 cargo build --locked -p nox-wasm --example wasm_peer
 NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
