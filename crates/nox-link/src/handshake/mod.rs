@@ -17,7 +17,9 @@
 
 mod initiator;
 mod responder;
-#[cfg(test)]
+// The handshake tests answer with the OS RNG (`Responder::new`, `accept`)
+// next to the injected one.
+#[cfg(all(test, feature = "os-rng"))]
 mod tests;
 
 use rand_core::CryptoRng;
@@ -187,13 +189,13 @@ pub(crate) enum Randomness<'a> {
     /// The caller's RNG ([`crate::rng`]): hosts without an OS RNG (wasm32).
     Injected(&'a mut dyn CryptoRng),
     /// Fixed values: tests and the fuzz target only.
-    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+    #[cfg_attr(not(any(all(test, feature = "os-rng"), feature = "fuzzing")), allow(dead_code))]
     Fixed(&'a FixedRandomness),
 }
 
 /// Fixed randomness for one initiator, so that tests and the fuzz target can
 /// build reproducible first flights. Never used by a node or client.
-#[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+#[cfg_attr(not(any(all(test, feature = "os-rng"), feature = "fuzzing")), allow(dead_code))]
 pub(crate) struct FixedRandomness {
     /// The X25519 ephemeral secret.
     pub x25519: [u8; 32],
