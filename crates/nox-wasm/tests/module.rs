@@ -110,3 +110,28 @@ fn the_seed_is_the_only_randomness() {
     assert_ne!(first, c.build_forward_raw(&raw, b"same", 1).ok());
     assert_ne!(first, a.build_forward_raw(&raw, b"same", 1).ok());
 }
+
+#[test]
+fn client_configuration_is_checked_and_handles_are_typed() {
+    let (raw, _) = raw_hops(3);
+    let mut module = seeded(7);
+    let now = nox_wasm::now(0, 1_700_000_000);
+    // No topology behind the handle: refused before any configuration is used.
+    assert!(matches!(module.client_new(1, b"", now), Err(WasmError::UnknownHandle(1))));
+    let Ok(surb) = module.build_surb_raw(&raw, &[1; 32], 1) else { panic!("surb") };
+    assert!(matches!(
+        module.client_new(surb.handle, b"", now),
+        Err(WasmError::BadArgument(_) | WasmError::WrongHandle { .. })
+    ));
+    for bad in
+        [&b"[]"[..], b"{\"cover\": 1}", b"{\"loss\": 1.5}", b"{\"cover_rate\": -1}", b"{\"timeout_ms\": 1.5}", b"{"]
+    {
+        assert!(
+            matches!(module.client_new(surb.handle, bad, now), Err(WasmError::BadArgument(_))),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    assert!(matches!(module.client_request(surb.handle, 1, b"x", 10, now), Err(WasmError::WrongHandle { .. })));
+    assert!(matches!(module.client_stats(99), Err(WasmError::UnknownHandle(99))));
+}
