@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use nox_cover::Instant;
-use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity};
+use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity, Transport};
 use nox_link::{LinkConfig, LinkPublicKey};
 use nox_message::{RequestBody, Response};
 use nox_sphinx::NodeId;
@@ -87,6 +87,9 @@ struct Shared {
 #[derive(Default)]
 struct Directory {
     nodes: Mutex<Nodes>,
+    /// Dial the nodes' WebSocket endpoints (`websocket` in their descriptors) instead of their
+    /// link addresses.
+    websocket: bool,
 }
 
 #[derive(Default)]
@@ -101,7 +104,10 @@ impl Directory {
         let mut nodes = Nodes::default();
         for node in topology.nodes() {
             let key = LinkPublicKey(node.descriptor.link_key.to_bytes());
-            nodes.address.insert(key, node.descriptor.address);
+            let address = if self.websocket { node.descriptor.websocket } else { Some(node.descriptor.address) };
+            if let Some(address) = address {
+                nodes.address.insert(key, address);
+            }
             nodes.link_key.insert(node.id, key);
             nodes.node_id.insert(key, node.id);
         }
@@ -219,7 +225,22 @@ impl Client {
     /// Starts the links and tasks and waits (up to 5 s) for the reply
     /// gateway's link. Call inside a tokio runtime.
     pub async fn start(config: ShellConfig) -> Result<ClientHandle, ClientError> {
+        Self::start_over(config, Transport::Tcp).await
+    }
+
+    /// [`Client::start`], with the links to entries and the reply gateway over `transport`:
+    /// `Transport::WebSocket` dials each node's WebSocket endpoint from the topology
+    /// (`ws://websocket/`, docs/spec/link.md §5), as a browser does; entries and gateways that
+    /// advertise none are avoided.
+    pub async fn start_over(mut config: ShellConfig, transport: Transport) -> Result<ClientHandle, ClientError> {
         let setup = |e: &dyn std::fmt::Display| ClientError::Setup(e.to_string());
+        if transport == Transport::WebSocket {
+            let last = config.topology.layers().get().saturating_sub(1);
+            let without = config.topology.nodes().iter().filter(|n| {
+                (n.descriptor.layer.0 == 0 || n.descriptor.layer.0 == last) && n.descriptor.websocket.is_none()
+            });
+            config.core.avoid.extend(without.map(|n| n.id));
+        }
         if !(0.0..1.0).contains(&config.core.inject_loss) {
             return Err(ClientError::Setup("inject_loss must be in [0, 1)".into()));
         }
@@ -233,13 +254,13 @@ impl Client {
             ChaCha20Rng::from_os_rng(),
             Now::system(),
         )?;
-        let directory = Arc::new(Directory::default());
+        let directory = Arc::new(Directory { websocket: transport == Transport::WebSocket, ..Directory::default() });
         directory.set(&config.topology);
         let link = LinkConfig::new(geometry).map_err(|e| setup(&e))?;
         let (stop, stop_rx) = watch::channel(false);
         let (inbound_tx, inbound_rx) = mpsc::channel(1024);
         let entries = OutboundLinks::new(
-            DialerConfig::client(link),
+            DialerConfig { transport, ..DialerConfig::client(link) },
             directory.clone(),
             inbound_tx.clone(),
             Arc::new(LinkCounters::default()),
@@ -248,7 +269,7 @@ impl Client {
         .map_err(|e| setup(&e))?;
         let gateway_counters = Arc::new(LinkCounters::default());
         let gateway_links = OutboundLinks::new(
-            DialerConfig { mailbox: Some(core.mailbox()), ..DialerConfig::client(link) },
+            DialerConfig { mailbox: Some(core.mailbox()), transport, ..DialerConfig::client(link) },
             directory.clone(),
             inbound_tx,
             gateway_counters.clone(),

@@ -125,8 +125,21 @@ impl NodeIdentity {
         pow_difficulty: u8,
         sphinx_keys: Vec<EpochKey>,
     ) -> Result<SignedDescriptor, TopologyError> {
+        self.descriptor_with_websocket(address, None, layers, pow_difficulty, sphinx_keys)
+    }
+
+    /// [`Self::descriptor`], advertising a WebSocket client endpoint (entries and gateways).
+    pub fn descriptor_with_websocket(
+        &self,
+        address: SocketAddr,
+        websocket: Option<SocketAddr>,
+        layers: LayerCount,
+        pow_difficulty: u8,
+        sphinx_keys: Vec<EpochKey>,
+    ) -> Result<SignedDescriptor, TopologyError> {
         let p = self.public();
         NodeDescriptor::new(p.identity_key, p.link_key, address, layers, pow_difficulty, sphinx_keys)
+            .with_websocket(websocket)
             .sign(&self.identity)
     }
 }

@@ -80,6 +80,11 @@ pub struct NodeSection {
     pub key_dir: PathBuf,
     /// Link listen address (node-to-node and client-to-entry).
     pub listen: SocketAddr,
+    /// Client links over WebSocket (docs/spec/link.md §5), for browsers: entries and gateways
+    /// only (a node of another layer ignores it, with a warning). Absent: none. The address
+    /// clients dial is the `websocket` field of the node's descriptor in the topology.
+    #[serde(default)]
+    pub websocket_listen: Option<SocketAddr>,
     /// Prometheus `/metrics` address; absent: no metrics endpoint.
     #[serde(default)]
     pub metrics: Option<SocketAddr>,
@@ -268,6 +273,9 @@ impl NodeConfig {
         }
         if let Some(v) = env("NOX_NODE_LISTEN") {
             self.node.listen = parse("NOX_NODE_LISTEN", v)?;
+        }
+        if let Some(v) = env("NOX_NODE_WEBSOCKET_LISTEN") {
+            self.node.websocket_listen = Some(parse("NOX_NODE_WEBSOCKET_LISTEN", v)?);
         }
         if let Some(v) = env("NOX_NODE_METRICS") {
             self.node.metrics = Some(parse("NOX_NODE_METRICS", v)?);

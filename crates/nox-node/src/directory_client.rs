@@ -208,8 +208,10 @@ pub fn spawn(
     let Some(mirrors) = section.directory()? else { return Ok(Publisher(None)) };
     let initial = shared.current();
     let me = identity.node_id();
-    let address =
-        initial.node(&me).ok_or_else(|| NodeError::NotInTopology(hex::encode(&me.0[..4])))?.descriptor.address;
+    // The node's endpoints are those of its entry in the topology it started with: its link
+    // address and, for an entry or gateway, its WebSocket client endpoint (kept on republish).
+    let mine = &initial.node(&me).ok_or_else(|| NodeError::NotInTopology(hex::encode(&me.0[..4])))?.descriptor;
+    let (address, websocket) = (mine.address, mine.websocket);
     let schedule = *initial.schedule();
     let period = match section.refresh_secs {
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
@@ -222,6 +224,7 @@ pub fn spawn(
             addr,
             identity: identity.clone(),
             address,
+            websocket,
             pow_difficulty,
             layers: initial.layers(),
             retry: period,
@@ -274,6 +277,7 @@ struct Upload {
     addr: SocketAddr,
     identity: NodeIdentity,
     address: SocketAddr,
+    websocket: Option<SocketAddr>,
     pow_difficulty: u8,
     layers: nox_topology::LayerCount,
     retry: Duration,
@@ -310,7 +314,7 @@ impl Upload {
     async fn upload(&self, keys: Vec<EpochKey>) -> Result<String, String> {
         let descriptor = self
             .identity
-            .descriptor(self.address, self.layers, self.pow_difficulty, keys)
+            .descriptor_with_websocket(self.address, self.websocket, self.layers, self.pow_difficulty, keys)
             .map_err(|e| e.to_string())?;
         let descriptor = match &self.operator {
             Some(operator) => operator.attach(descriptor)?,

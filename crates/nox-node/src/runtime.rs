@@ -248,10 +248,24 @@ pub async fn run_with(
     };
     let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
     let (stop_links_tx, stop_links) = watch::channel(false);
-    let listener = Arc::new(
+    let accepts_clients = listener_config.accept.clients;
+    let mut listener =
         Listener::bind(config.node.listen, listener_config, link_tx.clone(), link_counters.clone(), stop_links.clone())
-            .await?,
-    );
+            .await?;
+    // Browsers reach entries and gateways over WebSocket: the same client links, gate, limits,
+    // proof of work and rate tiers as over TCP (docs/spec/link.md §5).
+    match config.node.websocket_listen {
+        Some(addr) if accepts_clients => {
+            let bound =
+                listener.bind_websocket(addr, nox_link::transport::WsListenerConfig::default()).await.map_err(|e| {
+                    NodeError::Io(std::io::Error::new(e.kind(), format!("binding the WebSocket address {addr}: {e}")))
+                })?;
+            tracing::info!(%bound, "accepting client links over WebSocket");
+        }
+        Some(_) => tracing::warn!("websocket_listen ignored: this node's layer takes no client links"),
+        None => {}
+    }
+    let listener = Arc::new(listener);
     let outbound = OutboundLinks::new(
         DialerConfig::node(link, keypair),
         Arc::new(shared.clone()),

@@ -63,6 +63,10 @@ pub struct NodeDescriptor {
     pub pow_difficulty: u8,
     /// Sphinx public keys, strictly increasing epochs; must include the issue epoch.
     pub sphinx_keys: Vec<EpochKey>,
+    /// Where the node accepts client links over WebSocket (`ws://websocket/`,
+    /// docs/spec/link.md §5), for browsers; `None` for a node that offers none. Encoded only
+    /// when present, so descriptors without it (and their signatures) are unchanged.
+    pub websocket: Option<SocketAddr>,
 }
 
 impl NodeDescriptor {
@@ -76,7 +80,14 @@ impl NodeDescriptor {
         sphinx_keys: Vec<EpochKey>,
     ) -> Self {
         let layer = layers.assign(&node_id_of(&identity_key));
-        Self { identity_key, link_key, address, layer, pow_difficulty, sphinx_keys }
+        Self { identity_key, link_key, address, layer, pow_difficulty, sphinx_keys, websocket: None }
+    }
+
+    /// The same descriptor advertising a WebSocket client endpoint.
+    #[must_use]
+    pub fn with_websocket(mut self, websocket: Option<SocketAddr>) -> Self {
+        self.websocket = websocket;
+        self
     }
 
     /// `BLAKE3-DK("NOX topology v1 node id", identity_key)`.

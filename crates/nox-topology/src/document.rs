@@ -231,6 +231,12 @@ impl Seen {
         let d = &node.descriptor;
         let id = node.node_id();
         check_address(&d.address)?;
+        if let Some(websocket) = &d.websocket {
+            check_address(websocket)?;
+            if *websocket == d.address {
+                return Err(TopologyError::InvalidAddress(websocket.to_string()));
+            }
+        }
         let keys = &d.sphinx_keys;
         if keys.is_empty() || keys.windows(2).any(|w| w[0].epoch >= w[1].epoch) {
             return Err(TopologyError::EpochKeys(id));
@@ -246,7 +252,7 @@ impl Seen {
         if self.ids.contains(&id) {
             return Err(TopologyError::DuplicateNodeId(id));
         }
-        if self.addresses.contains(&d.address) {
+        if self.addresses.contains(&d.address) || d.websocket.is_some_and(|w| self.addresses.contains(&w)) {
             return Err(TopologyError::DuplicateAddress(id));
         }
         if self.link_keys.contains(&d.link_key) {
@@ -258,6 +264,7 @@ impl Seen {
         }
         self.ids.insert(id);
         self.addresses.insert(d.address);
+        self.addresses.extend(d.websocket);
         self.link_keys.insert(d.link_key);
         self.sphinx_keys.extend(own);
         Ok(())

@@ -35,7 +35,12 @@ fn put_address(out: &mut Vec<u8>, address: &SocketAddr) {
     out.extend_from_slice(&address.port().to_le_bytes());
 }
 
-/// `identity(32) ‖ link(32) ‖ address ‖ layer(1) ‖ pow(1) ‖ n(4) ‖ n × (epoch(4) ‖ key(32))`.
+/// Tag (`W`) of the optional WebSocket endpoint that may end a descriptor.
+pub const WEBSOCKET_TAG: u8 = 0x57;
+
+/// `identity(32) ‖ link(32) ‖ address ‖ layer(1) ‖ pow(1) ‖ n(4) ‖ n × (epoch(4) ‖ key(32))
+/// [‖ 0x57 ‖ websocket address]`: the WebSocket endpoint only when present, so a descriptor
+/// without one encodes (and is signed) exactly as before it existed.
 pub(crate) fn encode_descriptor(out: &mut Vec<u8>, d: &NodeDescriptor) {
     out.extend_from_slice(d.identity_key.as_bytes());
     out.extend_from_slice(&d.link_key.to_bytes());
@@ -51,6 +56,10 @@ pub(crate) fn encode_descriptor(out: &mut Vec<u8>, d: &NodeDescriptor) {
             out.push(k.key.scheme().code());
         }
         out.extend_from_slice(k.key.as_bytes());
+    }
+    if let Some(websocket) = &d.websocket {
+        out.push(WEBSOCKET_TAG);
+        put_address(out, websocket);
     }
 }
 

@@ -47,6 +47,9 @@ struct NodeJson {
     pow_difficulty: u8,
     sphinx_keys: Vec<EpochKeyJson>,
     signature: String,
+    /// The WebSocket client endpoint (`ip:port`); absent when the node offers none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    websocket: Option<String>,
     /// Operator statements (docs/spec/registry.md §5); absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     operator_statements: Vec<StatementJson>,
@@ -81,6 +84,10 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
     let node_id: [u8; 32] = hex_array(&n.node_id, "node_id")?;
     let link_key = LinkPublicKey::from_bytes(hex_array(&n.link_key, "link_key")?)?;
     let address: SocketAddr = n.address.parse().map_err(|_| TopologyError::InvalidAddress(n.address.clone()))?;
+    let websocket = match &n.websocket {
+        None => None,
+        Some(w) => Some(w.parse::<SocketAddr>().map_err(|_| TopologyError::InvalidAddress(w.clone()))?),
+    };
     let sphinx_keys = n
         .sphinx_keys
         .iter()
@@ -105,6 +112,7 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
         layer: Layer(n.layer),
         pow_difficulty: n.pow_difficulty,
         sphinx_keys,
+        websocket,
     };
     if descriptor.node_id().0 != node_id {
         return Err(TopologyError::NodeIdMismatch);
@@ -175,6 +183,7 @@ fn node_json(n: &SignedDescriptor) -> NodeJson {
         identity_key: hex::encode(x.identity_key.as_bytes()),
         link_key: hex::encode(x.link_key.to_bytes()),
         address: x.address.to_string(),
+        websocket: x.websocket.map(|w| w.to_string()),
         layer: x.layer.0,
         pow_difficulty: x.pow_difficulty,
         sphinx_keys: x

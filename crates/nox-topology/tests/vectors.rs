@@ -25,6 +25,11 @@ fn generate() -> Value {
     let mut d = n.signed.descriptor.clone();
     d.address = "[2001:db8::7]:9443".parse().unwrap();
     n.signed = d.sign(&n.identity).unwrap();
+    // One node advertising a WebSocket client endpoint (the optional trailing field); the
+    // others encode as they did before the field existed.
+    let n = &mut net.nodes[1];
+    let d = n.signed.descriptor.clone().with_websocket(Some("127.0.0.1:9443".parse().unwrap()));
+    n.signed = d.sign(&n.identity).unwrap();
     let topo = net.verified();
     let doc = topo.document();
     let doc_json: Value = serde_json::from_str(&doc.to_json().unwrap()).unwrap();
@@ -86,11 +91,8 @@ fn num(v: &Value) -> u64 {
     v.as_u64().unwrap()
 }
 
-/// docs/spec/topology.md §3.1, from the JSON fields.
-fn spec_descriptor(n: &Value) -> Vec<u8> {
-    let mut out = h(&n["identity_key"]);
-    out.extend(h(&n["link_key"]));
-    match n["address"].as_str().unwrap().parse::<std::net::SocketAddr>().unwrap() {
+fn spec_address(out: &mut Vec<u8>, text: &Value) {
+    match text.as_str().unwrap().parse::<std::net::SocketAddr>().unwrap() {
         std::net::SocketAddr::V4(a) => {
             out.push(4);
             out.extend(a.ip().octets());
@@ -102,6 +104,13 @@ fn spec_descriptor(n: &Value) -> Vec<u8> {
             out.extend(a.port().to_le_bytes());
         }
     }
+}
+
+/// docs/spec/topology.md §3.1, from the JSON fields.
+fn spec_descriptor(n: &Value) -> Vec<u8> {
+    let mut out = h(&n["identity_key"]);
+    out.extend(h(&n["link_key"]));
+    spec_address(&mut out, &n["address"]);
     out.push(num(&n["layer"]) as u8);
     out.push(num(&n["pow_difficulty"]) as u8);
     let keys = n["sphinx_keys"].as_array().unwrap();
@@ -109,6 +118,11 @@ fn spec_descriptor(n: &Value) -> Vec<u8> {
     for k in keys {
         out.extend((num(&k["epoch"]) as u32).to_le_bytes());
         out.extend(h(&k["key"]));
+    }
+    // The optional WebSocket endpoint: `0x57 ‖ address`, only when present.
+    if !n["websocket"].is_null() {
+        out.push(0x57);
+        spec_address(&mut out, &n["websocket"]);
     }
     out
 }
@@ -191,4 +205,38 @@ fn committed_vectors_verify() {
     let verified = parsed.verify(&VerifyConfig::new(authority_key, geometry()), num(&v["verify_at"])).unwrap();
     assert_eq!(verified.fingerprint().0.to_vec(), h(&v["fingerprint"]));
     assert_eq!(parsed.canonical_body(), body);
+}
+
+/// The WebSocket endpoint is optional and backward compatible: a descriptor without it encodes
+/// (so is signed and fingerprinted) byte for byte as before the field existed, and one with it
+/// only appends `0x57 ‖ address`; verification refuses an endpoint that is not a dialable
+/// address or that repeats the link address.
+#[test]
+fn the_websocket_endpoint_is_an_optional_trailing_field() {
+    let mut net = network(2026, 2);
+    let plain = net.nodes[2].signed.descriptor.clone();
+    assert_eq!(plain.websocket, None);
+    let with = plain.clone().with_websocket(Some("127.0.0.1:9443".parse().unwrap()));
+    let (a, b) = (plain.canonical_bytes(), with.canonical_bytes());
+    assert_eq!(&b[..a.len()], &a[..]);
+    assert_eq!(&b[a.len()..], &[0x57, 4, 127, 0, 0, 1, 0xe3, 0x24]);
+    // A signed descriptor carries it through JSON; without it the field is absent.
+    let signed = with.clone().sign(&net.nodes[2].identity).unwrap();
+    let json = signed.to_json().unwrap();
+    assert!(json.contains("\"websocket\":\"127.0.0.1:9443\""));
+    assert_eq!(nox_topology::SignedDescriptor::from_json(json.as_bytes()).unwrap(), signed);
+    assert!(!net.nodes[3].signed.to_json().unwrap().contains("websocket"));
+    // Verification: the endpoint must be dialable and not the link address.
+    for bad in ["0.0.0.0:9443", "127.0.0.1:0", &plain.address.to_string()] {
+        let n = &mut net.nodes[2];
+        n.signed = plain.clone().with_websocket(Some(bad.parse().unwrap())).sign(&n.identity).unwrap();
+        let doc = net.document(net.descriptors());
+        let id = net.nodes[2].signed.node_id();
+        let verified = doc.verify(&net.config(), ISSUED + 1);
+        let accepted = matches!(verified, Ok(t) if t.nodes().iter().any(|x| x.id == id));
+        assert!(!accepted, "{bad} accepted as a WebSocket endpoint");
+    }
+    let n = &mut net.nodes[2];
+    n.signed = with.clone().sign(&n.identity).unwrap();
+    assert!(net.verified().nodes().iter().any(|x| x.descriptor.websocket == with.websocket));
 }

@@ -33,6 +33,28 @@ pub struct TopologyArgs {
     /// Seconds before a request without a complete reply fails (never retried).
     #[arg(long, default_value_t = 30)]
     pub timeout_secs: u64,
+    /// How the client reaches its entries and reply gateway: `tcp`, or `websocket` (the nodes'
+    /// advertised WebSocket endpoints, as a browser does; docs/spec/link.md §5).
+    #[arg(long, value_enum, default_value_t = LinkTransport::Tcp)]
+    pub transport: LinkTransport,
+}
+
+/// `--transport`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkTransport {
+    /// TCP links.
+    Tcp,
+    /// WebSocket links (`ws://`).
+    Websocket,
+}
+
+impl From<LinkTransport> for nox_link::transport::Transport {
+    fn from(t: LinkTransport) -> Self {
+        match t {
+            LinkTransport::Tcp => Self::Tcp,
+            LinkTransport::Websocket => Self::WebSocket,
+        }
+    }
 }
 
 /// `nox client …`
@@ -101,7 +123,9 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
             let topology = crate::testnet_directory::topology_async(dir).await?;
-            let client = Client::start(ShellConfig { topology, core }).await.map_err(|e| e.to_string())?;
+            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+                .await
+                .map_err(|e| e.to_string())?;
             tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
             Ok(client)
         }
@@ -114,14 +138,18 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
                 .map_err(|e| e.to_string())?;
             // Refreshes must be of the same geometry.
             let verify = nox_topology::VerifyConfig::new(authority, *topology.geometry());
-            let client = Client::start(ShellConfig { topology, core }).await.map_err(|e| e.to_string())?;
+            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+                .await
+                .map_err(|e| e.to_string())?;
             tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, verify));
             Ok(client)
         }
         (None, Some(file), Some(key)) => {
             let topology = load_file(file, authority_key(key)?)?;
             let geometry = *topology.geometry();
-            let client = Client::start(ShellConfig { topology, core }).await.map_err(|e| e.to_string())?;
+            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+                .await
+                .map_err(|e| e.to_string())?;
             tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
             Ok(client)
         }

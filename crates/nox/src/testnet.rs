@@ -345,6 +345,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let port = base_port + index as u16;
         let listen: SocketAddr = ([127, 0, 0, 1], port).into();
         let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
+        let websocket = websocket_port(layer, layers, port);
         let mut store =
             EpochKeyStore::open_for(&sphinx_dir(&keys, scheme), schedule, scheme).map_err(|e| e.to_string())?;
         // Clients build with `client_epoch`, which lags the current epoch
@@ -353,7 +354,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
         }
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
-        let descriptor = identity.descriptor(listen, layer_count, 0, sphinx_keys).map_err(|e| e.to_string())?;
+        let descriptor = identity
+            .descriptor_with_websocket(listen, websocket, layer_count, 0, sphinx_keys)
+            .map_err(|e| e.to_string())?;
         // With a chain: a fresh operator account signs the node's epoch-key statements and
         // registers it with a stake.
         let descriptor = match &chain {
@@ -381,7 +384,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\nmetrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
             // One host: every client shares the nodes' address, so per-address limits and bans
             // would only throttle the testnet's own clients (nodes are exempt by their link key,
             // not by the address, so they would not cover them).
@@ -405,6 +408,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
                 String::new()
             },
             keys = keys.display().to_string(),
+            websocket_line = websocket.map(|w| format!("websocket_listen = \"{w}\"\n")).unwrap_or_default(),
         );
         configs.push((node_dir.join("node.toml"), config));
         write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
@@ -528,11 +532,24 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     let port = base_port + index as u16;
     let listen: SocketAddr = ([127, 0, 0, 1], port).into();
     let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
+    let websocket = websocket_port(layer, layers.get(), port);
     let template_name = template.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let config = template_text
         .replace(&format!("{template_name}/"), &format!("node-{index}/"))
         .replace(&format!("\"{template_listen}\""), &format!("\"{listen}\""))
         .replace(&format!("\"{}\"", template.metrics), &format!("\"{metrics}\""));
+    // The template's WebSocket endpoint (if any) is its own: this node gets its port, or none.
+    let mut config: String = config
+        .lines()
+        .filter(|l| !l.starts_with("websocket_listen = "))
+        .map(|l| match (l.starts_with("listen = "), websocket) {
+            (true, Some(w)) => format!("{l}\nwebsocket_listen = \"{w}\"\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    if !template_text.ends_with('\n') {
+        config.pop();
+    }
     write(&node_dir.join("node.toml"), config.as_bytes())?;
     write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
     // An exit of a testnet with a pool is a paid relayer: its own funded account (the template's
@@ -562,7 +579,8 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
         store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
     }
     let keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
-    let descriptor = identity.descriptor(listen, layers, 0, keys).map_err(|e| e.to_string())?;
+    let descriptor =
+        identity.descriptor_with_websocket(listen, websocket, layers, 0, keys).map_err(|e| e.to_string())?;
     let descriptor = chain::with_statements(&info, &operator, descriptor)?;
     let directory_addr = directory::addr(dir).ok_or("the testnet has no directory")?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
@@ -692,16 +710,26 @@ fn exit_services(rpc_upstream: Option<&str>, rpc_chain_id: Option<u64>, allow: &
     section
 }
 
-/// Refuse `--exit-allow` entries that would open a node's link or metrics
-/// port (`base_port..base_port + nodes`, `base_port + 100..`) or port 0.
+/// The WebSocket client port of a node on link port `port`: entries (layer 0) and gateways
+/// (the last layer) listen on `port + 300`; other layers take no clients.
+fn websocket_port(layer: u8, layers: u8, port: u16) -> Option<SocketAddr> {
+    (layer == 0 || layer + 1 == layers).then(|| ([127, 0, 0, 1], port + WEBSOCKET_PORT_OFFSET).into())
+}
+
+/// Offset of a node's WebSocket client port from its link port.
+pub const WEBSOCKET_PORT_OFFSET: u16 = 300;
+
+/// Refuse `--exit-allow` entries that would open a node's link, metrics or WebSocket
+/// port (`base_port..base_port + nodes`, `base_port + 100..`, `base_port + 300..`) or port 0.
 fn check_exit_allow(allow: &[SocketAddr], base_port: u16, nodes: usize) -> Result<(), TestnetError> {
     let nodes = u32::try_from(nodes).unwrap_or(u32::MAX);
     let base = u32::from(base_port);
     let links = base..base.saturating_add(nodes);
     let metrics = base.saturating_add(100)..base.saturating_add(100).saturating_add(nodes);
+    let ws = base.saturating_add(300)..base.saturating_add(300).saturating_add(nodes);
     for addr in allow {
         let port = u32::from(addr.port());
-        if port == 0 || links.contains(&port) || metrics.contains(&port) {
+        if port == 0 || links.contains(&port) || metrics.contains(&port) || ws.contains(&port) {
             return Err(format!(
                 "--exit-allow {addr}: port {port} is a testnet node's link or metrics port (or 0); the exits may only reach the test's own services"
             ));

@@ -185,6 +185,7 @@ async fn connect(testnet: &std::path::Path, mix: &MixArgs) -> CmdResult<RelayCli
         directory: Vec::new(),
         authority: None,
         timeout_secs: mix.timeout_secs,
+        transport: crate::client_cmd::LinkTransport::Tcp,
     };
     let client = crate::client_cmd::start(&topology, mix.cover_rate).await?;
     let exits = client.exits();

@@ -71,6 +71,16 @@ counters! {
     links_closed,
     /// Reconnect attempts after a link failed or could not be set up.
     reconnects,
+    /// WebSocket connections upgraded (listener) or dialed (client): each then
+    /// runs the link handshake, counted as above.
+    ws_connections,
+    /// WebSocket connections whose HTTP upgrade failed or timed out (listener:
+    /// an offence; dialer: counted here, not in `connect_failures`).
+    ws_upgrade_failures,
+    /// WebSocket links closed for a protocol violation after the upgrade: a
+    /// text message, a malformed or unmasked frame, a message or frame over
+    /// the limit, a continuation out of place (an offence).
+    ws_protocol_errors,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {

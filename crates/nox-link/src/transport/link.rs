@@ -3,9 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::{mpsc, watch};
 
 use super::counters::{LinkCounters, add, bump};
@@ -41,8 +39,10 @@ pub(crate) enum LinkEnd {
     WriteTimeout,
 }
 
-pub(crate) async fn run_link(
-    mut stream: TcpStream,
+/// Runs a link over any byte stream: a TCP connection or a WebSocket seen
+/// as one (`super::ws::WsIo`).
+pub(crate) async fn run_link<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    stream: S,
     session: Session,
     from: PeerIdentity,
     outbound: Option<&mut mpsc::Receiver<Vec<u8>>>,
@@ -50,7 +50,7 @@ pub(crate) async fn run_link(
     shutdown: &mut watch::Receiver<bool>,
 ) -> LinkEnd {
     let (sealer, opener) = session.into_parts();
-    let (rd, wr) = stream.split();
+    let (rd, wr) = tokio::io::split(stream);
     let read = read_loop(rd, opener, from, ctx);
     let write = async {
         match outbound {
@@ -67,7 +67,12 @@ pub(crate) async fn run_link(
     end
 }
 
-async fn read_loop(mut rd: ReadHalf<'_>, mut opener: FrameOpener, from: PeerIdentity, ctx: &LinkCtx<'_>) -> LinkEnd {
+async fn read_loop<S: AsyncRead>(
+    mut rd: ReadHalf<S>,
+    mut opener: FrameOpener,
+    from: PeerIdentity,
+    ctx: &LinkCtx<'_>,
+) -> LinkEnd {
     let c = ctx.counters;
     loop {
         let n = match rd.read(opener.unfilled()).await {
@@ -105,8 +110,8 @@ async fn read_loop(mut rd: ReadHalf<'_>, mut opener: FrameOpener, from: PeerIden
     }
 }
 
-async fn write_loop(
-    mut wr: WriteHalf<'_>,
+async fn write_loop<S: AsyncWrite>(
+    mut wr: WriteHalf<S>,
     mut sealer: FrameSealer,
     rx: &mut mpsc::Receiver<Vec<u8>>,
     ctx: &LinkCtx<'_>,
@@ -128,7 +133,12 @@ async fn write_loop(
             }
             next = if (count as usize) < max_batch { rx.try_recv().ok() } else { None };
         }
-        match tokio::time::timeout(ctx.write_timeout, wr.write_all(&buf)).await {
+        // The flush is a no-op on TCP; a WebSocket sends its last message there.
+        let write = async {
+            wr.write_all(&buf).await?;
+            wr.flush().await
+        };
+        match tokio::time::timeout(ctx.write_timeout, write).await {
             Ok(Ok(())) => add(&c.frames_out, count),
             Ok(Err(e)) => {
                 add(&c.dropped_link_down, count);

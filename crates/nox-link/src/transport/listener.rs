@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -15,6 +15,7 @@ use tracing::debug;
 
 use super::counters::{LinkCounters, bump};
 use super::link::{LinkCtx, run_link};
+use super::ws::{WsIo, WsListenerConfig, ws_config};
 use super::{ClientId, Inbound, PeerIdentity, SendError, lock, wait_shutdown};
 use crate::config::{Accept, LinkConfig};
 use crate::error::LinkError;
@@ -152,6 +153,8 @@ type MailboxTable = Mutex<HashMap<Mailbox, ClientId>>;
 
 struct Shared {
     config: ListenerConfig,
+    /// One connection limit for both transports.
+    limit: Arc<Semaphore>,
     inbound: mpsc::Sender<Inbound>,
     counters: Arc<LinkCounters>,
     clients: Arc<ClientTable>,
@@ -168,7 +171,9 @@ pub struct Listener {
     mailboxes: Arc<MailboxTable>,
     counters: Arc<LinkCounters>,
     packet_len: usize,
-    task: JoinHandle<()>,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Listener {
@@ -187,16 +192,34 @@ impl Listener {
         let clients = Arc::new(ClientTable::default());
         let mailboxes = Arc::new(MailboxTable::default());
         let packet_len = config.link.packet_len();
+        let limit = Arc::new(Semaphore::new(config.max_connections));
         let shared = Arc::new(Shared {
             config,
+            limit,
             inbound,
             counters: counters.clone(),
             clients: clients.clone(),
             mailboxes: mailboxes.clone(),
             next_client: AtomicU64::new(0),
         });
-        let task = tokio::spawn(accept_loop(listener, shared, shutdown));
-        Ok(Self { local_addr, clients, mailboxes, counters, packet_len, task })
+        let task = tokio::spawn(accept_loop(listener, shared.clone(), shutdown.clone()));
+        Ok(Self { local_addr, clients, mailboxes, counters, packet_len, shared, shutdown, tasks: vec![task] })
+    }
+
+    /// Also accepts client links over WebSocket on `addr` (docs/spec/link.md
+    /// §5): the same handshake, records, connection limit, gate, timeouts and
+    /// client tables as the TCP listener; returns the bound address. Only
+    /// anonymous clients: a node's handshake over WebSocket is refused.
+    /// `InvalidInput` if this listener does not accept clients.
+    pub async fn bind_websocket(&mut self, addr: SocketAddr, ws: WsListenerConfig) -> io::Result<SocketAddr> {
+        if !self.shared.config.accept.clients {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "WebSocket links carry clients only"));
+        }
+        let listener = TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let task = tokio::spawn(ws_accept_loop(listener, ws, self.shared.clone(), self.shutdown.clone()));
+        self.tasks.push(task);
+        Ok(local)
     }
 
     /// The bound address (useful with port 0).
@@ -239,12 +262,27 @@ impl Listener {
     /// Waits until the accept loop and every connection task have ended
     /// (after shutdown was signalled).
     pub async fn join(self) {
-        let _ = self.task.await;
+        for task in self.tasks {
+            let _ = task.await;
+        }
     }
 }
 
+/// Admission on accept, shared by both transports: the connection limit,
+/// then the gate, before any handshake or upgrade work.
+fn admit(shared: &Shared, peer: IpAddr) -> Option<OwnedSemaphorePermit> {
+    let Ok(permit) = shared.limit.clone().try_acquire_owned() else {
+        bump(&shared.counters.rejected_connection_limit);
+        return None;
+    };
+    if !shared.config.gate.admit(peer) {
+        bump(&shared.counters.rejected_by_gate);
+        return None;
+    }
+    Some(permit)
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    let limit = Arc::new(Semaphore::new(shared.config.max_connections));
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
@@ -260,18 +298,46 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
                         continue;
                     }
                 };
-                let Ok(permit) = limit.clone().try_acquire_owned() else {
-                    bump(&shared.counters.rejected_connection_limit);
-                    continue;
-                };
-                if !shared.config.gate.admit(peer) {
-                    bump(&shared.counters.rejected_by_gate);
-                    continue;
-                }
+                let Some(permit) = admit(&shared, peer) else { continue };
                 let _ = stream.set_nodelay(true);
                 let (shared, shutdown) = (shared.clone(), shutdown.clone());
                 tasks.spawn(async move {
-                    let stage = serve(stream, peer, shared.clone(), shutdown, permit).await;
+                    let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
+                    let served = serve(stream, peer, deadline, false, shared.clone(), shutdown, permit).await;
+                    shared.config.gate.closed(peer, served.stage);
+                });
+            }
+        }
+    }
+    drop(listener);
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn ws_accept_loop(
+    listener: TcpListener,
+    ws: WsListenerConfig,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = wait_shutdown(&mut shutdown) => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok((stream, addr)) => (stream, addr.ip()),
+                    Err(e) => {
+                        debug!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Some(permit) = admit(&shared, peer) else { continue };
+                let _ = stream.set_nodelay(true);
+                let (shared, shutdown) = (shared.clone(), shutdown.clone());
+                tasks.spawn(async move {
+                    let stage = serve_ws(stream, peer, ws, shared.clone(), shutdown, permit).await;
                     shared.config.gate.closed(peer, stage);
                 });
             }
@@ -281,6 +347,56 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
     while tasks.join_next().await.is_some() {}
 }
 
+/// One WebSocket connection: the HTTP upgrade (any path, any `Origin`: a
+/// page on any site may connect; the link's own handshake authenticates the
+/// entry), then the client link over [`WsIo`]. A failed or slow upgrade and
+/// a WebSocket protocol violation (text message, malformed frame, oversized
+/// message) are offences.
+async fn serve_ws(
+    stream: TcpStream,
+    peer: IpAddr,
+    ws: WsListenerConfig,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+) -> GateStage {
+    let c = &shared.counters;
+    let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
+    let upgrade_by = deadline.min(tokio::time::Instant::now() + ws.upgrade_timeout);
+    let config = ws_config(&shared.config.link);
+    let upgrade = tokio_tungstenite::accept_async_with_config(stream, Some(config));
+    let upgraded = tokio::select! {
+        r = tokio::time::timeout_at(upgrade_by, upgrade) => r,
+        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
+    };
+    let socket = match upgraded {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(e)) => {
+            debug!(error = %e, "WebSocket upgrade failed");
+            bump(&c.ws_upgrade_failures);
+            shared.config.gate.offence(peer);
+            return GateStage::Accepted;
+        }
+        Err(_) => {
+            bump(&c.ws_upgrade_failures);
+            bump(&c.handshake_timeouts);
+            shared.config.gate.offence(peer);
+            return GateStage::Accepted;
+        }
+    };
+    bump(&c.ws_connections);
+    let io = WsIo::new(socket, &shared.config.link);
+    let violation = io.violation();
+    let served = serve(io, peer, deadline, true, shared.clone(), shutdown, permit).await;
+    if violation.load(std::sync::atomic::Ordering::Relaxed) {
+        bump(&c.ws_protocol_errors);
+        if !served.offence {
+            shared.config.gate.offence(peer);
+        }
+    }
+    served.stage
+}
+
 enum Refused {
     Closed,
     Io,
@@ -288,21 +404,37 @@ enum Refused {
     Unauthorized,
 }
 
-async fn serve(
-    mut stream: TcpStream,
+/// How a connection ended, for the gate.
+struct Served {
+    /// The last stage the gate approved.
+    stage: GateStage,
+    /// Whether the gate was already told of an offence.
+    offence: bool,
+}
+
+impl From<GateStage> for Served {
+    fn from(stage: GateStage) -> Self {
+        Self { stage, offence: false }
+    }
+}
+
+/// One connection, whatever its transport, from accept (or upgrade) to
+/// close. `deadline` bounds the handshake and, on a client link, its mailbox
+/// record; `clients_only` refuses node handshakes (WebSocket).
+async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    mut stream: S,
     peer: IpAddr,
+    deadline: tokio::time::Instant,
+    clients_only: bool,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
-) -> GateStage {
+) -> Served {
     let c = &shared.counters;
     let cfg = &shared.config;
-    // One time bound from accept to an established link: the handshake and,
-    // on a client link, the mailbox record after it.
-    let deadline = tokio::time::Instant::now() + cfg.handshake_timeout;
     let outcome = tokio::select! {
-        r = tokio::time::timeout_at(deadline, respond(&mut stream, cfg)) => r,
-        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
+        r = tokio::time::timeout_at(deadline, respond(&mut stream, cfg, clients_only)) => r,
+        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted.into(),
     };
     let mut session = match outcome {
         Ok(Ok(session)) => session,
@@ -316,7 +448,7 @@ async fn serve(
     if !session.is_established() {
         let outcome = tokio::select! {
             r = tokio::time::timeout_at(deadline, receive_mailbox(&mut stream, &mut session)) => r,
-            () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
+            () = wait_shutdown(&mut shutdown) => return GateStage::Accepted.into(),
         };
         match outcome {
             Ok(Ok(())) => {}
@@ -338,7 +470,7 @@ async fn serve(
     };
     if !cfg.gate.authenticated(peer, node.as_ref()) {
         bump(&c.rejected_by_gate);
-        return GateStage::Accepted;
+        return GateStage::Accepted.into();
     }
     let ctx = LinkCtx { counters: c, inbound: &shared.inbound, write_timeout: cfg.write_timeout };
     let end = match *session.remote() {
@@ -371,12 +503,12 @@ async fn serve(
         }
     };
     debug!(?end, "inbound link closed");
-    stage
+    stage.into()
 }
 
 /// Counts a connection whose handshake did not complete (`None`: it timed
 /// out) and reports it to the gate.
-fn refused(shared: &Shared, peer: IpAddr, reason: Option<Refused>) -> GateStage {
+fn refused(shared: &Shared, peer: IpAddr, reason: Option<Refused>) -> Served {
     let c = &shared.counters;
     match reason {
         Some(Refused::Unauthorized) => {
@@ -395,7 +527,7 @@ fn refused(shared: &Shared, peer: IpAddr, reason: Option<Refused>) -> GateStage 
         }
     }
     shared.config.gate.offence(peer);
-    GateStage::Accepted
+    Served { stage: GateStage::Accepted, offence: true }
 }
 
 /// Queues the greeting record on a new client link unless it equals
@@ -412,7 +544,11 @@ fn greet(shared: &Shared, tx: &mpsc::Sender<Vec<u8>>, unless: Option<&[u8]>) -> 
     tx.try_send(record.clone()).ok().map(|()| record)
 }
 
-async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session, Refused> {
+async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    cfg: &ListenerConfig,
+    clients_only: bool,
+) -> Result<Session, Refused> {
     let mut responder = Responder::new(&cfg.link, &cfg.keypair, cfg.accept);
     // Enough for a whole first flight (39 + 1,280 bytes) in one read.
     let mut buf = [0u8; 2048];
@@ -426,19 +562,23 @@ async fn respond(stream: &mut TcpStream, cfg: &ListenerConfig) -> Result<Session
             break hello;
         }
     };
-    if let Remote::Node(key) = hello.remote()
-        && !cfg.peers.allows(key)
-    {
-        return Err(Refused::Unauthorized);
+    if let Remote::Node(key) = hello.remote() {
+        if clients_only {
+            return Err(Refused::Link(LinkError::KindNotAccepted(crate::config::LinkKind::Node)));
+        }
+        if !cfg.peers.allows(key) {
+            return Err(Refused::Unauthorized);
+        }
     }
     let (reply, session) = hello.accept().map_err(Refused::Link)?;
     stream.write_all(&reply).await.map_err(|_| Refused::Io)?;
+    stream.flush().await.map_err(|_| Refused::Io)?;
     Ok(session)
 }
 
 /// Reads a client's mailbox record, exactly its bytes (the records that
 /// follow stay in the socket for the link).
-async fn receive_mailbox(stream: &mut TcpStream, session: &mut Session) -> Result<(), Refused> {
+async fn receive_mailbox<S: AsyncRead + Unpin>(stream: &mut S, session: &mut Session) -> Result<(), Refused> {
     let mut buf = [0u8; MAILBOX_RECORD_LEN];
     while session.mailbox_wanted() > 0 {
         let want = session.mailbox_wanted().min(buf.len());

@@ -10,13 +10,15 @@ mod counters;
 mod link;
 mod listener;
 mod outbound;
+mod ws;
 
 use crate::keys::LinkPublicKey;
 
 pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
 pub use listener::{ClientGreeting, ConnectionGate, GateStage, Listener, ListenerConfig, OpenGate, PeerFilter};
-pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory};
+pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory, Transport};
+pub use ws::{WS_CLIENT_FIRST_FLIGHT, WsListenerConfig, ws_max_message};
 
 /// A local, per-connection number for an anonymous client link. It is not
 /// derived from anything the client sent and is never reused by a listener.

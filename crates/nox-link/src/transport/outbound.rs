@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
@@ -17,6 +17,7 @@ use tracing::debug;
 use super::backoff::{Backoff, jitter};
 use super::counters::{LinkCounters, bump};
 use super::link::{LinkCtx, LinkEnd, run_link};
+use super::ws::{WsIo, ws_config};
 use super::{Inbound, PeerIdentity, SendError, lock, wait_shutdown};
 use crate::config::{LinkConfig, RESPONSE_LEN};
 use crate::error::LinkError;
@@ -44,6 +45,22 @@ impl<F: Fn(&LinkPublicKey) -> Option<SocketAddr> + Send + Sync + 'static> PeerDi
     }
 }
 
+/// How a dialer reaches its peers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// The link over TCP (every node link; a native client's default).
+    #[default]
+    Tcp,
+    /// A client link over WebSocket (`ws://address/`, docs/spec/link.md §5),
+    /// as a browser dials it; the directory must then give the peers'
+    /// WebSocket addresses. Client dialers only.
+    WebSocket,
+}
+
+/// A connected byte stream a link runs over.
+trait LinkIo: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> LinkIo for T {}
+
 /// Dialer settings. [`DialerConfig::node`] and [`DialerConfig::client`] give
 /// the defaults.
 #[derive(Clone, Debug)]
@@ -68,6 +85,9 @@ pub struct DialerConfig {
     /// dialed (a client's link to its reply gateway). `None` for links that
     /// only send.
     pub mailbox: Option<Mailbox>,
+    /// TCP (default) or WebSocket; a node dialer (`identity` set) always
+    /// uses TCP.
+    pub transport: Transport,
 }
 
 impl DialerConfig {
@@ -86,6 +106,7 @@ impl DialerConfig {
             write_timeout: Duration::from_secs(10),
             backoff: Backoff::default(),
             mailbox: None,
+            transport: Transport::Tcp,
         }
     }
 }
@@ -246,6 +267,7 @@ struct PeerTask {
 
 enum DialError {
     Connect,
+    Upgrade,
     Handshake,
     Timeout,
 }
@@ -278,6 +300,7 @@ impl PeerTask {
                     }
                 }
                 Err(DialError::Connect) => bump(&c.connect_failures),
+                Err(DialError::Upgrade) => bump(&c.ws_upgrade_failures),
                 Err(DialError::Handshake) => bump(&c.handshakes_failed),
                 Err(DialError::Timeout) => {
                     bump(&c.handshakes_failed);
@@ -303,20 +326,40 @@ impl PeerTask {
         }
     }
 
-    async fn dial(&self, addr: SocketAddr) -> Result<(TcpStream, Session), DialError> {
+    async fn dial(&self, addr: SocketAddr) -> Result<(Box<dyn LinkIo>, Session), DialError> {
         let cfg = &self.config;
-        let mut stream = match tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(addr)).await {
+        let tcp = match tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             _ => return Err(DialError::Connect),
         };
-        let _ = stream.set_nodelay(true);
+        let _ = tcp.set_nodelay(true);
+        let websocket = cfg.transport == Transport::WebSocket && cfg.identity.is_none();
+        // The upgrade counts against the handshake timeout.
         let handshake = async {
+            let mut stream: Box<dyn LinkIo> = if websocket {
+                let request = format!("ws://{addr}/");
+                let upgrade =
+                    tokio_tungstenite::client_async_with_config(request, tcp, Some(ws_config(&cfg.link))).await;
+                match upgrade {
+                    Ok((socket, _response)) => {
+                        bump(&self.counters.ws_connections);
+                        Box::new(WsIo::new(socket, &cfg.link))
+                    }
+                    Err(e) => {
+                        debug!(error = %e, "WebSocket upgrade failed");
+                        return Err(DialError::Upgrade);
+                    }
+                }
+            } else {
+                Box::new(tcp)
+            };
             let (init, first) = match &cfg.identity {
                 Some(kp) => Initiator::node(&cfg.link, kp, &self.peer),
                 None => Initiator::client(&cfg.link, &self.peer, cfg.mailbox.as_ref()),
             }
             .map_err(|_| DialError::Handshake)?;
             stream.write_all(&first).await.map_err(|_| DialError::Handshake)?;
+            stream.flush().await.map_err(|_| DialError::Handshake)?;
             let mut response = [0u8; RESPONSE_LEN];
             stream.read_exact(&mut response).await.map_err(|_| DialError::Handshake)?;
             let failed = |e: LinkError| {
@@ -328,11 +371,12 @@ impl PeerTask {
             let mut tail = Vec::new();
             if session.write_mailbox_record(&mut tail).map_err(failed)? > 0 {
                 stream.write_all(&tail).await.map_err(|_| DialError::Handshake)?;
+                stream.flush().await.map_err(|_| DialError::Handshake)?;
             }
-            Ok(session)
+            Ok((stream, session))
         };
         match tokio::time::timeout(cfg.handshake_timeout, handshake).await {
-            Ok(Ok(session)) => Ok((stream, session)),
+            Ok(Ok(done)) => Ok(done),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(DialError::Timeout),
         }
