@@ -34,6 +34,9 @@ const TOPOLOGY_PERIOD: Duration = Duration::from_secs(5);
 /// Time allowed for one directory fetch.
 const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Page and API connections served at once; more are closed on accept.
+const MAX_CONNECTIONS: usize = 64;
+
 /// The page: HTML, CSS and JS in one file, compiled into the binary.
 const PAGE: &str = include_str!("dashboard_page.html");
 
@@ -426,6 +429,7 @@ async fn http_loop(
     shared: Arc<Mutex<Shared>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -439,8 +443,11 @@ async fn http_loop(
                 continue;
             }
         };
+        // Over the limit: the connection is closed (dropped) instead of queued.
+        let Ok(slot) = slots.clone().try_acquire_owned() else { continue };
         let shared = shared.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let service = hyper::service::service_fn(move |request| {
                 let shared = shared.clone();
                 async move { Ok::<_, Infallible>(respond(&request, &shared)) }
@@ -560,6 +567,39 @@ mod tests {
             let error = scrape(addr).await.err().unwrap_or_default();
             assert!(!error.contains(&addr.to_string()), "{error}");
         }
+    }
+
+    async fn get_page(addr: SocketAddr) -> std::io::Result<Vec<u8>> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").await?;
+        let mut response = Vec::new();
+        tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut response)).await??;
+        Ok(response)
+    }
+
+    #[tokio::test]
+    async fn connections_over_the_limit_are_closed() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Mutex::new(Shared {
+            tracker: Tracker::new(Vec::new()),
+            topology: TopologyStatus::default(),
+            chain: None,
+        }));
+        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(http_loop(listener, shared, stop_rx));
+        assert!(get_page(addr).await.unwrap().starts_with(b"HTTP/1.1 200"));
+        let mut idle = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let refused = get_page(addr).await.unwrap_or_default();
+        assert!(refused.is_empty(), "a connection over the limit is closed unanswered");
+        drop(idle);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(get_page(addr).await.unwrap().starts_with(b"HTTP/1.1 200"), "slots come back");
     }
 
     #[test]
