@@ -230,5 +230,62 @@ fn loopback(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transport, handshakes, loopback);
+/// A client link's upstream records per second over TCP and over WebSocket (docs/spec/link.md
+/// §5), same listener, same cipher: the cost of the WebSocket framing and adapter.
+fn loopback_client(c: &mut Criterion) {
+    use nox_link::transport::{Transport, WsListenerConfig};
+    let mut g = c.benchmark_group("loopback_client_link");
+    g.throughput(Throughput::Elements(1));
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    for (transport, name) in [(Transport::Tcp, "tcp"), (Transport::WebSocket, "websocket")] {
+        let config = LinkConfig::new(Geometry::default()).unwrap();
+        let kb = Arc::new(LinkKeypair::generate().unwrap());
+        let (_stop, shutdown) = watch::channel(false);
+        let (links, mut rx, peer) = rt.block_on(async {
+            let (tx, rx) = mpsc::channel(1024);
+            let mut lc = ListenerConfig::new(config, kb.clone(), Arc::new(HashSet::new()));
+            lc.accept.clients = true;
+            let counters = Arc::new(LinkCounters::default());
+            let mut l = Listener::bind("127.0.0.1:0".parse().unwrap(), lc, tx, counters.clone(), shutdown.clone())
+                .await
+                .unwrap();
+            let ws = l.bind_websocket("127.0.0.1:0".parse().unwrap(), WsListenerConfig::default()).await.unwrap();
+            let addr = if transport == Transport::WebSocket { ws } else { l.local_addr() };
+            let dir: HashMap<_, _> = [(kb.public(), addr)].into_iter().collect();
+            let (itx, irx) = mpsc::channel(1);
+            std::mem::forget(irx); // a client link needs its inbound receiver open
+            let links = OutboundLinks::new(
+                DialerConfig { transport, ..DialerConfig::client(config) },
+                Arc::new(dir),
+                itx,
+                counters,
+                shutdown.clone(),
+            )
+            .unwrap();
+            std::mem::forget(l); // keep accepting for the whole run
+            (links, rx, kb.public())
+        });
+        g.bench_function(format!("frames/{name}"), |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    let sender = links.clone();
+                    let send = tokio::spawn(async move {
+                        for _ in 0..iters {
+                            sender.send_wait(&peer, vec![0u8; 32_768]).await.unwrap();
+                        }
+                    });
+                    for _ in 0..iters {
+                        black_box(tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap());
+                    }
+                    send.await.unwrap();
+                    start.elapsed()
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, transport, handshakes, loopback, loopback_client);
 criterion_main!(benches);

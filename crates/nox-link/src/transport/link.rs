@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
 
 use super::counters::{LinkCounters, add, bump};
@@ -39,9 +41,36 @@ pub(crate) enum LinkEnd {
     WriteTimeout,
 }
 
-/// Runs a link over any byte stream: a TCP connection or a WebSocket seen
-/// as one (`super::ws::WsIo`).
-pub(crate) async fn run_link<S: AsyncRead + AsyncWrite + Unpin + Send>(
+/// A byte stream a link runs over, split into a read half and a write half
+/// that the read and write loops drive concurrently.
+pub(crate) trait LinkStream {
+    type Read: AsyncRead + Unpin + Send;
+    type Write: AsyncWrite + Unpin + Send;
+    fn into_halves(self) -> (Self::Read, Self::Write);
+}
+
+/// TCP keeps its own split: both halves poll the socket directly, no lock.
+impl LinkStream for TcpStream {
+    type Read = OwnedReadHalf;
+    type Write = OwnedWriteHalf;
+    fn into_halves(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        self.into_split()
+    }
+}
+
+/// A WebSocket is one object (tungstenite answers pings from its reader with
+/// its writer): `tokio::io::split` shares it between the loops.
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> LinkStream for super::ws::WsIo<S> {
+    type Read = tokio::io::ReadHalf<Self>;
+    type Write = tokio::io::WriteHalf<Self>;
+    fn into_halves(self) -> (Self::Read, Self::Write) {
+        tokio::io::split(self)
+    }
+}
+
+/// Runs a link over a TCP connection or a WebSocket seen as a byte stream
+/// (`super::ws::WsIo`).
+pub(crate) async fn run_link<S: LinkStream>(
     stream: S,
     session: Session,
     from: PeerIdentity,
@@ -50,7 +79,7 @@ pub(crate) async fn run_link<S: AsyncRead + AsyncWrite + Unpin + Send>(
     shutdown: &mut watch::Receiver<bool>,
 ) -> LinkEnd {
     let (sealer, opener) = session.into_parts();
-    let (rd, wr) = tokio::io::split(stream);
+    let (rd, wr) = stream.into_halves();
     let read = read_loop(rd, opener, from, ctx);
     let write = async {
         match outbound {
@@ -67,8 +96,8 @@ pub(crate) async fn run_link<S: AsyncRead + AsyncWrite + Unpin + Send>(
     end
 }
 
-async fn read_loop<S: AsyncRead>(
-    mut rd: ReadHalf<S>,
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut rd: R,
     mut opener: FrameOpener,
     from: PeerIdentity,
     ctx: &LinkCtx<'_>,
@@ -110,8 +139,8 @@ async fn read_loop<S: AsyncRead>(
     }
 }
 
-async fn write_loop<S: AsyncWrite>(
-    mut wr: WriteHalf<S>,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut sealer: FrameSealer,
     rx: &mut mpsc::Receiver<Vec<u8>>,
     ctx: &LinkCtx<'_>,

@@ -14,7 +14,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::debug;
 
 use super::counters::{LinkCounters, bump};
-use super::link::{LinkCtx, run_link};
+use super::link::{LinkCtx, LinkStream, run_link};
 use super::ws::{WsIo, WsListenerConfig, ws_config};
 use super::{ClientId, Inbound, PeerIdentity, SendError, lock, wait_shutdown};
 use crate::config::{Accept, LinkConfig};
@@ -421,7 +421,7 @@ impl From<GateStage> for Served {
 /// One connection, whatever its transport, from accept (or upgrade) to
 /// close. `deadline` bounds the handshake and, on a client link, its mailbox
 /// record; `clients_only` refuses node handshakes (WebSocket).
-async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
+async fn serve<S: LinkStream + AsyncRead + AsyncWrite + Unpin + Send>(
     mut stream: S,
     peer: IpAddr,
     deadline: tokio::time::Instant,

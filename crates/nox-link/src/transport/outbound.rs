@@ -57,9 +57,11 @@ pub enum Transport {
     WebSocket,
 }
 
-/// A connected byte stream a link runs over.
-trait LinkIo: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> LinkIo for T {}
+/// A dialed connection, its handshake done.
+enum Dialed {
+    Tcp(TcpStream),
+    WebSocket(Box<WsIo<TcpStream>>),
+}
 
 /// Dialer settings. [`DialerConfig::node`] and [`DialerConfig::client`] give
 /// the defaults.
@@ -293,7 +295,12 @@ impl PeerTask {
                     let ctx =
                         LinkCtx { counters: &c, inbound: &self.inbound, write_timeout: self.config.write_timeout };
                     let from = PeerIdentity::Node(self.peer);
-                    let end = run_link(stream, session, from, Some(&mut rx), &ctx, &mut self.shutdown).await;
+                    let end = match stream {
+                        Dialed::Tcp(s) => run_link(s, session, from, Some(&mut rx), &ctx, &mut self.shutdown).await,
+                        Dialed::WebSocket(s) => {
+                            run_link(*s, session, from, Some(&mut rx), &ctx, &mut self.shutdown).await
+                        }
+                    };
                     debug!(?end, "outbound link closed");
                     if matches!(end, LinkEnd::Shutdown | LinkEnd::QueueClosed) {
                         break;
@@ -326,7 +333,7 @@ impl PeerTask {
         }
     }
 
-    async fn dial(&self, addr: SocketAddr) -> Result<(Box<dyn LinkIo>, Session), DialError> {
+    async fn dial(&self, addr: SocketAddr) -> Result<(Dialed, Session), DialError> {
         let cfg = &self.config;
         let tcp = match tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
@@ -336,49 +343,57 @@ impl PeerTask {
         let websocket = cfg.transport == Transport::WebSocket && cfg.identity.is_none();
         // The upgrade counts against the handshake timeout.
         let handshake = async {
-            let mut stream: Box<dyn LinkIo> = if websocket {
-                let request = format!("ws://{addr}/");
-                let upgrade =
-                    tokio_tungstenite::client_async_with_config(request, tcp, Some(ws_config(&cfg.link))).await;
-                match upgrade {
-                    Ok((socket, _response)) => {
-                        bump(&self.counters.ws_connections);
-                        Box::new(WsIo::new(socket, &cfg.link))
-                    }
-                    Err(e) => {
-                        debug!(error = %e, "WebSocket upgrade failed");
-                        return Err(DialError::Upgrade);
-                    }
+            if !websocket {
+                let mut tcp = tcp;
+                let session = self.initiate(&mut tcp).await?;
+                return Ok((Dialed::Tcp(tcp), session));
+            }
+            let request = format!("ws://{addr}/");
+            let upgrade = tokio_tungstenite::client_async_with_config(request, tcp, Some(ws_config(&cfg.link))).await;
+            let mut socket = match upgrade {
+                Ok((socket, _response)) => {
+                    bump(&self.counters.ws_connections);
+                    Box::new(WsIo::new(socket, &cfg.link))
                 }
-            } else {
-                Box::new(tcp)
+                Err(e) => {
+                    debug!(error = %e, "WebSocket upgrade failed");
+                    return Err(DialError::Upgrade);
+                }
             };
-            let (init, first) = match &cfg.identity {
-                Some(kp) => Initiator::node(&cfg.link, kp, &self.peer),
-                None => Initiator::client(&cfg.link, &self.peer, cfg.mailbox.as_ref()),
-            }
-            .map_err(|_| DialError::Handshake)?;
-            stream.write_all(&first).await.map_err(|_| DialError::Handshake)?;
-            stream.flush().await.map_err(|_| DialError::Handshake)?;
-            let mut response = [0u8; RESPONSE_LEN];
-            stream.read_exact(&mut response).await.map_err(|_| DialError::Handshake)?;
-            let failed = |e: LinkError| {
-                debug!(error = %e, "outbound handshake failed");
-                DialError::Handshake
-            };
-            let mut session = init.finish(&response).map_err(failed)?;
-            // A client's mailbox record (under the hybrid keys), before any record.
-            let mut tail = Vec::new();
-            if session.write_mailbox_record(&mut tail).map_err(failed)? > 0 {
-                stream.write_all(&tail).await.map_err(|_| DialError::Handshake)?;
-                stream.flush().await.map_err(|_| DialError::Handshake)?;
-            }
-            Ok((stream, session))
+            let session = self.initiate(&mut *socket).await?;
+            Ok((Dialed::WebSocket(socket), session))
         };
         match tokio::time::timeout(cfg.handshake_timeout, handshake).await {
             Ok(Ok(done)) => Ok(done),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(DialError::Timeout),
         }
+    }
+
+    /// The initiator's side of the handshake on a connected stream, through
+    /// a client's mailbox record.
+    async fn initiate<S: AsyncRead + AsyncWrite + Unpin>(&self, stream: &mut S) -> Result<Session, DialError> {
+        let cfg = &self.config;
+        let (init, first) = match &cfg.identity {
+            Some(kp) => Initiator::node(&cfg.link, kp, &self.peer),
+            None => Initiator::client(&cfg.link, &self.peer, cfg.mailbox.as_ref()),
+        }
+        .map_err(|_| DialError::Handshake)?;
+        stream.write_all(&first).await.map_err(|_| DialError::Handshake)?;
+        stream.flush().await.map_err(|_| DialError::Handshake)?;
+        let mut response = [0u8; RESPONSE_LEN];
+        stream.read_exact(&mut response).await.map_err(|_| DialError::Handshake)?;
+        let failed = |e: LinkError| {
+            debug!(error = %e, "outbound handshake failed");
+            DialError::Handshake
+        };
+        let mut session = init.finish(&response).map_err(failed)?;
+        // A client's mailbox record (under the hybrid keys), before any record.
+        let mut tail = Vec::new();
+        if session.write_mailbox_record(&mut tail).map_err(failed)? > 0 {
+            stream.write_all(&tail).await.map_err(|_| DialError::Handshake)?;
+            stream.flush().await.map_err(|_| DialError::Handshake)?;
+        }
+        Ok(session)
     }
 }
