@@ -9,12 +9,16 @@ mod error;
 mod health;
 mod paths;
 #[cfg(feature = "shell")]
+#[allow(clippy::disallowed_methods, reason = "the native shell reads the system clocks for the core")]
 mod proxy;
 #[cfg(feature = "shell")]
+#[allow(clippy::disallowed_methods, reason = "the native shell reads the system clocks for the core")]
 mod rpc;
 #[cfg(feature = "shell")]
+#[allow(clippy::disallowed_methods, reason = "the native shell reads the system clocks for the core")]
 mod shell;
 #[cfg(feature = "shell")]
+#[allow(clippy::disallowed_methods, reason = "the native shell reads the system clocks for the core")]
 pub mod socks;
 mod streams;
 mod surbs;

@@ -133,6 +133,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods, reason = "a real std::time::Instant to convert")]
     fn std_conversion_round_trips_through_the_origin() {
         let origin = std::time::Instant::now();
         let later = origin + Duration::from_millis(1_234);
