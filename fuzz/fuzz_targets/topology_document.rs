@@ -1,7 +1,8 @@
 //! The topology document on arbitrary bytes: parsing, the JSON round trip, verification as
 //! received, and verification after re-signing whatever parsed (so every check past the
 //! authority signature is reached), then the queries, must never panic.
-//! Seed corpus: the `document` object of docs/spec/vectors/topology.json.
+//! Seed corpus: the `document` object of docs/spec/vectors/topology.json (vectors-websocket.json,
+//! one node advertising a WebSocket endpoint) and of its version before that field (vectors.json).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
