@@ -45,6 +45,15 @@ pub struct DirectoryConfig {
     /// `mlkem768` or `xwing`): the initial document and every upload must be of it.
     #[serde(default, deserialize_with = "scheme")]
     pub sphinx_scheme: Scheme,
+    /// The network's layer count, which is its packets' hop count (default 3): with the scheme,
+    /// it names the geometry the initial document and every upload must be of.
+    #[serde(default = "default_layers")]
+    pub layers: u8,
+}
+
+fn default_layers() -> u8 {
+    // DEFAULT_HOPS is a small constant (3); the conversion cannot fail.
+    u8::try_from(nox_sphinx::DEFAULT_HOPS).unwrap_or(3)
 }
 
 fn scheme<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Scheme, D::Error> {
@@ -104,11 +113,12 @@ impl DirectoryConfig {
         toml::from_str(&text).map_err(|e| ConfigError::Invalid(format!("{}: {e}", path.display())))
     }
 
-    /// The network's geometry: [`DirectoryConfig::sphinx_scheme`] at the default packet length
-    /// and hop count.
+    /// The network's geometry: [`DirectoryConfig::sphinx_scheme`] at the default packet length,
+    /// with [`DirectoryConfig::layers`] hops.
     pub fn geometry(&self) -> Result<Geometry, ConfigError> {
-        nox_topology::network_geometry(self.sphinx_scheme, nox_sphinx::DEFAULT_HOPS)
-            .map_err(|e| ConfigError::Invalid(format!("sphinx_scheme {}: {e}", self.sphinx_scheme)))
+        nox_topology::network_geometry(self.sphinx_scheme, usize::from(self.layers)).map_err(|e| {
+            ConfigError::Invalid(format!("sphinx_scheme {} with {} layers: {e}", self.sphinx_scheme, self.layers))
+        })
     }
 
     /// The request timeout.

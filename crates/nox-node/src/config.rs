@@ -96,13 +96,22 @@ pub struct NodeSection {
     /// `<key_dir>/sphinx-<name>`) and it refuses a topology of another geometry.
     #[serde(default, deserialize_with = "scheme")]
     pub sphinx_scheme: Scheme,
+    /// The network's layer count, which is its packets' hop count (default 3). A topology of
+    /// another geometry is refused, so every node of a network has the same value.
+    #[serde(default = "default_layers")]
+    pub layers: u8,
+}
+
+fn default_layers() -> u8 {
+    // DEFAULT_HOPS is a small constant (3); the conversion cannot fail.
+    u8::try_from(nox_sphinx::DEFAULT_HOPS).unwrap_or(3)
 }
 
 impl NodeSection {
-    /// The network's geometry: [`NodeSection::sphinx_scheme`] at the default packet length and
-    /// hop count.
+    /// The network's geometry: [`NodeSection::sphinx_scheme`] at the default packet length, with
+    /// [`NodeSection::layers`] hops.
     pub fn geometry(&self) -> Result<Geometry, nox_sphinx::SphinxError> {
-        nox_topology::network_geometry(self.sphinx_scheme, nox_sphinx::DEFAULT_HOPS)
+        nox_topology::network_geometry(self.sphinx_scheme, usize::from(self.layers))
     }
 
     /// Where this node's epoch keys are: one directory per scheme ([`nox_keystore::sphinx_dir`]).
@@ -466,6 +475,18 @@ mod tests {
         assert_eq!(xwing.node.sphinx_scheme, Scheme::MlKem768);
         let env = xwing.apply_env(|name| (name == "NOX_NODE_SPHINX_SCHEME").then(|| "rsa".into()));
         assert!(matches!(env, Err(ConfigError::Env { name: "NOX_NODE_SPHINX_SCHEME", .. })), "{env:?}");
+    }
+
+    #[test]
+    fn the_layer_count_is_the_geometry_hop_count() {
+        let config: NodeConfig = toml::from_str(MINIMAL).unwrap();
+        assert_eq!((config.node.layers, config.node.geometry().unwrap().hops()), (3, 3));
+        let five: NodeConfig = toml::from_str(&MINIMAL.replace("[topology]", "layers = 5\n[topology]")).unwrap();
+        let geometry = five.node.geometry().unwrap();
+        assert_eq!(geometry.hops(), 5);
+        assert_ne!(geometry.identifier(), config.node.geometry().unwrap().identifier());
+        let none: NodeConfig = toml::from_str(&MINIMAL.replace("[topology]", "layers = 0\n[topology]")).unwrap();
+        assert!(none.node.geometry().is_err(), "a network of no layers has no geometry");
     }
 
     #[test]

@@ -64,7 +64,8 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
     let result = runtime.block_on(sweep(args, sink));
     let _ = testnet::down(&args.dir);
     let (results, idle_rss) = result?;
-    let header_len = nox_topology::network_geometry(args.geometry, nox_sphinx::DEFAULT_HOPS).map_err(err)?.header_len();
+    let header_len =
+        nox_topology::network_geometry(args.geometry, usize::from(layout.layers)).map_err(err)?.header_len();
     // Sustained without loss: every packet delivered, the offered rate
     // actually sent, and the median latency no worse than twice the
     // lightest load's (beyond that, queues are growing: saturation).

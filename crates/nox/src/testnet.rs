@@ -318,7 +318,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
     let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
         .map_err(|e| format!("epoch schedule: {e}"))?;
-    let geometry = nox_topology::network_geometry(scheme, nox_sphinx::DEFAULT_HOPS).map_err(|e| e.to_string())?;
+    let geometry = nox_topology::network_geometry(scheme, usize::from(layers))
+        .map_err(|e| format!("geometry for {layers} layers: {e}"))?;
     let now = unix_now();
 
     // Layers come from the node id (topology eq. 1): draw identities until
@@ -384,7 +385,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
             // One host: every client shares the nodes' address, so per-address limits and bans
             // would only throttle the testnet's own clients (nodes are exempt by their link key,
             // not by the address, so they would not cover them).
@@ -429,7 +430,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     }
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let directory_addr = directory::start(dir, &exe, &authority_seed, scheme).inspect_err(|_| {
+    let directory_addr = directory::start(dir, &exe, &authority_seed, scheme, layers).inspect_err(|_| {
         let _ = down(dir);
     })?;
     for (path, config) in configs {

@@ -39,7 +39,13 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
 /// Writes the authority key (0600) and `directory.toml` (for `scheme`'s geometry), starts
 /// `nox directory` and waits until it serves the document at `topology.json`. Returns its
 /// address.
-pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32], scheme: Scheme) -> Result<SocketAddr, TestnetError> {
+pub fn start(
+    dir: &Path,
+    exe: &Path,
+    authority_seed: &[u8; 32],
+    scheme: Scheme,
+    layers: u8,
+) -> Result<SocketAddr, TestnetError> {
     let chain = crate::testnet_chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
     let key_file = dir.join("authority.key");
@@ -55,7 +61,7 @@ pub fn start(dir: &Path, exe: &Path, authority_seed: &[u8; 32], scheme: Scheme) 
     let config = format!(
         // One host: every node and client of the testnet shares 127.0.0.1, so the per-address
         // cap is the global one here (a real directory keeps the default of 4).
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\nsphinx_scheme = \"{scheme}\"\n",
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),

@@ -537,3 +537,36 @@ fn a_restarted_exit_carries_a_surb_echo_again() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("no node-99"), "{stderr}");
 }
+
+/// `nox testnet up --layers 5`: the geometry is the topology's (5 hops, no client flag), and an
+/// echo crosses all five layers and comes back through a 5-hop SURB: every node of layers 0–3
+/// forwarded a packet and the last layer delivered it.
+#[test]
+fn a_five_layer_testnet_carries_an_echo_over_five_hops() {
+    let net = up_with(
+        "five",
+        6,
+        &["--layers", "5", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0", "--no-chain"],
+    );
+    let authority = std::fs::read_to_string(net.dir.join("authority.pub")).unwrap();
+    let authority =
+        nox_topology::VerifyingKey::from_bytes(&hex::decode(authority.trim()).unwrap().try_into().unwrap()).unwrap();
+    let topology = nox::client_cmd::load_file(&net.dir.join("topology.json"), authority).unwrap();
+    assert_eq!(topology.layers().get(), 5);
+    assert_eq!(topology.geometry().hops(), 5);
+    let text = "five hops out, five hops back";
+    let out = echo(&net.dir, text);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "echo failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.lines().next(), Some(text), "{stdout}");
+    let nodes = node_dirs(&net.dir);
+    assert_eq!(nodes.len(), 5);
+    for node in &nodes {
+        let layer: u8 = std::fs::read_to_string(node.join("layer")).unwrap().trim().parse().unwrap();
+        if layer < 4 {
+            assert!(metric(node, "nox_packets_forwarded_total") >= 1, "layer {layer} forwarded nothing");
+        } else {
+            assert!(metric(node, "nox_packets_delivered_total") >= 1, "the exit delivered nothing");
+        }
+    }
+}
