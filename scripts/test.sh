@@ -25,7 +25,7 @@ step "wasm32: the pure client crates build and lint for wasm32-unknown-unknown, 
 # `transport` (nox-link) and `shell` (nox-client), off here. Cold on the
 # 2-core machine (load ~5): build 74 s, clippy 149 s; the tree check < 1 s.
 rustup target add wasm32-unknown-unknown
-wasm_crates=(-p nox-sphinx -p nox-fec -p nox-message -p nox-topology -p nox-stats -p nox-cover -p nox-stream -p nox-link -p nox-client)
+wasm_crates=(-p nox-sphinx -p nox-fec -p nox-message -p nox-topology -p nox-stats -p nox-cover -p nox-stream -p nox-link -p nox-client -p nox-wasm)
 cargo build --release --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}"
 cargo clippy --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}" -- -D warnings
 if cargo tree --locked --target wasm32-unknown-unknown --no-default-features -e normal --prefix none "${wasm_crates[@]}" \
@@ -61,10 +61,6 @@ bash contracts/build.sh --check
 bash contracts/gas.sh --check
 bash contracts/anvil-smoke.sh
 
-step "TypeScript SDK: tsc (strict) and node --test (sdk/ts)"
-npm install --prefix sdk/ts --no-audit --no-fund
-npm test --prefix sdk/ts
-
 step "spec vectors recomputed from the spec text alone (scripts/spec-check, pinned venv)"
 spec_venv=scripts/spec-check/.venv
 if [ ! -x "$spec_venv/bin/python" ] || ! cmp -s scripts/spec-check/requirements.txt "$spec_venv/.requirements.txt"; then
@@ -87,8 +83,12 @@ step "tests"
 cargo test --workspace --locked
 
 step "nox-wasm: the module in Node, cross-checked against native nox_sphinx, nox_topology and the client core (crates/nox-wasm/README.md)"
-cargo clippy --locked --target wasm32-unknown-unknown -p nox-wasm -- -D warnings
 bash crates/nox-wasm/js/test/run.sh
+
+step "TypeScript SDK: tsc (strict); node --test: the EIP-1193 provider, and the WASM client over WebSocket on a testnet with Anvil (sdk/ts)"
+npm install --prefix sdk/ts --no-audit --no-fund
+NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
+  npm test --prefix sdk/ts
 
 step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
 if ! bash scripts/bench/regression.sh; then

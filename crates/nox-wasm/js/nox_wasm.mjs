@@ -16,6 +16,7 @@ export const Status = Object.freeze({
   TOPOLOGY: 6,
   PATH: 7,
   CLIENT: 8,
+  LINK: 9,
   BUSY: 100,
 });
 
@@ -208,7 +209,37 @@ export class NoxWasm {
     return JSON.parse(decoder.decode(this.call('nox_client_stats', [client >>> 0])));
   }
 
-  /** Frees a topology, SURB recovery or client handle. */
+  /**
+   * Starts a client link to `node` (32-byte id) of a verified topology; `mailbox` (32 bytes) on
+   * the link to the client's reply gateway, null elsewhere. Returns { handle, first }: send
+   * `first`, then feed what arrives to linkFeed.
+   */
+  linkStart(topology, node, mailbox) {
+    const out = this.call('nox_link_start', [topology >>> 0], [node, mailbox ?? new Uint8Array(0)]);
+    return { handle: u32le(out), first: out.slice(4) };
+  }
+
+  /** Bytes received on a link: { established, send, records } (`send` goes out now). */
+  linkFeed(handle, bytes) {
+    const out = this.call('nox_link_feed', [handle >>> 0], [bytes]);
+    const sendLen = u32le(out, 1);
+    const send = out.slice(5, 5 + sendLen);
+    let at = 5 + sendLen;
+    const records = [];
+    for (let i = 0, n = u32le(out, at); i < n; i++) {
+      const len = u32le(out, at + 4);
+      records.push(out.slice(at + 8, at + 8 + len));
+      at += 4 + len;
+    }
+    return { established: (out[0] & 1) === 1, send, records };
+  }
+
+  /** Seals one packet for an established link: the record to send. */
+  linkSeal(handle, packet) {
+    return this.call('nox_link_seal', [handle >>> 0], [packet]);
+  }
+
+  /** Frees a topology, SURB recovery, client or link handle. */
   drop(handle) {
     this.call('nox_drop', [handle >>> 0]);
   }

@@ -272,3 +272,33 @@ pub extern "C" fn nox_client_next_deadline(handle: u32) -> i32 {
 pub extern "C" fn nox_client_stats(handle: u32) -> i32 {
     call(|m, _| m.client_stats(handle).map(String::into_bytes))
 }
+
+/// Starts a client link to a node of the topology behind `topology`. arg 0:
+/// node id (32); arg 1: the client's mailbox (32) on its reply gateway's
+/// link, empty elsewhere. Output: link handle (u32 LE) ‖ first flight (to
+/// send first).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_link_start(topology: u32) -> i32 {
+    call(|m, a| {
+        m.link_start(topology, &a[0], &a[1]).map(|(handle, first)| {
+            let mut out = handle.to_le_bytes().to_vec();
+            out.extend_from_slice(&first);
+            out
+        })
+    })
+}
+
+/// Bytes received on a link, in order, any chunking. arg 0: the bytes.
+/// Output: [`crate::fed_bytes`]: flags ‖ bytes to send now ‖ opened records.
+/// A failure leaves the link failed (the host closes its socket).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_link_feed(handle: u32) -> i32 {
+    call(|m, a| m.link_feed(handle, &a[0]).map(|fed| crate::fed_bytes(&fed)))
+}
+
+/// Seals one packet for an established link. arg 0: the packet (the
+/// geometry's packet length). Output: the record to send.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_link_seal(handle: u32) -> i32 {
+    call(|m, a| m.link_seal(handle, &a[0]))
+}

@@ -50,6 +50,9 @@ pub enum WasmError {
     /// The client core refused (no path, busy, request too large, topology change...).
     #[error("client: {0}")]
     Client(#[from] nox_client::ClientError),
+    /// A client link's handshake or record failed (the host closes that link).
+    #[error("link: {0}")]
+    Link(#[from] nox_link::LinkError),
 }
 
 impl WasmError {
@@ -64,6 +67,7 @@ impl WasmError {
             WasmError::Topology(_) => 6,
             WasmError::Path(_) => 7,
             WasmError::Client(_) => 8,
+            WasmError::Link(_) => 9,
         }
     }
 }
@@ -77,6 +81,7 @@ pub(crate) enum Object {
     Topology(Box<VerifiedTopology>),
     Recovery(Box<SurbRecovery>),
     Client(Box<nox_client::ClientCore>),
+    Link(Box<crate::link::ClientLink>),
 }
 
 /// A new SURB: the handle of its recovery keys (kept in the module), its id
@@ -224,6 +229,8 @@ impl Module {
                     "id": hex::encode(n.id.0),
                     "layer": n.descriptor.layer.index(),
                     "address": n.descriptor.address.to_string(),
+                    "websocket": n.descriptor.websocket.map(|w| w.to_string()),
+                    "link_key": hex::encode(n.descriptor.link_key.to_bytes()),
                     "pow_difficulty": n.descriptor.pow_difficulty,
                 })
             })

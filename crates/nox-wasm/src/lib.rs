@@ -8,6 +8,8 @@
 pub mod abi;
 mod api;
 mod client;
+mod link;
 
 pub use api::{Module, NewSurb, RAW_HOP_LEN, SEED_LEN, WasmError};
 pub use client::{NewClient, completed_bytes, now};
+pub use link::{ClientLink, Fed, fed_bytes};

@@ -10,3 +10,8 @@ export type {
   RequestKind,
   RequestOptions,
 } from "./provider.js";
+export { NoxClient } from "./client.js";
+export type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyNode } from "./client.js";
+export { MAX_QUEUED, NodeLink } from "./link.js";
+export type { LinkMachine, WebSocketLike } from "./link.js";
+export { loadModule } from "./wasm.js";

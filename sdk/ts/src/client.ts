@@ -1,0 +1,405 @@
+// NoxClient: the Rust client core (compiled to WebAssembly) driven by the
+// host's timers and WebSockets. The core decides everything a client decides
+// natively — paths, SURBs, fragments, cover slots, timeouts — and this shell
+// only carries bytes and wakes it up: the browser client is the native one.
+
+import { NoxError, NoxRefusedError } from "./errors.js";
+import { type LinkMachine, NodeLink, type WebSocketLike } from "./link.js";
+import { type MixnetRequester, NoxProvider, type ProviderOptions, type RequestKind, type RequestOptions } from "./provider.js";
+
+/** A node of a verified topology, as the module describes it. */
+export interface TopologyNode {
+  /** Node id, hex. */
+  id: string;
+  layer: number;
+  /** Link public key, hex. */
+  linkKey: string;
+  /** WebSocket client endpoint (`host:port`), when the node accepts browser clients. */
+  websocket?: string;
+}
+
+/** A request the core finished: an answer from the exit, or a failure. */
+export interface Completed {
+  id: bigint;
+  response?: { status: number; body: Uint8Array };
+  error?: string;
+}
+
+/** One packet for an entry node. */
+export interface Outgoing {
+  entry: Uint8Array;
+  packet: Uint8Array;
+}
+
+/** What the client needs of the WebAssembly module (`wasm.ts` implements it over crates/nox-wasm). */
+export interface ClientCoreModule {
+  verifyTopology(json: Uint8Array, authority: Uint8Array, nowUnix: number): number;
+  topologyNodes(topology: number, nowUnix: number): TopologyNode[];
+  clientNew(
+    topology: number,
+    config: Uint8Array,
+    nowMs: number,
+    nowUnix: number,
+  ): { handle: number; gateway: Uint8Array; mailbox: Uint8Array };
+  request(
+    client: number,
+    kind: number,
+    body: Uint8Array,
+    expectedReplyLen: number,
+    nowMs: number,
+    nowUnix: number,
+  ): { id: bigint; packets: Outgoing[] };
+  pollTransmit(client: number, nowMs: number, nowUnix: number): Outgoing | null;
+  onDownstream(client: number, from: Uint8Array, record: Uint8Array, nowMs: number, nowUnix: number): Completed | null;
+  pollTimeouts(client: number, nowMs: number, nowUnix: number): Completed[];
+  /** Monotonic ms at which to call again at the latest, or null. */
+  nextDeadline(client: number): number | null;
+  stats(client: number): Record<string, number>;
+  linkStart(topology: number, node: Uint8Array, mailbox: Uint8Array | null): { link: LinkMachine; first: Uint8Array };
+  drop(handle: number): void;
+}
+
+/** Settings of `NoxClient.connect`. */
+export interface NoxClientOptions {
+  /** The directory's `GET /topology` URL(s); tried in order until one verifies. */
+  directory: string | readonly string[];
+  /** The directory authority's Ed25519 public key, 64 hex digits. */
+  authorityKey: string;
+  /** The loaded module. */
+  module: ClientCoreModule;
+  /**
+   * Loopix λ_P, packets per second (default 2, the native daemon's): real
+   * packets wait for a slot and empty slots carry cover, so an observer of
+   * the link sees the same stream whether the client is busy or idle. It
+   * costs λ_P × packet size both ways: ~2 × 32 KiB/s ≈ 5.4 GB/day at the
+   * default. 0 turns cover off (requests go out at once; the link then shows
+   * when the client is active).
+   */
+  coverRate?: number;
+  /** Fail a request with no complete reply after this long (default 30 000 ms). */
+  requestTimeoutMs?: number;
+  /** Give up a link whose handshake has not completed after this long (default 10 000 ms). */
+  handshakeTimeoutMs?: number;
+  /** WebSocket implementation (default: the global one; in Node 20 pass `ws`). */
+  WebSocket?: WebSocketLike;
+  /** fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+  /** ws: or wss: (default ws:). */
+  scheme?: "ws" | "wss";
+}
+
+/** Request kinds of docs/spec/messages.md §2. */
+const KINDS: Record<RequestKind, number> = { echo: 1, "json-rpc": 3 };
+
+/** Exit status names (docs/spec/messages.md, `Status`). */
+const STATUS = ["ok", "bad-request", "forbidden", "timeout", "too-large", "upstream", "busy", "unsupported", "not-enough-surbs"];
+
+const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+function unhex(text: string, what: string): Uint8Array {
+  if (!/^([0-9a-fA-F]{2})*$/.test(text)) {
+    throw new NoxError("bad-input", `${what}: not hex`);
+  }
+  const out = new Uint8Array(text.length / 2);
+  for (let i = 0; i < out.length; i++) {
+    out[i] = Number.parseInt(text.slice(2 * i, 2 * i + 2), 16);
+  }
+  return out;
+}
+
+const nowUnix = (): number => Math.floor(Date.now() / 1000);
+const nowMs = (): number => performance.now();
+
+interface LinkSettings {
+  handshakeTimeoutMs: number;
+  scheme: "ws" | "wss";
+  WebSocket: WebSocketLike;
+}
+
+interface Waiter {
+  resolve(body: Uint8Array): void;
+  reject(error: NoxError): void;
+}
+
+/** A connected client. `request` sends one anonymous request; `provider()` gives an EIP-1193 provider. */
+export class NoxClient implements MixnetRequester {
+  readonly #m: ClientCoreModule;
+  readonly #topology: number;
+  readonly #client: number;
+  readonly #nodes: Map<string, TopologyNode>;
+  readonly #gateway: Uint8Array;
+  readonly #mailbox: Uint8Array;
+  readonly #options: LinkSettings;
+  readonly #links = new Map<string, NodeLink>();
+  readonly #waiting = new Map<bigint, Waiter>();
+  readonly #providers = new Set<NoxProvider>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+
+  private constructor(
+    m: ClientCoreModule,
+    topology: number,
+    nodes: TopologyNode[],
+    client: { handle: number; gateway: Uint8Array; mailbox: Uint8Array },
+    options: LinkSettings,
+  ) {
+    this.#m = m;
+    this.#topology = topology;
+    this.#nodes = new Map(nodes.map((n) => [n.id, n]));
+    this.#client = client.handle;
+    this.#gateway = client.gateway;
+    this.#mailbox = client.mailbox;
+    this.#options = options;
+  }
+
+  /**
+   * Fetches and verifies the topology, starts the client core, opens the link
+   * to the reply gateway and waits for its handshake. Rejects with a
+   * `NoxError` (`topology`, `transport`, `bad-input`).
+   */
+  static async connect(options: NoxClientOptions): Promise<NoxClient> {
+    const WebSocketImpl = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketLike }).WebSocket;
+    if (WebSocketImpl === undefined) {
+      throw new NoxError("bad-input", "no WebSocket implementation: pass options.WebSocket (e.g. the `ws` package)");
+    }
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    const authority = unhex(options.authorityKey, "authorityKey");
+    if (authority.length !== 32) {
+      throw new NoxError("bad-input", "authorityKey: expected 32 bytes (64 hex digits)");
+    }
+    const m = options.module;
+    const urls = typeof options.directory === "string" ? [options.directory] : [...options.directory];
+    let topology: number | undefined;
+    const failures: string[] = [];
+    for (const url of urls) {
+      try {
+        const answer = await fetchImpl(url);
+        if (!answer.ok) {
+          throw new Error(`HTTP ${answer.status}`);
+        }
+        const body = new Uint8Array(await answer.arrayBuffer());
+        topology = m.verifyTopology(body, authority, nowUnix());
+        break;
+      } catch (error) {
+        failures.push(`${url}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    if (topology === undefined) {
+      throw new NoxError("topology", `no directory served a topology that verifies: ${failures.join("; ")}`);
+    }
+    const nodes = m.topologyNodes(topology, nowUnix());
+    const config = new TextEncoder().encode(
+      JSON.stringify({
+        cover_rate: options.coverRate ?? 2,
+        timeout_ms: options.requestTimeoutMs ?? 30_000,
+      }),
+    );
+    let core;
+    try {
+      core = m.clientNew(topology, config, nowMs(), nowUnix());
+    } catch (error) {
+      m.drop(topology);
+      throw new NoxError("topology", `the client cannot use this topology: ${String(error)}`, { cause: error });
+    }
+    const client = new NoxClient(m, topology, nodes, core, {
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000,
+      scheme: options.scheme ?? "ws",
+      WebSocket: WebSocketImpl,
+    });
+    try {
+      await client.#link(client.#gateway).ready;
+    } catch (error) {
+      client.close();
+      throw error;
+    }
+    client.#schedule();
+    return client;
+  }
+
+  /** The reply gateway's node id, hex. */
+  get gateway(): string {
+    return hex(this.#gateway);
+  }
+
+  /** The core's counters (packets sent, cover, replies, timeouts, ...). */
+  stats(): Record<string, number> {
+    return this.#m.stats(this.#client);
+  }
+
+  /** One anonymous request through the mixnet: resolves with the exit's answer body. */
+  request(kind: RequestKind, body: Uint8Array, options: RequestOptions = {}): Promise<Uint8Array> {
+    if (this.#closed) {
+      return Promise.reject(new NoxError("closed", "the client is closed"));
+    }
+    const code = KINDS[kind];
+    if (code === undefined) {
+      return Promise.reject(new NoxError("bad-input", `unknown request kind ${String(kind)}`));
+    }
+    let sent;
+    try {
+      sent = this.#m.request(this.#client, code, body, options.expectedReplyLen ?? 16 * 1024, nowMs(), nowUnix());
+    } catch (error) {
+      return Promise.reject(new NoxError("bad-input", String(error), { cause: error }));
+    }
+    const answer = new Promise<Uint8Array>((resolve, reject) => {
+      this.#waiting.set(sent.id, { resolve, reject });
+    });
+    for (const packet of sent.packets) {
+      this.#send(packet);
+    }
+    if (options.timeoutMs !== undefined) {
+      const id = sent.id;
+      setTimeout(() => {
+        this.#finish({ id, error: `no reply within ${options.timeoutMs} ms` });
+      }, options.timeoutMs);
+    }
+    this.#schedule();
+    return answer;
+  }
+
+  /** An EIP-1193 provider over this client. */
+  provider(options: ProviderOptions = {}): NoxProvider {
+    const provider = new NoxProvider(this, options);
+    this.#providers.add(provider);
+    return provider;
+  }
+
+  /** Closes every link, fails pending requests with `closed`, frees the module's state. */
+  close(): void {
+    if (this.#closed) {
+      return;
+    }
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    for (const link of this.#links.values()) {
+      link.close();
+    }
+    this.#links.clear();
+    const closed = new NoxError("closed", "the client was closed");
+    for (const waiter of this.#waiting.values()) {
+      waiter.reject(closed);
+    }
+    this.#waiting.clear();
+    for (const provider of this.#providers) {
+      provider.disconnect(closed);
+    }
+    this.#m.drop(this.#client);
+    this.#m.drop(this.#topology);
+  }
+
+  /** The link to `node`, opened if needed (with the mailbox on the gateway's). */
+  #link(node: Uint8Array): NodeLink {
+    const id = hex(node);
+    const existing = this.#links.get(id);
+    if (existing !== undefined && !existing.closed) {
+      return existing;
+    }
+    const info = this.#nodes.get(id);
+    if (info?.websocket === undefined) {
+      throw new NoxError("transport", `node ${id.slice(0, 8)} has no WebSocket endpoint in the topology`);
+    }
+    const mailbox = id === hex(this.#gateway) ? this.#mailbox : null;
+    const { link, first } = this.#m.linkStart(this.#topology, node, mailbox);
+    const url = `${this.#options.scheme}://${info.websocket}/`;
+    const created = new NodeLink(
+      url,
+      first,
+      link,
+      {
+        onRecord: (record) => this.#downstream(node, record),
+        onClose: (reason) => this.#linkClosed(id, reason),
+      },
+      this.#options.WebSocket,
+      this.#options.handshakeTimeoutMs,
+    );
+    this.#links.set(id, created);
+    return created;
+  }
+
+  #send(outgoing: Outgoing): void {
+    try {
+      this.#link(outgoing.entry).send(outgoing.packet);
+    } catch {
+      // No link to this entry: the packet is lost, and its request times out
+      // like any lost packet (the core's timeout is the single recovery path).
+    }
+  }
+
+  #downstream(from: Uint8Array, record: Uint8Array): void {
+    if (this.#closed) {
+      return;
+    }
+    try {
+      const done = this.#m.onDownstream(this.#client, from, record, nowMs(), nowUnix());
+      if (done !== null) {
+        this.#finish(done);
+      }
+    } catch {
+      // A record the core refuses (malformed, unknown SURB) is dropped; the core counts it.
+    }
+    this.#schedule();
+  }
+
+  #linkClosed(id: string, reason: NoxError): void {
+    this.#links.delete(id);
+    if (this.#closed || id !== hex(this.#gateway)) {
+      return;
+    }
+    // Without the gateway link no reply can arrive: reconnect once, and fail
+    // the waiting requests if that fails too.
+    try {
+      this.#link(this.#gateway).ready.catch((error: NoxError) => {
+        for (const [requestId, waiter] of this.#waiting) {
+          waiter.reject(error);
+          this.#waiting.delete(requestId);
+        }
+      });
+    } catch {
+      for (const waiter of this.#waiting.values()) {
+        waiter.reject(reason);
+      }
+      this.#waiting.clear();
+    }
+  }
+
+  #finish(done: Completed): void {
+    const waiter = this.#waiting.get(done.id);
+    if (waiter === undefined) {
+      return;
+    }
+    this.#waiting.delete(done.id);
+    if (done.response === undefined) {
+      const message = done.error ?? "request failed";
+      waiter.reject(new NoxError(/timed? ?out|no reply/i.test(message) ? "timeout" : "transport", message));
+      return;
+    }
+    const status = done.response.status;
+    if (status === 0) {
+      waiter.resolve(done.response.body);
+      return;
+    }
+    const text = new TextDecoder().decode(done.response.body);
+    waiter.reject(new NoxRefusedError(STATUS[status] ?? `status-${status}`, text));
+  }
+
+  /** Runs what is due (cover slots, timeouts) and sets the timer for the next deadline. */
+  #schedule(): void {
+    if (this.#closed) {
+      return;
+    }
+    clearTimeout(this.#timer);
+    const now = nowMs();
+    const unix = nowUnix();
+    for (let packet = this.#m.pollTransmit(this.#client, now, unix); packet !== null; ) {
+      this.#send(packet);
+      packet = this.#m.pollTransmit(this.#client, now, unix);
+    }
+    for (const done of this.#m.pollTimeouts(this.#client, now, unix)) {
+      this.#finish(done);
+    }
+    const deadline = this.#m.nextDeadline(this.#client);
+    if (deadline !== null) {
+      this.#timer = setTimeout(() => this.#schedule(), Math.max(0, deadline - nowMs()));
+    }
+  }
+}

@@ -1,0 +1,59 @@
+// Types of crates/nox-wasm/js/nox_wasm.mjs (the module's JS glue, copied next to
+// this file at build time): the part the SDK uses.
+
+export declare const Status: Readonly<Record<string, number>>;
+
+export declare class NoxWasmError extends Error {
+  readonly code: number;
+  readonly status: string;
+}
+
+export declare class NoxWasm {
+  static instantiate(
+    source: BufferSource | WebAssembly.Module,
+    options?: { randomBytes?: (n: number) => Uint8Array },
+  ): Promise<NoxWasm>;
+  verifyTopology(json: Uint8Array | string, authority: Uint8Array, nowUnix?: number): number;
+  topologyInfo(
+    handle: number,
+    nowUnix?: number,
+  ): {
+    fingerprint: string;
+    layers: number;
+    client_epoch: number;
+    nodes: { id: string; layer: number; link_key: string; websocket: string | null; pow_difficulty: number }[];
+  };
+  clientNew(
+    topology: number,
+    config: object,
+    nowMs?: number,
+    nowUnix?: number,
+  ): { handle: number; gateway: Uint8Array; mailbox: Uint8Array };
+  clientRequest(
+    client: number,
+    kind: number,
+    body: Uint8Array,
+    expectedReplyLen: number,
+    nowMs?: number,
+    nowUnix?: number,
+  ): { id: bigint; packets: { entry: Uint8Array; packet: Uint8Array }[] };
+  clientPollTransmit(client: number, nowMs?: number, nowUnix?: number): { entry: Uint8Array; packet: Uint8Array } | null;
+  clientOnDownstream(
+    client: number,
+    from: Uint8Array | null,
+    record: Uint8Array,
+    nowMs?: number,
+    nowUnix?: number,
+  ): { id: bigint; response?: { status: number; body: Uint8Array }; error?: string } | null;
+  clientPollTimeouts(
+    client: number,
+    nowMs?: number,
+    nowUnix?: number,
+  ): { id: bigint; response?: { status: number; body: Uint8Array }; error?: string }[];
+  clientNextDeadline(client: number): number | null;
+  clientStats(client: number): Record<string, number>;
+  linkStart(topology: number, node: Uint8Array, mailbox: Uint8Array | null): { handle: number; first: Uint8Array };
+  linkFeed(handle: number, bytes: Uint8Array): { established: boolean; send: Uint8Array; records: Uint8Array[] };
+  linkSeal(handle: number, packet: Uint8Array): Uint8Array;
+  drop(handle: number): void;
+}

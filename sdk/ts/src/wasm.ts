@@ -1,0 +1,44 @@
+// The client core module: crates/nox-wasm's glue behind the SDK's ClientCoreModule.
+
+import type { ClientCoreModule, TopologyNode } from "./client.js";
+import { NoxWasm } from "./nox_wasm.mjs";
+
+/**
+ * Instantiates the module (`nox_wasm.wasm`: its bytes or a compiled
+ * WebAssembly.Module) and seeds it with 32 bytes of `crypto.getRandomValues`.
+ */
+export async function loadModule(source: BufferSource | WebAssembly.Module): Promise<ClientCoreModule> {
+  const m = await NoxWasm.instantiate(source);
+  const node = (n: { id: string; layer: number; link_key: string; websocket: string | null }): TopologyNode => {
+    const out: TopologyNode = { id: n.id, layer: n.layer, linkKey: n.link_key };
+    if (n.websocket !== null) {
+      out.websocket = n.websocket;
+    }
+    return out;
+  };
+  return {
+    verifyTopology: (json, authority, nowUnix) => m.verifyTopology(json, authority, nowUnix),
+    topologyNodes: (topology, nowUnix) => m.topologyInfo(topology, nowUnix).nodes.map(node),
+    clientNew: (topology, config, nowMs, nowUnix) =>
+      m.clientNew(topology, JSON.parse(new TextDecoder().decode(config)) as object, nowMs, nowUnix),
+    request: (client, kind, body, expectedReplyLen, nowMs, nowUnix) =>
+      m.clientRequest(client, kind, body, expectedReplyLen, nowMs, nowUnix),
+    pollTransmit: (client, nowMs, nowUnix) => m.clientPollTransmit(client, nowMs, nowUnix),
+    onDownstream: (client, from, record, nowMs, nowUnix) => m.clientOnDownstream(client, from, record, nowMs, nowUnix),
+    pollTimeouts: (client, nowMs, nowUnix) => m.clientPollTimeouts(client, nowMs, nowUnix),
+    nextDeadline: (client) => m.clientNextDeadline(client),
+    stats: (client) => m.clientStats(client),
+    linkStart: (topology, nodeId, mailbox) => {
+      const { handle, first } = m.linkStart(topology, nodeId, mailbox);
+      return {
+        first,
+        link: {
+          feed: (bytes) => m.linkFeed(handle, bytes),
+          seal: (packet) => m.linkSeal(handle, packet),
+          drop: () => m.drop(handle),
+        },
+      };
+    },
+    drop: (handle) => m.drop(handle),
+  };
+}
