@@ -71,9 +71,10 @@ export interface NoxClientOptions {
    * Loopix λ_P, packets per second (default 2, the native daemon's): real
    * packets wait for a slot and empty slots carry cover, so an observer of
    * the link sees the same stream whether the client is busy or idle. It
-   * costs λ_P × packet size both ways: ~2 × 32 KiB/s ≈ 5.4 GB/day at the
-   * default. 0 turns cover off (requests go out at once; the link then shows
-   * when the client is active).
+   * costs one 32 KiB packet per slot upstream: 64 KiB/s ≈ 5.3 GiB/day at the
+   * default, and a request of n packets waits about n/λ_P s for its slots.
+   * 0 turns cover off (requests go out at once; the link then shows when the
+   * client is active).
    */
   coverRate?: number;
   /** Fail a request with no complete reply after this long (default 30 000 ms). */

@@ -11,12 +11,14 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { createPublicClient, createWalletClient, custom, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { chromium } from "playwright-core";
 import WebSocket from "ws";
 import { NoxClient, loadModule } from "../dist/index.js";
 
@@ -112,5 +114,67 @@ test("with cover traffic on (the default rate), a request still completes", asyn
     assert.equal(stats.real_packets, 1, JSON.stringify(stats));
   } finally {
     covered.close();
+  }
+});
+
+/** Serves the example page, the compiled SDK and the module on 127.0.0.1 (a page's origin). */
+async function servePage() {
+  const root = join(import.meta.dirname, "..");
+  const files = {
+    "/": [join(root, "examples/browser.html"), "text/html"],
+    "/nox_wasm.wasm": [WASM, "application/wasm"],
+  };
+  const server = createServer((request, response) => {
+    const path = new URL(request.url, "http://x").pathname;
+    let file = files[path];
+    if (file === undefined && /^\/sdk\/[a-z_]+\.(js|mjs)$/.test(path)) {
+      file = [join(root, "dist", path.slice(5)), "text/javascript"];
+    }
+    if (file === undefined || !existsSync(file[0])) {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, { "content-type": file[1] }).end(readFileSync(file[0]));
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+test("headless Chromium: a page loads the WASM client, talks to the testnet over WebSocket and shows the reply", async () => {
+  const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+  assert.ok(existsSync(executablePath), `Chromium is missing at ${executablePath} (apt-get install chromium; CI installs it)`);
+  const server = await servePage();
+  const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 640 } });
+    const errors = [];
+    page.on("pageerror", (error) => errors.push(String(error)));
+    const query = new URLSearchParams({
+      directory: `http://${readFileSync(join(dir, "directory.addr"), "utf8").trim()}/topology`,
+      authority: readFileSync(join(dir, "authority.pub"), "utf8").trim(),
+      text: "a reply through the mixnet, in the browser",
+      n: "3",
+    });
+    await page.goto(`http://127.0.0.1:${server.address().port}/?${query}`);
+    await page.waitForSelector("body[data-done]", { timeout: 60_000 });
+    const state = await page.getAttribute("body", "data-done");
+    const status = await page.textContent("#status");
+    assert.equal(state, "ok", `${status} ${errors.join("; ")}`);
+    assert.equal(await page.textContent("#reply"), "a reply through the mixnet, in the browser");
+    const result = JSON.parse(await page.textContent("#result"));
+    assert.equal(result.rtts.length, 3);
+    assert.ok(Number(result.block) >= 0, JSON.stringify(result));
+    assert.ok(result.stats.completed >= 4 && result.stats.timeouts === 0, JSON.stringify(result.stats));
+    assert.match(result.userAgent, /Chrome/);
+    // The picture a person would see, kept as a test artifact.
+    const artifacts = join(target, "artifacts");
+    mkdirSync(artifacts, { recursive: true });
+    const png = await page.screenshot({ path: join(artifacts, "sdk-browser.png") });
+    assert.deepEqual([...png.subarray(1, 4)], [0x50, 0x4e, 0x47], "a PNG");
+    assert.ok(png.length > 20_000, `a screenshot of ${png.length} bytes is too small to show the page`);
+    writeFileSync(join(artifacts, "sdk-browser.json"), JSON.stringify(result, null, 2));
+  } finally {
+    await browser.close();
+    server.close();
   }
 });
