@@ -178,6 +178,8 @@ fn api_state_shows_the_live_network_and_down_nodes() {
         let all = nodes(s);
         all.len() == 6
             && all.iter().all(|n| n["up"] == true && n["id"].is_string())
+            // Every node carries traffic (cover at least) once the network has warmed up.
+            && all.iter().all(|n| n["delay"]["count"].as_u64().unwrap_or(0) > 0)
             && all.iter().any(|n| f64_of(&n["rates"]["in_per_s"]) > 0.0)
             && s["totals"]["drops"]["replay"].as_u64().unwrap_or(0) >= 1
             && s["delay_total"]["count"].as_u64().unwrap_or(0) > 0
@@ -239,6 +241,46 @@ fn api_state_shows_the_live_network_and_down_nodes() {
     assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
 }
 
+/// `nox dashboard --directory … --authority … --node ID=ADDR…` (a network not started by
+/// `nox testnet`): the node ids (8-digit prefixes, as the testnet dashboard shows them) and the
+/// metrics addresses given by hand find the same six nodes in their layers, all up.
+fn directory_mode_finds_the_same_network(net: &Net) {
+    let (_, testnet_state) = state(net).expect("the testnet dashboard's state");
+    let directory = std::fs::read_to_string(net.dir.join("directory.addr")).unwrap();
+    let authority = std::fs::read_to_string(net.dir.join("authority.pub")).unwrap();
+    let mut command = Command::new(NOX);
+    command.args(["dashboard", "--interval-ms", "500", "--directory"]).arg(format!("http://{}", directory.trim()));
+    command.arg("--authority").arg(authority.trim());
+    let mut expected = Vec::new();
+    for n in nodes(&testnet_state) {
+        let name = n["name"].as_str().unwrap();
+        let id = n["id"].as_str().unwrap();
+        let metrics = std::fs::read_to_string(net.dir.join(name).join("metrics.addr")).unwrap();
+        command.arg("--node").arg(format!("{id}={}", metrics.trim()));
+        expected.push((id.to_owned(), n["layer"].as_u64().unwrap()));
+    }
+    let url: SocketAddr = (net.url.ip(), net.url.port() - 2).into();
+    command.arg("--listen").arg(url.to_string());
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("run nox dashboard");
+    let other = Net { dir: PathBuf::new(), dashboard: None, fake: None, url };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_state(&other, Duration::from_secs(20), |s| {
+            nodes(s).len() == 6 && nodes(s).iter().all(|n| n["up"] == true) && s["topology"]["verified"] == true
+        })
+    }));
+    let _ = child.kill();
+    let _ = child.wait();
+    std::mem::forget(other);
+    let (body, directory_state) = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    assert_eq!(directory_state["topology"]["source"], "directory mirrors");
+    for (id, layer) in expected {
+        let n = node(&directory_state, &id).unwrap_or_else(|| panic!("{id} missing: {body}"));
+        assert_eq!(n["layer"].as_u64(), Some(layer), "{n}");
+    }
+    assert!(directory_state["unplaced"].as_array().is_some_and(Vec::is_empty), "{body}");
+    assert!(!body.contains("127.0.0.1"), "an address in {body}");
+}
+
 /// The target directory (`…/target`), from the test binary's path (`target/debug/deps/…`).
 fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
@@ -285,6 +327,7 @@ fn headless_chromium_renders_the_dashboard() {
             && all.iter().filter(|n| f64_of(&n["rates"]["in_per_s"]) > 1.0).count() >= 3
             && s["delay_total"]["count"].as_u64().unwrap_or(0) > 0
     });
+    directory_mode_finds_the_same_network(&net);
     let profile = net.dir.join("chromium-profile");
     let url = format!("http://{}/", net.url);
 
