@@ -16,16 +16,17 @@ use rand_core::{RngCore, SeedableRng};
 
 const NOW: u64 = 1_800_000_000;
 
-/// A valid signed topology (JSON, authority key) and a valid raw 3-hop path, made once.
-fn fixture() -> &'static (String, [u8; 32], Vec<u8>) {
-    static FIXTURE: OnceLock<(String, [u8; 32], Vec<u8>)> = OnceLock::new();
+/// A valid signed topology (JSON, authority key), a valid raw 3-hop path and one node's id,
+/// made once.
+fn fixture() -> &'static (String, [u8; 32], Vec<u8>, [u8; 32]) {
+    static FIXTURE: OnceLock<(String, [u8; 32], Vec<u8>, [u8; 32])> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let layers = LayerCount::new(3).expect("layers");
         let schedule = EpochSchedule::with_defaults(NOW - 3 * 3600 - 600);
         let authority = SigningKey::from_bytes(&[9; 32]);
         let mut builder = DocumentBuilder::new(Geometry::default(), schedule);
-        let (mut per_layer, mut port) = ([0; 3], 9000u16);
+        let (mut per_layer, mut port, mut first) = ([0; 3], 9000u16, None);
         while per_layer.iter().any(|&n| n == 0) {
             let mut seed = [0u8; 32];
             rng.fill_bytes(&mut seed);
@@ -39,7 +40,9 @@ fn fixture() -> &'static (String, [u8; 32], Vec<u8>) {
             let descriptor = NodeDescriptor::new(identity.verifying_key(), link, address, layers, 0, keys);
             port += 1;
             per_layer[descriptor.layer.index()] += 1;
-            builder.add_node(descriptor.sign(&identity).expect("sign"));
+            let signed = descriptor.sign(&identity).expect("sign");
+            first.get_or_insert(signed.node_id().0);
+            builder.add_node(signed);
         }
         let json = builder.sign(&authority, NOW).expect("topology").document().to_json().expect("json");
         let mut hops = Vec::new();
@@ -47,7 +50,7 @@ fn fixture() -> &'static (String, [u8; 32], Vec<u8>) {
             hops.extend_from_slice(&[i + 1; 32]);
             hops.extend_from_slice(SecretKey::generate(&mut rng).public_key().as_bytes());
         }
-        (json, authority.verifying_key().to_bytes(), hops)
+        (json, authority.verifying_key().to_bytes(), hops, first.expect("a node"))
     })
 }
 
@@ -55,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&op, rest)) = data.split_first() else { return };
     let Some((&cut, rest)) = rest.split_first() else { return };
     let (a, b) = rest.split_at(usize::from(cut).min(rest.len()));
-    let (json, authority, hops) = fixture();
+    let (json, authority, hops, node) = fixture();
     let mut module = Module::new();
     if module.seed(&[7; 32]).is_err() {
         return;
@@ -84,7 +87,18 @@ fuzz_target!(|data: &[u8]| {
                     let Ok(client) = module.client_new(topology, b"", t) else { return };
                     if op % 8 == 6 {
                         let kind = a.first().copied().unwrap_or(0);
-                        let _ = module.client_request(client.handle, kind, b, 100, t);
+                        let exit = a.get(1..33).unwrap_or_default();
+                        let _ = module.client_request(client.handle, kind, b, exit, 100, t);
+                    } else if op % 16 == 15 {
+                        // A client link: the first flight, then arbitrary bytes from the "node"
+                        // (message 2, records) in two chunks, then a seal.
+                        let mailbox: &[u8] = if a.first().is_some_and(|x| x & 1 == 1) { &[3; 32] } else { &[] };
+                        if let Ok((link, _first)) = module.link_start(topology, node, mailbox) {
+                            let (x, y) = b.split_at(b.len() / 2);
+                            let _ = module.link_feed(link, x);
+                            let _ = module.link_feed(link, y);
+                            let _ = module.link_seal(link, a);
+                        }
                     } else {
                         let _ = module.client_on_downstream(client.handle, a, b, t);
                         let _ = module.client_on_downstream(client.handle, &[], b, t);

@@ -155,13 +155,14 @@ export class NoxWasm {
   }
 
   /**
-   * Sends a request: `kind` 1 echo, 2 HTTP (an encoded HttpRequestMsg), 3 JSON-RPC, 4 relay.
+   * Sends a request: `kind` 1 echo, 2 HTTP (an encoded HttpRequestMsg), 3 JSON-RPC, 4 relay;
+   * to the exit `exit` (32-byte node id) if given, else to a random exit.
    * Returns { id, packets: [{ entry, packet }] } (no packets with cover traffic on: they leave
    * through clientPollTransmit). `raw` is the output as the ABI returns it.
    */
-  clientRequest(client, kind, body, expectedReplyLen, nowMs, nowUnix) {
+  clientRequest(client, kind, body, expectedReplyLen, nowMs, nowUnix, exit) {
     const out = this.call('nox_client_request',
-      [client >>> 0, kind >>> 0, expectedReplyLen >>> 0, millis(nowMs), unixSeconds(nowUnix)], [body]);
+      [client >>> 0, kind >>> 0, expectedReplyLen >>> 0, millis(nowMs), unixSeconds(nowUnix)], [body, exit]);
     const packets = [];
     let at = 12;
     for (let i = 0; i < u32le(out, 8); i++) {

@@ -192,7 +192,8 @@ pub extern "C" fn nox_client_new(topology: u32, now_ms: u64, now_unix: u64) -> i
 }
 
 /// Sends a request of `kind` (1 echo, 2 HTTP, 3 JSON-RPC, 4 relay). arg 0:
-/// the body. Output: request id (u64 LE) ‖ count (u32 LE) ‖ count ×
+/// the body; arg 1: the exit's node id (32), or empty for a random exit.
+/// Output: request id (u64 LE) ‖ count (u32 LE) ‖ count ×
 /// (entry id (32) ‖ packet length (u32 LE) ‖ packet).
 #[unsafe(no_mangle)]
 pub extern "C" fn nox_client_request(
@@ -204,7 +205,7 @@ pub extern "C" fn nox_client_request(
 ) -> i32 {
     call(|m, a| {
         let kind = u8::try_from(kind).map_err(|_| WasmError::BadArgument(format!("request kind {kind}")))?;
-        m.client_request(handle, kind, &a[0], expected_reply_len, now(now_ms, now_unix)).map(|(id, packets)| {
+        m.client_request(handle, kind, &a[0], &a[1], expected_reply_len, now(now_ms, now_unix)).map(|(id, packets)| {
             let mut out = id.to_le_bytes().to_vec();
             out.extend_from_slice(&(packets.len() as u32).to_le_bytes());
             for packet in &packets {

@@ -327,7 +327,7 @@ impl Module {
     }
 }
 
-fn node_id(bytes: &[u8], what: &str) -> Result<NodeId, WasmError> {
+pub(crate) fn node_id(bytes: &[u8], what: &str) -> Result<NodeId, WasmError> {
     let id: [u8; 32] = bytes.try_into().map_err(|_| bad(format!("{what} must be 32 bytes, got {}", bytes.len())))?;
     Ok(NodeId(id))
 }

@@ -143,11 +143,17 @@ impl Module {
         handle: u32,
         kind: u8,
         body: &[u8],
+        exit: &[u8],
         expected_reply_len: u32,
         now: Now,
     ) -> Result<(u64, Vec<Outgoing>), WasmError> {
         let body = request_body(kind, body)?;
-        let (id, packets) = self.client(handle)?.request(body, expected_reply_len as usize, now)?;
+        // Empty: a random exit; 32 bytes: that exit (a relayer's quote, then its bundle).
+        let exit = match exit.len() {
+            0 => None,
+            _ => Some(crate::api::node_id(exit, "exit id")?),
+        };
+        let (id, packets) = self.client(handle)?.request_via(body, expected_reply_len as usize, exit, now)?;
         Ok((id.0, packets))
     }
 

@@ -132,6 +132,6 @@ fn client_configuration_is_checked_and_handles_are_typed() {
             String::from_utf8_lossy(bad)
         );
     }
-    assert!(matches!(module.client_request(surb.handle, 1, b"x", 10, now), Err(WasmError::WrongHandle { .. })));
+    assert!(matches!(module.client_request(surb.handle, 1, b"x", &[], 10, now), Err(WasmError::WrongHandle { .. })));
     assert!(matches!(module.client_stats(99), Err(WasmError::UnknownHandle(99))));
 }

@@ -5,6 +5,7 @@
 
 import { NoxError, NoxRefusedError } from "./errors.js";
 import { type LinkMachine, NodeLink, type WebSocketLike } from "./link.js";
+import { QUOTE_BODY, type RelayOutcome, type RelayQuote, type RelaySubmission, parseRelayAnswer, submitBody } from "./relay.js";
 import { type MixnetRequester, NoxProvider, type ProviderOptions, type RequestKind, type RequestOptions } from "./provider.js";
 
 /** A node of a verified topology, as the module describes it. */
@@ -48,6 +49,7 @@ export interface ClientCoreModule {
     expectedReplyLen: number,
     nowMs: number,
     nowUnix: number,
+    exit: Uint8Array | null,
   ): { id: bigint; packets: Outgoing[] };
   pollTransmit(client: number, nowMs: number, nowUnix: number): Outgoing | null;
   onDownstream(client: number, from: Uint8Array, record: Uint8Array, nowMs: number, nowUnix: number): Completed | null;
@@ -90,7 +92,7 @@ export interface NoxClientOptions {
 }
 
 /** Request kinds of docs/spec/messages.md §2. */
-const KINDS: Record<RequestKind, number> = { echo: 1, "json-rpc": 3 };
+const KINDS: Record<RequestKind, number> = { echo: 1, "json-rpc": 3, relay: 4 };
 
 /** Exit status names (docs/spec/messages.md, `Status`). */
 const STATUS = ["ok", "bad-request", "forbidden", "timeout", "too-large", "upstream", "busy", "unsupported", "not-enough-surbs"];
@@ -238,7 +240,8 @@ export class NoxClient implements MixnetRequester {
     }
     let sent;
     try {
-      sent = this.#m.request(this.#client, code, body, options.expectedReplyLen ?? 16 * 1024, nowMs(), nowUnix());
+      const exit = options.exit === undefined ? null : unhex(options.exit, "exit");
+      sent = this.#m.request(this.#client, code, body, options.expectedReplyLen ?? 16 * 1024, nowMs(), nowUnix(), exit);
     } catch (error) {
       return Promise.reject(new NoxError("bad-input", String(error), { cause: error }));
     }
@@ -256,6 +259,40 @@ export class NoxClient implements MixnetRequester {
     }
     this.#schedule();
     return answer;
+  }
+
+  /** The exits of the topology (the last layer's node ids, hex). */
+  exits(): string[] {
+    const last = Math.max(...[...this.#nodes.values()].map((n) => n.layer));
+    return [...this.#nodes.values()].filter((n) => n.layer === last).map((n) => n.id);
+  }
+
+  /**
+   * Asks an exit's relayer for its price (relay.md §3): to `exit`, or to a
+   * random exit. Returns the exit asked, to send the bundle to the same one.
+   */
+  async relayQuote(exit?: string): Promise<{ exit: string; quote: RelayQuote }> {
+    const exits = this.exits();
+    const chosen = exit ?? exits[crypto.getRandomValues(new Uint32Array(1))[0]! % exits.length];
+    if (chosen === undefined || !exits.includes(chosen)) {
+      throw new NoxError("bad-input", `not an exit of the topology: ${String(chosen)}`);
+    }
+    const body = await this.request("relay", QUOTE_BODY, { exit: chosen, expectedReplyLen: 4096 });
+    return { exit: chosen, quote: parseRelayAnswer<RelayQuote>(body) };
+  }
+
+  /**
+   * Hands a bundle to the relayer of `exit` (the one that quoted): it checks
+   * the gas payment's proof, simulates, signs and sends it, and answers with
+   * the outcome (relay.md §3). The calldata — with its zero-knowledge gas
+   * payment — is built by the caller (see README, "Not yet").
+   */
+  async relaySubmit(exit: string, submission: RelaySubmission): Promise<RelayOutcome> {
+    if (!this.exits().includes(exit)) {
+      throw new NoxError("bad-input", `not an exit of the topology: ${exit}`);
+    }
+    const body = await this.request("relay", submitBody(submission), { exit, expectedReplyLen: 4096 });
+    return parseRelayAnswer<RelayOutcome>(body);
   }
 
   /** An EIP-1193 provider over this client. */

@@ -15,3 +15,5 @@ export type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyN
 export { MAX_QUEUED, NodeLink } from "./link.js";
 export type { LinkMachine, WebSocketLike } from "./link.js";
 export { loadModule } from "./wasm.js";
+export { MAX_CALLDATA, QUOTE_BODY, parseRelayAnswer, submitBody } from "./relay.js";
+export type { RelayOutcome, RelayQuote, RelaySubmission } from "./relay.js";

@@ -36,6 +36,7 @@ export declare class NoxWasm {
     expectedReplyLen: number,
     nowMs?: number,
     nowUnix?: number,
+    exit?: Uint8Array,
   ): { id: bigint; packets: { entry: Uint8Array; packet: Uint8Array }[] };
   clientPollTransmit(client: number, nowMs?: number, nowUnix?: number): { entry: Uint8Array; packet: Uint8Array } | null;
   clientOnDownstream(

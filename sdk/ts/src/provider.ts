@@ -14,7 +14,7 @@
 import { NoxError, ProviderRpcError, RpcCode, toProviderError } from "./errors.js";
 
 /** What a request asks the exit to do (docs/spec/messages.md §2). */
-export type RequestKind = "echo" | "json-rpc";
+export type RequestKind = "echo" | "json-rpc" | "relay";
 
 /** Per-request settings. */
 export interface RequestOptions {
@@ -22,6 +22,8 @@ export interface RequestOptions {
   expectedReplyLen?: number;
   /** Give up after this many milliseconds (default: the client's request timeout). */
   timeoutMs?: number;
+  /** The exit to use (hex node id of the last layer); default: a random exit per request. */
+  exit?: string;
 }
 
 /**

@@ -21,8 +21,8 @@ export async function loadModule(source: BufferSource | WebAssembly.Module): Pro
     topologyNodes: (topology, nowUnix) => m.topologyInfo(topology, nowUnix).nodes.map(node),
     clientNew: (topology, config, nowMs, nowUnix) =>
       m.clientNew(topology, JSON.parse(new TextDecoder().decode(config)) as object, nowMs, nowUnix),
-    request: (client, kind, body, expectedReplyLen, nowMs, nowUnix) =>
-      m.clientRequest(client, kind, body, expectedReplyLen, nowMs, nowUnix),
+    request: (client, kind, body, expectedReplyLen, nowMs, nowUnix, exit) =>
+      m.clientRequest(client, kind, body, expectedReplyLen, nowMs, nowUnix, exit ?? undefined),
     pollTransmit: (client, nowMs, nowUnix) => m.clientPollTransmit(client, nowMs, nowUnix),
     onDownstream: (client, from, record, nowMs, nowUnix) => m.clientOnDownstream(client, from, record, nowMs, nowUnix),
     pollTimeouts: (client, nowMs, nowUnix) => m.clientPollTimeouts(client, nowMs, nowUnix),

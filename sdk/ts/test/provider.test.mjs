@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createPublicClient, custom } from "viem";
-import { NoxError, NoxProvider, NoxRefusedError, ProviderRpcError, RpcCode } from "../dist/index.js";
+import { NoxError, NoxProvider, NoxRefusedError, ProviderRpcError, RpcCode, submitBody } from "../dist/index.js";
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -149,4 +149,25 @@ test("connect, chainChanged and disconnect events", async () => {
     ["disconnect", RpcCode.Disconnected],
   ]);
   await assert.rejects(provider.request({ method: "eth_chainId" }), (error) => error.code === RpcCode.Disconnected);
+});
+
+test("relay submit bodies follow relay.md §2 byte for byte, and bad input is refused", () => {
+  const executor = "0x" + "11".repeat(20);
+  const relayer = "0x" + "2A".repeat(20);
+  const body = submitBody({ chainId: 31337n, executor, relayer, calldata: Uint8Array.of(9, 8, 7), payOnRevert: true, simulateOnly: true });
+  assert.equal(body.length, 1 + 1 + 8 + 20 + 20 + 3);
+  assert.deepEqual([...body.subarray(0, 10)], [0x02, 0x03, 0, 0, 0, 0, 0, 0, 0x7a, 0x69]);
+  assert.deepEqual([...body.subarray(10, 30)], Array(20).fill(0x11));
+  assert.deepEqual([...body.subarray(30, 50)], Array(20).fill(0x2a));
+  assert.deepEqual([...body.subarray(50)], [9, 8, 7]);
+  assert.equal(submitBody({ chainId: 1, executor, relayer, calldata: new Uint8Array(0) })[1], 0, "no flags");
+  for (const bad of [
+    { chainId: 1, executor: "0x1234", relayer, calldata: new Uint8Array(1) },
+    { chainId: 1, executor, relayer: relayer.slice(2), calldata: new Uint8Array(1) },
+    { chainId: -1, executor, relayer, calldata: new Uint8Array(1) },
+    { chainId: 2n ** 64n, executor, relayer, calldata: new Uint8Array(1) },
+    { chainId: 1, executor, relayer, calldata: new Uint8Array(32_769) },
+  ]) {
+    assert.throws(() => submitBody(bad), (error) => error instanceof NoxError && error.code === "bad-input");
+  }
 });

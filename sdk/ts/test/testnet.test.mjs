@@ -98,6 +98,27 @@ test("a transaction signed locally is broadcast through the mixnet and mined", a
   assert.equal(await chain.getBalance({ address: to }), before + parseEther("0.5"));
 });
 
+test("the paid relay: a quote from an exit's relayer, and a bundle to the same exit", async () => {
+  const { exit, quote } = await client.relayQuote();
+  assert.ok(client.exits().includes(exit));
+  assert.equal(quote.chain_id, 31337);
+  assert.match(quote.relayer, /^0x[0-9a-fA-F]{40}$/);
+  assert.match(quote.executor, /^0x[0-9a-fA-F]{40}$/);
+  assert.ok(quote.prices.length >= 1 && quote.payment_gas > 0, JSON.stringify(quote));
+  // Calldata that is not BatchExecutor.execute(Bundle): the relayer refuses it, by reason,
+  // without sending anything (a real bundle carries the ZK gas payment: `nox tx`).
+  const outcome = await client.relaySubmit(exit, {
+    chainId: quote.chain_id,
+    executor: quote.executor,
+    relayer: quote.relayer,
+    calldata: Uint8Array.of(0xde, 0xad, 0xbe, 0xef),
+    simulateOnly: true,
+  });
+  assert.equal(outcome.outcome, "refused", JSON.stringify(outcome));
+  assert.equal(outcome.reason, "malformed", JSON.stringify(outcome));
+  await assert.rejects(client.relayQuote("00".repeat(32)), (error) => error.code === "bad-input");
+});
+
 test("with cover traffic on (the default rate), a request still completes", async () => {
   const covered = await connect(undefined);
   try {
