@@ -19,15 +19,23 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-step "wasm32: the pure client crates build and lint for wasm32-unknown-unknown, with no getrandom (crates/nox-client/README.md)"
+step "wasm32: the pure client crates and nox-wasm build for wasm32-unknown-unknown without a warning, with no getrandom (crates/nox-client/README.md)"
 # The browser client runs this code: no tokio, no sockets, no OS clock or RNG
 # (time and seeds come from the host). The shells are the default features
 # `transport` (nox-link) and `shell` (nox-client), off here. Cold on the
-# 2-core machine (load ~5): build 74 s, clippy 149 s; the tree check < 1 s.
+# 2-core machine (load ~5): build 74 s; the tree check < 1 s. The code has no
+# wasm-only cfg paths, so the workspace clippy below lints it; here a compiler
+# warning in the wasm build (e.g. an import unused without the default
+# features) fails the step. (A wasm clippy cost 149 s cold and found nothing more.)
 rustup target add wasm32-unknown-unknown
 wasm_crates=(-p nox-sphinx -p nox-fec -p nox-message -p nox-topology -p nox-stats -p nox-cover -p nox-stream -p nox-link -p nox-client -p nox-wasm)
-cargo build --release --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}"
-cargo clippy --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}" -- -D warnings
+wasm_log=$(mktemp)
+cargo build --release --locked --target wasm32-unknown-unknown --no-default-features "${wasm_crates[@]}" 2>&1 | tee "$wasm_log"
+if grep -q '^warning' "$wasm_log"; then
+  echo "error: the wasm32 build has warnings (above)" >&2
+  exit 1
+fi
+rm -f "$wasm_log"
 if cargo tree --locked --target wasm32-unknown-unknown --no-default-features -e normal --prefix none "${wasm_crates[@]}" \
   | grep -E '^(getrandom|tokio|mio|socket2) '; then
   echo "error: the wasm32 client graph pulls the crates above (OS randomness or sockets); inject them instead" >&2
