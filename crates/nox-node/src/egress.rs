@@ -34,6 +34,77 @@ impl ForwardRefused {
     }
 }
 
+/// Where released packets go: forwards to the next layer's links, deliveries to the exit (cover
+/// consumed, the measurement sink, the exit front), replies to the client's mailbox.
+pub(crate) struct Router {
+    pub(crate) me: NodeId,
+    pub(crate) peers: SharedTopology,
+    pub(crate) geometry: nox_sphinx::Geometry,
+    pub(crate) outbound: nox_link::transport::OutboundLinks,
+    pub(crate) listener: std::sync::Arc<nox_link::transport::Listener>,
+    pub(crate) health: crate::cover::Health,
+    pub(crate) metrics: std::sync::Arc<crate::NodeMetrics>,
+    pub(crate) exit_metrics: std::sync::Arc<crate::ExitMetrics>,
+    pub(crate) exit_front: Option<std::sync::Arc<crate::ExitFront>>,
+    /// Exits send the first 64 bytes of each delivered payload here (a measurement sink).
+    pub(crate) sink: Option<(tokio::net::UdpSocket, std::net::SocketAddr)>,
+    /// Measurement only (benchmark builds): what a global passive adversary sees.
+    pub(crate) observer: Option<std::sync::Arc<crate::Observer>>,
+}
+
+impl Router {
+    /// Routes every released packet until the pipeline closes.
+    pub(crate) async fn run(self, mut egress: tokio::sync::mpsc::Receiver<crate::Egress>) {
+        use std::sync::atomic::Ordering;
+        let metrics = &self.metrics;
+        while let Some(out) = egress.recv().await {
+            match out {
+                crate::Egress::Forward { to, packet, received_at } => match forward_link(&self.peers, &self.me, &to) {
+                    Ok(key) => {
+                        if self.outbound.send(&key, packet).is_ok() {
+                            metrics.forwarded.fetch_add(1, Ordering::Relaxed);
+                            if let Some(observer) = &self.observer {
+                                observer.forward(&to, received_at);
+                            }
+                        } else {
+                            metrics.count_drop(nox_relay::DropReason::QueueFull);
+                        }
+                    }
+                    Err(refused) => refused.count(metrics),
+                },
+                crate::Egress::Deliver { packet, payload, received_at } => {
+                    let Some(bytes) = packet.get(payload) else { continue };
+                    if crate::cover::consume_delivery(bytes, &self.health, metrics) {
+                        continue;
+                    }
+                    metrics.delivered.fetch_add(1, Ordering::Relaxed);
+                    if let Some(observer) = &self.observer {
+                        observer.deliver(bytes, received_at);
+                    }
+                    if let Some((socket, address)) = &self.sink {
+                        let _ = socket.try_send_to(&bytes[..bytes.len().min(64)], *address);
+                    }
+                    if let Some(exit) = &self.exit_front {
+                        exit.deliver(bytes);
+                    }
+                }
+                crate::Egress::Reply { recipient, surb_id, packet, .. } => {
+                    if crate::exit::deliver_to_mailbox(
+                        &self.listener,
+                        &self.geometry,
+                        &recipient,
+                        &surb_id,
+                        packet,
+                        &self.exit_metrics,
+                    ) {
+                        metrics.replies.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The link key to send `me`'s forward for `to` on, if `to` is in the next layer of the
 /// current topology.
 pub fn forward_link(peers: &SharedTopology, me: &NodeId, to: &NodeId) -> Result<LinkPublicKey, ForwardRefused> {

@@ -17,6 +17,27 @@ pub fn from_link(frame: LinkInbound, peers: &SharedTopology) -> Option<Inbound> 
     Some(Inbound { origin, received_at: frame.received_at, packet: frame.packet, client_ip })
 }
 
+/// Link → pipeline until the links close: each frame mapped by [`from_link`] (a node key not in
+/// the topology counts as `wrong_layer`), and a full pipeline queue counted as a drop.
+pub(crate) async fn feed_pipeline(
+    mut link_rx: tokio::sync::mpsc::Receiver<LinkInbound>,
+    peers: SharedTopology,
+    pipeline_in: tokio::sync::mpsc::Sender<Inbound>,
+    metrics: std::sync::Arc<crate::NodeMetrics>,
+) {
+    use std::sync::atomic::Ordering;
+    while let Some(frame) = link_rx.recv().await {
+        // The arrival instant is the link's read, carried with the frame.
+        let Some(inbound) = from_link(frame, &peers) else {
+            metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        if pipeline_in.try_send(inbound).is_err() {
+            metrics.count_drop(nox_relay::DropReason::QueueFull);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

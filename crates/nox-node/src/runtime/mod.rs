@@ -1,28 +1,26 @@
 //! `nox node`: wires keys, topology, links, the pipeline and metrics into a
 //! running node, until shutdown is signalled.
 
+mod links;
+mod metrics_server;
+mod rotation;
+
 use std::{
     sync::{Arc, RwLock, atomic::Ordering},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use nox_keystore::{EpochKeyStore, NodeIdentity, load_identity};
-use nox_link::{
-    LinkConfig, LinkKeypair,
-    transport::{DialerConfig, LinkCounters, Listener, ListenerConfig, OutboundLinks},
-};
 use nox_mixing::MixingConfig;
 use nox_relay::Relay;
 use nox_replay::BloomParameters;
 use nox_sphinx::{Geometry, NodeId};
 use nox_topology::{Sender, TopologyDocument, VerifiedTopology, VerifyConfig, VerifyingKey};
 use rand_core::SeedableRng;
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    sync::{mpsc, watch},
-};
+use tokio::sync::watch;
 
-use crate::{Egress, NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal, forward_link};
+use self::metrics_server::{MetricSources, serve_metrics};
+use crate::{NodeConfig, NodeMetrics, Origin, Pipeline, PipelineConfig, ReplayStore, TagJournal};
 
 /// Why the node could not start.
 #[derive(Debug, thiserror::Error)]
@@ -131,14 +129,6 @@ fn check_registered(
     Ok(())
 }
 
-/// Time until just after the next key-epoch boundary (50 ms past it, so `now_unix` is already in
-/// the new epoch).
-fn until_next_epoch(schedule: &nox_topology::EpochSchedule) -> Option<Duration> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
-    let next = schedule.epoch_start(schedule.epoch_at(now.as_secs()).checked_add(1)?);
-    Some(Duration::from_secs(next).checked_sub(now).unwrap_or_default() + Duration::from_millis(50))
-}
-
 fn hex_32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text.trim()).ok()?.try_into().ok()
 }
@@ -201,7 +191,7 @@ pub async fn run_with(
     for epoch in store.loaded_epochs().collect::<Vec<_>>() {
         if let Some(secret) = store.secret(epoch) {
             let loaded = journal.load(epoch, bloom);
-            open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
+            rotation::open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
         }
     }
     let relay = Arc::new(RwLock::new(relay));
@@ -213,66 +203,11 @@ pub async fn run_with(
         let _ = metrics.chain.set(chain.clone());
     }
 
-    // Links.
-    let keypair = Arc::new(
-        LinkKeypair::from_secret_bytes(*identity.link_secret().as_bytes())
-            .map_err(|e| NodeError::Link(e.to_string()))?,
-    );
-    let link = LinkConfig::new(geometry).map_err(|e| NodeError::Link(e.to_string()))?;
-    let mut listener_config = ListenerConfig::new(link, keypair.clone(), Arc::new(shared.clone()));
-    // Clients send to entries (layer 0) and receive replies from their
-    // gateway (last layer); the position rule drops anything a client sends
-    // to a last-layer node.
+    // Links: the listener (TCP, and WebSocket for clients), the dialer, the admission gate.
     let last_layer = topology.layers().get().saturating_sub(1);
     let is_exit = my_layer.0 == last_layer;
-    listener_config.accept.clients = my_layer.0 == 0 || is_exit;
-    // Node addresses only defer the gate's decision to after the handshake; the
-    // exemption itself is keyed on the authenticated link key.
-    let node_ips = topology.nodes().iter().map(|n| n.descriptor.address.ip());
-    let gate = Arc::new(crate::AdmissionGate::new(&config.admission, node_ips));
-    listener_config.gate = gate.clone();
-    let ids = topology.nodes().iter().map(|n| n.id);
-    let admission =
-        Arc::new(crate::IngestAdmission::new(&config.admission, config.node.pow_difficulty, ids)?.with_offences(gate));
-    if listener_config.accept.clients {
-        listener_config.client_greeting = Some(crate::difficulty_greeting(admission.clone(), link.packet_len()));
-    }
-    let link_counters = Arc::new(LinkCounters::default());
-    // Bound here, not in its task: a metrics address that cannot be bound stops the node with
-    // the reason instead of leaving it running without the metrics it was configured to serve.
-    let metrics_listener = match config.node.metrics {
-        Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            NodeError::Io(std::io::Error::new(e.kind(), format!("binding the metrics address {addr}: {e}")))
-        })?),
-        None => None,
-    };
-    let (link_tx, mut link_rx) = mpsc::channel::<nox_link::transport::Inbound>(config.pipeline.queue.max(1));
-    let (stop_links_tx, stop_links) = watch::channel(false);
-    let accepts_clients = listener_config.accept.clients;
-    let mut listener =
-        Listener::bind(config.node.listen, listener_config, link_tx.clone(), link_counters.clone(), stop_links.clone())
-            .await?;
-    // Browsers reach entries and gateways over WebSocket: the same client links, gate, limits,
-    // proof of work and rate tiers as over TCP (docs/spec/link.md §5).
-    match config.node.websocket_listen {
-        Some(addr) if accepts_clients => {
-            let bound =
-                listener.bind_websocket(addr, nox_link::transport::WsListenerConfig::default()).await.map_err(|e| {
-                    NodeError::Io(std::io::Error::new(e.kind(), format!("binding the WebSocket address {addr}: {e}")))
-                })?;
-            tracing::info!(%bound, "accepting client links over WebSocket");
-        }
-        Some(_) => tracing::warn!("websocket_listen ignored: this node's layer takes no client links"),
-        None => {}
-    }
-    let listener = Arc::new(listener);
-    let outbound = OutboundLinks::new(
-        DialerConfig::node(link, keypair),
-        Arc::new(shared.clone()),
-        link_tx,
-        link_counters.clone(),
-        stop_links,
-    )?;
+    let links::Links { listener, outbound, link_rx, stop_links_tx, link_counters, admission, link, metrics_listener } =
+        links::bind(&config, &identity, geometry, &topology, my_layer.0 == 0 || is_exit, &shared).await?;
 
     // Pipeline.
     let workers = if config.pipeline.workers == 0 {
@@ -315,24 +250,10 @@ pub async fn run_with(
         link.packet_len(),
         shutdown.clone(),
     )?;
-    let mut egress = handles.egress;
+    let egress = handles.egress;
 
     // Link → pipeline: map the link identity to a topology node.
-    let from_links = {
-        let (peers, metrics) = (shared.clone(), metrics.clone());
-        tokio::spawn(async move {
-            while let Some(frame) = link_rx.recv().await {
-                // The arrival instant is the link's read, carried with the frame.
-                let Some(inbound) = crate::from_link(frame, &peers) else {
-                    metrics.wrong_layer.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                };
-                if pipeline_in.try_send(inbound).is_err() {
-                    metrics.count_drop(nox_relay::DropReason::QueueFull);
-                }
-            }
-        })
-    };
+    let from_links = tokio::spawn(crate::ingress::feed_pipeline(link_rx, shared.clone(), pipeline_in, metrics.clone()));
 
     // Pipeline → links / exit / clients.
     let sink = match config.exit.sink {
@@ -359,104 +280,35 @@ pub async fn run_with(
     });
     // Measurement only (benchmark builds): what a global passive adversary sees.
     let observer = observer(config.observe.as_ref(), &me)?;
-    let to_links = {
-        let (peers, metrics, outbound, health) = (shared.clone(), metrics.clone(), outbound.clone(), health.clone());
-        let (listener, exit_metrics, observer) = (listener.clone(), exit_metrics.clone(), observer.clone());
-        tokio::spawn(async move {
-            while let Some(out) = egress.recv().await {
-                match out {
-                    Egress::Forward { to, packet, received_at } => match forward_link(&peers, &me, &to) {
-                        Ok(key) => {
-                            if outbound.send(&key, packet).is_ok() {
-                                metrics.forwarded.fetch_add(1, Ordering::Relaxed);
-                                if let Some(observer) = &observer {
-                                    observer.forward(&to, received_at);
-                                }
-                            } else {
-                                metrics.count_drop(nox_relay::DropReason::QueueFull);
-                            }
-                        }
-                        Err(refused) => refused.count(&metrics),
-                    },
-                    Egress::Deliver { packet, payload, received_at } => {
-                        let Some(bytes) = packet.get(payload) else { continue };
-                        if crate::cover::consume_delivery(bytes, &health, &metrics) {
-                            continue;
-                        }
-                        metrics.delivered.fetch_add(1, Ordering::Relaxed);
-                        if let Some(observer) = &observer {
-                            observer.deliver(bytes, received_at);
-                        }
-                        if let Some((socket, address)) = &sink {
-                            let _ = socket.try_send_to(&bytes[..bytes.len().min(64)], *address);
-                        }
-                        if let Some(exit) = &exit_front {
-                            exit.deliver(bytes);
-                        }
-                    }
-                    Egress::Reply { recipient, surb_id, packet, .. } => {
-                        if crate::exit::deliver_to_mailbox(
-                            &listener,
-                            &geometry,
-                            &recipient,
-                            &surb_id,
-                            packet,
-                            &exit_metrics,
-                        ) {
-                            metrics.replies.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            }
-        })
+    let router = crate::egress::Router {
+        me,
+        peers: shared.clone(),
+        geometry,
+        outbound: outbound.clone(),
+        listener: listener.clone(),
+        health: health.clone(),
+        metrics: metrics.clone(),
+        exit_metrics: exit_metrics.clone(),
+        exit_front,
+        sink,
+        observer: observer.clone(),
     };
+    let to_links = tokio::spawn(router.run(egress));
 
     // Epoch rotation: create, load and erase keys; open and retire replay caches.
-    let rotation = {
-        let (relay, metrics, mut shutdown, journal) =
-            (relay.clone(), metrics.clone(), shutdown.clone(), journal.clone());
-        tokio::spawn(async move {
-            let period = (schedule.overlap() / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
-            loop {
-                // Every `period`, and right after each epoch boundary: the new epoch's key (created
-                // and published an epoch ahead) must be open before clients switch to it, half an
-                // overlap after the boundary — a periodic tick alone could open it up to a whole
-                // period late.
-                let pause = until_next_epoch(&schedule).map_or(period, |boundary| boundary.min(period));
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    _ = shutdown.wait_for(|stop| *stop) => return,
-                }
-                let now = now_unix();
-                let Ok(rotation) = store.rotate(now, &mut rng) else { continue };
-                publisher.offer(&store, now);
-                let fresh: Vec<u32> = match relay.read() {
-                    Ok(relay) => store
-                        .loaded_epochs()
-                        .filter(|e| !relay.epochs().any(|have| have == *e) && !relay.is_refused(*e))
-                        .collect(),
-                    Err(_) => return,
-                };
-                for epoch in fresh {
-                    let Some(secret) = store.secret(epoch) else { continue };
-                    // Disk work (read, sync) before taking the lock the workers need.
-                    let loaded = journal.load(epoch, bloom);
-                    let Ok(mut relay) = relay.write() else { return };
-                    open_epoch(&mut relay, epoch, secret.clone(), loaded, &metrics);
-                }
-                if let (Some(oldest), Ok(mut relay)) = (store.loaded_epochs().min(), relay.write()) {
-                    relay.retire_before(oldest);
-                    metrics.replay_refused_epochs.store(relay.refused_epochs().count() as u64, Ordering::Relaxed);
-                }
-                for epoch in rotation.erased {
-                    if let Err(error) = journal.retire(epoch) {
-                        tracing::warn!(epoch, %error, "could not delete a retired epoch's replay files");
-                    }
-                }
-                metrics.epoch.store(u64::from(schedule.epoch_at(now)), Ordering::Relaxed);
-            }
-        })
-    };
+    let rotation = tokio::spawn(
+        rotation::Rotation {
+            schedule,
+            store,
+            rng,
+            publisher,
+            relay: relay.clone(),
+            journal: journal.clone(),
+            bloom,
+            metrics: metrics.clone(),
+        }
+        .run(shutdown.clone()),
+    );
 
     let cover = tokio::spawn(
         crate::cover::CoverTask {
@@ -519,37 +371,6 @@ pub async fn run_with(
     Ok(())
 }
 
-/// Opens `epoch` with its loaded replay state, or — if the state is lost
-/// (damaged journal, unreadable snapshot, I/O error) — refuses the epoch's
-/// packets until it ends, logging why.
-fn open_epoch(
-    relay: &mut Relay,
-    epoch: u32,
-    secret: nox_sphinx::SecretKey,
-    loaded: Result<(nox_replay::ReplayCache, usize), crate::ReplayStateError>,
-    metrics: &NodeMetrics,
-) {
-    match loaded {
-        Ok((cache, recovered)) => {
-            if recovered > 0 {
-                tracing::info!(epoch, recovered, "replay cache restored from its journal");
-            }
-            relay.open_epoch_with(epoch, secret, cache);
-        }
-        Err(error) => {
-            tracing::error!(
-                epoch,
-                %error,
-                kind = error.kind(),
-                "replay state of this key epoch is lost: its packets are refused until the epoch ends \
-                 (nox_packets_dropped_total{{reason=\"replay_state_lost\"}})"
-            );
-            relay.refuse_epoch(epoch);
-            metrics.replay_refused_epochs.store(relay.refused_epochs().count() as u64, Ordering::Relaxed);
-        }
-    }
-}
-
 /// The `[observe]` recorder, in a build with the `observe` feature.
 #[cfg(feature = "observe")]
 fn observer(section: Option<&crate::ObserveSection>, me: &NodeId) -> Result<Option<Arc<crate::Observer>>, NodeError> {
@@ -571,68 +392,4 @@ fn observer(section: Option<&crate::ObserveSection>, _me: &NodeId) -> Result<Opt
 
 fn short(id: &NodeId) -> String {
     id.0[..4].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// What `/metrics` renders.
-struct MetricSources {
-    node: Arc<NodeMetrics>,
-    exit: Arc<crate::ExitMetrics>,
-    /// The exit handler's own counters (streams), on exits.
-    handler: Option<Arc<dyn crate::ExitHandler>>,
-    links: Arc<LinkCounters>,
-}
-
-impl MetricSources {
-    fn render(&self) -> String {
-        let handler = self.handler.as_ref().map(|h| h.render_metrics()).unwrap_or_default();
-        self.node.render() + &self.exit.render() + &handler + &render_link_counters(&self.links)
-    }
-}
-
-/// A minimal HTTP/1.1 responder for `GET /metrics` (and nothing else).
-async fn serve_metrics(
-    listener: tokio::net::TcpListener,
-    sources: Arc<MetricSources>,
-    mut shutdown: watch::Receiver<bool>,
-) -> std::io::Result<()> {
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
-        };
-        // An accept error (out of file descriptors, a connection reset before
-        // it was taken) is transient: say so and go on serving, instead of
-        // ending the task and leaving the node without metrics, unnoticed.
-        let mut stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics: accept failed; retrying in 100 ms");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let sources = sources.clone();
-        tokio::spawn(async move {
-            let mut request = [0u8; 2048];
-            let read = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut request)).await;
-            let Ok(Ok(n)) = read else { return };
-            let ok = request[..n].starts_with(b"GET /metrics ");
-            let body = if ok { sources.render() } else { "not found\n".into() };
-            let status = if ok { "200 OK" } else { "404 Not Found" };
-            let response = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-        });
-    }
-}
-
-fn render_link_counters(links: &LinkCounters) -> String {
-    let mut out =
-        String::from("# HELP nox_link_events_total Link-layer events by kind.\n# TYPE nox_link_events_total counter\n");
-    for (name, value) in links.snapshot().pairs() {
-        out.push_str(&format!("nox_link_events_total{{event=\"{name}\"}} {value}\n"));
-    }
-    out
 }
