@@ -4,11 +4,7 @@
 //! a third party drop out of every view; descriptors the registry does not vouch for are
 //! refused; a node that is not registered refuses to run.
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::{path::Path, process::Command, time::Duration};
 
 use nox::testnet::{metric, nodes, scrape};
 use nox_chain::slash::{self, Equivocation};
@@ -16,20 +12,12 @@ use nox_chain::{PrivateKeySigner, U256};
 use nox_sphinx::Geometry;
 use nox_topology::{TopologyError, Unvouched};
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
+
+use common::{NOX, Testnet, port_base, testnet_dir, wait_until};
+
 /// Epoch length of the test network; nodes re-read the registry every quarter epoch.
 const EPOCH_SECS: u64 = 12;
-
-struct Testnet {
-    dir: PathBuf,
-}
-
-impl Drop for Testnet {
-    fn drop(&mut self) {
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn nox(args: &[&str], dir: &Path) -> String {
     let out = Command::new(NOX).args(args).arg("--dir").arg(dir).output().expect("run nox");
@@ -57,11 +45,8 @@ fn identity_of(node_dir: &Path) -> [u8; 32] {
 /// Waits until `check` holds (at most 1.5 epochs: a registry change reaches every view within
 /// one epoch, the rest is margin for the directory's re-issue).
 fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(EPOCH_SECS * 3 / 2);
-    while !check() {
-        assert!(Instant::now() < deadline, "not within an epoch: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    let held = wait_until(Duration::from_secs(EPOCH_SECS * 3 / 2), Duration::from_millis(250), check);
+    assert!(held, "not within an epoch: {what}");
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -70,8 +55,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn membership_follows_the_registry() {
-    let dir = std::env::temp_dir().join(format!("nox-it-chain-{}", std::process::id()));
-    let base = 24_000 + (std::process::id() % 100) as u16 * 30;
+    let dir = testnet_dir("nox-it", "chain");
+    let base = port_base(24_000, 100, 30);
     let _ = std::fs::remove_dir_all(&dir);
     let out = nox(
         &[
@@ -86,7 +71,7 @@ fn membership_follows_the_registry() {
         ],
         &dir,
     );
-    let net = Testnet { dir: dir.clone() };
+    let net = Testnet::adopt(dir.clone());
     assert!(out.contains("registry 0x"), "{out}");
     let info = nox::testnet_chain::load(&dir).expect("chain.json");
 

@@ -17,64 +17,37 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
 };
 
 use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
-use nox_sphinx::Geometry;
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
+
+use common::{Testnet, free_port, port_base, testnet_dir};
+
 /// Anvil's first default account and its well-known development key.
 const DEV_ACCOUNT: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 const DEV_KEY: &str = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const RECIPIENT: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
-/// A testnet in its own directory and port range; stopped on drop.
-struct Testnet {
-    dir: PathBuf,
-}
-
-impl Drop for Testnet {
-    fn drop(&mut self) {
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn testnet(name: &str, slot: u16, extra: &[&str]) -> Testnet {
-    let dir = std::env::temp_dir().join(format!("nox-e2e-{name}-{}", std::process::id()));
     // Port ranges apart from tests/testnet.rs (20000..24000) and directory.rs.
-    let base = 25_000 + (std::process::id() % 150) as u16 * 30 + slot * 10;
-    let status = Command::new(NOX)
-        .args(["testnet", "up", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"])
-        .args(extra)
-        .arg("--base-port")
-        .arg(base.to_string())
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .status()
-        .expect("run nox testnet up");
-    assert!(status.success(), "testnet up failed");
-    Testnet { dir }
+    let base = port_base(25_000, 150, 30) + slot * 10;
+    let mut args = vec!["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
+    args.extend_from_slice(extra);
+    Testnet::up(testnet_dir("nox-e2e", name), base, &args)
 }
 
 async fn client(dir: &Path, core: ClientConfig) -> ClientHandle {
-    let geometry = Geometry::default();
-    let authority = std::fs::read_to_string(dir.join("authority.pub")).expect("authority.pub");
-    let topology = nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &geometry).expect("topology");
-    Client::start(ShellConfig { topology, core }).await.expect("client starts")
+    Client::start(ShellConfig { topology: common::topology(dir), core }).await.expect("client starts")
 }
 
 fn tool(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/node_modules/.bin").join(name);
     assert!(path.exists(), "{} missing: run `npm ci --prefix tools` (scripts/test.sh does)", path.display());
     path
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 /// The native Anvil binary (`nox_chain::anvil`), killed on drop: the npm `.bin` wrapper would
@@ -215,7 +188,7 @@ async fn a_256_kib_reply_survives_exits_dropping_a_fifth_of_the_reply_packets() 
         .map(|i| net.dir.join(format!("node-{i}")))
         .find(|d| std::fs::read_to_string(d.join("layer")).is_ok_and(|l| l.trim() == "2"))
         .unwrap_or(exit);
-    let metrics: SocketAddr = std::fs::read_to_string(exit.join("metrics.addr")).unwrap().trim().parse().unwrap();
+    let metrics = common::metrics_addr(&exit);
     for round in 0..3u8 {
         let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i as u8) ^ round).collect();
         let response = client.request(RequestBody::Echo(data.clone()), data.len()).await.expect("a reply");

@@ -10,62 +10,45 @@ use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use serde_json::Value;
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
 
-/// A testnet and a dashboard on it, stopped on drop.
+use common::{NOX, Testnet, port_base, testnet_dir, wait_until};
+
+/// A testnet and a dashboard on it (one of the testnet's children: killed before the testnet is
+/// stopped).
 struct Net {
-    dir: PathBuf,
-    dashboard: Option<Child>,
+    testnet: Testnet,
     fake: Option<SocketAddr>,
     url: SocketAddr,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.dashboard.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// `nox testnet up` in its own directory and port range (tests/testnet.rs's per-pid scheme:
 /// `slot` separates this file's tests), then `nox dashboard` on `base + 9`; with `fake`, one
 /// more endpoint that answers garbage on `base + 8`.
 fn start(name: &str, slot: u16, extra: &[&str], fake: bool) -> Net {
-    let dir = std::env::temp_dir().join(format!("nox-dash-{name}-{}", std::process::id()));
-    let base = 20_000 + (std::process::id() % 200) as u16 * 20 + slot * 10;
-    let status = Command::new(NOX)
-        .args(["testnet", "up", "--mean-delay-ms", "5", "--nodes-per-layer", "2", "--loop-rate", "4"])
-        .args(["--drop-rate", "2"])
-        .args(extra)
-        .arg("--base-port")
-        .arg(base.to_string())
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .status()
-        .expect("run nox");
-    assert!(status.success(), "testnet up failed");
+    let base = port_base(20_000, 200, 20) + slot * 10;
+    let mut args = vec!["--mean-delay-ms", "5", "--nodes-per-layer", "2", "--loop-rate", "4", "--drop-rate", "2"];
+    args.extend_from_slice(extra);
+    let testnet = Testnet::up(testnet_dir("nox-dash", name), base, &args);
     let url: SocketAddr = ([127, 0, 0, 1], base + 9).into();
-    let mut net = Net { dir, dashboard: None, fake: None, url };
+    let mut net = Net { testnet, fake: None, url };
     let mut command = Command::new(NOX);
-    command.args(["dashboard", "--interval-ms", "500", "--testnet"]).arg(&net.dir).arg("--listen").arg(url.to_string());
+    command.args(["dashboard", "--interval-ms", "500", "--testnet"]).arg(&net.testnet.dir);
+    command.arg("--listen").arg(url.to_string());
     if fake {
         let addr: SocketAddr = ([127, 0, 0, 1], base + 8).into();
         garbage_metrics_server(addr);
         command.arg("--node").arg(format!("deadbeef={addr}"));
         net.fake = Some(addr);
     }
-    net.dashboard = Some(command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("run nox dashboard"));
+    let dashboard = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("run nox dashboard");
+    net.testnet.children.push(dashboard);
     net
 }
 
@@ -95,29 +78,29 @@ fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     Some((status, body.to_owned()))
 }
 
-fn state(net: &Net) -> Option<(String, Value)> {
-    let (status, body) = get(net.url, "/api/state")?;
+/// The dashboard's `/api/state` at `url`: (body, parsed).
+fn state(url: SocketAddr) -> Option<(String, Value)> {
+    let (status, body) = get(url, "/api/state")?;
     (status == 200).then_some(())?;
     let value = serde_json::from_str(&body).ok()?;
     Some((body, value))
 }
 
 /// Polls `/api/state` until `ready` holds (or `patience` passes); returns the last state.
-fn wait_state(net: &Net, patience: Duration, ready: impl Fn(&Value) -> bool) -> (String, Value) {
-    let deadline = Instant::now() + patience;
+fn wait_state(url: SocketAddr, patience: Duration, ready: impl Fn(&Value) -> bool) -> (String, Value) {
     let mut last = None;
-    loop {
-        if let Some((body, value)) = state(net) {
-            if ready(&value) {
-                return (body, value);
-            }
-            last = Some((body, value));
-        }
-        if Instant::now() > deadline {
+    let held = wait_until(patience, Duration::from_millis(200), || {
+        let Some((body, value)) = state(url) else { return false };
+        let done = ready(&value);
+        last = Some((body, value));
+        done
+    });
+    match last {
+        Some(last) if held => last,
+        last => {
             let body = last.map(|(b, _)| b).unwrap_or_else(|| "no state".into());
             panic!("the dashboard's state did not get there in {patience:?}: {body}");
         }
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -164,17 +147,17 @@ fn send_a_replay(dir: &Path) {
 fn api_state_shows_the_live_network_and_down_nodes() {
     let started = Instant::now();
     let net = start("api", 0, &[], true);
-    let addresses = node_addresses(&net.dir);
+    let addresses = node_addresses(&net.testnet.dir);
     assert_eq!(addresses.len(), 6);
     let mut traffic = Command::new(NOX)
         .args(["testnet", "traffic", "--packets", "600", "--rate", "200", "--dir"])
-        .arg(&net.dir)
+        .arg(&net.testnet.dir)
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    send_a_replay(&net.dir);
+    send_a_replay(&net.testnet.dir);
 
-    let (body, state) = wait_state(&net, Duration::from_secs(30), |s| {
+    let (body, state) = wait_state(net.url, Duration::from_secs(30), |s| {
         let all = nodes(s);
         all.len() == 6
             && all.iter().all(|n| n["up"] == true && n["id"].is_string())
@@ -228,9 +211,13 @@ fn api_state_shows_the_live_network_and_down_nodes() {
 
     // Kill an exit: it shows as down with the reason, and the dashboard goes on serving.
     let victim = layers[2]["nodes"][0]["name"].as_str().unwrap().to_owned();
-    let pid = std::fs::read_to_string(net.dir.join(&victim).join("pid")).unwrap();
+    let pid = std::fs::read_to_string(net.testnet.dir.join(&victim).join("pid")).unwrap();
     assert!(Command::new("kill").arg("-KILL").arg(pid.trim()).status().unwrap().success());
-    let (_, after) = wait_state(&net, Duration::from_secs(10), |s| node(s, &victim).is_some_and(|n| n["up"] == false));
+    // A scrape in flight at the kill fails on its open connection ("HTTP request failed"); the
+    // next one finds the port closed.
+    let (_, after) = wait_state(net.url, Duration::from_secs(10), |s| {
+        node(s, &victim).is_some_and(|n| n["up"] == false && n["down_reason"] == "connection refused")
+    });
     let down = node(&after, &victim).unwrap();
     assert_eq!(down["down_reason"], "connection refused", "{down}");
     assert_eq!(after["totals"]["nodes_down"], 2, "the killed node and the garbage endpoint");
@@ -245,32 +232,29 @@ fn api_state_shows_the_live_network_and_down_nodes() {
 /// `nox testnet`): the node ids (8-digit prefixes, as the testnet dashboard shows them) and the
 /// metrics addresses given by hand find the same six nodes in their layers, all up.
 fn directory_mode_finds_the_same_network(net: &Net) {
-    let (_, testnet_state) = state(net).expect("the testnet dashboard's state");
-    let directory = std::fs::read_to_string(net.dir.join("directory.addr")).unwrap();
-    let authority = std::fs::read_to_string(net.dir.join("authority.pub")).unwrap();
+    let (_, testnet_state) = state(net.url).expect("the testnet dashboard's state");
+    let directory = nox::testnet_directory::addr(&net.testnet.dir).expect("directory.addr");
     let mut command = Command::new(NOX);
-    command.args(["dashboard", "--interval-ms", "500", "--directory"]).arg(format!("http://{}", directory.trim()));
-    command.arg("--authority").arg(authority.trim());
+    command.args(["dashboard", "--interval-ms", "500", "--directory"]).arg(format!("http://{directory}"));
+    command.arg("--authority").arg(common::authority(&net.testnet.dir));
     let mut expected = Vec::new();
     for n in nodes(&testnet_state) {
         let name = n["name"].as_str().unwrap();
         let id = n["id"].as_str().unwrap();
-        let metrics = std::fs::read_to_string(net.dir.join(name).join("metrics.addr")).unwrap();
-        command.arg("--node").arg(format!("{id}={}", metrics.trim()));
+        let metrics = common::metrics_addr(&net.testnet.dir.join(name));
+        command.arg("--node").arg(format!("{id}={metrics}"));
         expected.push((id.to_owned(), n["layer"].as_u64().unwrap()));
     }
     let url: SocketAddr = (net.url.ip(), net.url.port() - 2).into();
     command.arg("--listen").arg(url.to_string());
     let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("run nox dashboard");
-    let other = Net { dir: PathBuf::new(), dashboard: None, fake: None, url };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        wait_state(&other, Duration::from_secs(20), |s| {
+        wait_state(url, Duration::from_secs(20), |s| {
             nodes(s).len() == 6 && nodes(s).iter().all(|n| n["up"] == true) && s["topology"]["verified"] == true
         })
     }));
     let _ = child.kill();
     let _ = child.wait();
-    std::mem::forget(other);
     let (body, directory_state) = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
     assert_eq!(directory_state["topology"]["source"], "directory mirrors");
     for (id, layer) in expected {
@@ -316,11 +300,11 @@ fn headless_chromium_renders_the_dashboard() {
     let net = start("ui", 1, &["--no-chain"], false);
     let mut traffic = Command::new(NOX)
         .args(["testnet", "traffic", "--packets", "1500", "--rate", "150", "--dir"])
-        .arg(&net.dir)
+        .arg(&net.testnet.dir)
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    wait_state(&net, Duration::from_secs(30), |s| {
+    wait_state(net.url, Duration::from_secs(30), |s| {
         let all = nodes(s);
         all.len() == 6
             && all.iter().all(|n| n["up"] == true)
@@ -328,7 +312,7 @@ fn headless_chromium_renders_the_dashboard() {
             && s["delay_total"]["count"].as_u64().unwrap_or(0) > 0
     });
     directory_mode_finds_the_same_network(&net);
-    let profile = net.dir.join("chromium-profile");
+    let profile = net.testnet.dir.join("chromium-profile");
     let url = format!("http://{}/", net.url);
 
     // The DOM after the page's script ran (virtual time lets its first refresh complete).

@@ -3,25 +3,15 @@
 //! both a client (which refreshes its topology from the directory) and the nodes (whose loop
 //! cover traffic needs the other nodes' new keys) pick them up. Traffic is delivered throughout.
 
-use std::{
-    path::PathBuf,
-    process::{Command, Stdio},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
-};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nox::testnet::{NodeEntry, TestnetClient, metric, nodes, scrape};
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
+
+use common::{Testnet, port_base, testnet_dir};
+
 const EPOCH_SECS: u64 = 6;
-
-struct Testnet(PathBuf);
-
-impl Drop for Testnet {
-    fn drop(&mut self) {
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.0).stdout(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn now_unix() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
@@ -33,27 +23,21 @@ fn sum(nodes: &[NodeEntry], series: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_through_the_directory() {
-    let dir = std::env::temp_dir().join(format!("nox-it-directory-{}", std::process::id()));
-    let base = 20_000 + (std::process::id() % 200) as u16 * 20;
-    let status = Command::new(NOX)
-        .args(["testnet", "up", "--nodes-per-layer", "1", "--mean-delay-ms", "1"])
-        .args(["--loop-rate", "4", "--drop-rate", "0", "--loop-timeout-s", "3"])
-        .args(["--epoch-secs", &EPOCH_SECS.to_string(), "--overlap-secs", "2"])
-        .arg("--base-port")
-        .arg(base.to_string())
-        .arg("--dir")
-        .arg(&dir)
-        .status()
-        .expect("run nox");
-    let net = Testnet(dir);
-    assert!(status.success(), "testnet up failed");
-    assert!(nox::testnet_directory::addr(&net.0).is_some(), "no directory address");
+    let epoch = EPOCH_SECS.to_string();
+    let args = [
+        ["--nodes-per-layer", "1", "--mean-delay-ms", "1"].as_slice(),
+        &["--loop-rate", "4", "--drop-rate", "0", "--loop-timeout-s", "3"],
+        &["--epoch-secs", epoch.as_str(), "--overlap-secs", "2"],
+    ]
+    .concat();
+    let net = Testnet::up_showing_output(testnet_dir("nox-it", "directory"), port_base(20_000, 200, 20), &args);
+    assert!(nox::testnet_directory::addr(&net.dir).is_some(), "no directory address");
 
-    let mut client = TestnetClient::connect(&net.0).unwrap();
+    let mut client = TestnetClient::connect(&net.dir).unwrap();
     let schedule = *client.topology.schedule();
     let start = schedule.epoch_at(now_unix());
-    let all = nodes(&net.0);
-    let exits: Vec<NodeEntry> = nodes(&net.0).into_iter().filter(|n| n.layer == 2).collect();
+    let all = nodes(&net.dir);
+    let exits: Vec<NodeEntry> = nodes(&net.dir).into_iter().filter(|n| n.layer == 2).collect();
     let delivered_before = sum(&exits, "nox_packets_delivered_total");
 
     // Send a packet every 250 ms, refreshing the topology before each, until three packets
@@ -63,7 +47,7 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     let mut loops_at_target = None;
     while in_target < 3 {
         assert!(Instant::now() < deadline, "epoch {} not reached (at {sent} packets)", start + 2);
-        client.refresh(&net.0).await.unwrap();
+        client.refresh(&net.dir).await.unwrap();
         let epoch = client.topology.client_epoch(now_unix());
         let mut payload = [0u8; 64];
         payload[..8].copy_from_slice(&sent.to_be_bytes());
@@ -87,7 +71,7 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     assert_eq!(delivered, sent, "packets lost across epoch boundaries");
 
     // The served document lists every node's key for the new epoch...
-    let topology = nox::testnet_directory::topology(&net.0).unwrap();
+    let topology = nox::testnet_directory::topology(&net.dir).unwrap();
     for node in topology.nodes() {
         assert!(node.descriptor.sphinx_key(start + 2).is_some(), "no key for epoch {} published", start + 2);
     }
@@ -100,7 +84,7 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     assert!(sum(&all, "nox_cover_loops_returned_total") >= loops_then + 3, "node loops stopped in the new epoch");
 
     // The directory counted the uploads it accepted.
-    let addr = nox::testnet_directory::addr(&net.0).unwrap();
+    let addr = nox::testnet_directory::addr(&net.dir).unwrap();
     let (_, text) = nox_directory::get_blocking(addr, "/metrics", Duration::from_secs(2)).unwrap();
     let accepted = metric(&String::from_utf8_lossy(&text), "nox_directory_requests_total{outcome=\"accepted\"}");
     assert!(accepted >= 3, "only {accepted} uploads accepted");

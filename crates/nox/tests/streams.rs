@@ -15,55 +15,30 @@
 //!   a new stream works afterwards.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nox::test_servers::{TestCa, http_server_plain_on, pattern, sha256_hex, tcp_echo_server_on, tls_server_on};
 use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig, SocksConfig};
-use nox_sphinx::Geometry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
 
-/// A testnet in its own directory and port range; stopped on drop.
-struct Testnet {
-    dir: PathBuf,
-}
-
-impl Drop for Testnet {
-    fn drop(&mut self) {
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use common::{NOX, Testnet, port_base, testnet_dir, topology};
 
 fn testnet(name: &str, slot: u16, extra: &[String]) -> Testnet {
-    let dir = std::env::temp_dir().join(format!("nox-streams-{name}-{}", std::process::id()));
     // A port range apart from the other end-to-end tests (20000..30000).
-    let base = 30_000 + (std::process::id() % 150) as u16 * 40 + slot * 10;
-    let status = Command::new(NOX)
-        .args(["testnet", "up", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"])
-        .args(extra)
-        .arg("--base-port")
-        .arg(base.to_string())
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .status()
-        .expect("run nox testnet up");
-    assert!(status.success(), "testnet up failed");
-    Testnet { dir }
+    let base = port_base(30_000, 150, 40) + slot * 10;
+    let mut args: Vec<String> =
+        ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"].map(str::to_owned).to_vec();
+    args.extend_from_slice(extra);
+    Testnet::up(testnet_dir("nox-streams", name), base, &args)
 }
 
 fn allow(addrs: &[SocketAddr]) -> Vec<String> {
     addrs.iter().flat_map(|a| ["--exit-allow".to_owned(), a.to_string()]).collect()
-}
-
-fn topology(dir: &Path) -> nox_topology::VerifiedTopology {
-    let authority = std::fs::read_to_string(dir.join("authority.pub")).expect("authority.pub");
-    nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &Geometry::default()).expect("topology")
 }
 
 async fn client(dir: &Path, core: ClientConfig) -> ClientHandle {
@@ -84,14 +59,8 @@ fn exit_index(dir: &Path) -> usize {
 }
 
 /// A counter from the exit's `/metrics` (0 when absent).
-async fn exit_metric(dir: &Path, name: &str) -> u64 {
-    let config = std::fs::read_to_string(dir.join(format!("node-{}/node.toml", exit_index(dir)))).unwrap();
-    let addr = config.lines().find_map(|l| l.strip_prefix("metrics = ")).expect("metrics address").trim_matches('"');
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.unwrap();
-    text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+fn exit_metric(dir: &Path, name: &str) -> u64 {
+    common::node_metric(&dir.join(format!("node-{}", exit_index(dir))), name)
 }
 
 async fn socks(client: &ClientHandle) -> SocketAddr {
@@ -207,9 +176,9 @@ async fn curl_https_end_to_end_downloads_and_uploads_through_streams() {
     assert_eq!(client.stats().timeouts, 0);
 
     // The exit's aggregate counters saw it (and nothing per stream).
-    assert!(exit_metric(&net.dir, "nox_exit_streams_opened_total ").await >= 4);
-    assert!(exit_metric(&net.dir, "nox_exit_streams_bytes_down_total ").await >= 5 << 20);
-    assert!(exit_metric(&net.dir, "nox_exit_streams_bytes_up_total ").await >= 1 << 20);
+    assert!(exit_metric(&net.dir, "nox_exit_streams_opened_total") >= 4);
+    assert!(exit_metric(&net.dir, "nox_exit_streams_bytes_down_total") >= 5 << 20);
+    assert!(exit_metric(&net.dir, "nox_exit_streams_bytes_up_total") >= 1 << 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

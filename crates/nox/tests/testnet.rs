@@ -11,9 +11,9 @@ use std::{
     io::Write,
     net::{SocketAddr, TcpStream},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     sync::Arc,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use nox::testnet::scrape;
@@ -25,24 +25,9 @@ use nox_sphinx::{BuildOptions, Geometry, PathHop};
 use nox_topology::VerifiedTopology;
 use rand_core::SeedableRng;
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
 
-struct Testnet {
-    dir: PathBuf,
-    /// Nodes this test restarted itself (reaped after `down`).
-    restarted: Vec<std::process::Child>,
-}
-
-impl Drop for Testnet {
-    fn drop(&mut self) {
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
-        for child in &mut self.restarted {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use common::{NOX, Testnet, metrics_addr, node_metric as metric, port_base, testnet_dir, topology, wait_until};
 
 /// One node per layer, no cover traffic (the test counts packets exactly).
 fn up() -> Testnet {
@@ -52,31 +37,14 @@ fn up() -> Testnet {
 /// `nox testnet up` in its own directory and port range (`slot` separates
 /// the tests of one run, which run in parallel).
 fn up_with(name: &str, slot: u16, extra: &[&str]) -> Testnet {
-    let dir = std::env::temp_dir().join(format!("nox-it-{name}-{}", std::process::id()));
-    let base = 20_000 + (std::process::id() % 200) as u16 * 20 + slot * 10;
-    let status = Command::new(NOX)
-        .args(["testnet", "up", "--mean-delay-ms", "1"])
-        .args(extra)
-        .arg("--base-port")
-        .arg(base.to_string())
-        .arg("--dir")
-        .arg(&dir)
-        .status()
-        .expect("run nox");
-    assert!(status.success(), "testnet up failed");
-    Testnet { dir, restarted: Vec::new() }
+    let base = port_base(20_000, 200, 20) + slot * 10;
+    let mut args = vec!["--mean-delay-ms", "1"];
+    args.extend_from_slice(extra);
+    Testnet::up_showing_output(testnet_dir("nox-it", name), base, &args)
 }
 
 fn node_dirs(dir: &Path) -> Vec<PathBuf> {
     (0..).map(|i| dir.join(format!("node-{i}"))).take_while(|d| d.exists()).collect()
-}
-
-fn metrics_addr(node: &Path) -> SocketAddr {
-    std::fs::read_to_string(node.join("metrics.addr")).unwrap().trim().parse().unwrap()
-}
-
-fn metric(node: &Path, series: &str) -> u64 {
-    nox::testnet::metric(&scrape(metrics_addr(node)).unwrap_or_default(), series)
 }
 
 /// Waits (up to 10 s) until `series` on `node` reaches `at_least`.
@@ -85,14 +53,12 @@ fn wait_metric(node: &Path, series: &str, at_least: u64) -> u64 {
 }
 
 fn wait_metric_for(node: &Path, series: &str, at_least: u64, patience: Duration) -> u64 {
-    let deadline = Instant::now() + patience;
-    loop {
-        let value = metric(node, series);
-        if value >= at_least || Instant::now() > deadline {
-            return value;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut value = 0;
+    wait_until(patience, Duration::from_millis(20), || {
+        value = metric(node, series);
+        value >= at_least
+    });
+    value
 }
 
 struct Client {
@@ -103,11 +69,6 @@ struct Client {
     /// open: a link whose receiver is gone closes on the first record.
     downstream: tokio::sync::mpsc::Receiver<nox_link::transport::Inbound>,
     _stop: tokio::sync::watch::Sender<bool>,
-}
-
-fn topology(dir: &Path) -> VerifiedTopology {
-    let authority = std::fs::read_to_string(dir.join("authority.pub")).unwrap();
-    nox_node::load_topology(&dir.join("topology.json"), authority.trim(), &Geometry::default()).unwrap()
 }
 
 /// A dialer: anonymous client (`identity: None`) or a node's link key.
@@ -176,10 +137,9 @@ fn restart(node: &Path) -> std::process::Child {
 fn restart_after(node: &Path, signal: &str, between: impl FnOnce()) -> std::process::Child {
     let pid = std::fs::read_to_string(node.join("pid")).unwrap();
     let _ = Command::new("kill").arg(signal).arg(pid.trim()).status();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Path::new(&format!("/proc/{}", pid.trim())).exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(Duration::from_secs(15), Duration::from_millis(20), || {
+        !Path::new(&format!("/proc/{}", pid.trim())).exists()
+    });
     between();
     let log = std::fs::OpenOptions::new().append(true).open(node.join("node.log")).unwrap();
     let child = Command::new(NOX)
@@ -191,10 +151,7 @@ fn restart_after(node: &Path, signal: &str, between: impl FnOnce()) -> std::proc
         .spawn()
         .unwrap();
     std::fs::write(node.join("pid"), child.id().to_string()).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while scrape(metrics_addr(node)).is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(Duration::from_secs(10), Duration::from_millis(20), || scrape(metrics_addr(node)).is_some());
     child
 }
 
@@ -250,7 +207,7 @@ async fn real_processes_carry_traffic_and_refuse_every_attack() {
 
     // Restart the entry: it still refuses the packet it processed before.
     let child = restart(&entry);
-    net.restarted.push(child);
+    net.children.push(child);
     let again = client(&net.dir, None);
     again.send(&path[0].node, packet.clone()).await;
     assert_eq!(
@@ -331,7 +288,7 @@ async fn a_killed_node_keeps_its_tags_and_a_damaged_journal_refuses_its_epoch() 
     }
     assert!(metric(&entry, "nox_replay_syncs_total") >= 3);
 
-    net.restarted.push(restart_after(&entry, "-KILL", || {}));
+    net.children.push(restart_after(&entry, "-KILL", || {}));
     let again = client(&net.dir, None);
     for packet in &sent {
         again.send(&path[0].node, packet.clone()).await;
@@ -345,7 +302,7 @@ async fn a_killed_node_keeps_its_tags_and_a_damaged_journal_refuses_its_epoch() 
 
     // Damage the first record: commit slots after it prove it was durable.
     let journal = find_file(&entry, &format!("replay-{epoch:010}.journal")).expect("the entry's journal");
-    net.restarted.push(restart_after(&entry, "-KILL", || {
+    net.children.push(restart_after(&entry, "-KILL", || {
         let mut bytes = std::fs::read(&journal).unwrap();
         bytes[nox_replay::journal::HEADER_LEN + 1] ^= 0x20;
         std::fs::write(&journal, bytes).unwrap();

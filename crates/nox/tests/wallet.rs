@@ -15,8 +15,8 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    process::{Command, Stdio},
+    time::Duration,
 };
 
 use alloy::{
@@ -27,32 +27,15 @@ use alloy::{
 use nox::wallet_cmd::BundleFile;
 use nox_chain::bindings::{BatchExecutor, RewardLedger};
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
+
+use common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
+
 /// Anvil's default accounts 1–3 (account 0 deploys): a depositor, an inserter, a relayer.
 const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const INSERTER_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 const RELAYER_KEY: &str = "7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
 const PASSPHRASE: &str = "correct horse battery staple";
-
-struct Testnet {
-    dir: PathBuf,
-    client: Option<Child>,
-}
-
-impl Drop for Testnet {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.client.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
 
 fn write_key(dir: &Path, name: &str, key: &str) -> PathBuf {
     let path = dir.join(name);
@@ -84,20 +67,12 @@ fn spendable(out: &str) -> u128 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
-    let dir = std::env::temp_dir().join(format!("nox-it-wallet-{}", std::process::id()));
+    let dir = testnet_dir("nox-it", "wallet");
     let _ = std::fs::remove_dir_all(&dir);
     // Metrics ports at base + 100 stay below Linux's ephemeral range (32768–60999).
-    let base = 27_000 + (std::process::id() % 100) as u16 * 30;
-    let status = Command::new(NOX)
-        .args(["testnet", "up", "--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0", "--base-port"])
-        .arg(base.to_string())
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .status()
-        .expect("run nox testnet up");
-    assert!(status.success(), "testnet up failed");
-    let mut net = Testnet { dir: dir.clone(), client: None };
+    let base = port_base(27_000, 100, 30);
+    let args = ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
+    let mut net = Testnet::up(dir.clone(), base, &args);
     let info = nox::testnet_chain::load(&dir).expect("chain.json");
     let pool = info.pool.clone().expect("the testnet deploys the shielded pool");
 
@@ -111,12 +86,11 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start nox client");
-    net.client = Some(client);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_err() {
-        assert!(Instant::now() < deadline, "nox client --rpc did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    net.children.push(client);
+    let listening = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
+        std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_ok()
+    });
+    assert!(listening, "nox client --rpc did not listen");
     let rpc = format!("http://127.0.0.1:{rpc_port}");
     let wdir = dir.join("wallet");
     let w = wdir.to_str().expect("utf-8 path");

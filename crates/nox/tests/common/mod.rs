@@ -1,0 +1,134 @@
+//! Fixtures shared by the multi-process integration tests (`tests/*.rs`): each test file
+//! says `mod common;` (the usual Cargo layout for shared integration-test code: a directory
+//! module is not compiled as a test binary of its own).
+//!
+//! - [`Testnet`]: a `nox testnet up` in its own directory and port range, stopped
+//!   (`nox testnet down`), with its extra children reaped and its directory removed, on drop;
+//! - [`testnet_dir`] and [`port_base`]: the per-test directory and the per-pid port range
+//!   (every file keeps its own range so that test binaries running in parallel never collide);
+//! - [`authority`], [`topology`], [`metrics_addr`], [`node_metric`]: reading a running
+//!   testnet's files and counters;
+//! - [`free_port`], [`wait_until`].
+
+// Each test binary compiles this module and uses only a subset of it: the rest would be
+// reported as dead code once per binary.
+#![allow(dead_code)]
+
+use std::{
+    ffi::OsStr,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use nox_sphinx::Geometry;
+use nox_topology::VerifiedTopology;
+
+/// The `nox` binary under test.
+pub const NOX: &str = env!("CARGO_BIN_EXE_nox");
+
+/// A testnet in its own directory and port range; stopped on drop.
+pub struct Testnet {
+    /// The testnet's directory (`--dir`).
+    pub dir: PathBuf,
+    /// Processes the test started itself (a client, a dashboard, a restarted node): killed and
+    /// reaped on drop, before `nox testnet down`.
+    pub children: Vec<Child>,
+}
+
+impl Testnet {
+    /// A testnet already started in `dir` (by a command the test runs itself): stopped on drop.
+    pub fn adopt(dir: PathBuf) -> Self {
+        Testnet { dir, children: Vec::new() }
+    }
+
+    /// `nox testnet up <args> --base-port <base> --dir <dir>`, its stdout discarded; panics if it
+    /// fails (after stopping whatever it started).
+    pub fn up<S: AsRef<OsStr>>(dir: PathBuf, base: u16, args: &[S]) -> Self {
+        Self::start(dir, base, args, Stdio::null())
+    }
+
+    /// As [`Testnet::up`], with `nox testnet up`'s summary on the test's stdout.
+    pub fn up_showing_output<S: AsRef<OsStr>>(dir: PathBuf, base: u16, args: &[S]) -> Self {
+        Self::start(dir, base, args, Stdio::inherit())
+    }
+
+    fn start<S: AsRef<OsStr>>(dir: PathBuf, base: u16, args: &[S], stdout: Stdio) -> Self {
+        let status = Command::new(NOX)
+            .args(["testnet", "up"])
+            .args(args)
+            .arg("--base-port")
+            .arg(base.to_string())
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(stdout)
+            .status()
+            .expect("run nox testnet up");
+        let net = Testnet::adopt(dir);
+        assert!(status.success(), "testnet up failed");
+        net
+    }
+}
+
+impl Drop for Testnet {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = Command::new(NOX).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `<tmp>/<prefix>-<name>-<pid>`: one directory per test and per test process.
+pub fn testnet_dir(prefix: &str, name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{prefix}-{name}-{}", std::process::id()))
+}
+
+/// `start + (pid % slots) * stride`: the first port of this process's range in a file's block
+/// of `slots` ranges of `stride` ports each. Each file has its own block (see its call); a
+/// file with several tests adds `slot * 10` for the test's own testnet.
+pub fn port_base(start: u16, slots: u32, stride: u16) -> u16 {
+    start + (std::process::id() % slots) as u16 * stride
+}
+
+/// The testnet's authority key (`authority.pub`, trimmed).
+pub fn authority(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("authority.pub")).expect("authority.pub").trim().to_owned()
+}
+
+/// The testnet's signed topology (`topology.json`), verified with its authority key.
+pub fn topology(dir: &Path) -> VerifiedTopology {
+    nox_node::load_topology(&dir.join("topology.json"), &authority(dir), &Geometry::default()).expect("topology")
+}
+
+/// A node's `/metrics` address (`<node dir>/metrics.addr`).
+pub fn metrics_addr(node: &Path) -> SocketAddr {
+    std::fs::read_to_string(node.join("metrics.addr")).expect("metrics.addr").trim().parse().expect("an address")
+}
+
+/// One series of a node's `/metrics` (0 when absent or when the node does not answer).
+pub fn node_metric(node: &Path, series: &str) -> u64 {
+    nox::testnet::metric(&nox::testnet::scrape(metrics_addr(node)).unwrap_or_default(), series)
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// Polls `done` every `every` until it holds (true) or `patience` has passed (false).
+pub fn wait_until(patience: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + patience;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(every);
+    }
+}
