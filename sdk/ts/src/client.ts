@@ -137,6 +137,8 @@ export class NoxClient implements MixnetRequester {
   readonly #waiting = new Map<bigint, Waiter>();
   readonly #providers = new Set<NoxProvider>();
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #reconnect: ReturnType<typeof setTimeout> | undefined;
+  #gatewayFailures = 0;
   #closed = false;
 
   private constructor(
@@ -309,6 +311,7 @@ export class NoxClient implements MixnetRequester {
     }
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#reconnect);
     for (const link of this.#links.values()) {
       link.close();
     }
@@ -379,25 +382,39 @@ export class NoxClient implements MixnetRequester {
   }
 
   #linkClosed(id: string, reason: NoxError): void {
-    this.#links.delete(id);
+    if (this.#links.get(id)?.closed === true) {
+      this.#links.delete(id);
+    }
     if (this.#closed || id !== hex(this.#gateway)) {
       return;
     }
-    // Without the gateway link no reply can arrive: reconnect once, and fail
-    // the waiting requests if that fails too.
-    try {
-      this.#link(this.#gateway).ready.catch((error: NoxError) => {
-        for (const [requestId, waiter] of this.#waiting) {
-          waiter.reject(error);
-          this.#waiting.delete(requestId);
-        }
-      });
-    } catch {
-      for (const waiter of this.#waiting.values()) {
-        waiter.reject(reason);
-      }
-      this.#waiting.clear();
+    // Without the gateway link the replies of the requests in flight are lost
+    // (the gateway holds no mailbox for an absent client): fail them now, with
+    // the reason, rather than at their timeouts. Then reconnect with
+    // exponential backoff (0.5 s doubling to 30 s; reset once a link is up), so
+    // a dead gateway is not redialed in a tight loop.
+    for (const waiter of this.#waiting.values()) {
+      waiter.reject(reason);
     }
+    this.#waiting.clear();
+    const delay = Math.min(30_000, 500 * 2 ** Math.min(this.#gatewayFailures, 6));
+    this.#gatewayFailures += 1;
+    clearTimeout(this.#reconnect);
+    this.#reconnect = setTimeout(() => {
+      if (this.#closed) {
+        return;
+      }
+      try {
+        this.#link(this.#gateway).ready.then(
+          () => {
+            this.#gatewayFailures = 0;
+          },
+          () => {},
+        );
+      } catch {
+        // No endpoint for the gateway in the topology: nothing to redial.
+      }
+    }, delay);
   }
 
   #finish(done: Completed): void {
