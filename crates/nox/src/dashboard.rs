@@ -142,18 +142,7 @@ pub fn run(args: &DashboardArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| DashboardError::Runtime(e).to_string())?;
-    runtime.block_on(async move {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
-            let _ = stop_tx.send(true);
-        });
-        serve(args, stop_rx).await.map_err(|e| e.to_string())
-    })
+    runtime.block_on(async move { serve(args, crate::stop_on_signal()).await.map_err(|e| e.to_string()) })
 }
 
 fn parse_node(spec: &str) -> Result<(String, SocketAddr), DashboardError> {

@@ -36,3 +36,17 @@ pub mod testnet_directory;
 pub mod tx_cmd;
 pub mod wallet_cmd;
 pub mod zk_cmd;
+
+/// A watch that turns true on SIGINT or SIGTERM (call inside the runtime).
+pub fn stop_on_signal() -> tokio::sync::watch::Receiver<bool> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        let _ = stop_tx.send(true);
+    });
+    stop_rx
+}

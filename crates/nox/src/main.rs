@@ -115,20 +115,6 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
-/// A watch that turns true on SIGINT or SIGTERM (call inside the runtime).
-fn stop_on_signal() -> tokio::sync::watch::Receiver<bool> {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-        }
-        let _ = stop_tx.send(true);
-    });
-    stop_rx
-}
-
 fn node(path: &std::path::Path) -> Result<(), String> {
     init_logging();
     let config = nox_node::NodeConfig::load(path, |name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
@@ -142,7 +128,7 @@ fn node(path: &std::path::Path) -> Result<(), String> {
             Some(table) => std::sync::Arc::new(nox::exit_glue::ExitAdapter::from_table(table).await?),
             None => std::sync::Arc::new(nox_node::EchoOnly),
         };
-        nox_node::run_with(config, handler, stop_on_signal()).await.map_err(|e| e.to_string())
+        nox_node::run_with(config, handler, nox::stop_on_signal()).await.map_err(|e| e.to_string())
     })
 }
 
@@ -153,7 +139,7 @@ fn directory(path: &std::path::Path, chain: Option<&std::path::Path>) -> Result<
     let chain = chain.map(nox::testnet_chain::load_chain_toml).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let stop = stop_on_signal();
+        let stop = nox::stop_on_signal();
         let admission = match chain {
             Some(chain) => Some(nox::testnet_chain::admission_feed(chain, stop.clone()).await?),
             None => None,

@@ -11,12 +11,12 @@
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import WebSocket from "ws";
 import { NoxClient, loadModule } from "../dist/index.js";
+import { servePage } from "../examples/page-server.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith("--") ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []),
@@ -79,21 +79,7 @@ async function node(cover) {
 
 /** The SDK in headless Chromium: the example page, as in the SDK test. */
 async function browser(cover) {
-  const root = join(import.meta.dirname, "..");
-  const server = createServer((request, response) => {
-    const path = new URL(request.url, "http://x").pathname;
-    const file =
-      path === "/" ? [join(root, "examples/browser.html"), "text/html"]
-      : path === "/nox_wasm.wasm" ? [WASM, "application/wasm"]
-      : /^\/sdk\/[a-z_]+\.(js|mjs)$/.test(path) ? [join(root, "dist", path.slice(5)), "text/javascript"]
-      : null;
-    if (file === null) {
-      response.writeHead(404).end();
-      return;
-    }
-    response.writeHead(200, { "content-type": file[1] }).end(readFileSync(file[0]));
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const server = await servePage(WASM);
   const chrome = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   try {
     const page = await chrome.newPage();

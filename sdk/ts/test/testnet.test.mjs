@@ -12,7 +12,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -21,6 +20,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { chromium } from "playwright-core";
 import WebSocket from "ws";
 import { NoxClient, loadModule } from "../dist/index.js";
+import { servePage } from "../examples/page-server.mjs";
 
 const target = process.env.CARGO_TARGET_DIR ?? join(import.meta.dirname, "../../../target");
 const NOX = process.env.NOX_BIN ?? join(target, "debug/nox");
@@ -138,33 +138,10 @@ test("with cover traffic on (the default rate), a request still completes", asyn
   }
 });
 
-/** Serves the example page, the compiled SDK and the module on 127.0.0.1 (a page's origin). */
-async function servePage() {
-  const root = join(import.meta.dirname, "..");
-  const files = {
-    "/": [join(root, "examples/browser.html"), "text/html"],
-    "/nox_wasm.wasm": [WASM, "application/wasm"],
-  };
-  const server = createServer((request, response) => {
-    const path = new URL(request.url, "http://x").pathname;
-    let file = files[path];
-    if (file === undefined && /^\/sdk\/[a-z_]+\.(js|mjs)$/.test(path)) {
-      file = [join(root, "dist", path.slice(5)), "text/javascript"];
-    }
-    if (file === undefined || !existsSync(file[0])) {
-      response.writeHead(404).end();
-      return;
-    }
-    response.writeHead(200, { "content-type": file[1] }).end(readFileSync(file[0]));
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return server;
-}
-
 test("headless Chromium: a page loads the WASM client, talks to the testnet over WebSocket and shows the reply", async () => {
   const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
   assert.ok(existsSync(executablePath), `Chromium is missing at ${executablePath} (apt-get install chromium; CI installs it)`);
-  const server = await servePage();
+  const server = await servePage(WASM);
   const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
   try {
     const page = await browser.newPage({ viewport: { width: 1100, height: 640 } });
