@@ -282,24 +282,31 @@ fn admit(shared: &Shared, peer: IpAddr) -> Option<OwnedSemaphorePermit> {
     Some(permit)
 }
 
+/// The next connection, admitted ([`admit`]) and with `TCP_NODELAY`; `None` when it was refused
+/// or the accept failed (e.g. out of file descriptors: after a 50 ms back-off instead of
+/// spinning). Cancel-safe: dropping it loses no accepted connection.
+async fn accept_admitted(listener: &TcpListener, shared: &Shared) -> Option<(TcpStream, IpAddr, OwnedSemaphorePermit)> {
+    let (stream, peer) = match listener.accept().await {
+        Ok((stream, addr)) => (stream, addr.ip()),
+        Err(e) => {
+            debug!(error = %e, "accept failed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return None;
+        }
+    };
+    let permit = admit(shared, peer)?;
+    let _ = stream.set_nodelay(true);
+    Some((stream, peer, permit))
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
             () = wait_shutdown(&mut shutdown) => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok((stream, addr)) => (stream, addr.ip()),
-                    Err(e) => {
-                        // E.g. out of file descriptors: back off instead of spinning.
-                        debug!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Some(permit) = admit(&shared, peer) else { continue };
-                let _ = stream.set_nodelay(true);
+            accepted = accept_admitted(&listener, &shared) => {
+                let Some((stream, peer, permit)) = accepted else { continue };
                 let (shared, shutdown) = (shared.clone(), shutdown.clone());
                 tasks.spawn(async move {
                     let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
@@ -324,17 +331,8 @@ async fn ws_accept_loop(
         tokio::select! {
             () = wait_shutdown(&mut shutdown) => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok((stream, addr)) => (stream, addr.ip()),
-                    Err(e) => {
-                        debug!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Some(permit) = admit(&shared, peer) else { continue };
-                let _ = stream.set_nodelay(true);
+            accepted = accept_admitted(&listener, &shared) => {
+                let Some((stream, peer, permit)) = accepted else { continue };
                 let (shared, shutdown) = (shared.clone(), shutdown.clone());
                 tasks.spawn(async move {
                     let stage = serve_ws(stream, peer, ws, shared.clone(), shutdown, permit).await;
