@@ -13,6 +13,7 @@ use rand_core::RngCore;
 
 use crate::config::ClientConfig;
 use crate::error::ClientError;
+use crate::gateways::FormerGateways;
 use crate::health::LoopProbes;
 use crate::paths::{Exclude, hop_of, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
 use crate::surbs::{Retired, SurbTable};
@@ -32,6 +33,8 @@ pub(crate) struct Built {
     pub(crate) forward: Vec<NodeId>,
     /// Nodes on every SURB's return path (at least the gateway).
     pub(crate) reply: Vec<NodeId>,
+    /// The reply gateway every SURB of the request names as its last hop.
+    pub(crate) gateway: NodeId,
 }
 
 /// The client state machine. See the crate documentation.
@@ -41,6 +44,10 @@ pub struct ClientCore {
     pub(crate) config: ClientConfig,
     mailbox: Mailbox,
     pub(crate) gateway: NodeId,
+    /// When the current gateway became the current one.
+    pub(crate) gateway_since: Instant,
+    /// Gateways left while SURBs naming them were live (replies still owed).
+    former: FormerGateways,
     pub(crate) rng: ChaCha20Rng,
     pub(crate) base: Instant,
     pub(crate) next_id: u64,
@@ -91,6 +98,8 @@ impl ClientCore {
             config,
             mailbox: Mailbox(mailbox),
             gateway,
+            gateway_since: now.at,
+            former: FormerGateways::default(),
             rng,
             base: now.at,
             next_id: 0,
@@ -108,7 +117,9 @@ impl ClientCore {
     /// Switches to a newer topology (epoch keys rotate). The gateway is kept
     /// while it is listed with a key for the client epoch, not avoided and
     /// not degraded; otherwise a new one is drawn and returned, and the shell
-    /// must connect to it (same mailbox). Requests in flight keep their SURBs.
+    /// must connect to it (same mailbox). Requests in flight keep their SURBs,
+    /// which name the old gateway: it stays in [`Self::reply_gateways`] until
+    /// they are over.
     ///
     /// A topology of another geometry is refused ([`ClientError::WrongGeometry`]): the
     /// client's links, SURBs in flight and replies are of its first topology's geometry.
@@ -121,14 +132,36 @@ impl ClientCore {
         let gateway = keep_or_pick_gateway(&topology, &self.gateway, exclude, epoch, &mut self.rng)?;
         self.topology = topology;
         if let Some(gateway) = gateway {
-            self.gateway = gateway;
+            self.move_gateway(gateway, now.at);
         }
         Ok(gateway)
     }
 
-    /// The reply gateway: the shell keeps a link to it naming [`Self::mailbox`].
+    /// Makes `gateway` the reply gateway of new SURBs; the old one is kept
+    /// among the former gateways while live SURBs name it.
+    pub(crate) fn move_gateway(&mut self, gateway: NodeId, at: Instant) {
+        let old = std::mem::replace(&mut self.gateway, gateway);
+        self.gateway_since = at;
+        let owed = self.surbs.live_for(&old) > 0;
+        let evicted = self.former.moved(old, gateway, owed);
+        self.stats.reply_gateways_evicted += evicted.len() as u64;
+    }
+
+    /// The reply gateway: new SURBs name it as their last hop, and the shell
+    /// keeps a link to it naming [`Self::mailbox`].
     pub fn gateway(&self) -> NodeId {
         self.gateway
+    }
+
+    /// Every gateway the shell must keep a reply link to (same mailbox): the
+    /// current one first, then the former gateways that live SURBs still name
+    /// (replies of requests and streams sent before a gateway change), most
+    /// recent first, at most [`crate::MAX_OLD_GATEWAYS`] of them. A former
+    /// gateway leaves the list when its last request completes or times out
+    /// (its keys are dropped); the shell then closes its link.
+    pub fn reply_gateways(&self) -> Vec<NodeId> {
+        let owed = self.former.iter().filter(|g| **g != self.gateway && self.surbs.live_for(g) > 0);
+        std::iter::once(self.gateway).chain(owed.copied()).collect()
     }
 
     /// The mailbox every SURB of this client names as recipient.
@@ -194,7 +227,7 @@ impl ClientCore {
         {
             return Err(ClientError::Busy("send queue full"));
         }
-        let Built { packets, recoveries, .. } = self.build_request(body, n_surbs, false, exit, now)?;
+        let Built { packets, recoveries, gateway, .. } = self.build_request(body, n_surbs, false, exit, now)?;
         if let Some(queue) = &self.queue
             && queue.len() + packets.len() > self.config.queue_capacity
         {
@@ -206,7 +239,7 @@ impl ClientCore {
         let assembler = ReplyAssembler::new(REPLY_LIMITS)?;
         let ids = recoveries.iter().map(SurbRecovery::id).collect();
         for recovery in recoveries {
-            self.surbs.insert(recovery.id(), id, recovery);
+            self.surbs.insert(recovery.id(), id, gateway, recovery);
         }
         self.pending.insert(id, Pending { deadline: now.at + self.config.timeout, surbs: ids, assembler });
         self.stats.requests += 1;
@@ -283,7 +316,7 @@ impl ClientCore {
         for (path, fragment) in paths.into_iter().zip(&fragments) {
             packets.push(self.build(&options, path, fragment)?);
         }
-        Ok(Built { packets, recoveries, forward, reply: reply.unwrap_or_default() })
+        Ok(Built { packets, recoveries, forward, reply: reply.unwrap_or_default(), gateway: gateway.node })
     }
 
     /// Builds one forward packet; the entry hop's proof of work is at least
@@ -422,20 +455,24 @@ impl ClientCore {
     /// Fails every request whose deadline has passed with
     /// `ClientError::Timeout`. Nothing is resent (see the crate docs).
     /// Also counts overdue loops as lost, which may mark nodes degraded and
-    /// change [`Self::gateway`].
+    /// change [`Self::gateway`], and forgets former gateways no live SURB
+    /// names any more ([`Self::reply_gateways`]).
     pub fn poll_timeouts(&mut self, now: Now) -> Vec<Completed> {
         self.refresh_health(now);
         self.stream_timers(now);
         let mut expired: Vec<RequestId> =
             self.pending.iter().filter(|(_, p)| p.deadline <= now.at).map(|(id, _)| *id).collect();
         expired.sort();
-        expired
+        let done = expired
             .into_iter()
             .map(|id| {
                 self.finish(id);
                 self.stats.timeouts += 1;
                 Completed { id, result: Err(ClientError::Timeout) }
             })
-            .collect()
+            .collect();
+        let surbs = &self.surbs;
+        self.former.release(|g| surbs.live_for(g) > 0);
+        done
     }
 }

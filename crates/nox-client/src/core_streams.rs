@@ -201,7 +201,7 @@ impl ClientCore {
         let built = self.build_request(body, n_surbs, false, Some(exit), now)?;
         let ids: Vec<_> = built.recoveries.iter().map(SurbRecovery::id).collect();
         for recovery in built.recoveries {
-            self.surbs.insert(recovery.id(), key, recovery);
+            self.surbs.insert(recovery.id(), key, built.gateway, recovery);
         }
         if let Some(stream) = self.streams.map.get_mut(&key) {
             stream.surb_ids.extend(ids);

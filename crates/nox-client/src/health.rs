@@ -178,7 +178,8 @@ impl ClientCore {
 
     /// Expires lost loops, updates the degraded set and, if the gateway is
     /// degraded, draws a new one ([`ClientCore::gateway`] changes; the shell
-    /// connects to it). Pending replies still come back via the old one.
+    /// connects to it). Replies still owed come back via the old one, which
+    /// stays in [`ClientCore::reply_gateways`] until they are over.
     pub(crate) fn refresh_health(&mut self, now: Now) {
         self.stats.loops_lost += self.probes.expire(now.at) as u64;
         self.degraded = self.probes.degraded();
@@ -187,11 +188,31 @@ impl ClientCore {
             return;
         }
         let epoch = self.topology.client_epoch(now.unix);
+        // A healthy replacement, if the last layer has one.
         let exclude = Exclude { avoid: &self.config.avoid, degraded: &self.degraded };
-        match keep_or_pick_gateway(&self.topology, &self.gateway, exclude, epoch, &mut self.rng) {
-            Ok(Some(gateway)) => self.gateway = gateway,
-            Ok(None) => {}
-            Err(e) => tracing::debug!("no replacement for a degraded gateway: {e}"),
+        let picked = match keep_or_pick_gateway(&self.topology, &self.gateway, exclude, epoch, &mut self.rng) {
+            Ok(picked) => picked,
+            Err(e) => {
+                tracing::debug!("no replacement for a degraded gateway: {e}");
+                return;
+            }
+        };
+        match picked {
+            Some(gateway) if !self.degraded.contains(&gateway) => self.move_gateway(gateway, now.at),
+            // Every gateway is degraded (a dead gateway's lost loops also charge the other
+            // nodes they crossed, e.g. the others as exits). Moving on every tick would hop
+            // between them and leave a former gateway each time; instead the current one gets
+            // one loop timeout to show it works (loops through a live one return and restore
+            // it) before the client moves to another one.
+            _ if now.at < self.gateway_since + self.config.health.return_timeout => {}
+            _ => {
+                let mut avoid = self.config.avoid.clone();
+                avoid.insert(self.gateway);
+                let exclude = Exclude { avoid: &avoid, degraded: &self.degraded };
+                if let Ok(hop) = random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng) {
+                    self.move_gateway(hop.node, now.at);
+                }
+            }
         }
     }
 }

@@ -6,6 +6,7 @@ mod config;
 mod core;
 mod core_streams;
 mod error;
+mod gateways;
 mod health;
 mod paths;
 #[cfg(feature = "shell")]
@@ -27,6 +28,7 @@ mod types;
 pub use config::ClientConfig;
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 pub use error::ClientError;
+pub use gateways::MAX_OLD_GATEWAYS;
 pub use nox_cover::{HealthConfig, Instant};
 pub use nox_stream::{ResetCode, Target as StreamTarget};
 #[cfg(feature = "shell")]
@@ -34,5 +36,5 @@ pub use proxy::{SocksConfig, StreamIo, StreamOpener, serve_socks};
 #[cfg(feature = "shell")]
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
 #[cfg(feature = "shell")]
-pub use shell::{Client, ClientHandle, MixStream, Requester, ShellConfig};
+pub use shell::{Client, ClientHandle, MixStream, ReplyLinkStatus, Requester, ShellConfig};
 pub use streams::{StreamConfig, StreamStatus};

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use nox_cover::Instant;
-use nox_link::transport::{DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity, Transport};
+use nox_link::transport::{
+    Backoff, DialerConfig, Inbound, LinkCounters, OutboundLinks, PeerDirectory, PeerIdentity, Transport,
+};
 use nox_link::{LinkConfig, LinkPublicKey};
 use nox_message::{RequestBody, Response};
 use nox_sphinx::NodeId;
@@ -26,6 +28,11 @@ use nox_stream::{ResetCode, Target as StreamTarget};
 const GATEWAY_WAIT: Duration = Duration::from_secs(5);
 /// Longest sleep of the timer task (it also re-reads the schedule).
 const MAX_TICK: Duration = Duration::from_millis(200);
+/// Redial delays of reply links: 100 ms doubling to 2 s (with jitter), below
+/// the nodes' 5 s, so that a client redialing a restarted gateway usually
+/// registers its mailbox before the upstream mixes flush the replies they
+/// queued for it (a gateway holds nothing for a mailbox with no link).
+const REPLY_BACKOFF: Backoff = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(2) };
 
 /// The origin of the shell's monotonic time: the first time any shell in
 /// this process read the clock. The core sees `Instant`s as offsets from it
@@ -66,9 +73,6 @@ struct State {
     waiters: Waiters,
     /// Wakes the task serving each stream when its state changes.
     stream_waiters: HashMap<RequestId, Arc<Notify>>,
-    /// The gateway the shell last connected to; the core may move on (loop
-    /// health marks it degraded) and the timer task follows.
-    connected: NodeId,
 }
 
 struct Shared {
@@ -79,8 +83,128 @@ struct Shared {
     /// Draws for `ClientConfig::inject_loss` (0: never used).
     loss: (f64, Mutex<ChaCha20Rng>),
     entries: OutboundLinks,
-    gateway_links: OutboundLinks,
+    /// One link per reply gateway the core needs (`ClientCore::reply_gateways`).
+    replies: ReplyLinks,
     directory: Arc<Directory>,
+}
+
+/// The client's reply links, one per gateway in `ClientCore::reply_gateways`:
+/// the current gateway and the former ones that still owe replies. Each has
+/// its own dialer, so it can be closed alone and its handshakes counted; each
+/// names the client's one mailbox and is redialed with [`REPLY_BACKOFF`] while
+/// it is wanted (a gateway that was killed and restarted gets the mailbox
+/// again and delivers what reaches it from then on).
+struct ReplyLinks {
+    dialer: DialerConfig,
+    directory: Arc<Directory>,
+    inbound: mpsc::Sender<Inbound>,
+    runtime: tokio::runtime::Handle,
+    open: Mutex<ReplyLinkMap>,
+}
+
+#[derive(Default)]
+struct ReplyLinkMap {
+    links: HashMap<NodeId, ReplyLink>,
+    /// The gateway new SURBs name.
+    current: Option<NodeId>,
+    /// The gateways of the last sync whose links all opened (empty after a
+    /// failure, so the next sync retries).
+    synced: Vec<NodeId>,
+}
+
+/// One reply link. Dropping it closes the link: its dialer's queue closes and
+/// its own shutdown signal fires (the sender is dropped).
+struct ReplyLink {
+    _links: OutboundLinks,
+    counters: Arc<LinkCounters>,
+    _stop: watch::Sender<bool>,
+}
+
+/// A reply link of the client, from [`ClientHandle::reply_links`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplyLinkStatus {
+    /// The gateway.
+    pub gateway: NodeId,
+    /// Whether new SURBs name it (`false`: a former gateway kept for the
+    /// replies still owed through it).
+    pub current: bool,
+    /// Whether the link is established now.
+    pub up: bool,
+    /// Handshakes completed on it so far (one more after each redial).
+    pub handshakes: u64,
+}
+
+impl ReplyLinks {
+    fn lock(&self) -> MutexGuard<'_, ReplyLinkMap> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens the links of `wanted` (the current gateway first) that are not
+    /// open and closes those no longer wanted. Returns the gateways whose link
+    /// could not be opened (retried at the next sync).
+    fn sync(&self, wanted: &[NodeId]) -> Vec<NodeId> {
+        let mut map = self.lock();
+        if map.synced == wanted {
+            return Vec::new();
+        }
+        map.current = wanted.first().copied();
+        map.links.retain(|gateway, _| wanted.contains(gateway));
+        let mut failed = Vec::new();
+        for gateway in wanted {
+            if map.links.contains_key(gateway) {
+                continue;
+            }
+            match self.open(gateway) {
+                Some(link) => {
+                    map.links.insert(*gateway, link);
+                }
+                None => failed.push(*gateway),
+            }
+        }
+        map.synced = if failed.is_empty() { wanted.to_vec() } else { Vec::new() };
+        failed
+    }
+
+    /// A dialer for `gateway` alone, dialing now and redialing while it lives.
+    fn open(&self, gateway: &NodeId) -> Option<ReplyLink> {
+        let key = self.directory.link_key(gateway)?;
+        let _runtime = self.runtime.enter();
+        let (stop, stop_rx) = watch::channel(false);
+        let counters = Arc::new(LinkCounters::default());
+        let links = OutboundLinks::new(
+            self.dialer.clone(),
+            self.directory.clone(),
+            self.inbound.clone(),
+            counters.clone(),
+            stop_rx,
+        )
+        .ok()?;
+        links.connect(&key).ok()?;
+        Some(ReplyLink { _links: links, counters, _stop: stop })
+    }
+
+    /// The open links, the current gateway's first.
+    fn status(&self) -> Vec<ReplyLinkStatus> {
+        let map = self.lock();
+        let mut links: Vec<ReplyLinkStatus> = map
+            .links
+            .iter()
+            .map(|(gateway, link)| {
+                let handshakes = link.counters.handshakes_ok.load(Ordering::Relaxed);
+                let closed = link.counters.links_closed.load(Ordering::Relaxed);
+                let current = map.current == Some(*gateway);
+                ReplyLinkStatus { gateway: *gateway, current, up: handshakes > closed, handshakes }
+            })
+            .collect();
+        links.sort_by_key(|l| (!l.current, l.gateway.0));
+        links
+    }
+
+    fn close_all(&self) {
+        let mut map = self.lock();
+        map.links.clear();
+        map.synced.clear();
+    }
 }
 
 /// Link keys and addresses of the topology's nodes; replaced on a topology update.
@@ -224,6 +348,12 @@ pub struct ClientHandle {
 impl Client {
     /// Starts the links and tasks and waits (up to 5 s) for the reply
     /// gateway's link. Call inside a tokio runtime.
+    ///
+    /// While it runs, the client keeps a reply link to every gateway of
+    /// `ClientCore::reply_gateways`: when loop health or a topology change
+    /// moves it to a new gateway, the old one's link stays open (and is
+    /// redialed if it drops) until the requests whose SURBs name it complete
+    /// or time out ([`ClientHandle::reply_links`]).
     pub async fn start(config: ShellConfig) -> Result<ClientHandle, ClientError> {
         Self::start_over(config, Transport::Tcp).await
     }
@@ -267,29 +397,29 @@ impl Client {
             stop_rx.clone(),
         )
         .map_err(|e| setup(&e))?;
-        let gateway_counters = Arc::new(LinkCounters::default());
-        let gateway_links = OutboundLinks::new(
-            DialerConfig { mailbox: Some(core.mailbox()), transport, ..DialerConfig::client(link) },
-            directory.clone(),
-            inbound_tx,
-            gateway_counters.clone(),
-            stop_rx.clone(),
-        )
-        .map_err(|e| setup(&e))?;
-        let gateway = directory.link_key(&core.gateway()).ok_or_else(|| setup(&"gateway not in the topology"))?;
-        gateway_links.connect(&gateway).map_err(|e| setup(&e))?;
+        let replies = ReplyLinks {
+            dialer: DialerConfig {
+                mailbox: Some(core.mailbox()),
+                transport,
+                backoff: REPLY_BACKOFF,
+                ..DialerConfig::client(link)
+            },
+            directory: directory.clone(),
+            inbound: inbound_tx,
+            runtime: tokio::runtime::Handle::try_current().map_err(|e| setup(&e))?,
+            open: Mutex::default(),
+        };
+        let gateway = core.gateway();
+        if !replies.sync(&[gateway]).is_empty() {
+            return Err(setup(&"gateway not in the topology"));
+        }
 
         let shared = Arc::new(Shared {
             stream_out,
             loss,
-            state: Mutex::new(State {
-                connected: core.gateway(),
-                core,
-                waiters: HashMap::new(),
-                stream_waiters: HashMap::new(),
-            }),
+            state: Mutex::new(State { core, waiters: HashMap::new(), stream_waiters: HashMap::new() }),
             entries,
-            gateway_links,
+            replies,
             directory,
         });
         tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone()));
@@ -297,7 +427,8 @@ impl Client {
         tokio::spawn(timer_task(shared.clone(), stop_rx));
 
         let deadline = tokio::time::Instant::now() + GATEWAY_WAIT;
-        while gateway_counters.handshakes_ok.load(Ordering::Relaxed) == 0 {
+        let handle = ClientHandle { shared, _stop: Arc::new(stop) };
+        while !handle.reply_links().iter().any(|l| l.gateway == gateway && l.handshakes > 0) {
             if tokio::time::Instant::now() >= deadline {
                 return Err(ClientError::Setup(
                     "reply gateway unreachable within 5 s (it must accept client links naming a mailbox)".into(),
@@ -305,7 +436,7 @@ impl Client {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        Ok(ClientHandle { shared, _stop: Arc::new(stop) })
+        Ok(handle)
     }
 }
 
@@ -354,26 +485,39 @@ impl ClientHandle {
 
     /// Switches to a newer topology (see `ClientCore::set_topology`); links
     /// to nodes still listed stay up, and a new gateway is connected with the
-    /// same mailbox.
+    /// same mailbox. The old gateway's link stays open while replies are
+    /// owed through it (if it is still listed: a node gone from the topology
+    /// cannot be dialed).
     pub fn set_topology(&self, topology: VerifiedTopology) -> Result<(), ClientError> {
-        let changed = {
+        let (changed, wanted) = {
             let mut state = self.shared.lock();
             // Only a topology the core accepts (same geometry, a usable gateway) replaces the
             // link directory.
             let nodes = topology.clone();
             let changed = state.core.set_topology(topology, Now::system())?;
             self.shared.directory.set(&nodes);
-            if let Some(gateway) = changed {
-                state.connected = gateway;
-            }
-            changed
+            (changed, state.core.reply_gateways())
         };
+        let failed = self.shared.replies.sync(&wanted);
         if let Some(gateway) = changed {
-            let key = self.shared.directory.link_key(&gateway).ok_or(ClientError::NoRoute("gateway link".into()))?;
-            self.shared.gateway_links.connect(&key).map_err(|e| ClientError::Setup(e.to_string()))?;
+            if failed.contains(&gateway) {
+                return Err(ClientError::NoRoute("gateway link".into()));
+            }
             tracing::info!("reply gateway changed with the topology");
         }
         Ok(())
+    }
+
+    /// The current reply gateway (new SURBs name it).
+    pub fn gateway(&self) -> NodeId {
+        self.shared.lock().core.gateway()
+    }
+
+    /// The client's reply links: the current gateway's first, then those of
+    /// former gateways kept for the replies still owed through them
+    /// (`ClientCore::reply_gateways`).
+    pub fn reply_links(&self) -> Vec<ReplyLinkStatus> {
+        self.shared.replies.status()
     }
 
     /// The core's counters.
@@ -531,9 +675,11 @@ async fn stream_sender(
 }
 
 async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut current = shared.lock().core.gateway();
+    let mut unreachable: Vec<NodeId> = Vec::new();
     loop {
         let now = Now::system();
-        let (due, next, new_gateway) = {
+        let (due, next, wanted) = {
             let mut state = shared.lock();
             let mut due = Vec::new();
             while let Some(out) = state.core.poll_transmit(now) {
@@ -547,19 +693,24 @@ async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             }
             shared.send_streams(Shared::streams_after(&mut state, now));
             let next = [state.core.next_transmit_at(), state.core.next_timeout()].into_iter().flatten().min();
-            let new_gateway = Some(state.core.gateway()).filter(|g| *g != state.connected);
-            if let Some(gateway) = new_gateway {
-                state.connected = gateway;
-            }
-            (due, next, new_gateway)
+            (due, next, state.core.reply_gateways())
         };
-        if let Some(gateway) = new_gateway {
-            // Loop health marked the gateway degraded: same mailbox, new link.
-            match shared.directory.link_key(&gateway).map(|key| shared.gateway_links.connect(&key)) {
-                Some(Ok(())) => tracing::info!("reply gateway degraded; switched to another"),
-                Some(Err(e)) => tracing::warn!("new reply gateway: {e}"),
-                None => tracing::warn!("new reply gateway missing from the topology"),
+        // Loop health may have marked the gateway degraded: same mailbox, new
+        // link; the old one stays open while replies are owed through it, and
+        // a former gateway's link closes once they are over.
+        let failed = shared.replies.sync(&wanted);
+        if failed != unreachable {
+            if !failed.is_empty() {
+                tracing::warn!(count = failed.len(), "reply gateway missing from the topology");
             }
+            unreachable = failed;
+        }
+        if let Some(&gateway) = wanted.first()
+            && gateway != current
+        {
+            current = gateway;
+            let kept = wanted.len().saturating_sub(1);
+            tracing::info!(kept, "reply gateway changed; former gateways still owed replies kept");
         }
         for out in due {
             shared.send_now(out);
@@ -567,7 +718,10 @@ async fn timer_task(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         let wake = next.map_or(now.at + MAX_TICK, |at| at.min(now.at + MAX_TICK));
         tokio::select! {
             _ = tokio::time::sleep_until(wake.to_std(clock_origin()).map_or_else(far_future, Into::into)) => {}
-            _ = stop.changed() => return,
+            _ = stop.changed() => {
+                shared.replies.close_all();
+                return;
+            }
         }
     }
 }

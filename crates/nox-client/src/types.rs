@@ -79,4 +79,7 @@ pub struct ClientStats {
     pub malformed_downstream: u64,
     /// Stream retransmission timeouts (each resends what was unacknowledged).
     pub stream_timeouts: u64,
+    /// Former reply gateways given up while replies were still owed through
+    /// them (more than `MAX_OLD_GATEWAYS` changes in a row).
+    pub reply_gateways_evicted: u64,
 }
