@@ -5,7 +5,7 @@
 #   --full: μ ∈ {0,1,10,50} ms, users {5,20,50}, cover {0,1,2,5}/s, 10 s phases (~3-4 min).
 # `nox bench anonymity` starts its own testnets (state in .nox-bench-anonymity,
 # ports 23000..) with [observe] on; nothing else should use those ports meanwhile. It runs the
-# benchmark build of nox (--features observe, profile bench-observe), never target/release/nox.
+# benchmark build of nox (--features observe,chaos, profile bench-observe), never target/release/nox.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
 done
 # The benchmark build: nodes need the [observe] timing log, which the default binary does not
 # have. A profile of its own keeps it out of target/release (the production binary).
-cargo build --profile bench-observe --features observe -q -p nox
+cargo build --profile bench-observe --features observe,chaos -q -p nox
 nox="$CARGO_TARGET_DIR/bench-observe/nox"
 "$nox" bench anonymity $mode --out-dir "$out"
 "$nox" bench attacks $mode --out-dir "$out"

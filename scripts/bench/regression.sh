@@ -41,11 +41,11 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 
 # Always the same build, so the counts compare: the benchmark suite's binary (the release
-# profile plus `--features observe`, which adds only the node's opt-in timing log, never
-# called by these workloads). Sharing it with run_all.sh saves CI one cold release build of
+# profile plus `--features observe,chaos`, which add only the node's opt-in timing log and
+# link fault layer, never called by these workloads). Sharing it with run_all.sh saves CI one cold release build of
 # the whole workspace.
-echo "regression gate: building the benchmark binary (cargo build --profile bench-observe --features observe -p nox)"
-cargo build --profile bench-observe --features observe --locked -q -p nox
+echo "regression gate: building the benchmark binary (cargo build --profile bench-observe --features observe,chaos -p nox)"
+cargo build --profile bench-observe --features observe,chaos --locked -q -p nox
 bin="$CARGO_TARGET_DIR/bench-observe/nox"
 
 work=$(mktemp -d)

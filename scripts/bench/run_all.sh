@@ -34,10 +34,10 @@ trap 'rm -f "$summary"' EXIT
 record() { printf '%-18s %-8s %6ss  %s\n' "$1" "$2" "$3" "$4" >>"$summary"; }
 
 # The benchmark build: release settings plus the nodes' [observe] timing log (the anonymity
-# experiments need it; the default binary refuses [observe]). Its own profile keeps it out of
-# target/release.
-echo "==> building the benchmark binary (cargo build --profile bench-observe --features observe -p nox)"
-cargo build --profile bench-observe --features observe --locked -q -p nox
+# experiments need it) and their [chaos] link fault layer (the soak needs it); the default
+# binary refuses both. Its own profile keeps it out of target/release.
+echo "==> building the benchmark binary (cargo build --profile bench-observe --features observe,chaos -p nox)"
+cargo build --profile bench-observe --features observe,chaos --locked -q -p nox
 nox="$CARGO_TARGET_DIR/bench-observe/nox"
 
 # Network: surb-rtt reply-loss http-overhead latency-vs-delay concurrency
@@ -47,7 +47,9 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # defi: an anonymous paid transaction, a private Uniswap swap and a gas-paid withdrawal through
 # the mixnet and an exit's relayer, users at once, public baselines, economics (real processes,
 # Anvil; ~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry defi"
+# soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
+# RPC down (~2 min in quick mode, so a doubled timeout).
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry defi soak"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {
@@ -74,7 +76,7 @@ for exp in $experiments; do
     fi
   fi
   exp_timeout=$timeout_s
-  [ "$exp" = defi ] && exp_timeout=$((timeout_s * 2))
+  case "$exp" in defi | soak) exp_timeout=$((timeout_s * 2)) ;; esac
   echo "==> nox bench $exp ${flags[*]:-} (timeout ${exp_timeout}s)"
   t0=$(date +%s)
   log="$(mktemp)"

@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use alloy::primitives::{Address, B256, U256, keccak256};
+
+use crate::error::ChainError;
 use nox_topology::{Member, Membership, SignedDescriptor, Unvouched};
 
 /// Role bit: the node relays (entry and mix layers).
@@ -114,6 +116,70 @@ impl RegistrySnapshot {
     pub fn by_identity(&self, identity_key: &[u8; 32]) -> Option<&RegisteredNode> {
         self.nodes.iter().find(|n| &n.identity_key == identity_key)
     }
+
+    /// The snapshot as JSON, for a node to keep its last verified membership across a restart
+    /// (read back with [`RegistrySnapshot::from_json`]). Byte strings in hex; the stake as a
+    /// decimal string.
+    pub fn to_json(&self) -> String {
+        let nodes: Vec<serde_json::Value> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "operator": n.operator.to_string(), "identity_key": hex::encode(n.identity_key),
+                    "link_key": hex::encode(n.link_key), "link_address": n.link_address, "role": n.role,
+                    "stake": n.stake.to_string(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "chain_id": self.chain_id, "registry": self.registry.to_string(), "block": self.block,
+            "version": self.version, "fingerprint": self.fingerprint.to_string(), "nodes": nodes,
+        })
+        .to_string()
+    }
+
+    /// Reads [`RegistrySnapshot::to_json`] back, for the registry `registry` on `chain_id`. The
+    /// fingerprint is recomputed from the node list and must match, so a damaged or edited
+    /// file is refused rather than trusted.
+    pub fn from_json(bytes: &[u8], chain_id: u64, registry: Address) -> Result<Self, ChainError> {
+        let bad = |what: &str| ChainError::Config(format!("kept registry snapshot: {what}"));
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad(&e.to_string()))?;
+        let text = |v: &serde_json::Value, key: &str| v[key].as_str().map(str::to_owned).ok_or_else(|| bad(key));
+        let key32 = |v: &serde_json::Value, key: &str| -> Result<[u8; 32], ChainError> {
+            hex::decode(text(v, key)?).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| bad(key))
+        };
+        let nodes = v["nodes"]
+            .as_array()
+            .ok_or_else(|| bad("nodes"))?
+            .iter()
+            .map(|n| {
+                Ok(RegisteredNode {
+                    operator: text(n, "operator")?.parse().map_err(|_| bad("operator"))?,
+                    identity_key: key32(n, "identity_key")?,
+                    link_key: key32(n, "link_key")?,
+                    link_address: text(n, "link_address")?,
+                    role: n["role"].as_u64().and_then(|r| u8::try_from(r).ok()).ok_or_else(|| bad("role"))?,
+                    stake: text(n, "stake")?.parse().map_err(|_| bad("stake"))?,
+                })
+            })
+            .collect::<Result<Vec<_>, ChainError>>()?;
+        let snapshot = Self {
+            chain_id: v["chain_id"].as_u64().ok_or_else(|| bad("chain_id"))?,
+            registry: text(&v, "registry")?.parse().map_err(|_| bad("registry"))?,
+            block: v["block"].as_u64().ok_or_else(|| bad("block"))?,
+            version: v["version"].as_u64().ok_or_else(|| bad("version"))?,
+            fingerprint: text(&v, "fingerprint")?.parse().map_err(|_| bad("fingerprint"))?,
+            nodes,
+        };
+        if (snapshot.chain_id, snapshot.registry) != (chain_id, registry) {
+            return Err(bad("it is of another chain or registry"));
+        }
+        if fingerprint(chain_id, registry, &snapshot.nodes) != snapshot.fingerprint {
+            return Err(bad("the node list does not match its fingerprint"));
+        }
+        Ok(snapshot)
+    }
 }
 
 /// Every Sphinx key the descriptor lists must carry the registered operator's EIP-712
@@ -157,6 +223,31 @@ mod tests {
             role: ROLE_RELAY,
             stake: U256::from(1000u64 + u64::from(i)),
         }
+    }
+
+    /// A kept snapshot reads back exactly; a damaged, edited or foreign one is refused.
+    #[test]
+    fn a_kept_snapshot_round_trips_and_tampering_is_refused() {
+        let registry = Address::repeat_byte(0xee);
+        let nodes = vec![node(1), node(2)];
+        let snapshot = RegistrySnapshot {
+            chain_id: 31337,
+            registry,
+            block: 42,
+            version: 7,
+            fingerprint: fingerprint(31337, registry, &nodes),
+            nodes,
+        };
+        let json = snapshot.to_json();
+        assert_eq!(RegistrySnapshot::from_json(json.as_bytes(), 31337, registry).unwrap(), snapshot);
+        // Another node's stake: the fingerprint no longer matches.
+        let edited = json.replace("\"1002\"", "\"999999\"");
+        assert_ne!(edited, json);
+        assert!(RegistrySnapshot::from_json(edited.as_bytes(), 31337, registry).is_err());
+        assert!(RegistrySnapshot::from_json(json.as_bytes(), 1, registry).is_err());
+        assert!(RegistrySnapshot::from_json(json.as_bytes(), 31337, Address::repeat_byte(1)).is_err());
+        assert!(RegistrySnapshot::from_json(&json.as_bytes()[..json.len() / 2], 31337, registry).is_err());
+        assert!(RegistrySnapshot::from_json(b"{}", 31337, registry).is_err());
     }
 
     #[test]

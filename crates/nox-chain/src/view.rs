@@ -2,7 +2,7 @@
 //! tried in turn, the last verified snapshot kept when none answers or one lies, and no going
 //! back to an older block.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use alloy::primitives::Address;
 use nox_topology::Membership;
@@ -30,6 +30,10 @@ pub struct ChainConfig {
     #[serde(default)]
     pub operator_key_file: Option<std::path::PathBuf>,
 }
+
+/// Time one endpoint has to connect and give a snapshot: an endpoint that accepts connections
+/// but never answers (a frozen node) must not stall every reader of the view.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The last verified registry snapshot and the endpoints to refresh it from.
 #[derive(Debug)]
@@ -65,17 +69,30 @@ impl RegistryView {
     pub async fn refresh(&mut self) -> Result<Arc<RegistrySnapshot>, ChainError> {
         let mut failures = Vec::new();
         for (i, url) in self.config.rpc_urls.iter().enumerate() {
+            let timed_out = || format!("{url}: no answer within {} s", READ_TIMEOUT.as_secs());
             if self.readers[i].is_none() {
-                match RegistryReader::connect(url, self.config.registry, Some(self.config.chain_id)).await {
-                    Ok(reader) => self.readers[i] = Some(reader),
-                    Err(e) => {
+                let connect = RegistryReader::connect(url, self.config.registry, Some(self.config.chain_id));
+                match tokio::time::timeout(READ_TIMEOUT, connect).await {
+                    Ok(Ok(reader)) => self.readers[i] = Some(reader),
+                    Ok(Err(e)) => {
                         failures.push(format!("{url}: {e}"));
+                        continue;
+                    }
+                    Err(_) => {
+                        failures.push(timed_out());
                         continue;
                     }
                 }
             }
             let Some(reader) = &self.readers[i] else { continue };
-            match reader.snapshot(self.config.confirmations).await {
+            let read = match tokio::time::timeout(READ_TIMEOUT, reader.snapshot(self.config.confirmations)).await {
+                Ok(read) => read,
+                Err(_) => {
+                    failures.push(timed_out());
+                    continue;
+                }
+            };
+            match read {
                 Ok(snapshot) => {
                     if let Some(last) = &self.last
                         && snapshot.block < last.block
@@ -94,6 +111,14 @@ impl RegistryView {
             }
         }
         Err(ChainError::Rpc(format!("no endpoint gave a verified registry snapshot ({})", failures.join("; "))))
+    }
+
+    /// Starts from a snapshot verified earlier (a node's kept copy, when no endpoint answers at
+    /// start); ignored if the view already holds one. Refreshes never go below its block.
+    pub fn seed(&mut self, snapshot: RegistrySnapshot) {
+        if self.last.is_none() {
+            self.last = Some(Arc::new(snapshot));
+        }
     }
 
     /// The membership of the last verified snapshot.

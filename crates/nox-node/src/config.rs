@@ -36,6 +36,10 @@ pub struct NodeConfig {
     /// Refused unless the node is built with the `observe` cargo feature.
     #[serde(default)]
     pub observe: Option<crate::ObserveSection>,
+    /// Testing only, absent by default: loss and delay injected on this node's links
+    /// (`nox bench soak`). Refused unless the node is built with the `chaos` cargo feature.
+    #[serde(default)]
+    pub chaos: Option<crate::ChaosSection>,
     /// Membership from the on-chain node registry (docs/spec/registry.md) instead of a
     /// directory authority.
     #[serde(default)]
@@ -342,6 +346,12 @@ impl NodeConfig {
         if self.observe.is_some() && !crate::observe::COMPILED_IN {
             return Err(ConfigError::Invalid { section: "observe", message: crate::observe::NOT_BUILT.into() });
         }
+        if let Some(chaos) = &self.chaos {
+            if !crate::chaos::COMPILED_IN {
+                return Err(ConfigError::Invalid { section: "chaos", message: crate::chaos::NOT_BUILT.into() });
+            }
+            chaos.validate().map_err(|message| ConfigError::Invalid { section: "chaos", message })?;
+        }
         let exit = &self.exit;
         let probability = |x: f64| (0.0..1.0).contains(&x);
         if !probability(exit.reply_loss_estimate) || !probability(exit.inject_reply_loss) {
@@ -375,15 +385,38 @@ mod tests {
             let error = checked.unwrap_err().to_string();
             assert!(error.contains("[observe]") && error.contains("--features observe"), "{error}");
         }
-        // Whatever this test was built with, the manifests must not turn it on by default.
+        assert_never_on_by_default("observe");
+    }
+
+    /// Whatever the tests were built with, the manifests must not turn `feature` on by default
+    /// (in this crate, or in the `nox` binary's dependency on it).
+    fn assert_never_on_by_default(feature: &str) {
         for manifest in [include_str!("../Cargo.toml"), include_str!("../../nox/Cargo.toml")] {
             let manifest: toml::Table = toml::from_str(manifest).unwrap();
             let default = manifest.get("features").and_then(|f| f.get("default"));
-            assert!(default.is_none_or(|d| !format!("{d:?}").contains("observe")), "observe in default features");
+            assert!(default.is_none_or(|d| !format!("{d:?}").contains(feature)), "{feature} in default features");
             let dependency = manifest.get("dependencies").and_then(|d| d.get("nox-node"));
             let features = dependency.and_then(|d| d.get("features")).map(|f| format!("{f:?}")).unwrap_or_default();
-            assert!(!features.contains("observe"), "the nox binary enables observe unconditionally");
+            assert!(!features.contains(feature), "the nox binary enables {feature} unconditionally");
         }
+    }
+
+    /// The default build has no fault layer: `[chaos]` is refused; with the feature, its ranges
+    /// are checked.
+    #[test]
+    fn chaos_is_refused_unless_built_in_and_never_built_in_by_default() {
+        let with_chaos = format!("{MINIMAL}\n[chaos]\nlink_loss = 0.1\nlink_delay_ms = 2.0\n");
+        let mut config: NodeConfig = toml::from_str(&with_chaos).unwrap();
+        let checked = config.apply_env(|_| None);
+        if cfg!(feature = "chaos") {
+            assert!(checked.is_ok());
+            let mut bad: NodeConfig = toml::from_str(&format!("{MINIMAL}\n[chaos]\nlink_loss = 1.0\n")).unwrap();
+            assert!(matches!(bad.apply_env(|_| None), Err(ConfigError::Invalid { section: "chaos", .. })));
+        } else {
+            let error = checked.unwrap_err().to_string();
+            assert!(error.contains("[chaos]") && error.contains("--features chaos"), "{error}");
+        }
+        assert_never_on_by_default("chaos");
     }
 
     const MINIMAL: &str = r#"

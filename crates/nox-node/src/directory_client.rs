@@ -6,6 +6,7 @@
 use std::{
     collections::HashMap,
     net::SocketAddr,
+    path::{Path, PathBuf},
     sync::{Arc, RwLock},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -21,6 +22,9 @@ use nox_topology::{EpochKey, VerifiedTopology};
 use tokio::sync::watch;
 
 use crate::{NodeError, TopologySection, trust::Trust};
+
+/// The file, in the node's key directory, holding the last topology document it verified.
+pub const LAST_VERIFIED: &str = "topology.last.json";
 
 /// Time allowed for one exchange with the directory.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -139,23 +143,55 @@ async fn fetch_verified(mirrors: &Mirrors, trust: &Trust, geometry: &Geometry) -
     Ok(verified)
 }
 
-/// The topology at start: from the directory mirrors (a few rounds), else from `file`, verified
-/// under `trust`.
+/// Keeps the last topology document this node verified from its directory, so that a node
+/// restarted while every mirror is down starts on it (verified again, under the trust of the
+/// moment) rather than on an older `file` or not at all.
+fn remember(cache: Option<&Path>, topology: &VerifiedTopology) {
+    let Some(path) = cache else { return };
+    let written = topology.document().to_json().map_err(|e| e.to_string()).and_then(|json| {
+        // Write then rename: a crash leaves the previous document or the new one, never half.
+        let temporary = path.with_extension("json.tmp");
+        std::fs::write(&temporary, json.as_bytes())
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    });
+    if let Err(error) = written {
+        tracing::warn!(%error, "cannot keep the last verified topology");
+    }
+}
+
+/// The topology at start: from the directory mirrors (a few rounds), else the last document
+/// this node verified (`cache`, kept by [`remember`]), else `file`; each verified under
+/// `trust` now.
 pub async fn initial_topology(
     section: &TopologySection,
     geometry: &Geometry,
     trust: &Trust,
+    cache: Option<&Path>,
 ) -> Result<VerifiedTopology, NodeError> {
     if let Some(mirrors) = section.directory()? {
-        let tries = if section.file.is_some() { 1 } else { 10 };
+        let cached = cache.filter(|path| path.exists());
+        let tries = if section.file.is_some() || cached.is_some() { 1 } else { 10 };
         let mut last = String::new();
         for attempt in 0..tries {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             match fetch_verified(&mirrors, trust, geometry).await {
-                Ok(topology) => return Ok(topology),
+                Ok(topology) => {
+                    remember(cache, &topology);
+                    return Ok(topology);
+                }
                 Err(error) => last = error,
+            }
+        }
+        if let Some(path) = cached {
+            match crate::runtime::load_topology_with(path, trust, geometry).await {
+                Ok(topology) => {
+                    tracing::warn!(error = %last, issued_at = topology.issued_at(), "directory unavailable at start; using the last verified topology");
+                    return Ok(topology);
+                }
+                Err(error) => tracing::warn!(%error, "the last verified topology no longer verifies"),
             }
         }
         match &section.file {
@@ -203,6 +239,7 @@ pub fn spawn(
     identity: NodeIdentity,
     pow_difficulty: u8,
     shared: &SharedTopology,
+    cache: Option<PathBuf>,
     shutdown: &watch::Receiver<bool>,
 ) -> Result<Publisher, NodeError> {
     let Some(mirrors) = section.directory()? else { return Ok(Publisher(None)) };
@@ -232,43 +269,53 @@ pub fn spawn(
         };
         tokio::spawn(upload.run(rx.clone(), shutdown.clone()));
     }
-    tokio::spawn(refresh(mirrors, trust.clone(), *geometry, shared.clone(), me, period, shutdown.clone()));
+    let refresh =
+        Refresh { mirrors, trust: trust.clone(), geometry: *geometry, shared: shared.clone(), me, period, cache };
+    tokio::spawn(refresh.run(shutdown.clone()));
     Ok(Publisher(Some(tx)))
 }
 
-async fn refresh(
+/// The refresh task: fetches and verifies the document every `period`, keeps it (and
+/// [`remember`]s it) if it is newer and still names this node.
+struct Refresh {
     mirrors: Mirrors,
     trust: Trust,
     geometry: Geometry,
     shared: SharedTopology,
     me: NodeId,
     period: Duration,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(period) => {}
-            _ = shutdown.wait_for(|stop| *stop) => return,
-        }
-        let fresh = match fetch_verified(&mirrors, &trust, &geometry).await {
-            Ok(fresh) => fresh,
-            Err(error) => {
-                tracing::warn!(%error, "topology refresh failed; keeping the current one");
-                continue;
+    cache: Option<PathBuf>,
+}
+
+impl Refresh {
+    async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let Self { mirrors, trust, geometry, shared, me, period, cache } = self;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(period) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
             }
-        };
-        let current = shared.current();
-        if fresh.schedule() != current.schedule() || fresh.layers() != current.layers() {
-            tracing::warn!("the directory changed the schedule or the layers; refresh refused");
-        } else if fresh.issued_at() < current.issued_at() {
-            tracing::debug!("the directory served an older document; ignored");
-        } else if fresh.node(&me).is_none() {
-            tracing::warn!("this node is missing from the directory's document; keeping the current one");
-        } else {
-            if fresh.fingerprint() != current.fingerprint() {
-                tracing::info!(fingerprint = %fresh.fingerprint(), issued_at = fresh.issued_at(), "topology updated");
+            let fresh = match fetch_verified(&mirrors, &trust, &geometry).await {
+                Ok(fresh) => fresh,
+                Err(error) => {
+                    tracing::warn!(%error, "topology refresh failed; keeping the current one");
+                    continue;
+                }
+            };
+            let current = shared.current();
+            if fresh.schedule() != current.schedule() || fresh.layers() != current.layers() {
+                tracing::warn!("the directory changed the schedule or the layers; refresh refused");
+            } else if fresh.issued_at() < current.issued_at() {
+                tracing::debug!("the directory served an older document; ignored");
+            } else if fresh.node(&me).is_none() {
+                tracing::warn!("this node is missing from the directory's document; keeping the current one");
+            } else {
+                if fresh.fingerprint() != current.fingerprint() {
+                    tracing::info!(fingerprint = %fresh.fingerprint(), issued_at = fresh.issued_at(), "topology updated");
+                    remember(cache.as_deref(), &fresh);
+                }
+                shared.replace(fresh);
             }
-            shared.replace(fresh);
         }
     }
 }

@@ -50,6 +50,9 @@ pub(crate) struct Router {
     pub(crate) sink: Option<(tokio::net::UdpSocket, std::net::SocketAddr)>,
     /// Measurement only (benchmark builds): what a global passive adversary sees.
     pub(crate) observer: Option<std::sync::Arc<crate::Observer>>,
+    /// Testing only (`[chaos]`): loss and delay on the hand-over to a client's mailbox (node
+    /// links are shaped by the link layer itself).
+    pub(crate) faults: Option<std::sync::Arc<crate::chaos::LinkFaults>>,
 }
 
 impl Router {
@@ -89,6 +92,28 @@ impl Router {
                     }
                 }
                 crate::Egress::Reply { recipient, surb_id, packet, .. } => {
+                    match self.faults.as_ref().map(|f| f.decide()) {
+                        None | Some(crate::chaos::Fault::Pass) => {}
+                        Some(crate::chaos::Fault::Drop) => continue,
+                        Some(crate::chaos::Fault::Delay(delay)) => {
+                            let (listener, geometry) = (self.listener.clone(), self.geometry);
+                            let (metrics, exit_metrics) = (self.metrics.clone(), self.exit_metrics.clone());
+                            tokio::spawn(async move {
+                                tokio::time::sleep(delay).await;
+                                if crate::exit::deliver_to_mailbox(
+                                    &listener,
+                                    &geometry,
+                                    &recipient,
+                                    &surb_id,
+                                    packet,
+                                    &exit_metrics,
+                                ) {
+                                    metrics.replies.fetch_add(1, Ordering::Relaxed);
+                                }
+                            });
+                            continue;
+                        }
+                    }
                     if crate::exit::deliver_to_mailbox(
                         &self.listener,
                         &self.geometry,

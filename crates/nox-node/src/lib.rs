@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 mod admission;
+pub mod chaos;
 mod config;
 mod cover;
 mod directory_client;
@@ -21,11 +22,12 @@ mod trust;
 pub use admission::{
     AdaptivePow, AdmissionError, DIFFICULTY_UPDATE_PERIOD, IngestAdmission, difficulty_greeting, run_adaptive_pow,
 };
+pub use chaos::ChaosSection;
 pub use config::{
     ConfigError, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection, TopologySection,
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
-pub use directory_client::{Publisher, SharedTopology, initial_topology};
+pub use directory_client::{LAST_VERIFIED, Publisher, SharedTopology, initial_topology};
 pub use durability::{GroupCommitConfig, NotDurable, SyncThread, TagJournal};
 pub use egress::{ForwardRefused, forward_link};
 pub use exit::{
@@ -38,4 +40,4 @@ pub use observe::{ObserveSection, Observer};
 pub use pipeline::{Egress, Inbound, Origin, Pipeline, PipelineConfig, PipelineHandles};
 pub use replay_store::{DirStorage, MemStorage, PendingTag, ReplayStateError, ReplayStorage, ReplayStore};
 pub use runtime::{NodeError, load_topology, load_topology_with, run, run_with};
-pub use trust::{ChainMembership, ChainStatus, OperatorSigner, Trust};
+pub use trust::{ChainMembership, ChainStatus, OperatorSigner, REGISTRY_LAST_VERIFIED, Trust};

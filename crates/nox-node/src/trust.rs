@@ -2,9 +2,14 @@
 //! on-chain node registry (`[chain]`, docs/spec/registry.md). With the registry, the directory
 //! is an untrusted cache of self-signed descriptors: every refresh re-reads the registry at a
 //! named block, checks its fingerprint, and verifies the document against that membership. An
-//! RPC endpoint that is down or lies leaves the last verified membership in force.
+//! RPC endpoint that is down or lies leaves the last verified membership in force. A node keeps
+//! that snapshot on disk ([`REGISTRY_LAST_VERIFIED`]), so a restart while no endpoint answers
+//! starts on it instead of waiting for the chain.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
 
 use nox_chain::{ChainConfig, RegistrySnapshot, RegistryView};
 use nox_sphinx::Geometry;
@@ -30,11 +35,24 @@ pub struct ChainStatus {
 pub struct ChainMembership {
     view: tokio::sync::Mutex<RegistryView>,
     status: Mutex<ChainStatus>,
+    /// Where each newly verified snapshot is kept (nodes), if anywhere.
+    keep: Option<PathBuf>,
 }
+
+/// The file, in a node's key directory, holding the last registry snapshot it verified.
+pub const REGISTRY_LAST_VERIFIED: &str = "registry.last.json";
 
 impl ChainMembership {
     /// Reads the first snapshot (a few tries: the chain may still be starting).
     pub async fn start(config: ChainConfig) -> Result<Arc<Self>, NodeError> {
+        Self::start_keeping(config, None).await
+    }
+
+    /// [`ChainMembership::start`], keeping every newly verified snapshot in `keep`; when no
+    /// endpoint answers at the first try and `keep` holds a snapshot whose node list matches its
+    /// fingerprint, starts on that one (refreshes then continue as usual).
+    pub async fn start_keeping(config: ChainConfig, keep: Option<PathBuf>) -> Result<Arc<Self>, NodeError> {
+        let (chain_id, registry) = (config.chain_id, config.registry);
         let mut view = RegistryView::new(config).map_err(|e| NodeError::Chain(e.to_string()))?;
         let mut last = String::new();
         for attempt in 0..10 {
@@ -43,17 +61,51 @@ impl ChainMembership {
             }
             match view.refresh().await {
                 Ok(snapshot) => {
-                    let this = Arc::new(Self { view: tokio::sync::Mutex::new(view), status: Mutex::default() });
+                    let this = Arc::new(Self { view: tokio::sync::Mutex::new(view), status: Mutex::default(), keep });
                     this.record(&snapshot);
                     return Ok(this);
                 }
                 Err(e) => last = e.to_string(),
+            }
+            let kept = keep.as_deref().filter(|p| p.exists()).map(|path| {
+                std::fs::read(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| RegistrySnapshot::from_json(&b, chain_id, registry).map_err(|e| e.to_string()))
+            });
+            match kept {
+                Some(Ok(snapshot)) => {
+                    tracing::warn!(error = %last, block = snapshot.block, "no registry endpoint answers; starting on the last verified membership");
+                    let status = ChainStatus {
+                        block: snapshot.block,
+                        fingerprint: snapshot.fingerprint.0,
+                        registered: snapshot.nodes.len() as u64,
+                        errors: 1,
+                    };
+                    view.seed(snapshot);
+                    return Ok(Arc::new(Self {
+                        view: tokio::sync::Mutex::new(view),
+                        status: Mutex::new(status),
+                        keep,
+                    }));
+                }
+                Some(Err(error)) => tracing::warn!(%error, "the kept registry snapshot is unusable"),
+                None => {}
             }
         }
         Err(NodeError::Chain(last))
     }
 
     fn record(&self, snapshot: &RegistrySnapshot) {
+        let newer =
+            self.status.lock().is_ok_and(|s| s.block != snapshot.block || s.fingerprint != snapshot.fingerprint.0);
+        if let Some(path) = self.keep.as_deref().filter(|_| newer) {
+            // Write then rename: a crash leaves the previous snapshot or this one.
+            let temporary = path.with_extension("json.tmp");
+            let kept = std::fs::write(&temporary, snapshot.to_json()).and_then(|()| std::fs::rename(&temporary, path));
+            if let Err(error) = kept {
+                tracing::warn!(%error, path = %path.display(), "cannot keep the verified registry snapshot");
+            }
+        }
         if let Ok(mut status) = self.status.lock() {
             status.block = snapshot.block;
             status.fingerprint = snapshot.fingerprint.0;
@@ -103,9 +155,14 @@ pub enum Trust {
 impl Trust {
     /// From `[topology] authority_key` and `[chain]`: the registry when `[chain]` is present
     /// (the authority key, if also given, is then not relied upon).
-    pub async fn from_config(authority_key: Option<&str>, chain: Option<&ChainConfig>) -> Result<Self, NodeError> {
+    /// With `keep`, the registry snapshot is kept there ([`ChainMembership::start_keeping`]).
+    pub async fn from_config(
+        authority_key: Option<&str>,
+        chain: Option<&ChainConfig>,
+        keep: Option<PathBuf>,
+    ) -> Result<Self, NodeError> {
         match (chain, authority_key) {
-            (Some(chain), _) => Ok(Self::Chain(ChainMembership::start(chain.clone()).await?)),
+            (Some(chain), _) => Ok(Self::Chain(ChainMembership::start_keeping(chain.clone(), keep).await?)),
             (None, Some(key)) => {
                 let bytes: [u8; 32] = hex::decode(key.trim())
                     .ok()

@@ -67,16 +67,74 @@ async fn a_node_starts_from_a_mirror_when_the_first_directory_is_down() {
     };
     let trust = nox_node::Trust::Authority(authority.verifying_key());
     let started = std::time::Instant::now();
-    let topology = initial_topology(&section, &Geometry::default(), &trust).await.unwrap();
+    let topology = initial_topology(&section, &Geometry::default(), &trust, None).await.unwrap();
     assert_eq!(topology.nodes().len(), 3);
     assert!(started.elapsed() < Duration::from_secs(2), "no retry rounds were needed");
 
     // Only the down one: refused, naming it.
     let alone = TopologySection { mirrors: Vec::new(), ..section };
-    let error = tokio::time::timeout(Duration::from_secs(30), initial_topology(&alone, &Geometry::default(), &trust))
-        .await
-        .unwrap()
-        .unwrap_err()
-        .to_string();
+    let error =
+        tokio::time::timeout(Duration::from_secs(30), initial_topology(&alone, &Geometry::default(), &trust, None))
+            .await
+            .unwrap()
+            .unwrap_err()
+            .to_string();
     assert!(error.contains(&down.to_string()), "{error}");
+}
+
+/// A node restarted while its only directory is down starts on the last topology it verified
+/// (kept in its key directory), not on nothing; a cached document that no longer verifies
+/// (here: under another authority) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_the_directory_down_uses_the_last_verified_topology() {
+    let authority = SigningKey::from_bytes(&[6; 32]);
+    let server =
+        DirectoryServer::bind(([127, 0, 0, 1], 0).into(), registry(&authority), Limits::default()).await.unwrap();
+    let live = server.local_addr().unwrap();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let served = tokio::spawn(server.serve(stop_rx));
+    let state = std::env::temp_dir().join(format!("nox-last-verified-{}", std::process::id()));
+    std::fs::create_dir_all(&state).unwrap();
+    let cache = state.join(nox_node::LAST_VERIFIED);
+    let _ = std::fs::remove_file(&cache);
+    let section = TopologySection {
+        file: None,
+        url: Some(format!("http://{live}")),
+        mirrors: Vec::new(),
+        authority_key: Some(hex::encode(authority.verifying_key().to_bytes())),
+        refresh_secs: 0,
+    };
+    let trust = nox_node::Trust::Authority(authority.verifying_key());
+    let first = initial_topology(&section, &Geometry::default(), &trust, Some(&cache)).await.unwrap();
+    assert!(cache.exists(), "the verified document is kept");
+
+    // The directory goes away; the port refuses connections.
+    stop.send(true).unwrap();
+    let _ = served.await;
+    let again = tokio::time::timeout(
+        Duration::from_secs(30),
+        initial_topology(&section, &Geometry::default(), &trust, Some(&cache)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(again.fingerprint(), first.fingerprint());
+
+    // Without the cache: no topology at all.
+    let none =
+        tokio::time::timeout(Duration::from_secs(30), initial_topology(&section, &Geometry::default(), &trust, None))
+            .await
+            .unwrap();
+    assert!(none.is_err());
+
+    // A cached document the current trust does not accept is not used.
+    let other = nox_node::Trust::Authority(SigningKey::from_bytes(&[7; 32]).verifying_key());
+    let refused = tokio::time::timeout(
+        Duration::from_secs(30),
+        initial_topology(&section, &Geometry::default(), &other, Some(&cache)),
+    )
+    .await
+    .unwrap();
+    assert!(refused.is_err());
+    let _ = std::fs::remove_dir_all(&state);
 }

@@ -74,6 +74,11 @@ pub enum BenchCommand {
     Attacks(crate::bench_attacks::AttackArgs),
     /// FEC (one round) vs ARQ (retransmission rounds) for an m-fragment reply.
     FecArq(crate::bench_attacks::FecArqArgs),
+    /// The testnet as shipped under load while it is broken on purpose: a node SIGKILLed and
+    /// restarted every minute, loss and delay on every link, the directory killed, the chain's
+    /// RPC frozen; reply delivery, replays across restarts, RSS slope (bench/data/soak.json;
+    /// needs a `nox` built with `--features chaos`).
+    Soak(crate::bench_soak::SoakArgs),
     /// Topology refresh cost from the on-chain registry (RPC calls, bytes, time, eth_call gas)
     /// for 9, 100 and 1,000 nodes registered on Anvil (bench/data/registry.json).
     Registry(crate::bench_registry::RegistryArgs),
@@ -132,6 +137,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::ReplyLoss(args) => crate::bench_surb::reply_loss(args),
         BenchCommand::HttpOverhead(args) => crate::bench_http::run(args),
         BenchCommand::Streams(args) => crate::bench_streams::run(args),
+        BenchCommand::Soak(args) => crate::bench_soak::run(args),
         BenchCommand::LatencyVsDelay(args) => crate::bench_sweeps::latency_vs_delay(args),
         BenchCommand::Concurrency(args) => crate::bench_sweeps::concurrency(args),
         BenchCommand::Scaling(args) => crate::bench_sweeps::scaling(args),

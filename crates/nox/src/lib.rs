@@ -16,6 +16,7 @@ pub mod bench_inprocess;
 pub mod bench_json;
 pub mod bench_net;
 pub mod bench_registry;
+pub mod bench_soak;
 pub mod bench_streams;
 pub mod bench_surb;
 pub mod bench_sweeps;

@@ -203,6 +203,16 @@ pub struct Layout {
     /// `--features observe`, never in production).
     #[arg(long)]
     pub observe: bool,
+    /// Testing only: every node drops this fraction of the packets it sends on its links
+    /// (`[chaos]`; needs a `nox` built with `--features chaos`, never in production).
+    #[arg(long, default_value_t = 0.0)]
+    pub chaos_link_loss: f64,
+    /// Testing only: fixed delay every node adds to the packets it sends on its links, ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub chaos_link_delay_ms: f64,
+    /// Testing only: uniform extra delay in [0, this), ms, on the same links.
+    #[arg(long, default_value_t = 0.0)]
+    pub chaos_link_jitter_ms: f64,
     /// No chain: membership from the directory authority's signature alone (the pre-registry
     /// mode). By default the testnet starts Anvil, deploys the NOX contracts and registers
     /// every node with a stake; membership then comes from the registry.
@@ -278,6 +288,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         epoch_secs,
         overlap_secs,
         observe,
+        chaos_link_loss,
+        chaos_link_delay_ms,
+        chaos_link_jitter_ms,
         geometry: scheme,
         ..
     } = layout.clone();
@@ -285,6 +298,22 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     if observe && !nox_node::observe::COMPILED_IN {
         return Err(format!("--observe: {}", nox_node::observe::NOT_BUILT));
     }
+    let chaos = nox_node::ChaosSection {
+        link_loss: chaos_link_loss,
+        link_delay_ms: chaos_link_delay_ms,
+        link_jitter_ms: chaos_link_jitter_ms,
+    };
+    let chaos_section = if chaos == nox_node::ChaosSection::default() {
+        String::new()
+    } else {
+        if !nox_node::chaos::COMPILED_IN {
+            return Err(format!("--chaos-link-*: {}", nox_node::chaos::NOT_BUILT));
+        }
+        chaos.validate().map_err(|e| format!("--chaos-link-*: {e}"))?;
+        format!(
+            "\n[chaos]\nlink_loss = {chaos_link_loss}\nlink_delay_ms = {chaos_link_delay_ms}\nlink_jitter_ms = {chaos_link_jitter_ms}\n"
+        )
+    };
     if nodes(dir).iter().any(|n| pid_alive(&n.dir)) || pid_alive(&directory::process_dir(dir)) {
         return Err(format!("a testnet is already running in {} (nox testnet down first)", dir.display()));
     }
@@ -385,7 +414,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            "{observe_section}{chaos_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
             // One host: every client shares the nodes' address, so per-address limits and bans
             // would only throttle the testnet's own clients (nodes are exempt by their link key,
             // not by the address, so they would not cover them).
@@ -658,6 +687,35 @@ pub fn restart_with(dir: &Path, index: usize, exe: &Path) -> Result<(), TestnetE
     Ok(())
 }
 
+/// SIGKILLs node `index` (no shutdown: unsynced state is lost as in a crash) and waits until it
+/// is gone. Returns whether it was running. [`restart_with`] starts it again.
+pub fn kill_node(dir: &Path, index: usize) -> Result<bool, TestnetError> {
+    let node_dir = dir.join(format!("node-{index}"));
+    if !node_dir.join("node.toml").exists() {
+        return Err(format!("no node-{index} in the testnet in {}", dir.display()));
+    }
+    Ok(kill_process(&node_dir))
+}
+
+/// SIGKILLs the process whose pid is in `process_dir` and waits (5 s at most) until it is gone.
+/// Returns whether it was running.
+pub(crate) fn kill_process(process_dir: &Path) -> bool {
+    signal_process(process_dir, "KILL") && {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pid_alive(process_dir) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+}
+
+/// Sends `signal` (a `kill -<signal>` name: KILL, STOP, CONT...) to the process whose pid is in
+/// `process_dir`. Returns whether it was running.
+pub(crate) fn signal_process(process_dir: &Path, signal: &str) -> bool {
+    let Some(pid) = pid_of(process_dir).filter(|_| pid_alive(process_dir)) else { return false };
+    Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().is_ok_and(|s| s.success())
+}
+
 /// Stops the process whose pid is in `process_dir` (SIGTERM, then SIGKILL after `grace`) and
 /// waits until it is gone. Returns whether it was running.
 fn stop_process(process_dir: &Path, grace: Duration) -> bool {
@@ -760,7 +818,7 @@ fn pid_of(node_dir: &Path) -> Option<u32> {
     std::fs::read_to_string(node_dir.join("pid")).ok()?.trim().parse().ok()
 }
 
-fn pid_alive(node_dir: &Path) -> bool {
+pub(crate) fn pid_alive(node_dir: &Path) -> bool {
     let Some(pid) = pid_of(node_dir) else { return false };
     // A zombie (exited, not yet reaped) is not alive.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))

@@ -67,12 +67,25 @@ pub fn start(
         addr = addr_file(dir).display().to_string(),
     );
     write(&process.join("directory.toml"), config.as_bytes())?;
-    let log = std::fs::File::create(process.join("directory.log")).map_err(|e| e.to_string())?;
+    if let Some(chain) = chain {
+        write(&process.join("chain.toml"), chain.toml(None).as_bytes())?;
+    }
+    spawn(dir, exe)?;
+    wait_serving(dir)
+}
+
+/// Starts `nox directory` from the files [`start`] wrote (its log appended to).
+fn spawn(dir: &Path, exe: &Path) -> Result<(), TestnetError> {
+    let process = process_dir(dir);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(process.join("directory.log"))
+        .map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
     let mut command = Command::new(exe);
     command.arg("directory").arg("--config").arg(process.join("directory.toml"));
-    if let Some(chain) = chain {
-        write(&process.join("chain.toml"), chain.toml(None).as_bytes())?;
+    if process.join("chain.toml").exists() {
         command.arg("--chain").arg(process.join("chain.toml"));
     }
     let child = command
@@ -81,7 +94,34 @@ pub fn start(
         .stderr(log_err)
         .spawn()
         .map_err(|e| format!("starting the directory: {e}"))?;
-    write(&process.join("pid"), child.id().to_string().as_bytes())?;
+    write(&process.join("pid"), child.id().to_string().as_bytes())
+}
+
+/// SIGKILLs the directory (as a crash would); returns whether it was running.
+pub fn kill(dir: &Path) -> bool {
+    crate::testnet::kill_process(&process_dir(dir))
+}
+
+/// Starts the directory again on the address it had (nodes and clients know it by that
+/// address), with the `nox` binary at `exe`, and waits until it serves a document. It starts
+/// from `topology.json` and its chain, as at `up`; nodes upload their descriptors again.
+pub fn restart(dir: &Path, exe: &Path) -> Result<SocketAddr, TestnetError> {
+    let addr = addr(dir).ok_or("the testnet has no directory")?;
+    let config_file = process_dir(dir).join("directory.toml");
+    let config = std::fs::read_to_string(&config_file).map_err(|e| format!("{}: {e}", config_file.display()))?;
+    let config: String = config
+        .lines()
+        .map(|line| if line.starts_with("listen = ") { format!("listen = \"{addr}\"") } else { line.to_owned() })
+        .collect::<Vec<_>>()
+        .join("\n");
+    write(&config_file, config.as_bytes())?;
+    spawn(dir, exe)?;
+    wait_serving(dir)
+}
+
+/// Waits (15 s at most) until the directory serves a document at its recorded address.
+fn wait_serving(dir: &Path) -> Result<SocketAddr, TestnetError> {
+    let process = process_dir(dir);
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         if let Some(addr) = addr(dir)

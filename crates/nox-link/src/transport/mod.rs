@@ -17,7 +17,7 @@ use crate::keys::LinkPublicKey;
 pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
 pub use listener::{ClientGreeting, ConnectionGate, GateStage, Listener, ListenerConfig, OpenGate, PeerFilter};
-pub use outbound::{DialerConfig, OutboundLinks, PeerDirectory, Transport};
+pub use outbound::{DialerConfig, LinkFault, OutboundLinks, PeerDirectory, SendShaper, Transport};
 pub use ws::{WS_CLIENT_FIRST_FLIGHT, WsListenerConfig, ws_max_message};
 
 /// A local, per-connection number for an anonymous client link. It is not

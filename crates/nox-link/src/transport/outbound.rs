@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -115,6 +115,22 @@ impl DialerConfig {
 
 type PeerMap = Mutex<HashMap<LinkPublicKey, (u64, mpsc::Sender<Vec<u8>>)>>;
 
+/// What a [`SendShaper`] does with one packet given to [`OutboundLinks::send`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LinkFault {
+    /// Queue it now.
+    Pass,
+    /// Lose it (`send` still returns `Ok`, as for a packet lost on the wire).
+    Drop,
+    /// Queue it after this long.
+    Delay(Duration),
+}
+
+/// Decides, per packet, whether it passes, is lost or is held back: a node's fault-injection
+/// layer for chaos runs (nox-node's `[chaos]`, only in builds with its `chaos` feature). Set
+/// once with [`OutboundLinks::set_shaper`]; without one every packet passes.
+pub type SendShaper = Arc<dyn Fn() -> LinkFault + Send + Sync>;
+
 struct Inner {
     config: Arc<DialerConfig>,
     directory: Arc<dyn PeerDirectory>,
@@ -125,6 +141,7 @@ struct Inner {
     shutdown: watch::Receiver<bool>,
     runtime: Handle,
     tasks: Mutex<JoinSet<()>>,
+    shaper: OnceLock<SendShaper>,
 }
 
 /// The outbound side of a node (or client): `send` never waits; a slow or
@@ -156,6 +173,7 @@ impl OutboundLinks {
             shutdown,
             runtime,
             tasks: Mutex::new(JoinSet::new()),
+            shaper: OnceLock::new(),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -164,6 +182,31 @@ impl OutboundLinks {
     /// there is no link yet. Drops and counts on a full queue.
     pub fn send(&self, peer: &LinkPublicKey, packet: Vec<u8>) -> Result<(), SendError> {
         self.check_len(&packet)?;
+        if let Some(shaper) = self.inner.shaper.get() {
+            match shaper() {
+                LinkFault::Pass => {}
+                LinkFault::Drop => return Ok(()),
+                LinkFault::Delay(delay) => {
+                    let (links, peer) = (self.clone(), *peer);
+                    self.inner.runtime.spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        let _ = links.queue(&peer, packet);
+                    });
+                    return Ok(());
+                }
+            }
+        }
+        self.queue(peer, packet)
+    }
+
+    /// Installs the fault-injection layer that [`OutboundLinks::send`] consults (once; a second
+    /// call returns `false` and changes nothing). Packets given to `send_wait` (a client's own
+    /// traffic) are never shaped.
+    pub fn set_shaper(&self, shaper: SendShaper) -> bool {
+        self.inner.shaper.set(shaper).is_ok()
+    }
+
+    fn queue(&self, peer: &LinkPublicKey, packet: Vec<u8>) -> Result<(), SendError> {
         let peers = &self.inner.peers;
         let mut map = lock(peers);
         let tx = self.sender_for(&mut map, peer)?;

@@ -30,12 +30,18 @@ pub(super) struct MetricSources {
     /// The exit handler's own counters (streams), on exits.
     pub(super) handler: Option<Arc<dyn crate::ExitHandler>>,
     pub(super) links: Arc<LinkCounters>,
+    /// The `[chaos]` fault layer's counters (builds with the `chaos` feature).
+    pub(super) chaos: Option<Arc<crate::chaos::LinkFaults>>,
 }
 
 impl MetricSources {
     fn render(&self) -> String {
         let handler = self.handler.as_ref().map(|h| h.render_metrics()).unwrap_or_default();
-        self.node.render() + &self.exit.render() + &handler + &render_link_counters(&self.links)
+        self.node.render()
+            + &self.exit.render()
+            + &handler
+            + &render_link_counters(&self.links)
+            + &crate::chaos::render(self.chaos.as_deref())
     }
 }
 
@@ -116,6 +122,7 @@ mod tests {
             exit: Arc::new(crate::ExitMetrics::default()),
             handler: None,
             links: Arc::new(LinkCounters::default()),
+            chaos: None,
         };
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(serve_metrics(listener, Arc::new(sources), stopped));

@@ -55,6 +55,9 @@ pub enum NodeError {
     /// `[observe]` in a node built without the `observe` feature.
     #[error("[observe]: {}", crate::observe::NOT_BUILT)]
     ObserveNotBuilt,
+    /// `[chaos]` in a node built without the `chaos` feature.
+    #[error("[chaos]: {}", crate::chaos::NOT_BUILT)]
+    ChaosNotBuilt,
 }
 
 fn now_unix() -> u64 {
@@ -151,7 +154,11 @@ pub async fn run_with(
     // (TopologyError::GeometryMismatch), and so are packets of another geometry.
     let geometry = config.node.geometry().map_err(NodeError::Geometry)?;
     let identity: NodeIdentity = load_identity(&config.node.key_dir)?;
-    let trust = crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref()).await?;
+    // The registry snapshot is kept beside the keys, for a restart while the chain's RPC is down.
+    let kept_registry = config.node.key_dir.join(crate::trust::REGISTRY_LAST_VERIFIED);
+    let trust =
+        crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref(), Some(kept_registry))
+            .await?;
     let operator = match &config.chain {
         Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config)?)),
         None => None,
@@ -159,7 +166,9 @@ pub async fn run_with(
     if let (Some(chain), Some(operator)) = (trust.chain(), &operator) {
         check_registered(&*chain.last().await, &identity, operator.address(), &config)?;
     }
-    let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust).await?;
+    // The last topology verified from the directory, for a restart while the directory is down.
+    let cache = config.node.key_dir.join(crate::directory_client::LAST_VERIFIED);
+    let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust, Some(&cache)).await?;
     let shared = crate::directory_client::SharedTopology::new(topology.clone());
     let me = identity.node_id();
     let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
@@ -177,6 +186,7 @@ pub async fn run_with(
         identity.clone(),
         config.node.pow_difficulty,
         &shared,
+        Some(cache),
         &shutdown,
     )?;
     publisher.offer(&store, now_unix());
@@ -280,6 +290,12 @@ pub async fn run_with(
     });
     // Measurement only (benchmark builds): what a global passive adversary sees.
     let observer = observer(config.observe.as_ref(), &me)?;
+    // Testing only (builds with the `chaos` feature): loss and delay on this node's links.
+    let faults = crate::chaos::from_config(config.chaos.as_ref()).map_err(|_| NodeError::ChaosNotBuilt)?.map(Arc::new);
+    if let Some(faults) = &faults {
+        outbound.set_shaper(crate::chaos::shaper(faults));
+        tracing::warn!("[chaos]: injecting loss and delay on this node's links (testing only)");
+    }
     let router = crate::egress::Router {
         me,
         peers: shared.clone(),
@@ -292,6 +308,7 @@ pub async fn run_with(
         exit_front,
         sink,
         observer: observer.clone(),
+        faults: faults.clone(),
     };
     let to_links = tokio::spawn(router.run(egress));
 
@@ -325,8 +342,13 @@ pub async fn run_with(
     );
     let metrics_server = metrics_listener.map(|listener| {
         let exit_metrics = exit_metrics.clone();
-        let sources =
-            MetricSources { node: metrics.clone(), exit: exit_metrics, handler: metrics_handler, links: link_counters };
+        let sources = MetricSources {
+            node: metrics.clone(),
+            exit: exit_metrics,
+            handler: metrics_handler,
+            links: link_counters,
+            chaos: faults,
+        };
         tokio::spawn(serve_metrics(listener, Arc::new(sources), shutdown.clone()))
     });
     tracing::info!(
