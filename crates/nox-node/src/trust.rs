@@ -9,6 +9,7 @@
 use std::{
     path::PathBuf,
     sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 
 use nox_chain::{ChainConfig, RegistrySnapshot, RegistryView};
@@ -37,7 +38,15 @@ pub struct ChainMembership {
     status: Mutex<ChainStatus>,
     /// Where each newly verified snapshot is kept (nodes), if anywhere.
     keep: Option<PathBuf>,
+    /// When the last read failed: for [`RETRY_AFTER_FAILURE`] after it, refreshes answer with
+    /// the last verified snapshot at once instead of waiting on the endpoints again.
+    failed_at: Mutex<Option<Instant>>,
 }
+
+/// After a failed registry read, how long refreshes use the last verified snapshot without
+/// asking the endpoints again: during an RPC outage a reader waits on the endpoints at most once
+/// per period, not once per topology fetch (a directory fetches every 2 s).
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
 
 /// The file, in a node's key directory, holding the last registry snapshot it verified.
 pub const REGISTRY_LAST_VERIFIED: &str = "registry.last.json";
@@ -61,7 +70,12 @@ impl ChainMembership {
             }
             match view.refresh().await {
                 Ok(snapshot) => {
-                    let this = Arc::new(Self { view: tokio::sync::Mutex::new(view), status: Mutex::default(), keep });
+                    let this = Arc::new(Self {
+                        view: tokio::sync::Mutex::new(view),
+                        status: Mutex::default(),
+                        keep,
+                        failed_at: Mutex::new(None),
+                    });
                     this.record(&snapshot);
                     return Ok(this);
                 }
@@ -86,6 +100,7 @@ impl ChainMembership {
                         view: tokio::sync::Mutex::new(view),
                         status: Mutex::new(status),
                         keep,
+                        failed_at: Mutex::new(Some(Instant::now())),
                     }));
                 }
                 Some(Err(error)) => tracing::warn!(%error, "the kept registry snapshot is unusable"),
@@ -116,13 +131,24 @@ impl ChainMembership {
     /// Refreshes the snapshot; on failure keeps (and returns) the last verified one.
     pub async fn refresh(&self) -> Arc<RegistrySnapshot> {
         let mut view = self.view.lock().await;
+        let failed_recently =
+            self.failed_at.lock().is_ok_and(|at| at.is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE));
+        if failed_recently && let Some(last) = view.last() {
+            return last;
+        }
         match view.refresh().await {
             Ok(snapshot) => {
+                if let Ok(mut at) = self.failed_at.lock() {
+                    *at = None;
+                }
                 self.record(&snapshot);
                 snapshot
             }
             Err(error) => {
                 tracing::warn!(%error, "registry refresh failed; keeping the last verified membership");
+                if let Ok(mut at) = self.failed_at.lock() {
+                    *at = Some(Instant::now());
+                }
                 if let Ok(mut status) = self.status.lock() {
                     status.errors += 1;
                 }

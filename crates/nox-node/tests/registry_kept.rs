@@ -44,6 +44,10 @@ async fn a_restart_without_rpc_starts_on_the_kept_snapshot() {
     let chain = nox_node::ChainMembership::start_keeping(config.clone(), Some(kept.clone())).await.unwrap();
     assert_eq!(*chain.last().await, expected);
     assert_eq!(chain.status().block, 77);
+    // Right after the failed start, a refresh answers with the kept snapshot without asking the
+    // endpoints again (no new failure is counted).
+    assert_eq!(*chain.refresh().await, expected);
+    assert_eq!(chain.status().errors, 1, "no new read within RETRY_AFTER_FAILURE");
 
     // Edited on disk (another stake): refused, and with no endpoint the start fails.
     let edited = expected.to_json().replace("\"1000000\"", "\"1\"");
