@@ -148,15 +148,20 @@ async fn fetch_verified(mirrors: &Mirrors, trust: &Trust, geometry: &Geometry) -
 /// moment) rather than on an older `file` or not at all.
 fn remember(cache: Option<&Path>, topology: &VerifiedTopology) {
     let Some(path) = cache else { return };
-    let written = topology.document().to_json().map_err(|e| e.to_string()).and_then(|json| {
-        // Write then rename: a crash leaves the previous document or the new one, never half.
-        let temporary = path.with_extension("json.tmp");
-        std::fs::write(&temporary, json.as_bytes())
-            .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(|e| format!("{}: {e}", path.display()))
-    });
-    if let Err(error) = written {
-        tracing::warn!(%error, "cannot keep the last verified topology");
+    match topology.document().to_json() {
+        Ok(json) => keep(path, json.as_bytes(), "the last verified topology"),
+        Err(error) => tracing::warn!(%error, "cannot keep the last verified topology"),
+    }
+}
+
+/// Replaces `path` with `bytes` by writing a temporary file and renaming it over `path`: a crash
+/// leaves the previous content or the new one, never half. A failure is logged as not keeping
+/// `what` (the node runs on; only its next restart loses the copy).
+pub(crate) fn keep(path: &Path, bytes: &[u8], what: &str) {
+    let temporary = path.with_extension("json.tmp");
+    let kept = std::fs::write(&temporary, bytes).and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(error) = kept {
+        tracing::warn!(%error, path = %path.display(), "cannot keep {what}");
     }
 }
 

@@ -114,12 +114,7 @@ impl ChainMembership {
         let newer =
             self.status.lock().is_ok_and(|s| s.block != snapshot.block || s.fingerprint != snapshot.fingerprint.0);
         if let Some(path) = self.keep.as_deref().filter(|_| newer) {
-            // Write then rename: a crash leaves the previous snapshot or this one.
-            let temporary = path.with_extension("json.tmp");
-            let kept = std::fs::write(&temporary, snapshot.to_json()).and_then(|()| std::fs::rename(&temporary, path));
-            if let Err(error) = kept {
-                tracing::warn!(%error, path = %path.display(), "cannot keep the verified registry snapshot");
-            }
+            crate::directory_client::keep(path, snapshot.to_json().as_bytes(), "the verified registry snapshot");
         }
         if let Ok(mut status) = self.status.lock() {
             status.block = snapshot.block;

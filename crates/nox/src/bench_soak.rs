@@ -686,17 +686,12 @@ async fn sampler(dir: PathBuf, load: Arc<Load>) -> Vec<RssSample> {
                 samples.push((t, index, pid, kb));
             }
         }
-        if let Some(kb) = own_rss_kb() {
+        if let Some(kb) = testnet::rss_kb_of("self") {
             samples.push((t, usize::MAX, std::process::id(), kb));
         }
         tokio::time::sleep(SAMPLE).await;
     }
     samples
-}
-
-fn own_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Least-squares slope of `(x, y)`, y per unit x.

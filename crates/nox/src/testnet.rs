@@ -889,7 +889,11 @@ pub fn status(dir: &Path) -> Result<(), TestnetError> {
 
 /// Resident memory of a node's process, from /proc.
 pub fn rss_kb(node_dir: &Path) -> Option<u64> {
-    let pid = pid_of(node_dir)?;
+    rss_kb_of(&pid_of(node_dir)?.to_string())
+}
+
+/// Resident memory, kB, of the process `pid` (a number, or `self`), from `/proc/<pid>/status`.
+pub fn rss_kb_of(pid: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
 }
