@@ -6,6 +6,11 @@ use std::time::Duration;
 use nox_cover::HealthConfig;
 use nox_sphinx::NodeId;
 
+/// The λ_P (packets per second) the `nox client` daemon and the wallet's commands send at unless
+/// told otherwise: Loopix substitution cover on, chosen from the measured anonymity/latency/
+/// bandwidth curve (docs/benchmarks/cover.md). The core's own default is 0 (off).
+pub const DAEMON_COVER_RATE: f64 = 2.0;
+
 /// What the core needs to know besides the topology.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -22,7 +27,8 @@ pub struct ClientConfig {
     /// `ClientError::Timeout` (default 30 s). It is never retransmitted.
     pub timeout: Duration,
     /// Loopix λ_P in packets per second; 0 disables cover traffic and sends
-    /// real packets at once (default 0 in the core; the daemon uses 2).
+    /// real packets at once (default 0 in the core; the daemon uses
+    /// [`DAEMON_COVER_RATE`]).
     pub cover_rate: f64,
     /// Real packets the send queue holds while waiting for a slot (default 4096).
     pub queue_capacity: usize,

@@ -25,7 +25,7 @@ mod streams;
 mod surbs;
 mod types;
 
-pub use config::ClientConfig;
+pub use config::{ClientConfig, DAEMON_COVER_RATE};
 pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
 pub use error::ClientError;
 pub use gateways::MAX_OLD_GATEWAYS;

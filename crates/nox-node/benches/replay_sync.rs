@@ -31,7 +31,7 @@ use nox_node::{
 };
 use nox_relay::Relay;
 use nox_replay::BloomParameters;
-use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop, SecretKey, build_forward};
+use nox_sphinx::{BuildOptions, Geometry, PathHop, SecretKey, build_forward};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
@@ -266,16 +266,7 @@ fn main() {
     let geometry = Geometry::new(4096, 3).expect("geometry");
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let keys: Vec<SecretKey> = (0..3).map(|_| SecretKey::generate(&mut rng)).collect();
-    let hops: Vec<PathHop> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| PathHop {
-            node: NodeId([i as u8; 32]),
-            public_key: k.public_key(),
-            delay: Delay(0),
-            pow_difficulty: 0,
-        })
-        .collect();
+    let hops: Vec<PathHop> = nox_test_support::sphinx::hops(&keys);
     let packets: Vec<Vec<u8>> = (0..3000)
         .map(|i: u32| {
             build_forward(&geometry, &BuildOptions::new(1), &hops, &i.to_le_bytes(), &mut rng).expect("build")

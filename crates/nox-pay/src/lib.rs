@@ -9,4 +9,4 @@ pub mod relay;
 
 pub use bundle::{Action, PaidBundle, Payment, asset_word, fee_from_quote, prove};
 pub use error::PayError;
-pub use relay::RelayClient;
+pub use relay::{DEFAULT_FEE_PERCENT, RelayClient};

@@ -8,6 +8,11 @@ use nox_sphinx::NodeId;
 
 use crate::PayError;
 
+/// The fee a client pays (`nox tx`) by default, as a percentage of the quote: the relayer's quote already
+/// prices its margin at its maximum fee (next base fee × 1.25 + tip), so 125 % covers one full
+/// block of base-fee rise (12.5 %) between quote and submission twice over.
+pub const DEFAULT_FEE_PERCENT: u32 = 125;
+
 /// Largest relay answer expected (a quote or an outcome is a few hundred bytes).
 pub const REPLY_LEN: usize = 4096;
 

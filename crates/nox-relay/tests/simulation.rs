@@ -289,16 +289,7 @@ fn a_refused_epoch_drops_its_packets_until_it_retires() {
     relay.refuse_epoch(4);
     assert!(relay.is_refused(4) && !relay.is_refused(5));
     assert_eq!(relay.epochs().collect::<Vec<_>>(), vec![5], "the refused epoch's key is dropped");
-    let hops: Vec<PathHop> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| PathHop {
-            node: NodeId([i as u8; 32]),
-            public_key: k.public_key(),
-            delay: Delay(0),
-            pow_difficulty: 0,
-        })
-        .collect();
+    let hops: Vec<PathHop> = nox_test_support::sphinx::hops(&keys);
     let packet =
         |epoch, rng: &mut ChaCha20Rng| build_forward(&geometry, &BuildOptions::new(epoch), &hops, b"x", rng).unwrap();
     assert_eq!(relay.admit(&packet(4, &mut rng), 0), Err(DropReason::ReplayStateLost));

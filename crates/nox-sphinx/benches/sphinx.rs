@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use nox_sphinx::{
-    Blinding, BuildOptions, Delay, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey,
+    Blinding, BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey,
     bench_internals as inner, build_forward, build_surb, pow, process_packet,
 };
 use rand_chacha::ChaCha20Rng;
@@ -27,16 +27,7 @@ fn setup_for(
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let geometry = Geometry::with_scheme(32_768, hops.max(3), scheme).expect("geometry").with_blinding(blinding);
     let keys: Vec<SecretKey> = (0..hops).map(|_| SecretKey::generate_for(scheme, &mut rng)).collect();
-    let path = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| PathHop {
-            node: NodeId([i as u8; 32]),
-            public_key: k.public_key(),
-            delay: Delay(0),
-            pow_difficulty: 0,
-        })
-        .collect();
+    let path = nox_test_support::sphinx::hops(&keys);
     (geometry, keys, path, rng)
 }
 

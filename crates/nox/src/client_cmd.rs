@@ -72,7 +72,7 @@ pub struct ClientArgs {
     #[arg(long)]
     pub rpc: Option<SocketAddr>,
     /// Loopix λ_P cover rate in packets per second (each 32 KiB); 0 = off.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = nox_client::DAEMON_COVER_RATE)]
     pub cover_rate: f64,
     /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).
     #[arg(long, default_value_t = 16 * 1024)]
@@ -122,7 +122,7 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
-            let topology = crate::testnet_directory::topology_async(dir).await?;
+            let topology = nox_testnet::directory::topology_async(dir).await?;
             let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
                 .await
                 .map_err(|e| e.to_string())?;
@@ -189,7 +189,7 @@ async fn refresh_from_testnet(client: ClientHandle, dir: PathBuf) {
     let mut issued = 0;
     loop {
         tokio::time::sleep(TOPOLOGY_POLL).await;
-        match crate::testnet_directory::topology_async(&dir).await {
+        match nox_testnet::directory::topology_async(&dir).await {
             Ok(topology) if topology.issued_at() > issued => {
                 issued = topology.issued_at();
                 if let Err(e) = client.set_topology(topology) {
@@ -311,5 +311,25 @@ async fn daemon(
             Ok(Err(e)) => Err(format!("endpoint failed: {e}")),
             _ => Err("endpoint stopped".into()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        client: super::ClientArgs,
+    }
+
+    /// The daemon sends at the rate the benchmarks measure as "the shipped default".
+    #[test]
+    fn the_daemon_cover_rate_is_the_published_default() {
+        let parsed = Cli::try_parse_from(["client"]).expect("no arguments parse");
+        assert_eq!(parsed.client.cover_rate, nox_client::DAEMON_COVER_RATE);
+        let off = Cli::try_parse_from(["client", "--cover-rate", "0"]).expect("--cover-rate 0 parses");
+        assert_eq!(off.client.cover_rate, 0.0);
     }
 }

@@ -104,7 +104,7 @@ impl TopologySource {
 
     async fn fetch(&self) -> Result<nox_topology::VerifiedTopology, String> {
         match self {
-            TopologySource::Testnet(dir) => crate::testnet_directory::topology_async(dir).await,
+            TopologySource::Testnet(dir) => nox_testnet::directory::topology_async(dir).await,
             TopologySource::Mirrors { mirrors, authority } => mirrors
                 .fetch(DIRECTORY_TIMEOUT, |document| crate::client_cmd::verify_named(&document, *authority))
                 .await
@@ -165,7 +165,7 @@ fn authority_key(authority: &str) -> Result<nox_topology::VerifyingKey, Dashboar
 
 /// The testnet's nodes as endpoints and targets (name `node-<i>`, layer from its `layer` file).
 fn testnet_targets(dir: &Path) -> Vec<(Endpoint, Target)> {
-    crate::testnet::nodes(dir)
+    nox_testnet::nodes(dir)
         .into_iter()
         .map(|node| {
             let name = node.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -198,7 +198,7 @@ fn resolve(identify: &Identify, topology: &nox_topology::VerifiedTopology) -> Op
 pub async fn serve(args: &DashboardArgs, stop: tokio::sync::watch::Receiver<bool>) -> Result<(), DashboardError> {
     let (source, mut pairs, chain_config) = match (&args.testnet, args.authority.as_deref()) {
         (Some(dir), _) => {
-            let chain = crate::testnet_chain::load(dir).map(|info| info.config());
+            let chain = nox_testnet::chain::load(dir).map(|info| info.config());
             (TopologySource::Testnet(dir.clone()), testnet_targets(dir), chain)
         }
         (None, Some(authority)) => {
@@ -221,7 +221,7 @@ pub async fn serve(args: &DashboardArgs, stop: tokio::sync::watch::Receiver<bool
         ));
     }
     let chain_config = match &args.chain {
-        Some(file) => Some(crate::testnet_chain::load_chain_toml(file).map_err(DashboardError::Usage)?),
+        Some(file) => Some(nox_testnet::chain::load_chain_toml(file).map_err(DashboardError::Usage)?),
         None => chain_config,
     };
     let (endpoints, targets): (Vec<Endpoint>, Vec<Target>) = pairs.into_iter().unzip();

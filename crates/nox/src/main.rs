@@ -1,7 +1,9 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{bench, client_cmd, dashboard, demo, testnet, tx_cmd, wallet_cmd, zk_cmd};
+use nox::{client_cmd, dashboard, demo, tx_cmd, wallet_cmd, zk_cmd};
+use nox_bench::bench;
+use nox_testnet as testnet;
 
 use clap::{Parser, Subcommand};
 
@@ -136,12 +138,12 @@ fn directory(path: &std::path::Path, chain: Option<&std::path::Path>) -> Result<
     init_logging();
     let config = nox_directory::DirectoryConfig::load(path).map_err(|e| e.to_string())?;
     let geometry = config.geometry().map_err(|e| e.to_string())?;
-    let chain = chain.map(nox::testnet_chain::load_chain_toml).transpose()?;
+    let chain = chain.map(nox_testnet::chain::load_chain_toml).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let stop = nox::stop_on_signal();
         let admission = match chain {
-            Some(chain) => Some(nox::testnet_chain::admission_feed(chain, stop.clone()).await?),
+            Some(chain) => Some(nox_testnet::chain::admission_feed(chain, stop.clone()).await?),
             None => None,
         };
         nox_directory::run_with_admission(config, geometry, stop, admission).await.map_err(|e| e.to_string())

@@ -81,10 +81,7 @@ pub struct FeeArgs {
     pub simulate_only: bool,
 }
 
-/// The fee `nox tx` pays by default, as a percentage of the quote: the relayer's quote already
-/// prices its margin at its maximum fee (next base fee × 1.25 + tip), so 125 % covers one full
-/// block of base-fee rise (12.5 %) between quote and submission twice over.
-pub const DEFAULT_FEE_PERCENT: u32 = 125;
+pub use nox_pay::DEFAULT_FEE_PERCENT;
 
 /// `nox tx swap`
 #[derive(Args)]
@@ -342,7 +339,7 @@ async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> C
     let (chain, amount, to, valid_for) = (&a.chain, a.amount, a.to, a.valid_for);
     use nox_chain::defi::UniswapV2Router02;
     let testnet = chain.pool.testnet.clone().ok_or("give --testnet")?;
-    let defi = crate::testnet_chain::load(&testnet)
+    let defi = nox_testnet::chain::load(&testnet)
         .and_then(|c| c.defi)
         .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
     let s = session(chain, &a.mix).await?;

@@ -316,7 +316,7 @@ pub(crate) struct PoolAt {
 fn resolve(p: &PoolArgs) -> CmdResult<PoolAt> {
     let info = match &p.testnet {
         Some(dir) => Some(
-            crate::testnet_chain::load(dir)
+            nox_testnet::chain::load(dir)
                 .ok_or_else(|| format!("{}: no chain.json (is the testnet up?)", dir.display()))?,
         ),
         None => None,

@@ -6,10 +6,10 @@
 
 use std::{path::Path, process::Command, time::Duration};
 
-use nox::testnet::{metric, nodes, scrape};
 use nox_chain::slash::{self, Equivocation};
 use nox_chain::{PrivateKeySigner, U256};
 use nox_sphinx::Geometry;
+use nox_testnet::{metric, nodes, scrape};
 use nox_topology::{TopologyError, Unvouched};
 
 mod common;
@@ -34,7 +34,7 @@ fn delivered_fraction(dir: &Path, packets: u64) -> String {
 }
 
 fn node_ids(dir: &Path) -> Vec<[u8; 32]> {
-    let topology = nox::testnet_directory::topology(dir).expect("a verified topology");
+    let topology = nox_testnet::directory::topology(dir).expect("a verified topology");
     topology.nodes().iter().map(|n| n.descriptor.identity_key.to_bytes()).collect()
 }
 
@@ -73,7 +73,7 @@ fn membership_follows_the_registry() {
     );
     let net = Testnet::adopt(dir.clone());
     assert!(out.contains("registry 0x"), "{out}");
-    let info = nox::testnet_chain::load(&dir).expect("chain.json");
+    let info = nox_testnet::chain::load(&dir).expect("chain.json");
 
     // 9 registered nodes, every one routable, traffic delivered.
     assert_eq!(node_ids(&dir).len(), 9);
@@ -89,7 +89,7 @@ fn membership_follows_the_registry() {
     refuses_unvouched_descriptors(&dir);
 
     // A 10th node registers mid-run and is routed to within an epoch.
-    let joined = nox::testnet::join_with(&dir, Path::new(NOX)).expect("joins");
+    let joined = nox_testnet::join_with(&dir, Path::new(NOX)).expect("joins");
     let new_id = identity_of(&joined);
     eventually("the new node in the client's view", || node_ids(&dir).contains(&new_id));
     eventually("every node routes to the new node", || {
@@ -122,10 +122,10 @@ fn membership_follows_the_registry() {
     let cheat_id = identity_of(&cheat);
     // The node publishes one descriptor and hands a second one, with another key for the same
     // epoch, to someone else: both carry its operator's statements, so together they are proof.
-    let operator = nox::testnet_chain::operator_key(&cheat).expect("operator key");
+    let operator = nox_testnet::chain::operator_key(&cheat).expect("operator key");
     let published = runtime()
         .block_on(nox_directory::fetch_document(
-            nox::testnet_directory::addr(&dir).expect("directory"),
+            nox_testnet::directory::addr(&dir).expect("directory"),
             Duration::from_secs(3),
         ))
         .expect("document")
@@ -139,7 +139,7 @@ fn membership_follows_the_registry() {
     let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5);
     other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
     let other =
-        nox::testnet_chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
+        nox_testnet::chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
             .expect("statements");
     assert!(slash::evidence_from(operator.address(), &published, &published).is_none());
     let evidence: Equivocation = slash::evidence_from(operator.address(), &published, &other).expect("equivocation");
@@ -169,8 +169,8 @@ fn membership_follows_the_registry() {
 fn refuses_unvouched_descriptors(dir: &Path) {
     use nox_topology::{NodeDescriptor, SigningKey};
     let runtime = runtime();
-    let trust = runtime.block_on(nox::testnet_chain::trust(dir)).expect("trust").expect("a chain");
-    let addr = nox::testnet_directory::addr(dir).expect("directory");
+    let trust = runtime.block_on(nox_testnet::chain::trust(dir)).expect("trust").expect("a chain");
+    let addr = nox_testnet::directory::addr(dir).expect("directory");
     let mut document = runtime
         .block_on(nox_directory::fetch_document(addr, Duration::from_secs(3)))
         .expect("the directory's document");

@@ -71,7 +71,7 @@ async fn run(program: PathBuf, args: Vec<String>) -> Result<String, String> {
 /// address is the one local destination the exits may reach): `body` for
 /// every request.
 fn http_server(listener: std::net::TcpListener, body: Vec<u8>) -> SocketAddr {
-    nox::bench_common::http_server_on(listener, body).expect("a loopback HTTP server")
+    nox_testnet::servers::http_server_on(listener, body).expect("a loopback HTTP server")
 }
 
 async fn http_get(client: &ClientHandle, url: &str) -> (Status, Vec<u8>) {
@@ -85,7 +85,7 @@ async fn echo_http_socks_and_ethereum_through_the_mixnet() {
     let anvil_port = free_port();
     let _anvil = anvil(anvil_port);
     let upstream = format!("http://127.0.0.1:{anvil_port}");
-    let listener = nox::bench_common::bind_loopback().expect("a loopback listener");
+    let listener = nox_testnet::servers::bind_loopback().expect("a loopback listener");
     let port = listener.local_addr().unwrap().port();
     // `localhost` may resolve to both loopback addresses: allow the server's port on both.
     let (v4, v6) = (format!("127.0.0.1:{port}"), format!("[::1]:{port}"));
@@ -116,7 +116,7 @@ async fn echo_http_socks_and_ethereum_through_the_mixnet() {
     }
     // The testnet's exits allow the test server's address and port, not loopback: every
     // node's metrics port (same address, other port) is refused, by literal and by name.
-    for node in nox::testnet::nodes(&net.dir) {
+    for node in nox_testnet::nodes(&net.dir) {
         let port = node.metrics.port();
         for url in [format!("http://{}/metrics", node.metrics), format!("http://localhost:{port}/metrics")] {
             let (status, body) = http_get(&client, &url).await;
@@ -195,9 +195,9 @@ async fn a_256_kib_reply_survives_exits_dropping_a_fifth_of_the_reply_packets() 
         assert_eq!(response.status, Status::Ok, "{:?}", response.error_message());
         assert!(response.body == data, "round {round}: the reply was not rebuilt exactly");
     }
-    let text = nox::testnet::scrape(metrics).unwrap_or_default();
-    let dropped = nox::testnet::metric(&text, "nox_exit_reply_packets_injected_loss_total");
-    let sent = nox::testnet::metric(&text, "nox_exit_reply_packets_total");
+    let text = nox_testnet::scrape(metrics).unwrap_or_default();
+    let dropped = nox_testnet::metric(&text, "nox_exit_reply_packets_injected_loss_total");
+    let sent = nox_testnet::metric(&text, "nox_exit_reply_packets_total");
     assert!(dropped > 0, "the exit dropped no reply packet: the test proved nothing");
     assert!(sent >= 3 * 9, "each 256 KiB reply needs at least 9 shards; sent {sent}");
 }

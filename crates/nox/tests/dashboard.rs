@@ -135,7 +135,7 @@ fn node_addresses(dir: &Path) -> Vec<(String, String, String)> {
 fn send_a_replay(dir: &Path) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let mut client = nox::testnet::TestnetClient::connect(dir).unwrap();
+        let mut client = nox_testnet::TestnetClient::connect(dir).unwrap();
         let (entry, packet) = client.build(b"dashboard").unwrap();
         client.send(&entry, packet.clone()).await.unwrap();
         client.send(&entry, packet).await.unwrap();
@@ -233,7 +233,7 @@ fn api_state_shows_the_live_network_and_down_nodes() {
 /// metrics addresses given by hand find the same six nodes in their layers, all up.
 fn directory_mode_finds_the_same_network(net: &Net) {
     let (_, testnet_state) = state(net.url).expect("the testnet dashboard's state");
-    let directory = nox::testnet_directory::addr(&net.testnet.dir).expect("directory.addr");
+    let directory = nox_testnet::directory::addr(&net.testnet.dir).expect("directory.addr");
     let mut command = Command::new(NOX);
     command.args(["dashboard", "--interval-ms", "500", "--directory"]).arg(format!("http://{directory}"));
     command.arg("--authority").arg(common::authority(&net.testnet.dir));

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nox::testnet::{NodeEntry, TestnetClient, metric, nodes, scrape};
+use nox_testnet::{NodeEntry, TestnetClient, metric, nodes, scrape};
 
 mod common;
 
@@ -31,7 +31,7 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     ]
     .concat();
     let net = Testnet::up_showing_output(testnet_dir("nox-it", "directory"), port_base(20_000, 200, 20), &args);
-    assert!(nox::testnet_directory::addr(&net.dir).is_some(), "no directory address");
+    assert!(nox_testnet::directory::addr(&net.dir).is_some(), "no directory address");
 
     let mut client = TestnetClient::connect(&net.dir).unwrap();
     let schedule = *client.topology.schedule();
@@ -71,7 +71,7 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     assert_eq!(delivered, sent, "packets lost across epoch boundaries");
 
     // The served document lists every node's key for the new epoch...
-    let topology = nox::testnet_directory::topology(&net.dir).unwrap();
+    let topology = nox_testnet::directory::topology(&net.dir).unwrap();
     for node in topology.nodes() {
         assert!(node.descriptor.sphinx_key(start + 2).is_some(), "no key for epoch {} published", start + 2);
     }
@@ -84,7 +84,7 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     assert!(sum(&all, "nox_cover_loops_returned_total") >= loops_then + 3, "node loops stopped in the new epoch");
 
     // The directory counted the uploads it accepted.
-    let addr = nox::testnet_directory::addr(&net.dir).unwrap();
+    let addr = nox_testnet::directory::addr(&net.dir).unwrap();
     let (_, text) = nox_directory::get_blocking(addr, "/metrics", Duration::from_secs(2)).unwrap();
     let accepted = metric(&String::from_utf8_lossy(&text), "nox_directory_requests_total{outcome=\"accepted\"}");
     assert!(accepted >= 3, "only {accepted} uploads accepted");

@@ -19,8 +19,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nox::test_servers::{TestCa, http_server_plain_on, pattern, sha256_hex, tcp_echo_server_on, tls_server_on};
 use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig, SocksConfig};
+use nox_testnet::servers::{TestCa, http_server_plain_on, pattern, sha256_hex, tcp_echo_server_on, tls_server_on};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -16,12 +16,12 @@ use std::{
     time::Duration,
 };
 
-use nox::testnet::scrape;
 use nox_link::{
     LinkConfig, LinkKeypair, LinkPublicKey,
     transport::{DialerConfig, LinkCounters, OutboundLinks},
 };
 use nox_sphinx::{BuildOptions, Geometry, PathHop};
+use nox_testnet::scrape;
 use nox_topology::VerifiedTopology;
 use rand_core::SeedableRng;
 

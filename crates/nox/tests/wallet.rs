@@ -73,7 +73,7 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     let base = port_base(27_000, 100, 30);
     let args = ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
     let mut net = Testnet::up(dir.clone(), base, &args);
-    let info = nox::testnet_chain::load(&dir).expect("chain.json");
+    let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let pool = info.pool.clone().expect("the testnet deploys the shielded pool");
 
     // The wallet's endpoint: the mixnet client's JSON-RPC server.

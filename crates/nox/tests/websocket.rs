@@ -42,8 +42,8 @@ async fn an_echo_over_websocket_entry_and_gateway_links() {
 
     // The links really were WebSocket: the entry and the gateway each upgraded one.
     for (i, layer) in [(0, "entry"), (last, "gateway")] {
-        let node = nox::testnet::nodes(&net.dir).into_iter().find(|n| n.layer == i).expect("node");
-        let text = nox::testnet::scrape(node.metrics).expect("the node's /metrics");
+        let node = nox_testnet::nodes(&net.dir).into_iter().find(|n| n.layer == i).expect("node");
+        let text = nox_testnet::scrape(node.metrics).expect("the node's /metrics");
         assert!(counter(&text, "ws_connections") >= 1, "{layer} saw no WebSocket link:\n{text}");
         assert_eq!(counter(&text, "ws_protocol_errors"), 0, "{layer}");
     }

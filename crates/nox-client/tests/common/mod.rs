@@ -9,23 +9,15 @@ use std::time::Duration;
 use nox_client::{ClientConfig, ClientCore, DROP_MAGIC, Instant, Now, Outgoing};
 use nox_message::{REQUEST_LIMITS, Request, RequestAssembler, Response, reply_packets, reply_packets_from};
 use nox_sphinx::{Geometry, HeaderView, NodeId, Processed, SecretKey, process_packet};
-use nox_topology::{
-    DocumentBuilder, EpochKey, EpochSchedule, Layer, LayerCount, LinkPublicKey, NodeDescriptor, SigningKey,
-    VerifiedTopology, node_id_of,
-};
+use nox_test_support::topology::{NodeSpec, fill_layers, key32, make_node};
+use nox_topology::{DocumentBuilder, EpochSchedule, Layer, LayerCount, SigningKey, VerifiedTopology};
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::SeedableRng;
 
 pub const GENESIS: u64 = 1_700_000_000;
 pub const EPOCH: u32 = 5;
 /// Unix time of the test: well inside epoch 5.
 pub const UNIX: u64 = GENESIS + 5 * 60 + 30;
-
-fn key32(rng: &mut ChaCha20Rng) -> [u8; 32] {
-    let mut b = [0u8; 32];
-    rng.fill_bytes(&mut b);
-    b
-}
 
 /// What a packet turned into after its last hop.
 pub enum Outcome {
@@ -81,38 +73,23 @@ impl Mixnet {
         let authority = SigningKey::from_bytes(&key32(&mut rng));
         let mut builder = DocumentBuilder::new(geometry, schedule);
         let mut keys = HashMap::new();
-        let mut counts = [0usize; 3];
         let mut links = HashMap::new();
         // Listeners held until every node has its port: a port given back at
         // once may be handed out again (DuplicateAddress under load).
         let mut held = Vec::new();
-        while counts.iter().any(|&c| c < 3) {
-            let identity = SigningKey::from_bytes(&key32(&mut rng));
-            let layer = layers.assign(&node_id_of(&identity.verifying_key())).index();
-            if counts[layer] == 3 {
-                continue;
-            }
-            counts[layer] += 1;
-            let sphinx: Vec<(u32, SecretKey)> =
-                (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate_for(geometry.scheme(), &mut rng))).collect();
-            let epoch_keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
-            let link_secret = key32(&mut rng);
+        let spec = NodeSpec { scheme: geometry.scheme(), epochs: EPOCH..=EPOCH + 1, layers, difficulty };
+        let nodes = fill_layers(layers, 3, |_| {
             // A free loopback port, for the tests that run real links.
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
             let address = listener.local_addr().expect("port");
             held.push(listener);
-            let descriptor = NodeDescriptor::new(
-                identity.verifying_key(),
-                LinkPublicKey::from_secret(&link_secret),
-                address,
-                layers,
-                difficulty,
-                epoch_keys,
-            );
-            let id = descriptor.node_id();
-            links.insert(id, (address, link_secret));
-            keys.insert(id, sphinx.into_iter().find(|(e, _)| *e == EPOCH).expect("key").1);
-            builder.add_node(descriptor.sign(&identity).expect("sign"));
+            make_node(&mut rng, &spec, address)
+        });
+        for node in nodes {
+            let id = node.signed.descriptor.node_id();
+            links.insert(id, (node.signed.descriptor.address, node.link_secret));
+            keys.insert(id, node.sphinx_key(EPOCH).expect("key").clone());
+            builder.add_node(node.signed);
         }
         let topology = builder.sign(&authority, unix).expect("topology");
         drop(held);

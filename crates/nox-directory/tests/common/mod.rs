@@ -4,13 +4,13 @@
 use core::time::Duration;
 
 use nox_directory::Registry;
-use nox_sphinx::{Geometry, SecretKey};
+use nox_sphinx::{Geometry, Scheme, SecretKey};
+use nox_test_support::topology::{NodeSpec, fill_layers, make_node};
 use nox_topology::{
     DocumentBuilder, EpochKey, EpochSchedule, LayerCount, LinkPublicKey, NodeDescriptor, SignedDescriptor, SigningKey,
-    node_id_of,
 };
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::SeedableRng;
 
 /// Epochs of 100 s from genesis 0, 20 s overlap, one epoch ahead.
 pub struct Node {
@@ -54,25 +54,23 @@ pub struct Net {
 pub fn net(t0: u64) -> Net {
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let schedule = EpochSchedule::new(0, Duration::from_secs(100), Duration::from_secs(20), 1).unwrap();
-    let layers = LayerCount::new(3).unwrap();
-    let mut nodes: Vec<Option<Node>> = vec![None, None, None];
-    let mut port = 9000;
-    while nodes.iter().any(Option::is_none) {
-        let mut seed = [0u8; 32];
-        rng.fill_bytes(&mut seed);
-        let identity = SigningKey::from_bytes(&seed);
-        let layer = layers.assign(&node_id_of(&identity.verifying_key())).index();
-        if nodes[layer].is_some() {
-            continue;
-        }
-        rng.fill_bytes(&mut seed);
-        let link = LinkPublicKey::from_secret(&seed);
-        let e = schedule.epoch_at(t0);
-        let keys = vec![key(&mut rng, e), key(&mut rng, e + 1)];
-        port += 1;
-        nodes[layer] = Some(Node { identity, link, port, keys });
-    }
-    let nodes: Vec<Node> = nodes.into_iter().flatten().collect();
+    let e = schedule.epoch_at(t0);
+    let spec = NodeSpec {
+        scheme: Scheme::Ristretto255,
+        epochs: e..=e + 1,
+        layers: LayerCount::new(3).unwrap(),
+        difficulty: 0,
+    };
+    let nodes: Vec<Node> =
+        fill_layers(spec.layers, 1, |i| make_node(&mut rng, &spec, ([127, 0, 0, 1], 9001 + i).into()))
+            .into_iter()
+            .map(|n| Node {
+                link: n.link_key(),
+                port: n.signed.descriptor.address.port(),
+                keys: n.epoch_keys(),
+                identity: n.identity,
+            })
+            .collect();
     let mut builder = DocumentBuilder::new(Geometry::default(), schedule);
     for n in &nodes {
         builder.add_node(n.descriptor());

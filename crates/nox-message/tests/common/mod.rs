@@ -2,41 +2,23 @@
 #![allow(dead_code)]
 
 use nox_message::{HttpRequestMsg, HttpResponseMsg, Request, RequestBody};
-use nox_sphinx::{BuildOptions, Delay, Geometry, NodeId, PathHop, SecretKey, Surb, SurbRecovery, build_surb};
+use nox_sphinx::{BuildOptions, Geometry, NodeId, PathHop, Surb, SurbRecovery, build_surb};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
-pub struct TestNode {
-    pub id: NodeId,
-    pub secret: SecretKey,
-}
+pub use nox_test_support::sphinx::TestNode;
 
 pub fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
 }
 
 pub fn nodes(count: usize, rng: &mut ChaCha20Rng) -> Vec<TestNode> {
-    (0..count)
-        .map(|i| {
-            let mut id = [0u8; 32];
-            id[0] = i as u8;
-            id[31] = 0xAA;
-            TestNode { id: NodeId(id), secret: SecretKey::generate(rng) }
-        })
-        .collect()
+    nox_test_support::sphinx::nodes(nox_sphinx::Scheme::Ristretto255, count, rng)
 }
 
+/// The path through `nodes`, hop `i` with delay 10 + i (the committed vectors' paths).
 pub fn path(nodes: &[TestNode]) -> Vec<PathHop> {
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| PathHop {
-            node: n.id,
-            public_key: n.secret.public_key(),
-            delay: Delay(10 + i as u32),
-            pow_difficulty: 0,
-        })
-        .collect()
+    nox_test_support::sphinx::path(nodes, 10)
 }
 
 pub const CLIENT: NodeId = NodeId([0xC1; 32]);

@@ -9,10 +9,7 @@ use rand_core::{CryptoRng, RngCore, SeedableRng};
 
 pub const EPOCH: u32 = 7;
 
-pub struct TestNode {
-    pub id: NodeId,
-    pub secret: SecretKey,
-}
+pub use nox_test_support::sphinx::TestNode;
 
 pub fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
@@ -23,27 +20,12 @@ pub fn nodes(count: usize, rng: &mut ChaCha20Rng) -> Vec<TestNode> {
 }
 
 pub fn nodes_for(scheme: Scheme, count: usize, rng: &mut ChaCha20Rng) -> Vec<TestNode> {
-    (0..count)
-        .map(|i| {
-            let mut id = [0u8; 32];
-            id[0] = i as u8;
-            id[31] = 0xAA;
-            TestNode { id: NodeId(id), secret: SecretKey::generate_for(scheme, rng) }
-        })
-        .collect()
+    nox_test_support::sphinx::nodes(scheme, count, rng)
 }
 
+/// The path through `nodes`, hop `i` with delay 1000 + i (the committed vectors' paths).
 pub fn path(nodes: &[TestNode]) -> Vec<PathHop> {
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| PathHop {
-            node: n.id,
-            public_key: n.secret.public_key(),
-            delay: Delay(1000 + i as u32),
-            pow_difficulty: 0,
-        })
-        .collect()
+    nox_test_support::sphinx::path(nodes, 1000)
 }
 
 pub fn options() -> BuildOptions {

@@ -3,13 +3,14 @@
 
 use core::time::Duration;
 
-use nox_sphinx::{Geometry, SecretKey};
+use nox_sphinx::{Geometry, Scheme};
+use nox_test_support::topology::{NodeSpec, fill_layers};
 use nox_topology::{
-    DocumentBuilder, EpochKey, EpochSchedule, LayerCount, LinkPublicKey, NodeDescriptor, SignedDescriptor, SigningKey,
-    TopologyDocument, VERSION, VerifiedTopology, VerifyConfig,
+    DocumentBuilder, EpochSchedule, LayerCount, SignedDescriptor, SigningKey, TopologyDocument, VERSION,
+    VerifiedTopology, VerifyConfig,
 };
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::SeedableRng;
 
 /// Genesis of the test schedule.
 pub const GENESIS: u64 = 1_700_000_000;
@@ -32,13 +33,7 @@ pub fn layers() -> LayerCount {
     LayerCount::new(3).unwrap()
 }
 
-pub struct TestNode {
-    pub identity: SigningKey,
-    pub link_secret: [u8; 32],
-    /// Sphinx secret keys for epochs EPOCH and EPOCH + 1.
-    pub sphinx: Vec<(u32, SecretKey)>,
-    pub signed: SignedDescriptor,
-}
+pub use nox_test_support::topology::{TestNode, key32};
 
 pub struct Net {
     pub authority: SigningKey,
@@ -79,29 +74,16 @@ impl Net {
     }
 }
 
-pub fn key32(rng: &mut ChaCha20Rng) -> [u8; 32] {
-    let mut b = [0u8; 32];
-    rng.fill_bytes(&mut b);
-    b
-}
-
-/// One node with a fresh identity, listening on 127.0.0.1:(9000 + index).
+/// One node with a fresh identity, listening on 127.0.0.1:(9000 + index), PoW difficulty
+/// `index % 4`, Sphinx keys for EPOCH and EPOCH + 1.
 pub fn make_node(rng: &mut ChaCha20Rng, index: u16) -> TestNode {
-    let identity = SigningKey::from_bytes(&key32(rng));
-    let link_secret = key32(rng);
-    let sphinx: Vec<(u32, SecretKey)> = (EPOCH..=EPOCH + 1).map(|e| (e, SecretKey::generate(rng))).collect();
-    let keys = sphinx.iter().map(|(e, k)| EpochKey { epoch: *e, key: k.public_key() }).collect();
-    let address = format!("127.0.0.1:{}", 9000 + index).parse().unwrap();
-    let descriptor = NodeDescriptor::new(
-        identity.verifying_key(),
-        LinkPublicKey::from_secret(&link_secret),
-        address,
-        layers(),
-        u8::try_from(index % 4).unwrap(),
-        keys,
-    );
-    let signed = descriptor.sign(&identity).unwrap();
-    TestNode { identity, link_secret, sphinx, signed }
+    let spec = NodeSpec {
+        scheme: Scheme::Ristretto255,
+        epochs: EPOCH..=EPOCH + 1,
+        layers: layers(),
+        difficulty: (index % 4) as u8,
+    };
+    nox_test_support::topology::make_node(rng, &spec, ([127, 0, 0, 1], 9000 + index).into())
 }
 
 /// A network with exactly `per_layer` nodes in each of the 3 layers (identities are drawn until
@@ -109,17 +91,6 @@ pub fn make_node(rng: &mut ChaCha20Rng, index: u16) -> TestNode {
 pub fn network(seed: u64, per_layer: usize) -> Net {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let authority = SigningKey::from_bytes(&key32(&mut rng));
-    let mut counts = [0usize; 3];
-    let mut nodes = Vec::new();
-    let mut index = 0u16;
-    while counts.iter().any(|&c| c < per_layer) {
-        let node = make_node(&mut rng, index);
-        index += 1;
-        let layer = node.signed.descriptor.layer.index();
-        if counts[layer] < per_layer {
-            counts[layer] += 1;
-            nodes.push(node);
-        }
-    }
+    let nodes = fill_layers(layers(), per_layer, |index| make_node(&mut rng, index));
     Net { authority, nodes }
 }

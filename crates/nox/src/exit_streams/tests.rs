@@ -102,7 +102,7 @@ fn open_message(id: StreamId, addr: SocketAddr, surbs: u16) -> StreamMessage {
 /// A loopback server echoing every byte, closing after the client's FIN.
 async fn echo_server() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    crate::test_servers::tcp_echo_server_on(listener).unwrap()
+    nox_testnet::servers::tcp_echo_server_on(listener).unwrap()
 }
 
 async fn next_reply(rx: &mut tmpsc::UnboundedReceiver<Sent>) -> Sent {

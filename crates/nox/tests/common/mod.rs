@@ -111,7 +111,7 @@ pub fn metrics_addr(node: &Path) -> SocketAddr {
 
 /// One series of a node's `/metrics` (0 when absent or when the node does not answer).
 pub fn node_metric(node: &Path, series: &str) -> u64 {
-    nox::testnet::metric(&nox::testnet::scrape(metrics_addr(node)).unwrap_or_default(), series)
+    nox_testnet::metric(&nox_testnet::scrape(metrics_addr(node)).unwrap_or_default(), series)
 }
 
 /// A loopback port that was free a moment ago.

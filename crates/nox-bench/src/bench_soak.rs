@@ -35,10 +35,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
     bench::BenchError,
-    bench_common::{CommonArgs, Net, bind_loopback, chart, client, err, round3, shard_capacity, wilson95},
-    testnet::{self, Layout},
-    testnet_directory,
+    bench_common::{CommonArgs, Net, chart, client, err, round3, shard_capacity, wilson95},
 };
+use nox_testnet::servers::bind_loopback;
+use nox_testnet::{self as testnet, Layout};
 
 /// Magic of a background packet's payload (then its sequence number).
 const BACKGROUND: &[u8; 8] = b"SOAK-BG\0";
@@ -157,7 +157,7 @@ pub fn run(args: &SoakArgs) -> Result<(), BenchError> {
     let reply_bytes = args.reply_bytes.unwrap_or(shard_capacity() * 5 / 2);
     let exe = std::env::current_exe().map_err(err)?;
 
-    let http = bind_loopback()?;
+    let http = bind_loopback().map_err(err)?;
     let http_addr = http.local_addr().map_err(err)?;
     let sink = std::net::UdpSocket::bind("127.0.0.1:0").map_err(err)?;
     let sink_addr = sink.local_addr().map_err(err)?;
@@ -186,7 +186,7 @@ pub fn run(args: &SoakArgs) -> Result<(), BenchError> {
     // Link keys now: reading the topology later needs the directory and the chain, which the
     // run takes down.
     let link_keys = link_keys(&net.dir, &nodes)?;
-    let has_chain = crate::testnet_chain::load(&net.dir).is_some();
+    let has_chain = nox_testnet::chain::load(&net.dir).is_some();
     let schedule = schedule(&nodes, seconds, kill_every, directory_down, rpc_down, has_chain);
 
     let load = Arc::new(Load {
@@ -416,14 +416,14 @@ async fn apply(
             log.events.push(event);
         }
         Fault::DirectoryDown => {
-            let killed = testnet_directory::kill(dir);
+            let killed = nox_testnet::directory::kill(dir);
             log.events.push(json!({ "t_s": at, "fault": "directory sigkill", "was_running": killed }));
             println!("soak t={at:.0}s: directory SIGKILLed");
         }
         Fault::DirectoryUp => {
             let (dir2, exe2) = (dir.to_path_buf(), exe.to_path_buf());
             let result =
-                blocking(Box::new(move || testnet_directory::restart(&dir2, &exe2).map(|a| a.to_string()))).await;
+                blocking(Box::new(move || nox_testnet::directory::restart(&dir2, &exe2).map(|a| a.to_string()))).await;
             if let Err(e) = &result {
                 log.failures.push(format!("the directory did not come back: {e}"));
             }
@@ -432,7 +432,7 @@ async fn apply(
         }
         Fault::RpcDown | Fault::RpcUp => {
             let signal = if matches!(fault, Fault::RpcDown) { "STOP" } else { "CONT" };
-            let done = testnet::signal_process(&crate::testnet_chain::process_dir(dir), signal);
+            let done = testnet::signal_process(&nox_testnet::chain::process_dir(dir), signal);
             log.events.push(json!({ "t_s": at, "fault": format!("chain RPC SIG{signal}"), "ok": done }));
             println!("soak t={at:.0}s: Anvil SIG{signal}: {done}");
         }
@@ -479,7 +479,7 @@ async fn probe_before(client: &mut testnet::TestnetClient, target: nox_link::Lin
 /// The link key of every node, in index order (matched by the `listen` address of its
 /// `node.toml` in the current topology).
 fn link_keys(dir: &Path, nodes: &[testnet::NodeEntry]) -> Result<Vec<nox_link::LinkPublicKey>, BenchError> {
-    let topology = testnet_directory::topology(dir).map_err(err)?;
+    let topology = nox_testnet::directory::topology(dir).map_err(err)?;
     nodes
         .iter()
         .map(|node| {

@@ -12,7 +12,7 @@ use std::{
 use nox_sphinx::Scheme;
 use nox_topology::{VerifiedTopology, VerifyConfig, VerifyingKey};
 
-use crate::testnet::TestnetError;
+use crate::net::TestnetError;
 
 /// Patience for one exchange with the directory.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -46,7 +46,7 @@ pub fn start(
     scheme: Scheme,
     layers: u8,
 ) -> Result<SocketAddr, TestnetError> {
-    let chain = crate::testnet_chain::load(dir);
+    let chain = crate::chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
     let key_file = dir.join("authority.key");
     let mut file = std::fs::OpenOptions::new()
@@ -99,7 +99,7 @@ fn spawn(dir: &Path, exe: &Path) -> Result<(), TestnetError> {
 
 /// SIGKILLs the directory (as a crash would); returns whether it was running.
 pub fn kill(dir: &Path) -> bool {
-    crate::testnet::kill_process(&process_dir(dir))
+    crate::net::kill_process(&process_dir(dir))
 }
 
 /// Starts the directory again on the address it had (nodes and clients know it by that
@@ -180,7 +180,7 @@ pub async fn topology_async(dir: &Path) -> Result<VerifiedTopology, TestnetError
         }
     };
     let geometry = nox_topology::geometry_for(&document).map_err(|e| e.to_string())?;
-    match crate::testnet_chain::trust(dir).await? {
+    match crate::chain::trust(dir).await? {
         Some(trust) => trust.verify(&document, &geometry, now_unix()).await,
         None => {
             document.verify(&VerifyConfig::new(authority_key(dir)?, geometry), now_unix()).map_err(|e| e.to_string())
@@ -201,9 +201,8 @@ pub fn status_line(dir: &Path, running: bool) -> Option<String> {
     let metrics = nox_directory::get_blocking(addr, "/metrics", TIMEOUT)
         .map(|(_, body)| String::from_utf8_lossy(&body).into_owned())
         .unwrap_or_default();
-    let count = |outcome: &str| {
-        crate::testnet::metric(&metrics, &format!("nox_directory_requests_total{{outcome=\"{outcome}\"}}"))
-    };
+    let count =
+        |outcome: &str| crate::net::metric(&metrics, &format!("nox_directory_requests_total{{outcome=\"{outcome}\"}}"));
     let refused: u64 = metrics
         .lines()
         .filter(|l| l.starts_with("nox_directory_requests_total{outcome=\"refused_"))

@@ -1,29 +1,27 @@
 //! Shared pieces of the network experiments (`nox bench surb-rtt`,
 //! `reply-loss`, `http-overhead`, `latency-vs-delay`, `concurrency`,
 //! `scaling`): the JSON envelope, percentiles, a testnet that stops on drop,
-//! a client of it, a request runner with bounded concurrency and a local
-//! HTTP server.
+//! a client of it and a request runner with bounded concurrency. The local HTTP servers are
+//! `nox_testnet::servers`.
 
 use std::{
-    net::SocketAddr,
     path::{Path, PathBuf},
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig};
 use nox_message::{RequestBody, Status};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
     bench::{BenchError, write_json},
     machine,
-    testnet::{self, Layout},
 };
+use nox_testnet::{self as testnet, Layout};
 
 /// Options every network experiment takes.
 #[derive(clap::Args, Clone)]
@@ -171,7 +169,7 @@ pub fn quiet_layout(base_port: u16) -> Layout {
 
 /// Starts a client of the testnet in `dir` (on the geometry its topology names).
 pub async fn client(dir: &Path, core: ClientConfig) -> Result<ClientHandle, BenchError> {
-    let topology = crate::testnet_directory::topology(dir).map_err(err)?;
+    let topology = nox_testnet::directory::topology(dir).map_err(err)?;
     let shell = ShellConfig { topology, core };
     Client::start(shell).await.map_err(err)
 }
@@ -282,63 +280,6 @@ pub fn reply_shape(expected_reply_len: usize, client: &ClientConfig, exit_estima
 /// fragment header).
 pub fn shard_capacity() -> usize {
     nox_fec::shard_capacity(nox_sphinx::Geometry::default().payload_capacity()).unwrap_or(1)
-}
-
-/// A one-route HTTP/1.1 server on loopback answering `body` to every request.
-pub async fn http_server(body: Vec<u8>) -> Result<SocketAddr, BenchError> {
-    http_server_on(bind_loopback()?, body)
-}
-
-/// A loopback listener bound now, served later by [`http_server_on`]: its
-/// address can go into `Layout::exit_allow` before the testnet starts.
-pub fn bind_loopback() -> Result<std::net::TcpListener, BenchError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(err)?;
-    listener.set_nonblocking(true).map_err(err)?;
-    Ok(listener)
-}
-
-/// [`http_server`] on a listener bound earlier (needs a Tokio runtime).
-pub fn http_server_on(listener: std::net::TcpListener, body: Vec<u8>) -> Result<SocketAddr, BenchError> {
-    listener.set_nonblocking(true).map_err(err)?;
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(err)?;
-    let addr = listener.local_addr().map_err(err)?;
-    let body = Arc::new(body);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let body = body.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(&body).await;
-            });
-        }
-    });
-    Ok(addr)
-}
-
-/// A plain HTTP/1.1 GET over a fresh TCP connection; returns the body length.
-pub async fn direct_get(addr: SocketAddr, path: &str) -> Result<usize, BenchError> {
-    let mut stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-        .await
-        .map_err(err)?
-        .map_err(err)?;
-    let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.map_err(err)?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.map_err(err)?;
-    let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| err("no HTTP head"))?;
-    Ok(response.len() - head_end - 4)
 }
 
 #[cfg(test)]

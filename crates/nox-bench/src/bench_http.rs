@@ -11,11 +11,12 @@ use serde_json::{Value, json};
 use crate::{
     bench::BenchError,
     bench_common::{
-        CommonArgs, MakeRequest, Net, bind_loopback, cdf_series, chart, client, direct_get, err, http_server_on,
-        quiet_layout, reply_shape, round3, run_requests, stats, write_envelope,
+        CommonArgs, MakeRequest, Net, cdf_series, chart, client, err, quiet_layout, reply_shape, round3, run_requests,
+        stats, write_envelope,
     },
-    testnet::Layout,
 };
+use nox_testnet::Layout;
+use nox_testnet::servers::{bind_loopback, direct_get, http_server_on};
 
 /// Options of `nox bench http-overhead`.
 #[derive(clap::Args)]
@@ -38,7 +39,7 @@ pub fn run(args: &HttpOverheadArgs) -> Result<(), BenchError> {
     let requests = if args.common.quick { 20 } else { args.requests };
     // One server per size, bound before the testnet starts: the exits may
     // reach exactly these addresses and nothing else on loopback.
-    let listeners = args.sizes.iter().map(|_| bind_loopback()).collect::<Result<Vec<_>, _>>()?;
+    let listeners = args.sizes.iter().map(|_| bind_loopback().map_err(err)).collect::<Result<Vec<_>, _>>()?;
     let exit_allow = listeners.iter().map(|l| l.local_addr().map_err(err)).collect::<Result<Vec<_>, _>>()?;
     let net = Net::up(&args.common.dir, &Layout { exit_allow, ..quiet_layout(args.common.base_port) })?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(err)?;
@@ -46,11 +47,11 @@ pub fn run(args: &HttpOverheadArgs) -> Result<(), BenchError> {
         let handle = client(&net.dir, ClientConfig::default()).await?;
         let mut rows = Vec::new();
         for (&size, listener) in args.sizes.iter().zip(listeners) {
-            let server = http_server_on(listener, vec![0x42; size])?;
+            let server = http_server_on(listener, vec![0x42; size]).map_err(err)?;
             let mut direct = Vec::new();
             for _ in 0..requests {
                 let started = Instant::now();
-                let got = direct_get(server, "/object").await?;
+                let got = direct_get(server, "/object").await.map_err(err)?;
                 if got != size {
                     return Err(err(format!("direct fetch returned {got} bytes, not {size}")));
                 }

@@ -10,7 +10,7 @@
 //!   [`MAX_BODY`]; `expect: 100-continue` is answered), hashed as it arrives.
 //!
 //! Anything else gets 404 (unknown path), 405 (wrong method), 400, 411 or 413. Each server runs
-//! on the current Tokio runtime (as `bench_common::http_server_on`): call it inside one, or
+//! on the current Tokio runtime (as [`http_server_on`]): call it inside one, or
 //! after `Runtime::enter`, and keep the runtime alive while the server is used.
 
 use std::{io, net::SocketAddr, path::Path, sync::Arc, time::Duration};
@@ -201,6 +201,57 @@ pub fn tcp_echo_server_on(listener: std::net::TcpListener) -> io::Result<SocketA
         }
     });
     Ok(addr)
+}
+
+/// A loopback listener bound now, served later by [`http_server_on`] (or another server here): its
+/// address can go into `Layout::exit_allow` before the testnet starts.
+pub fn bind_loopback() -> io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// A one-route HTTP/1.1 server on a listener bound earlier (on the current Tokio runtime),
+/// answering `body` to every request (`connection: close`). Returns its address.
+pub fn http_server_on(listener: std::net::TcpListener, body: Vec<u8>) -> io::Result<SocketAddr> {
+    let (listener, addr) = adopt(listener)?;
+    let body = Arc::new(body);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(&body).await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// A plain HTTP/1.1 GET over a fresh TCP connection; returns the body length.
+pub async fn direct_get(addr: SocketAddr, path: &str) -> io::Result<usize> {
+    let mut stream = tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let head_end = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no HTTP head"))?;
+    Ok(response.len() - head_end - 4)
 }
 
 /// A parsed request head.

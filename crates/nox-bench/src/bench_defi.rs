@@ -233,7 +233,7 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         insert_batches.push(json!({ "wall_s": round3(t.elapsed().as_secs_f64()) }));
     }
 
-    let info = crate::testnet_chain::load(&dir).ok_or_else(|| err("no chain.json"))?;
+    let info = nox_testnet::chain::load(&dir).ok_or_else(|| err("no chain.json"))?;
     let token = info.deployment.stake_token;
     // Warm-up, not measured: the wallet derives and caches the testnet spend proving key on its
     // first proof (a one-time cost), here with a simulate-only bundle that spends nothing.
@@ -429,7 +429,7 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         "in_flight_users": in_flight,
         "testnet": "nox testnet up --nodes-per-layer 1 (3 node processes, Anvil with interval mining, the contracts, the shielded pool, Uniswap v2 NOX/WETH seeded 100 ETH / 200,000 NOX); every exit a funded relayer with the default policy (10 % margin at the max fee)",
         "client": "nox client --rpc (the wallet's chain reads and deposits go through the mixnet); nox wallet / nox tx as separate processes, proving with the testnet keys cached in the wallet",
-        "actions": format!("gas-paid action: totalSupply() on the NOX token (--action-gas 50000); private swap: 0.1 ETH for NOX to a fresh address; gas-paid withdrawal: 0.1 ETH to a fresh address (both: withdrawal proof + payment proof); fee {} % of the quote (nox tx's default)", crate::tx_cmd::DEFAULT_FEE_PERCENT),
+        "actions": format!("gas-paid action: totalSupply() on the NOX token (--action-gas 50000); private swap: 0.1 ETH for NOX to a fresh address; gas-paid withdrawal: 0.1 ETH to a fresh address (both: withdrawal proof + payment proof); fee {} % of the quote (nox tx's default)", nox_pay::DEFAULT_FEE_PERCENT),
         "public_baselines": "Anvil account 2 sends, on the same chain in the same run: 0.1 ETH to a fresh address, totalSupply() as a transaction, router.swapExactETHForTokens(0.1 ETH), an ERC-20 transfer of the NOX it got; deposit gas from the deposits' receipts; the unpaid pool withdrawal is `nox wallet withdraw` sent by the depositing account",
         "testnet_up_s": round3(testnet_up_s),
         "warm_up_s": round3(warm_up_s),
@@ -519,7 +519,7 @@ fn economics(ops: &[(&str, f64)]) -> Value {
     let tip_gwei = policy.priority_fee_wei as f64 / 1e9;
     let headroom = policy.base_fee_headroom_bps as f64 / 10_000.0;
     let margin = policy.margin_bps as f64 / 10_000.0;
-    let client = f64::from(crate::tx_cmd::DEFAULT_FEE_PERCENT) / 100.0;
+    let client = f64::from(nox_pay::DEFAULT_FEE_PERCENT) / 100.0;
     let costs_per_month = [50.0, 300.0];
     let mut grid = Vec::new();
     for (op, gas) in ops {
@@ -553,7 +553,7 @@ fn economics(ops: &[(&str, f64)]) -> Value {
             "gas": "the medians measured in this run (whole bundle, as the relayer pays it)",
             "gas_price": format!("gas price = base fee + the relayer's tip ({tip_gwei} gwei); the base fee stays put between quote and inclusion"),
             "least_fee": format!("(1 + {margin}) × gas_limit × max_fee: the relayer's own rule (margin at the max fee it sets, max fee = base × {} + tip, gas limit = gas × 64/63 × {} + 10,000)", 1.0 + headroom, 1.0 + policy.gas_extra_bps as f64 / 10_000.0),
-            "default_fee": format!("{} % of the quote (nox tx's default)", crate::tx_cmd::DEFAULT_FEE_PERCENT),
+            "default_fee": format!("{} % of the quote (nox tx's default)", nox_pay::DEFAULT_FEE_PERCENT),
             "infrastructure": "break-even at $50/month (a VPS and a hosted RPC's free tier, as the report) and $300/month (with an own full node); the relayer's ETH float and its price risk are not counted",
         },
     })

@@ -21,8 +21,8 @@ use crate::{
     bench::{BenchError, write_json},
     bench_common::{err, percentile},
     machine,
-    testnet::{self, Layout, TestnetClient},
 };
+use nox_testnet::{self as testnet, Layout, TestnetClient};
 
 /// Options of `nox bench testnet`.
 #[derive(clap::Args)]

@@ -38,10 +38,11 @@ use tokio::{
 
 use crate::{
     bench::BenchError,
-    bench_common::{CommonArgs, Net, bind_loopback, cdf_series, chart, client, err, round3, stats, write_envelope},
-    test_servers::{http_server_plain_on, pattern, sha256_hex},
-    testnet::{self, Layout},
+    bench_common::{CommonArgs, Net, cdf_series, chart, client, err, round3, stats, write_envelope},
 };
+use nox_testnet::servers::bind_loopback;
+use nox_testnet::servers::{http_server_plain_on, pattern, sha256_hex};
+use nox_testnet::{self as testnet, Layout};
 
 /// Options of `nox bench streams`.
 #[derive(clap::Args)]
@@ -69,17 +70,6 @@ const SMALL: usize = 1024;
 const DIRECT_REPEATS: usize = 5;
 /// Errors printed per measurement (the rest are only counted).
 const ERRORS_SHOWN: usize = 3;
-
-/// The cover rate the `nox client` daemon uses when `--cover-rate` is not given.
-pub fn daemon_default_cover_rate() -> f64 {
-    use clap::Parser;
-    #[derive(clap::Parser)]
-    struct Defaults {
-        #[command(flatten)]
-        client: crate::client_cmd::ClientArgs,
-    }
-    Defaults::try_parse_from(["client"]).map(|d| d.client.cover_rate).unwrap_or(f64::NAN)
-}
 
 /// How a transfer reaches the server.
 #[derive(Clone, Copy)]
@@ -609,7 +599,7 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
     let quick = args.common.quick;
     let repetitions = if quick { 5 } else { args.repetitions };
     let bytes = if quick { 1 << 20 } else { args.bytes };
-    let cover_default = daemon_default_cover_rate();
+    let cover_default = nox_client::DAEMON_COVER_RATE;
     if !cover_default.is_finite() {
         return Err(err("could not read the default --cover-rate of `nox client`"));
     }
@@ -622,7 +612,7 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
 
     // The server is bound before the testnet starts: the exit may reach it
     // and nothing else on loopback.
-    let listener = bind_loopback()?;
+    let listener = bind_loopback().map_err(err)?;
     let server = listener.local_addr().map_err(err)?;
     let layout =
         Layout { exit_allow: vec![server], per_layer: 1, base_port: args.common.base_port, ..Layout::default() };
@@ -810,12 +800,6 @@ mod tests {
         assert_eq!(ratio(&json!(1.0), &Value::Null), Value::Null);
     }
 
-    #[test]
-    fn the_daemon_default_cover_rate_is_read_from_its_parser() {
-        let rate = daemon_default_cover_rate();
-        assert!(rate.is_finite() && rate > 0.0, "{rate}");
-    }
-
     /// The direct path against the real test server: bodies and hashes are
     /// checked, and a wrong expectation is a failure, not a figure.
     #[test]
@@ -835,7 +819,7 @@ mod tests {
             let e = post(Via::Direct, server, &expected[1..], &hash).await.err().unwrap();
             assert!(e.contains("expected"), "{e}");
             let e =
-                get(Via::Direct, server, (crate::test_servers::MAX_BODY + 1) as usize, &expected).await.err().unwrap();
+                get(Via::Direct, server, (nox_testnet::servers::MAX_BODY + 1) as usize, &expected).await.err().unwrap();
             assert!(e.contains("400"), "{e}");
         });
     }

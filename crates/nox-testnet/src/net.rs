@@ -10,8 +10,8 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use crate::testnet_chain as chain;
-use crate::testnet_directory as directory;
+use crate::chain;
+use crate::directory;
 use nox_keystore::{EpochKeyStore, generate_identity, sphinx_dir};
 use nox_sphinx::{Geometry, Scheme};
 use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
@@ -699,7 +699,7 @@ pub fn kill_node(dir: &Path, index: usize) -> Result<bool, TestnetError> {
 
 /// SIGKILLs the process whose pid is in `process_dir` and waits (5 s at most) until it is gone.
 /// Returns whether it was running.
-pub(crate) fn kill_process(process_dir: &Path) -> bool {
+pub fn kill_process(process_dir: &Path) -> bool {
     signal_process(process_dir, "KILL") && {
         let deadline = Instant::now() + Duration::from_secs(5);
         while pid_alive(process_dir) && Instant::now() < deadline {
@@ -711,7 +711,7 @@ pub(crate) fn kill_process(process_dir: &Path) -> bool {
 
 /// Sends `signal` (a `kill -<signal>` name: KILL, STOP, CONT...) to the process whose pid is in
 /// `process_dir`. Returns whether it was running.
-pub(crate) fn signal_process(process_dir: &Path, signal: &str) -> bool {
+pub fn signal_process(process_dir: &Path, signal: &str) -> bool {
     let Some(pid) = pid_of(process_dir).filter(|_| pid_alive(process_dir)) else { return false };
     Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().is_ok_and(|s| s.success())
 }
@@ -818,7 +818,7 @@ fn pid_of(node_dir: &Path) -> Option<u32> {
     std::fs::read_to_string(node_dir.join("pid")).ok()?.trim().parse().ok()
 }
 
-pub(crate) fn pid_alive(node_dir: &Path) -> bool {
+pub fn pid_alive(node_dir: &Path) -> bool {
     let Some(pid) = pid_of(node_dir) else { return false };
     // A zombie (exited, not yet reaped) is not alive.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))

@@ -11,7 +11,7 @@ use std::{
 use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
 
-use crate::testnet::TestnetError;
+use crate::net::TestnetError;
 
 /// Echo round trips in the demo.
 const ECHOES: usize = 50;
@@ -32,7 +32,7 @@ pub fn run(dir: &Path, server: std::net::TcpListener, tls: std::net::TcpListener
 
 async fn requests(dir: &Path, server: std::net::TcpListener, tls: std::net::TcpListener) -> Result<(), TestnetError> {
     // The geometry is the one the testnet's topology names.
-    let topology = crate::testnet_directory::topology_async(dir).await?;
+    let topology = crate::directory::topology_async(dir).await?;
     let geometry = *topology.geometry();
     let client =
         Client::start(ShellConfig { topology, core: ClientConfig::default() }).await.map_err(|e| e.to_string())?;
@@ -75,7 +75,7 @@ async fn requests(dir: &Path, server: std::net::TcpListener, tls: std::net::TcpL
     let page = b"<html><body>hello from a web server the exit may reach</body></html>".to_vec();
     // Testnet exits allow this one server's address and port; a real exit
     // refuses every loopback destination.
-    let server = crate::bench_common::http_server_on(server, page.clone()).map_err(|e| e.to_string())?;
+    let server = crate::servers::http_server_on(server, page.clone()).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let body = http_get(&client, &format!("http://{server}/")).await?;
     let fetched = HttpResponseMsg::decode(&body).map_err(|e| e.to_string())?;
@@ -86,7 +86,7 @@ async fn requests(dir: &Path, server: std::net::TcpListener, tls: std::net::TcpL
         ms(started.elapsed())
     );
     // A node's own metrics port on the same loopback address: not allowed.
-    let metrics = crate::testnet::nodes(dir).first().map(|n| format!("http://{}/metrics", n.metrics));
+    let metrics = crate::net::nodes(dir).first().map(|n| format!("http://{}/metrics", n.metrics));
     let urls = ["http://10.0.0.1/".to_owned(), "http://169.254.169.254/latest/meta-data/".to_owned()];
     for url in urls.iter().chain(metrics.iter()) {
         let message = HttpRequestMsg { method: "GET".into(), url: url.into(), headers: Vec::new(), body: Vec::new() };
@@ -114,8 +114,8 @@ async fn tls_stream(client: &ClientHandle, tls: std::net::TcpListener) -> Result
     fn e(what: &'static str) -> impl Fn(std::io::Error) -> String {
         move |err| format!("HTTPS stream, {what}: {err}")
     }
-    let ca = crate::test_servers::TestCa::new().map_err(e("test CA"))?;
-    let server = crate::test_servers::tls_server_on(tls, &ca).map_err(e("server"))?;
+    let ca = crate::servers::TestCa::new().map_err(e("test CA"))?;
+    let server = crate::servers::tls_server_on(tls, &ca).map_err(e("server"))?;
     let socks = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(e("SOCKS listener"))?;
     let socks_addr = socks.local_addr().map_err(e("SOCKS listener"))?;
     tokio::spawn(nox_client::serve_socks(socks, client.clone(), nox_client::SocksConfig::default()));
@@ -140,7 +140,7 @@ async fn tls_stream(client: &ClientHandle, tls: std::net::TcpListener) -> Result
     let mut response = Vec::new();
     tls.read_to_end(&mut response).await.map_err(e("response"))?;
     let body = response.windows(4).position(|w| w == b"\r\n\r\n").map(|at| &response[at + 4..]);
-    if body != Some(&crate::test_servers::pattern(len)[..]) {
+    if body != Some(&crate::servers::pattern(len)[..]) {
         return Err("HTTPS stream: the 1 MiB body differs from what the server sent".into());
     }
     println!(

@@ -11,11 +11,12 @@ use serde_json::{Value, json};
 use crate::{
     bench::BenchError,
     bench_common::{
-        CommonArgs, Net, RunResult, bind_loopback, cdf_series, chart, client, echo_run, err, http_server_on,
-        quiet_layout, reply_shape, round3, run_requests, shard_capacity, stats, wilson95, write_envelope,
+        CommonArgs, Net, RunResult, cdf_series, chart, client, echo_run, err, quiet_layout, reply_shape, round3,
+        run_requests, shard_capacity, stats, wilson95, write_envelope,
     },
-    testnet::Layout,
 };
+use nox_testnet::Layout;
+use nox_testnet::servers::{bind_loopback, http_server_on};
 
 /// Options of `nox bench surb-rtt`.
 #[derive(clap::Args)]
@@ -169,11 +170,11 @@ pub fn reply_loss(args: &ReplyLossArgs) -> Result<(), BenchError> {
         let layout =
             Layout { inject_reply_loss: loss, reply_loss_estimate: estimate, ..quiet_layout(args.common.base_port) };
         // The server's address is the one local destination the exits may reach.
-        let listener = bind_loopback()?;
+        let listener = bind_loopback().map_err(err)?;
         let layout = Layout { exit_allow: vec![listener.local_addr().map_err(err)?], ..layout };
         let net = Net::up(&args.common.dir, &layout)?;
         let (fec_run, plain_run, packets) = runtime()?.block_on(async {
-            let server = http_server_on(listener, vec![0x5a; body_len])?;
+            let server = http_server_on(listener, vec![0x5a; body_len]).map_err(err)?;
             let url = format!("http://{server}/reply");
             let make = std::sync::Arc::new(move |_| {
                 RequestBody::Http(HttpRequestMsg {

@@ -19,8 +19,8 @@ use crate::{
     anon_capture::{self, Captured, ClientSend},
     anon_score,
     bench::BenchError,
-    testnet::{self, Layout, TestnetClient},
 };
+use nox_testnet::{self as testnet, Layout, TestnetClient};
 
 /// Options of `nox bench anonymity`.
 #[derive(clap::Args, Clone)]

@@ -13,8 +13,8 @@ use crate::{
     bench::BenchError,
     bench_common::{CommonArgs, Net, chart, client, echo_run, err, quiet_layout, round3, stats, write_envelope},
     bench_net::measure_rate,
-    testnet::{Layout, TestnetClient},
 };
+use nox_testnet::{Layout, TestnetClient};
 
 /// Options of `nox bench latency-vs-delay`.
 #[derive(clap::Args)]

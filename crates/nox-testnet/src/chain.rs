@@ -18,7 +18,7 @@ use nox_chain::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::testnet::TestnetError;
+use crate::net::TestnetError;
 
 /// Stake every testnet node locks (token base units, 18 decimals: 1,000 tNOX).
 pub fn testnet_stake() -> U256 {
@@ -367,7 +367,7 @@ pub fn status_line(dir: &Path, running: bool) -> Option<String> {
         Ok(s) => format!("block {} fingerprint {} registered {}", s.block, s.fingerprint, s.nodes.len()),
         Err(e) => format!("registry unreadable: {e}"),
     };
-    let routable = crate::testnet_directory::topology(dir)
+    let routable = crate::directory::topology(dir)
         .map_or_else(|e| format!("topology: {e}"), |t| format!("routable {}", t.nodes().len()));
     let pool = info
         .pool

@@ -1,0 +1,17 @@
+//! A local NOX network of real processes for `nox testnet`, the integration tests and the
+//! benchmarks: node processes on loopback with their keys, signed topology and configs in one
+//! state directory ([`net`]), the chain next to them (Anvil, the contracts, every node
+//! registered: [`chain`]), the directory authority ([`directory`]), the demo's requests
+//! ([`demo_requests`]) and the test servers its exits are allowed to reach ([`servers`]).
+//!
+//! Nodes and the directory are the `nox` binary (the running executable, or the one passed in):
+//! this crate starts, stops, kills and reads them; it holds no protocol logic of its own.
+#![forbid(unsafe_code)]
+
+pub mod chain;
+pub mod demo_requests;
+pub mod directory;
+pub mod net;
+pub mod servers;
+
+pub use net::*;
