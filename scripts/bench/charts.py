@@ -46,6 +46,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 plt.rcParams.update({"svg.hashsalt": "nox-bench", "font.size": 10, "figure.dpi": 100})
 
 
+# Line series with at most this many points get a marker on each point unless they name one.
+FEW_POINTS = 30
+
+
 def footer_text(doc, path):
     m = doc.get("machine") or {}
     commit = (m.get("git_commit") or "unknown")[:12]
@@ -180,7 +184,9 @@ def render(chart, doc, path, out_dir):
             elif kind == "cdf":
                 ax.step(x, y, where="post", linestyle=style, label=s.get("label"))
             else:
-                ax.plot(x, y, linestyle=style, marker=s.get("marker"), markersize=4, label=s.get("label"))
+                # A line through few measured points shows them (the line between is not data).
+                marker = s.get("marker") or ("o" if len(x) <= FEW_POINTS else None)
+                ax.plot(x, y, linestyle=style, marker=marker, markersize=4, label=s.get("label"))
         ax.set_xlabel(chart.get("x_label", ""))
         ax.set_ylabel(chart.get("y_label", ""))
         if chart.get("log_x"):

@@ -41,7 +41,8 @@ cargo build --profile bench-observe --features observe,chaos --locked -q -p nox
 nox="$CARGO_TARGET_DIR/bench-observe/nox"
 
 # Network: surb-rtt reply-loss http-overhead latency-vs-delay concurrency
-# scaling testnet in-process fec-curve; anonymity: anonymity attacks fec-arq;
+# scaling testnet in-process fec-curve; anonymity: anonymity cover attacks fec-arq (cover: sender
+# entropy, round trip and upstream bytes vs the client's λ_P with real nox-clients);
 # chain: registry (topology refresh from the NodeRegistry on Anvil; needs
 # `npm install --prefix tools`, done on first use).
 # defi: an anonymous paid transaction, a private Uniswap swap and a gas-paid withdrawal through
@@ -49,7 +50,7 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # Anvil; ~2 min in quick mode, so a doubled timeout).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity attacks fec-arq registry defi soak"
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq registry defi soak"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {

@@ -100,6 +100,20 @@ pub struct Captured {
 /// observation are relative to `start_us`. `nodes` lists every topology node as
 /// `(short id, layer)`.
 pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], start_us: u64, end_us: u64) -> Captured {
+    join_with(nodes, logs, sends, start_us, end_us, decode_head)
+}
+
+/// [`join`] with another reading of the exits' delivery heads: `decode` names the message and
+/// destination of a delivered payload's first 16 bytes, or `None` for a delivery that is not a
+/// real message of the run (cover, loops, another harness's traffic).
+pub fn join_with(
+    nodes: &[(String, u8)],
+    logs: &[NodeLog],
+    sends: &[ClientSend],
+    start_us: u64,
+    end_us: u64,
+    decode: impl Fn(&[u8; 16]) -> Option<(u64, u32)>,
+) -> Captured {
     let mut ordered: Vec<(String, u8)> = nodes.to_vec();
     ordered.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
     let index: HashMap<&str, (u16, u8)> =
@@ -174,7 +188,7 @@ pub fn join(nodes: &[(String, u8)], logs: &[NodeLog], sends: &[ClientSend], star
                     None => unknown_nodes += 1,
                 },
                 EventRecord::Deliver { time_us, seq, .. } if inside(*time_us) => {
-                    let Some((message, destination)) = heads.get(seq).and_then(decode_head) else { continue };
+                    let Some((message, destination)) = heads.get(seq).and_then(&decode) else { continue };
                     rows.push((
                         *time_us,
                         me_layer + 1,

@@ -79,6 +79,10 @@ pub enum BenchCommand {
     /// RPC frozen; reply delivery, replays across restarts, RSS slope (bench/data/soak.json;
     /// needs a `nox` built with `--features chaos`).
     Soak(crate::bench_soak::SoakArgs),
+    /// What client cover traffic buys and costs: sender entropy from a global observer's view,
+    /// request round trip and upstream bytes vs λ_P (and μ), with real `nox-client`s on the
+    /// testnet (needs the `observe` build).
+    Cover(crate::bench_cover::CoverArgs),
     /// Topology refresh cost from the on-chain registry (RPC calls, bytes, time, eth_call gas)
     /// for 9, 100 and 1,000 nodes registered on Anvil (bench/data/registry.json).
     Registry(crate::bench_registry::RegistryArgs),
@@ -138,6 +142,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::HttpOverhead(args) => crate::bench_http::run(args),
         BenchCommand::Streams(args) => crate::bench_streams::run(args),
         BenchCommand::Soak(args) => crate::bench_soak::run(args),
+        BenchCommand::Cover(args) => crate::bench_cover::run(args),
         BenchCommand::LatencyVsDelay(args) => crate::bench_sweeps::latency_vs_delay(args),
         BenchCommand::Concurrency(args) => crate::bench_sweeps::concurrency(args),
         BenchCommand::Scaling(args) => crate::bench_sweeps::scaling(args),

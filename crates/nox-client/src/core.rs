@@ -17,7 +17,7 @@ use crate::gateways::FormerGateways;
 use crate::health::LoopProbes;
 use crate::paths::{Exclude, hop_of, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
 use crate::surbs::{Retired, SurbTable};
-pub use crate::types::{ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
+pub use crate::types::{ClientStats, Completed, DROP_MAGIC, Now, Outgoing, PacketKind, RequestId};
 
 struct Pending {
     deadline: Instant,
@@ -314,7 +314,15 @@ impl ClientCore {
         let forward = paths.first().map(|p| p.iter().map(|h| h.node).collect()).unwrap_or_default();
         let mut packets = Vec::with_capacity(fragments.len());
         for (path, fragment) in paths.into_iter().zip(&fragments) {
-            packets.push(self.build(&options, path, fragment)?);
+            let kind = if probe {
+                PacketKind::Loop
+            } else {
+                let mut head = [0u8; 16];
+                let n = fragment.len().min(16);
+                head[..n].copy_from_slice(&fragment[..n]);
+                PacketKind::Fragment { head }
+            };
+            packets.push(self.build(&options, path, fragment, kind)?);
         }
         Ok(Built { packets, recoveries, forward, reply: reply.unwrap_or_default(), gateway: gateway.node })
     }
@@ -326,6 +334,7 @@ impl ClientCore {
         options: &BuildOptions,
         mut path: Vec<PathHop>,
         payload: &[u8],
+        kind: PacketKind,
     ) -> Result<Outgoing, ClientError> {
         let entry = path.first_mut().ok_or_else(|| ClientError::NoRoute("empty path".into()))?;
         if let Some(&notice) = self.notices.get(&entry.node) {
@@ -333,7 +342,7 @@ impl ClientCore {
         }
         let entry = entry.node;
         let packet = build_forward(&self.geometry, options, &path, payload, &mut self.rng)?;
-        Ok(Outgoing { entry, packet })
+        Ok(Outgoing { entry, packet, kind })
     }
 
     /// When the next Poisson slot is due (`None` with cover traffic off).

@@ -18,6 +18,7 @@ use rand_core::RngCore;
 use crate::core::ClientCore;
 use crate::error::ClientError;
 use crate::paths::{Exclude, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
+use crate::types::PacketKind;
 use crate::types::{DROP_MAGIC, Now, Outgoing};
 
 /// The reply size a loop budgets its SURBs for: that of a small echo, so a
@@ -114,7 +115,7 @@ impl ClientCore {
         let path = path_ending_at(&self.topology, epoch, exclude, exit, &mut self.rng)?;
         let mut payload = DROP_MAGIC.to_vec();
         payload.extend_from_slice(&self.rng.next_u64().to_be_bytes());
-        let out = self.build(&options, path, &payload)?;
+        let out = self.build(&options, path, &payload, PacketKind::Drop)?;
         self.stats.cover_packets += 1;
         Ok(out)
     }

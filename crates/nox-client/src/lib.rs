@@ -26,7 +26,7 @@ mod surbs;
 mod types;
 
 pub use config::{ClientConfig, DAEMON_COVER_RATE};
-pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, RequestId};
+pub use core::{ClientCore, ClientStats, Completed, DROP_MAGIC, Now, Outgoing, PacketKind, RequestId};
 pub use error::ClientError;
 pub use gateways::MAX_OLD_GATEWAYS;
 pub use nox_cover::{HealthConfig, Instant};
@@ -36,5 +36,5 @@ pub use proxy::{SocksConfig, StreamIo, StreamOpener, serve_socks};
 #[cfg(feature = "shell")]
 pub use rpc::{RpcConfig, rpc_error, serve_rpc};
 #[cfg(feature = "shell")]
-pub use shell::{Client, ClientHandle, MixStream, ReplyLinkStatus, Requester, ShellConfig};
+pub use shell::{Client, ClientHandle, MixStream, ReplyLinkStatus, Requester, SentPacket, ShellConfig};
 pub use streams::{StreamConfig, StreamStatus};

@@ -19,7 +19,7 @@ use rand_core::{RngCore, SeedableRng};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::config::ClientConfig;
-use crate::core::{ClientCore, ClientStats, Completed, Now, Outgoing, RequestId};
+use crate::core::{ClientCore, ClientStats, Completed, Now, Outgoing, PacketKind, RequestId};
 use crate::error::ClientError;
 use crate::streams::StreamStatus;
 use nox_stream::{ResetCode, Target as StreamTarget};
@@ -86,6 +86,20 @@ struct Shared {
     /// One link per reply gateway the core needs (`ClientCore::reply_gateways`).
     replies: ReplyLinks,
     directory: Arc<Directory>,
+    /// Where every packet handed to an entry link is reported, if anyone asked
+    /// ([`ClientHandle::observe_sends`]).
+    sends: Mutex<Option<mpsc::UnboundedSender<SentPacket>>>,
+}
+
+/// One packet the client handed to an entry link ([`ClientHandle::observe_sends`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentPacket {
+    /// Wall-clock time it was handed to the link, microseconds since the Unix epoch.
+    pub unix_us: u64,
+    /// The entry node.
+    pub entry: NodeId,
+    /// What it carries.
+    pub kind: PacketKind,
 }
 
 /// The client's reply links, one per gateway in `ClientCore::reply_gateways`:
@@ -291,6 +305,17 @@ impl Shared {
         ((draw >> 11) as f64 / (1u64 << 53) as f64) < *rate
     }
 
+    /// Reports a packet handed to an entry link to the observer, if there is one.
+    fn sent(&self, entry: NodeId, kind: PacketKind) {
+        let sends = self.sends.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tx) = sends.as_ref() {
+            let unix_us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            let _ = tx.send(SentPacket { unix_us, entry, kind });
+        }
+    }
+
     /// Hands stream packets to the stream sender (in order, never dropped for a full link).
     fn send_streams(&self, packets: Vec<Outgoing>) {
         for out in packets {
@@ -304,8 +329,10 @@ impl Shared {
         }
         match self.directory.link_key(&out.entry) {
             Some(key) => {
-                if let Err(e) = self.entries.send(&key, out.packet) {
-                    tracing::debug!("entry send failed: {e}");
+                let (entry, kind) = (out.entry, out.kind);
+                match self.entries.send(&key, out.packet) {
+                    Ok(()) => self.sent(entry, kind),
+                    Err(e) => tracing::debug!("entry send failed: {e}"),
                 }
             }
             None => tracing::warn!("entry node missing from the topology"),
@@ -421,6 +448,7 @@ impl Client {
             entries,
             replies,
             directory,
+            sends: Mutex::new(None),
         });
         tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone()));
         tokio::spawn(stream_sender(shared.clone(), stream_rx, stop_rx.clone()));
@@ -478,7 +506,9 @@ impl ClientHandle {
                 continue;
             }
             let key = self.shared.directory.link_key(&out.entry).ok_or(ClientError::NoRoute("entry link".into()))?;
+            let (entry, kind) = (out.entry, out.kind);
             self.shared.entries.send_wait(&key, out.packet).await.map_err(|_| ClientError::Closed)?;
+            self.shared.sent(entry, kind);
         }
         rx.await.map_err(|_| ClientError::Closed)?
     }
@@ -518,6 +548,16 @@ impl ClientHandle {
     /// (`ClientCore::reply_gateways`).
     pub fn reply_links(&self) -> Vec<ReplyLinkStatus> {
         self.shared.replies.status()
+    }
+
+    /// Reports every packet this client hands to an entry link from now on — time, entry, and
+    /// whether it is a fragment of real traffic or cover — on the returned channel (replacing
+    /// an earlier observer). For measurements: this is what a global observer of the client's
+    /// link sees, plus the ground truth it does not (what each packet carries).
+    pub fn observe_sends(&self) -> mpsc::UnboundedReceiver<SentPacket> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *self.shared.sends.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        rx
     }
 
     /// The core's counters.
@@ -668,8 +708,10 @@ async fn stream_sender(
             tracing::warn!("entry node missing from the topology");
             continue;
         };
-        if let Err(e) = shared.entries.send_wait(&key, out.packet).await {
-            tracing::debug!("stream packet not sent: {e}");
+        let (entry, kind) = (out.entry, out.kind);
+        match shared.entries.send_wait(&key, out.packet).await {
+            Ok(()) => shared.sent(entry, kind),
+            Err(e) => tracing::debug!("stream packet not sent: {e}"),
         }
     }
 }

@@ -33,6 +33,25 @@ pub struct Outgoing {
     pub entry: NodeId,
     /// One Sphinx packet.
     pub packet: Vec<u8>,
+    /// What it carries: the client's own bookkeeping, never on the wire (every kind is the
+    /// same size and, with cover on, leaves in the same Poisson slots).
+    pub kind: PacketKind,
+}
+
+/// What an [`Outgoing`] packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// A fragment of a request or of a stream message; `head` is the fragment's first 16
+    /// bytes (format version and the first 15 bytes of its message id, fragments.md), which
+    /// is all an exit needs to tell fragments of one message apart.
+    Fragment {
+        /// The fragment's first 16 bytes.
+        head: [u8; 16],
+    },
+    /// A loop cover packet (an empty echo whose reply comes back to this client).
+    Loop,
+    /// A drop cover packet (the exit discards it).
+    Drop,
 }
 
 /// A request that finished: its response, or why there is none.

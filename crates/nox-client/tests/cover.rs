@@ -93,3 +93,43 @@ fn without_cover_packets_go_out_at_once() {
     assert_eq!(core.next_transmit_at(), None);
     assert!(core.poll_transmit(net.now(Duration::from_secs(5))).is_none());
 }
+
+/// Each packet's kind says what the exit will receive: a fragment whose first 16 bytes the
+/// kind names, a drop, or a loop (an empty echo). Measurements rely on it as ground truth.
+#[test]
+fn packet_kinds_name_what_the_exit_receives() {
+    use nox_client::PacketKind;
+    let mut net = Mixnet::new(25, Geometry::new(2048, 3).unwrap(), 0);
+    let config = ClientConfig { cover_rate: RATE, loop_fraction: 0.5, ..ClientConfig::default() };
+    let mut core = net.client(config, 600);
+    let (mut fragments, mut drops, mut loops) = (0, 0, 0);
+    for slot in 0..120 {
+        let at = core.next_transmit_at().expect("cover on");
+        let now = net.now(at - net.base);
+        if slot % 4 == 0 {
+            core.request(RequestBody::Echo(vec![7; 40]), 16, now).expect("request");
+        }
+        let out = core.poll_transmit(now).expect("a slot is due").expect("packet");
+        let kind = out.kind;
+        let common::Outcome::Exit { payload, .. } = net.route(out.entry, out.packet, 0) else {
+            panic!("a client packet is a forward packet");
+        };
+        match kind {
+            PacketKind::Fragment { head } => {
+                assert_eq!(&payload[..16], &head[..], "the head is the fragment's first 16 bytes");
+                assert!(!payload.starts_with(DROP_MAGIC));
+                fragments += 1;
+            }
+            PacketKind::Drop => {
+                assert!(payload.starts_with(DROP_MAGIC));
+                drops += 1;
+            }
+            PacketKind::Loop => {
+                assert!(!payload.starts_with(DROP_MAGIC), "a loop is an echo, not a drop");
+                loops += 1;
+            }
+        }
+    }
+    assert_eq!(fragments, 30, "one fragment per request, each in a slot");
+    assert!(drops > 10 && loops > 10, "cover slots hold drops and loops: {drops} / {loops}");
+}

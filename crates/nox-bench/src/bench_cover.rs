@@ -1,0 +1,487 @@
+//! `nox bench cover`: what the client's cover traffic buys and what it costs, measured on the
+//! real multi-process testnet with real `nox-client`s — the curve the daemon's default λ_P is
+//! chosen from (docs/benchmarks/cover.md).
+//!
+//! For each mean delay μ one testnet runs with the shipped settings and `[observe]` on (every
+//! node logs its departures and ground truth). For each cover rate λ_P a fresh set of clients
+//! starts — `nox-client` exactly as the daemon runs it (`ClientConfig::default()` with
+//! `cover_rate` = λ_P: Loopix substitution, real packets in Poisson slots, loops and drops in
+//! the rest); half of them send echo requests at a Poisson rate, half stay idle. Each client
+//! reports what it hands its entry link (`ClientHandle::observe_sends`): the global observer's
+//! view of the client links, plus the ground truth (which packets are fragments of which
+//! request). Joined with the node logs (`anon_capture`), the adversary's sender entropy is
+//! scored by `nox-anonymity` as in `nox bench anonymity`. Beside it: the request round trip
+//! (what the user waits) and the client's upstream bytes (what the user pays).
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use nox_anonymity::{DelayModel, sender_entropy};
+use nox_client::{ClientConfig, PacketKind, SentPacket};
+use nox_message::RequestBody;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::{
+    anon_capture::{self, Captured, ClientSend},
+    bench::BenchError,
+    bench_common::{client, percentile, round3},
+    bench_json::{line, round, series, write_experiment},
+};
+use nox_testnet::{self as testnet, Layout, TestnetClient};
+
+/// Options of `nox bench cover`.
+#[derive(clap::Args, Clone)]
+pub struct CoverArgs {
+    /// CI-sized: μ = 1 ms only, λ_P ∈ {0, 2}, 6 s windows.
+    #[arg(long)]
+    pub quick: bool,
+    /// Client cover rates λ_P to sweep, packets/s (default 0,0.5,1,2,4,8).
+    #[arg(long, value_delimiter = ',')]
+    pub rates: Vec<f64>,
+    /// Mean delays per hop μ, ms, one testnet each (default 1,10,50; 1 ms is the shipped node
+    /// default).
+    #[arg(long, value_delimiter = ',')]
+    pub delays_ms: Vec<f64>,
+    /// Clients per phase.
+    #[arg(long, default_value_t = 10)]
+    pub clients: u32,
+    /// Of which this many send requests; the rest are idle (cover only).
+    #[arg(long, default_value_t = 5)]
+    pub active: u32,
+    /// Echo requests per second per active client (Poisson), below the smallest λ_P swept
+    /// so that no client's send queue grows without bound.
+    #[arg(long, default_value_t = 0.25)]
+    pub request_rate: f64,
+    /// Seconds of requests per phase (default 40; quick 6).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// First link port of the bench testnets.
+    #[arg(long, default_value_t = 25_000)]
+    pub base_port: u16,
+    /// Testnet state directory.
+    #[arg(long, default_value = ".nox-bench-cover")]
+    pub dir: PathBuf,
+    /// Output JSON (default bench/data/cover.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed of the request schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// The processing floor of the adversary's delay model, µs: what a node takes without mixing
+/// (the floor `nox bench anonymity` measures and uses; a global observer calibrates it with its
+/// own packets).
+const PROCESSING_FLOOR_US: f64 = 300.0;
+/// Bytes of an echo request body.
+const ECHO_BYTES: usize = 64;
+/// A setting is "near the maximum" at this share of the best mean entropy of its μ.
+const NEAR_MAX: f64 = 0.9;
+
+fn err(e: impl std::fmt::Display) -> BenchError {
+    BenchError::Failed(e.to_string())
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+impl CoverArgs {
+    fn resolved(&self) -> (Vec<f64>, Vec<f64>, f64) {
+        let pick = |given: &[f64], quick: &[f64], full: &[f64]| {
+            if !given.is_empty() {
+                given.to_vec()
+            } else if self.quick {
+                quick.to_vec()
+            } else {
+                full.to_vec()
+            }
+        };
+        let rates = pick(&self.rates, &[0.0, 2.0], &[0.0, 0.5, 1.0, 2.0, 4.0, 8.0]);
+        let delays = pick(&self.delays_ms, &[1.0], &[1.0, 10.0, 50.0]);
+        (rates, delays, self.seconds.unwrap_or(if self.quick { 6.0 } else { 40.0 }))
+    }
+}
+
+/// One phase: what the clients did in the window.
+struct Phase {
+    mu_ms: f64,
+    cover_rate: f64,
+    sends: Vec<ClientSend>,
+    /// Message number of each request fragment head.
+    heads: HashMap<[u8; 16], u64>,
+    start_us: u64,
+    end_us: u64,
+    rtts_ms: Vec<f64>,
+    failures: u64,
+    /// Packets each client handed its entry link in the window.
+    per_client: Vec<u64>,
+    window_s: f64,
+}
+
+/// Runs every μ and λ_P, scores them and writes the JSON.
+pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
+    if !nox_node::observe::COMPILED_IN {
+        return Err(err(format!(
+            "nox bench cover captures the nodes' [observe] logs: {} (scripts/bench/run_all.sh builds one)",
+            nox_node::observe::NOT_BUILT
+        )));
+    }
+    if args.active > args.clients || args.clients < 2 {
+        return Err(err("need at least 2 clients and no more active ones than clients"));
+    }
+    let (rates, delays, seconds) = args.resolved();
+    if rates.iter().chain(&delays).any(|v| !v.is_finite() || *v < 0.0)
+        || args.request_rate.is_nan()
+        || args.request_rate <= 0.0
+    {
+        return Err(err("rates, delays and the request rate must be finite and not negative"));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(err)?;
+    let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    let packet_len = nox_sphinx::Geometry::default().packet_len();
+    for &mu_ms in &delays {
+        let layout = Layout { mean_delay_ms: mu_ms, base_port: args.base_port, observe: true, ..Layout::default() };
+        testnet::up(&args.dir, &layout).map_err(err)?;
+        let result = runtime.block_on(run_phases(args, mu_ms, &rates, seconds, &mut rng));
+        let _ = testnet::down(&args.dir);
+        let (nodes, phases) = result?;
+        let logs: Vec<anon_capture::NodeLog> = testnet::nodes(&args.dir)
+            .iter()
+            .map(|n| anon_capture::read_node_log(&n.dir.join("observe.events")))
+            .collect();
+        let dropped: u64 = logs.iter().map(|l| l.dropped).sum();
+        for phase in &phases {
+            let heads = &phase.heads;
+            let captured = anon_capture::join_with(&nodes, &logs, &phase.sends, phase.start_us, phase.end_us, |h| {
+                heads.get(h).map(|&m| (m, 0))
+            });
+            let row = score(args, phase, &captured, dropped, packet_len);
+            println!(
+                "μ = {mu_ms} ms, λ_P = {}/s: {} requests ({} failed), H = {} bits ({} of log₂ {}), RTT p50 {} ms, {} GB/day up",
+                phase.cover_rate,
+                phase.rtts_ms.len(),
+                phase.failures,
+                row["entropy"]["mean_bits"],
+                row["entropy"]["share_of_log2_clients"],
+                args.clients,
+                row["rtt_ms"]["p50"],
+                row["upstream"]["measured_gb_per_day"],
+            );
+            rows.push(row);
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    write(args, &rates, &delays, seconds, rows, elapsed, packet_len)
+}
+
+type Run = (Vec<(String, u8)>, Vec<Phase>);
+
+async fn run_phases(
+    args: &CoverArgs,
+    mu_ms: f64,
+    rates: &[f64],
+    seconds: f64,
+    rng: &mut ChaCha20Rng,
+) -> Result<Run, BenchError> {
+    let probe = TestnetClient::connect(&args.dir).map_err(err)?;
+    let mut short_of = HashMap::new();
+    let mut nodes = Vec::new();
+    for node in probe.topology.nodes() {
+        let short = nox_node::observe::short_id(&node.id);
+        let layer = probe.topology.layer_of(&node.id).map_or(0, |l| l.0);
+        short_of.insert(node.id, short.clone());
+        nodes.push((short, layer));
+    }
+    drop(probe);
+    let mut phases = Vec::new();
+    for &cover_rate in rates {
+        phases.push(phase(args, mu_ms, cover_rate, seconds, &short_of, rng).await?);
+    }
+    Ok((nodes, phases))
+}
+
+async fn phase(
+    args: &CoverArgs,
+    mu_ms: f64,
+    cover_rate: f64,
+    seconds: f64,
+    short_of: &HashMap<nox_sphinx::NodeId, String>,
+    rng: &mut ChaCha20Rng,
+) -> Result<Phase, BenchError> {
+    // The daemon's client: the core's defaults (loops, parity, timeout) with λ_P set.
+    let config = ClientConfig { cover_rate, ..ClientConfig::default() };
+    let mut handles = Vec::new();
+    let mut observed = Vec::new();
+    for _ in 0..args.clients {
+        let handle = client(&args.dir, config.clone()).await?;
+        observed.push(handle.observe_sends());
+        handles.push(handle);
+    }
+    // Links up and the Poisson timers running before the window opens.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for rx in &mut observed {
+        while rx.try_recv().is_ok() {}
+    }
+    let start_us = now_us();
+    let opened = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..args.active {
+        let mut t = 0.0;
+        loop {
+            let u = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            t += -u.ln() / args.request_rate;
+            if t >= seconds {
+                break;
+            }
+            let handle = handles[c as usize].clone();
+            let due = opened + Duration::from_secs_f64(t);
+            let body = vec![u8::try_from(c % 251).unwrap_or(0); ECHO_BYTES];
+            tasks.spawn(async move {
+                tokio::time::sleep_until(due.into()).await;
+                let sent = Instant::now();
+                let result = handle.request(RequestBody::Echo(body.clone()), 2 * ECHO_BYTES).await;
+                match result {
+                    Ok(response) if response.body == body => Some(sent.elapsed().as_secs_f64() * 1e3),
+                    _ => None,
+                }
+            });
+        }
+    }
+    let (mut rtts_ms, mut failures) = (Vec::new(), 0u64);
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok(Some(rtt)) => rtts_ms.push(rtt),
+            _ => failures += 1,
+        }
+    }
+    // At least the whole request window, then the last packets' way out: 3 hops of Exp(μ) are
+    // all but surely through after 1 s + 30 μ.
+    let rest = Duration::from_secs_f64((seconds - opened.elapsed().as_secs_f64()).max(0.0));
+    tokio::time::sleep(rest + Duration::from_secs_f64(1.0 + 0.030 * mu_ms)).await;
+    let end_us = now_us();
+    let window_s = (end_us - start_us) as f64 / 1e6;
+    drop(handles);
+    let mut sends = Vec::new();
+    let mut heads = HashMap::new();
+    let mut per_client = vec![0u64; args.clients as usize];
+    for (c, rx) in observed.iter_mut().enumerate() {
+        while let Ok(SentPacket { unix_us, entry, kind }) = rx.try_recv() {
+            if unix_us > end_us {
+                continue;
+            }
+            per_client[c] += 1;
+            let message = match kind {
+                PacketKind::Fragment { head } => {
+                    let next = heads.len() as u64;
+                    Some(*heads.entry(head).or_insert(next))
+                }
+                PacketKind::Loop | PacketKind::Drop => None,
+            };
+            let entry = short_of.get(&entry).cloned().unwrap_or_default();
+            sends.push(ClientSend { time_us: unix_us, client: c as u32, entry, message });
+        }
+    }
+    sends.sort_by_key(|s| s.time_us);
+    // The clients' links close with their handles; let the nodes settle before the next phase.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Ok(Phase { mu_ms, cover_rate, sends, heads, start_us, end_us, rtts_ms, failures, per_client, window_s })
+}
+
+/// Share of clients a volume classifier gets right when it calls the `active` busiest
+/// clients active (the first `active` indices are the active ones): 1.0 when active clients
+/// send more (cover off, or additive cover), around 0.5 for 5 of 10 when every client sends at
+/// the same rate (substitution), as a coin would.
+fn volume_classifier_accuracy(per_client: &[u64], active: usize) -> f64 {
+    let mut order: Vec<usize> = (0..per_client.len()).collect();
+    order.sort_by(|a, b| per_client[*b].cmp(&per_client[*a]).then(a.cmp(b)));
+    let called: Vec<bool> = {
+        let mut called = vec![false; per_client.len()];
+        for &i in order.iter().take(active) {
+            called[i] = true;
+        }
+        called
+    };
+    let right = called.iter().enumerate().filter(|(i, c)| **c == (*i < active)).count();
+    right as f64 / per_client.len().max(1) as f64
+}
+
+fn score(args: &CoverArgs, phase: &Phase, c: &Captured, dropped: u64, packet_len: usize) -> Value {
+    let model =
+        DelayModel { mean_delay_us: phase.mu_ms * 1e3, processing_us: 0.0, jitter_floor_us: PROCESSING_FLOOR_US };
+    let max_bits = f64::from(args.clients).log2();
+    let entropy = sender_entropy(&c.observation, &c.topology, &model, Some(&c.truth));
+    let mut rtts = phase.rtts_ms.clone();
+    rtts.sort_by(f64::total_cmp);
+    let active = args.active as usize;
+    let rate = |range: std::ops::Range<usize>| {
+        let n = range.len().max(1) as f64;
+        phase.per_client[range].iter().sum::<u64>() as f64 / n / phase.window_s.max(1e-9)
+    };
+    let (active_rate, idle_rate) = (rate(0..active), rate(active..phase.per_client.len()));
+    let all_rate = rate(0..phase.per_client.len());
+    let per_day = |packets_per_s: f64| round3(packets_per_s * packet_len as f64 * 86_400.0 / 1e9);
+    json!({
+        "mu_ms": phase.mu_ms, "cover_rate": phase.cover_rate, "clients": args.clients, "active_clients": args.active,
+        "requests": phase.rtts_ms.len() as u64 + phase.failures, "request_failures": phase.failures,
+        "messages_sent": c.sent, "messages_delivered_observed": c.delivered, "events": c.observation.events.len(),
+        "unknown_node_records": c.unknown_nodes, "observation_records_dropped": dropped,
+        "distinct_request_heads": phase.heads.len(),
+        "adversary_model": model,
+        "entropy": entropy.as_ref().map(|e| json!({
+            "messages": e.messages, "untraceable": e.untraceable, "clients_seen": e.clients,
+            "mean_bits": round(e.mean_entropy_bits, 3), "median_bits": round(e.median_entropy_bits, 3),
+            "min_bits": round(e.min_entropy_bits, 3),
+            "max_possible_bits": round(max_bits, 3),
+            "share_of_log2_clients": round(e.mean_entropy_bits / max_bits, 3),
+            "effective_anonymity_set": round(e.effective_anonymity_set, 2),
+            "mean_p_true_sender": e.mean_true_sender_probability.map(|p| round(p, 3)),
+            "top1_accuracy": e.top1_accuracy.map(|p| round(p, 3)),
+        })).unwrap_or_else(|e| json!({ "error": e.to_string() })),
+        "rtt_ms": json!({
+            "n": rtts.len(), "p50": percentile(&rtts, 0.5).map(round3), "p90": percentile(&rtts, 0.9).map(round3),
+            "p99": percentile(&rtts, 0.99).map(round3), "max": rtts.last().copied().map(round3),
+        }),
+        "upstream": json!({
+            "packets_per_s_active": round3(active_rate), "packets_per_s_idle": round3(idle_rate),
+            "measured_gb_per_day": per_day(all_rate),
+            "lambda_gb_per_day": per_day(phase.cover_rate),
+            "packet_bytes": packet_len,
+        }),
+        "volume_classifier_accuracy": round3(volume_classifier_accuracy(&phase.per_client, active)),
+        "window_s": round3(phase.window_s),
+    })
+}
+
+fn get(v: &Value, path: &[&str]) -> f64 {
+    path.iter().fold(v, |v, k| &v[*k]).as_f64().unwrap_or(f64::NAN)
+}
+
+/// Per μ: the smallest λ_P whose mean entropy is at least [`NEAR_MAX`] of the best of that μ.
+pub fn smallest_near_max(points: &[(f64, f64)]) -> Option<f64> {
+    let best = points.iter().map(|p| p.1).filter(|h| h.is_finite()).fold(f64::NAN, f64::max);
+    if !best.is_finite() || best <= 0.0 {
+        return None;
+    }
+    let mut near: Vec<f64> = points.iter().filter(|p| p.1.is_finite() && p.1 >= NEAR_MAX * best).map(|p| p.0).collect();
+    near.sort_by(f64::total_cmp);
+    near.first().copied()
+}
+
+fn write(
+    args: &CoverArgs,
+    rates: &[f64],
+    delays: &[f64],
+    seconds: f64,
+    rows: Vec<Value>,
+    elapsed_s: f64,
+    packet_len: usize,
+) -> Result<(), BenchError> {
+    let daemon = nox_client::DAEMON_COVER_RATE;
+    let mut per_mu = Vec::new();
+    let (mut entropy, mut rtt) = (Vec::new(), Vec::new());
+    for &mu in delays {
+        let mine: Vec<&Value> = rows.iter().filter(|r| get(r, &["mu_ms"]) == mu).collect();
+        let x: Vec<f64> = mine.iter().map(|r| get(r, &["cover_rate"])).collect();
+        let h: Vec<f64> = mine.iter().map(|r| get(r, &["entropy", "mean_bits"])).collect();
+        let p50: Vec<f64> = mine.iter().map(|r| get(r, &["rtt_ms", "p50"])).collect();
+        let points: Vec<(f64, f64)> = x.iter().copied().zip(h.iter().copied()).collect();
+        let best = h.iter().copied().filter(|v| v.is_finite()).fold(f64::NAN, f64::max);
+        let at_daemon = points.iter().find(|p| p.0 == daemon).map(|p| p.1);
+        per_mu.push(json!({
+            "mu_ms": mu,
+            "best_mean_bits": round(best, 3),
+            "best_share_of_log2_clients": round(best / f64::from(args.clients).log2(), 3),
+            "smallest_rate_near_best": smallest_near_max(&points),
+            "daemon_rate": daemon,
+            "daemon_share_of_best": at_daemon.map(|v| round(v / best, 3)),
+        }));
+        entropy.push(series(&format!("μ = {mu} ms"), &x, &h));
+        rtt.push(series(&format!("μ = {mu} ms"), &x, &p50));
+    }
+    let bandwidth_x: Vec<f64> = rates.to_vec();
+    let bandwidth_y: Vec<f64> = rates.iter().map(|r| r * packet_len as f64 * 86_400.0 / 1e9).collect();
+    let parameters = json!({
+        "testnet": "nox testnet up defaults (3 layers × 3 nodes, node cover λ_L = λ_D = 0.05/s, chain registry) with [observe]; one testnet per μ",
+        "client": "nox-client as the daemon runs it: ClientConfig::default() with cover_rate = λ_P (substitution: real packets take Poisson slots; loop_fraction of the rest are loops)",
+        "clients": args.clients, "active_clients": args.active,
+        "requests": format!("echo of {ECHO_BYTES} B, Poisson {} /s per active client", args.request_rate),
+        "seconds_per_phase": seconds, "quick": args.quick, "seed": args.seed,
+        "adversary": "global passive observer of every link (client sends from the clients' own send reports, node departures from [observe]); sender entropy as nox bench anonymity (Exp(μ) likelihood, processing floor below)",
+        "processing_floor_us": PROCESSING_FLOOR_US,
+        "near_best": NEAR_MAX,
+        "wall_seconds": round(elapsed_s, 1),
+    });
+    let summary = json!({ "per_mu": per_mu, "daemon_cover_rate": daemon });
+    let out_dir =
+        args.out.as_ref().and_then(|p| p.parent().map(PathBuf::from)).unwrap_or_else(|| PathBuf::from("bench/data"));
+    let name = args
+        .out
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map_or_else(|| "cover".to_string(), |s| s.to_string_lossy().into_owned());
+    let charts = vec![
+        line(
+            "entropy",
+            "Sender entropy vs client cover λ_P (real testnet, GPA)",
+            "λ_P (packets/s per client)",
+            "mean bits",
+        )
+        .with(&name, entropy),
+        line("rtt", "Echo round trip vs client cover λ_P", "λ_P (packets/s per client)", "p50 ms").with(&name, rtt),
+        line("bandwidth", "Client upstream vs λ_P (32 KiB packets)", "λ_P (packets/s per client)", "GB/day")
+            .with(&name, vec![series("λ_P × packet × 86,400 s", &bandwidth_x, &bandwidth_y)]),
+    ];
+    write_experiment(&out_dir, &name, parameters, json!(rows), summary, charts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_smallest_rate_near_the_best_is_picked() {
+        let points = [(0.0, 0.5), (0.5, 1.8), (1.0, 2.7), (2.0, 2.95), (4.0, 3.0)];
+        assert_eq!(smallest_near_max(&points), Some(1.0));
+        assert_eq!(smallest_near_max(&[(0.0, f64::NAN)]), None);
+        assert_eq!(smallest_near_max(&[(0.0, 0.0), (1.0, 0.0)]), None);
+    }
+
+    #[test]
+    fn the_volume_classifier_is_right_only_when_volumes_differ() {
+        assert_eq!(volume_classifier_accuracy(&[9, 8, 7, 1, 2, 3], 3), 1.0);
+        // Equal volumes: ties broken by index, as good as a guess that happens to be right;
+        // swapped volumes: always wrong.
+        assert_eq!(volume_classifier_accuracy(&[1, 2, 3, 9, 8, 7], 3), 0.0);
+        assert_eq!(volume_classifier_accuracy(&[5, 5, 9, 5], 2), 0.5);
+    }
+
+    #[test]
+    fn quick_and_full_sweeps() {
+        let mut args = CoverArgs {
+            quick: true,
+            rates: vec![],
+            delays_ms: vec![],
+            clients: 10,
+            active: 5,
+            request_rate: 0.25,
+            seconds: None,
+            base_port: 25_000,
+            dir: ".x".into(),
+            out: None,
+            seed: 1,
+        };
+        assert_eq!(args.resolved(), (vec![0.0, 2.0], vec![1.0], 6.0));
+        args.quick = false;
+        let (rates, delays, seconds) = args.resolved();
+        assert!(rates.contains(&nox_client::DAEMON_COVER_RATE), "the shipped rate is on the curve");
+        assert_eq!((delays[0], seconds), (1.0, 40.0));
+    }
+}
