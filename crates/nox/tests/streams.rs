@@ -28,9 +28,20 @@ mod common;
 
 use common::{NOX, Testnet, port_base, testnet_dir, topology};
 
+/// The highest port a streams testnet can use: the last block, the last slot, then the last of
+/// its 3 nodes' WebSocket ports (base + 300 + i; links, metrics and Anvil are below).
+const LAST_PORT: u32 = 26_000 + 149 * 40 + 3 * 10 + 300 + 2;
+
+#[test]
+fn the_port_blocks_stay_below_the_ephemeral_range() {
+    assert!(LAST_PORT < u32::from(common::ephemeral_start()), "{LAST_PORT}");
+}
+
 fn testnet(name: &str, slot: u16, extra: &[String]) -> Testnet {
-    // A port range apart from the other end-to-end tests (20000..30000).
-    let base = port_base(30_000, 150, 40) + slot * 10;
+    // Below Linux's ephemeral range (32768..60999): a fixed port in it can be taken at any
+    // moment as the local port of some outgoing connection ("Address already in use").
+    // The last block's last port (LAST_PORT, tested) stays under 32768.
+    let base = port_base(26_000, 150, 40) + slot * 10;
     let mut args: Vec<String> =
         ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"].map(str::to_owned).to_vec();
     args.extend_from_slice(extra);

@@ -89,9 +89,19 @@ pub fn testnet_dir(prefix: &str, name: &str) -> PathBuf {
 
 /// `start + (pid % slots) * stride`: the first port of this process's range in a file's block
 /// of `slots` ranges of `stride` ports each. Each file has its own block (see its call); a
-/// file with several tests adds `slot * 10` for the test's own testnet.
+/// file with several tests adds `slot * 10` for the test's own testnet. Every block must end
+/// below the kernel's ephemeral range (32768 on Linux): see `the_port_blocks_stay_below_the_ephemeral_range`.
 pub fn port_base(start: u16, slots: u32, stride: u16) -> u16 {
     start + (std::process::id() % slots) as u16 * stride
+}
+
+/// The first port the kernel may pick for an outgoing connection (Linux's default
+/// `ip_local_port_range`; read from /proc where there is one).
+pub fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()))
+        .unwrap_or(32_768)
 }
 
 /// The testnet's authority key (`authority.pub`, trimmed).
