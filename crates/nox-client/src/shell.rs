@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -89,6 +89,8 @@ struct Shared {
     /// Where every packet handed to an entry link is reported, if anyone asked
     /// ([`ClientHandle::observe_sends`]).
     sends: Mutex<Option<mpsc::UnboundedSender<SentPacket>>>,
+    /// Whether anyone ever asked: without an observer a send takes no lock.
+    observed: AtomicBool,
 }
 
 /// One packet the client handed to an entry link ([`ClientHandle::observe_sends`]).
@@ -307,6 +309,9 @@ impl Shared {
 
     /// Reports a packet handed to an entry link to the observer, if there is one.
     fn sent(&self, entry: NodeId, kind: PacketKind) {
+        if !self.observed.load(Ordering::Acquire) {
+            return;
+        }
         let sends = self.sends.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = sends.as_ref() {
             let unix_us = std::time::SystemTime::now()
@@ -449,6 +454,7 @@ impl Client {
             replies,
             directory,
             sends: Mutex::new(None),
+            observed: AtomicBool::new(false),
         });
         tokio::spawn(inbound_task(shared.clone(), inbound_rx, stop_rx.clone()));
         tokio::spawn(stream_sender(shared.clone(), stream_rx, stop_rx.clone()));
@@ -557,6 +563,7 @@ impl ClientHandle {
     pub fn observe_sends(&self) -> mpsc::UnboundedReceiver<SentPacket> {
         let (tx, rx) = mpsc::unbounded_channel();
         *self.shared.sends.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        self.shared.observed.store(true, Ordering::Release);
         rx
     }
 

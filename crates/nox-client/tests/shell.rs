@@ -117,3 +117,40 @@ async fn unanswered_request_times_out_once() {
     let stats = client.stats();
     assert_eq!((stats.timeouts, stats.requests, stats.real_packets), (1, 1, 1), "no retransmission: {stats:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observed_sends_report_every_packet_with_its_kind() {
+    let net = Mixnet::with_genesis(43, Geometry::default(), 1, unix_now() - 330);
+    let topology = net.topology.clone();
+    let entries = net.nodes_in(0);
+    let net = Arc::new(Mutex::new(net));
+    let _stop = run_nodes(net.clone(), true).await;
+    let core = ClientConfig { cover_rate: 20.0, timeout: Duration::from_secs(10), ..ClientConfig::default() };
+    let client = Client::start(ShellConfig { topology, core }).await.unwrap();
+    let mut sends = client.observe_sends();
+    let reply = client.request(RequestBody::Echo(vec![3u8; 70_000]), 70_000).await.unwrap();
+    assert_eq!(reply.body.len(), 70_000);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = client.stats();
+    let (mut fragments, mut heads, mut loops, mut drops) = (0u64, HashSet::new(), 0u64, 0u64);
+    while let Ok(sent) = sends.try_recv() {
+        assert!(entries.contains(&sent.entry), "packets go to first-layer nodes");
+        match sent.kind {
+            nox_client::PacketKind::Fragment { head } => {
+                fragments += 1;
+                heads.insert(head);
+            }
+            nox_client::PacketKind::Loop => loops += 1,
+            nox_client::PacketKind::Drop => drops += 1,
+        }
+    }
+    let after = client.stats();
+    // The request's fragments, one report each, all of one message.
+    assert_eq!(fragments, after.real_packets, "{after:?}");
+    assert!(fragments >= 3, "a 70 kB request is several fragments");
+    assert_eq!(heads.len(), 1, "every fragment names the same message");
+    // Cover: every drop counted is reported (a packet counted just before `before` may still
+    // be on its way to the link); loops are reported too.
+    assert!(drops <= after.cover_packets && drops + 3 >= before.cover_packets, "{drops} drops, {after:?}");
+    assert!(drops > 0 && loops > 0, "{drops} drops and {loops} loops at 20 packets/s");
+}

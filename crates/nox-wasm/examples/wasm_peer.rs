@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! wasm_peer keys <hops> <seed> <out.json>
-//! wasm_peer topology <now_unix> <seed> <doc.json> <secrets.json>
+//! wasm_peer topology <now_unix> <seed> <doc.json> <secrets.json> [<node id hex to leave out>]
 //! wasm_peer process <secrets.json> <hops> <epoch> <first hop hex> <packet file>
 //! wasm_peer reply <secrets.json> <hops> <epoch> <surb file> <reply hex> <body out file>
 //! wasm_peer exit <secrets.json> <epoch> <packets file> <records out file>
@@ -45,7 +45,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("keys") if args.len() == 4 => keys(&args[1], &args[2], &args[3]),
-        Some("topology") if args.len() == 5 => topology(&args[1], &args[2], &args[3], &args[4]),
+        Some("topology") if args.len() == 5 || args.len() == 6 => {
+            topology(&args[1], &args[2], &args[3], &args[4], args.get(5).map(String::as_str))
+        }
         Some("process") if args.len() == 6 => process(&args[1], &args[2], &args[3], &args[4], &args[5]),
         Some("reply") if args.len() == 7 => reply(&args[1..]),
         Some("exit") if args.len() == 5 => exit(&args[1], &args[2], &args[3], &args[4]),
@@ -82,8 +84,10 @@ fn keys(hops: &str, seed: &str, out: &str) -> Result<(), Failure> {
 
 /// A signed 3-layer topology (default geometry, two nodes per layer, PoW
 /// difficulty 4) issued at `now`, its authority key and every node's
-/// secret key for every published epoch.
-fn topology(now: &str, seed: &str, doc_out: &str, secrets_out: &str) -> Result<(), Failure> {
+/// secret key for every published epoch. With `omit` (a node id in hex), the
+/// same seed's document without that node: the network after it left (same
+/// keys for every other node, so one secrets file serves both).
+fn topology(now: &str, seed: &str, doc_out: &str, secrets_out: &str, omit: Option<&str>) -> Result<(), Failure> {
     let now: u64 = now.parse()?;
     let mut rng = ChaCha20Rng::seed_from_u64(seed.parse()?);
     let geometry = Geometry::default();
@@ -122,8 +126,11 @@ fn topology(now: &str, seed: &str, doc_out: &str, secrets_out: &str) -> Result<(
             continue;
         }
         per_layer[layer] += 1;
-        secrets.insert(hex::encode(nox_topology::node_id_of(&identity.verifying_key()).0), epoch_secrets);
-        builder.add_node(descriptor.sign(&identity)?);
+        let id = hex::encode(nox_topology::node_id_of(&identity.verifying_key()).0);
+        if omit != Some(id.as_str()) {
+            builder.add_node(descriptor.sign(&identity)?);
+        }
+        secrets.insert(id, epoch_secrets);
     }
     let verified = builder.sign(&authority, now)?;
     std::fs::write(doc_out, verified.document().to_json()?)?;

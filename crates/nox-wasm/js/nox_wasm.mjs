@@ -199,6 +199,26 @@ export class NoxWasm {
     return done;
   }
 
+  /**
+   * Gives the client a newly verified topology (fetch one every epoch: the old one's keys run out).
+   * Returns the new reply gateway's id if the gateway changed (it left the network or is
+   * degraded), else null. After it, and after clientPollTimeouts (loop health can move the
+   * gateway), reconcile the links with clientGateways.
+   */
+  clientSetTopology(client, topology, nowMs, nowUnix) {
+    const out = this.call('nox_client_set_topology', [client >>> 0, topology >>> 0, millis(nowMs), unixSeconds(nowUnix)]);
+    return out.length === 0 ? null : out;
+  }
+
+  /**
+   * The gateways to keep a reply link to (each naming the client's mailbox): the current one
+   * first, then former gateways that replies in flight still name. Close links to the others.
+   */
+  clientGateways(client) {
+    const out = this.call('nox_client_gateways', [client >>> 0]);
+    return Array.from({ length: u32le(out) }, (_, i) => out.slice(4 + 32 * i, 36 + 32 * i));
+  }
+
   /** When to call again at the latest (monotonic ms as a Number), or null. */
   clientNextDeadline(client) {
     const out = this.call('nox_client_next_deadline', [client >>> 0]);

@@ -261,6 +261,33 @@ pub extern "C" fn nox_client_poll_timeouts(handle: u32, now_ms: u64, now_unix: u
     })
 }
 
+/// Gives the client core the verified topology behind `topology` (a copy).
+/// Output: empty (the reply gateway is unchanged) or the new reply gateway's
+/// id (32): link to it with the same mailbox, and see `nox_client_gateways`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_set_topology(handle: u32, topology: u32, now_ms: u64, now_unix: u64) -> i32 {
+    call(|m, _| {
+        m.client_set_topology(handle, topology, now(now_ms, now_unix))
+            .map(|gateway| gateway.map(|g| g.0.to_vec()).unwrap_or_default())
+    })
+}
+
+/// The gateways the host keeps reply links to (current first, then former
+/// ones that replies in flight still name). Output: count (u32 LE) ‖ count ×
+/// node id (32).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_client_gateways(handle: u32) -> i32 {
+    call(|m, _| {
+        m.client_gateways(handle).map(|gateways| {
+            let mut out = (gateways.len() as u32).to_le_bytes().to_vec();
+            for gateway in &gateways {
+                out.extend_from_slice(&gateway.0);
+            }
+            out
+        })
+    })
+}
+
 /// When to call again at the latest. Output: monotonic ms (u64 LE), or empty
 /// if nothing is scheduled.
 #[unsafe(no_mangle)]

@@ -201,6 +201,25 @@ impl Module {
         Ok(next.map(|at| u64::try_from(at.offset().as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)))
     }
 
+    /// Replaces the core's topology with a copy of the verified topology behind
+    /// `topology` (the host fetches a new document every epoch; the old one's
+    /// keys run out). Returns the new reply gateway if the current one left the
+    /// network or is degraded (`None`: unchanged); the host then links to it with
+    /// the same mailbox and keeps the links to every [`Module::client_gateways`]
+    /// entry. A topology of another geometry is refused.
+    pub fn client_set_topology(&mut self, handle: u32, topology: u32, now: Now) -> Result<Option<NodeId>, WasmError> {
+        let topology = self.topology(topology)?.clone();
+        Ok(self.client(handle)?.set_topology(topology, now)?)
+    }
+
+    /// Every gateway the host must keep a reply link to: the current one first,
+    /// then former gateways that SURBs of requests still in flight name (a
+    /// gateway change keeps them until those requests complete or time out).
+    /// Links to gateways no longer listed can be closed.
+    pub fn client_gateways(&mut self, handle: u32) -> Result<Vec<NodeId>, WasmError> {
+        Ok(self.client(handle)?.reply_gateways())
+    }
+
     /// Requests in flight and SURBs held, and the core's counters, as JSON.
     pub fn client_stats(&mut self, handle: u32) -> Result<String, WasmError> {
         let core = self.client(handle)?;
@@ -218,6 +237,8 @@ impl Module {
             "replies": stats.replies,
             "bad_replies": stats.bad_replies,
             "malformed_downstream": stats.malformed_downstream,
+            "degraded_nodes": stats.degraded_nodes,
+            "reply_gateways_evicted": stats.reply_gateways_evicted,
         })
         .to_string())
     }
