@@ -18,6 +18,42 @@ use nox_node::observe::{EventRecord, TruthRecord, parse_event, parse_truth};
 /// Marks a harness payload.
 pub const MAGIC: &[u8; 4] = b"NXA1";
 
+/// The observed network's nodes as the capture names them (`observe::short_id`).
+pub struct NodeNames {
+    /// `(short id, layer)` of every node, for [`join`].
+    pub nodes: Vec<(String, u8)>,
+    /// Short id by node id.
+    pub by_id: HashMap<nox_sphinx::NodeId, String>,
+    /// Short id by link key (what a raw send names its entry by).
+    pub by_link: HashMap<nox_link::LinkPublicKey, String>,
+}
+
+/// Names every node of `topology` as the nodes' observation logs do.
+pub fn node_names(topology: &nox_topology::VerifiedTopology) -> NodeNames {
+    let mut names = NodeNames { nodes: Vec::new(), by_id: HashMap::new(), by_link: HashMap::new() };
+    for node in topology.nodes() {
+        let short = nox_node::observe::short_id(&node.id);
+        let layer = topology.layer_of(&node.id).map_or(0, |l| l.0);
+        names.by_id.insert(node.id, short.clone());
+        names.by_link.insert(nox_link::LinkPublicKey(node.descriptor.link_key.to_bytes()), short.clone());
+        names.nodes.push((short, layer));
+    }
+    names
+}
+
+/// Wall-clock microseconds since the Unix epoch, the time base of the nodes' logs.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// How long after the last send a window stays open for the packets' way out: three hops of
+/// Exp(μ) are all but surely through after 1 s + 30 μ.
+pub fn drain_time(mu_ms: f64) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(1.0 + 0.030 * mu_ms)
+}
+
 /// The first 16 payload bytes for `message` to `destination`.
 pub fn message_head(message: u64, destination: u32) -> [u8; 16] {
     let mut head = [0u8; 16];

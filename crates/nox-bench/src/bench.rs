@@ -156,11 +156,11 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
                 .iter()
                 .map(|&r| nox_fec::ParityRatio::per_mille(r))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| BenchError::Failed(e.to_string()))?;
+                .map_err(crate::bench_common::err)?;
             let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(*seed);
             let started = std::time::Instant::now();
             let curve = nox_fec::recovery_curve(*data_shards, losses, &ratios, *trials, &mut rng)
-                .map_err(|e| BenchError::Failed(e.to_string()))?;
+                .map_err(crate::bench_common::err)?;
             let report = json!({
                 "kind": "fec-recovery-curve",
                 "parameters": { "data_shards": data_shards, "losses": losses,

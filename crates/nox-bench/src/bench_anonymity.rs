@@ -7,18 +7,18 @@
 //! cover task records its own packets in `[observe]`).
 
 use std::{
-    collections::HashMap,
     path::PathBuf,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
 use crate::{
-    anon_capture::{self, Captured, ClientSend},
+    anon_capture::{self, Captured, ClientSend, now_us},
     anon_score,
     bench::BenchError,
+    bench_common::{err, given_or},
 };
 use nox_testnet::{self as testnet, Layout, TestnetClient};
 
@@ -101,14 +101,6 @@ pub struct PhaseRun {
     pub dropped_records: u64,
 }
 
-fn err(e: impl std::fmt::Display) -> BenchError {
-    BenchError::Failed(e.to_string())
-}
-
-fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
-}
-
 impl AnonymityArgs {
     fn node_cover(&self) -> Vec<f64> {
         let mut rates = if !self.node_cover_rates.is_empty() {
@@ -123,24 +115,9 @@ impl AnonymityArgs {
     }
 
     fn resolved(&self) -> (Vec<f64>, Vec<u32>, Vec<f64>, f64) {
-        let pick = |given: &[f64], quick: &[f64], full: &[f64]| {
-            if !given.is_empty() {
-                given.to_vec()
-            } else if self.quick {
-                quick.to_vec()
-            } else {
-                full.to_vec()
-            }
-        };
-        let delays = pick(&self.delays_ms, &[0.0, 50.0], &[0.0, 1.0, 10.0, 50.0]);
-        let users = if !self.users.is_empty() {
-            self.users.clone()
-        } else if self.quick {
-            vec![5, 20]
-        } else {
-            vec![5, 20, 50]
-        };
-        let cover = pick(&self.cover_rates, &[0.0, 2.0], &[0.0, 1.0, 2.0, 5.0]);
+        let delays = given_or(&self.delays_ms, self.quick, &[0.0, 50.0], &[0.0, 1.0, 10.0, 50.0]);
+        let users = given_or(&self.users, self.quick, &[5, 20], &[5, 20, 50]);
+        let cover = given_or(&self.cover_rates, self.quick, &[0.0, 2.0], &[0.0, 1.0, 2.0, 5.0]);
         (delays, users, cover, self.seconds.unwrap_or(if self.quick { 3.0 } else { 10.0 }))
     }
 }
@@ -248,14 +225,7 @@ async fn run_phases(
     rng: &mut ChaCha20Rng,
 ) -> Result<(Vec<(String, u8)>, Vec<Window>), BenchError> {
     let mut client = TestnetClient::connect(&args.dir).map_err(err)?;
-    let mut short_of_link = HashMap::new();
-    let mut nodes = Vec::new();
-    for node in client.topology.nodes() {
-        let short = nox_node::observe::short_id(&node.id);
-        let layer = client.topology.layer_of(&node.id).map_or(0, |l| l.0);
-        short_of_link.insert(nox_link::LinkPublicKey(node.descriptor.link_key.to_bytes()), short.clone());
-        nodes.push((short, layer));
-    }
+    let names = anon_capture::node_names(&client.topology);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut windows = Vec::new();
     let mut next_message = 0u64;
@@ -276,7 +246,7 @@ async fn run_phases(
                 None
             };
             let (entry, packet) = client.build(&payload).map_err(err)?;
-            let short = short_of_link.get(&entry).cloned().unwrap_or_default();
+            let short = names.by_link.get(&entry).cloned().unwrap_or_default();
             packets.push((offset_s, client_id, message, entry, short, packet));
         }
         let start_us = now_us();
@@ -292,11 +262,10 @@ async fn run_phases(
         }
         let rest = Duration::from_secs_f64((seconds - started.elapsed().as_secs_f64()).max(0.0));
         tokio::time::sleep(rest).await;
-        // Drain: 3 hops of Exp(μ) are all but surely out after 1 s + 30 μ.
-        tokio::time::sleep(Duration::from_secs_f64(1.0 + 0.030 * spec.mu_ms)).await;
+        tokio::time::sleep(anon_capture::drain_time(spec.mu_ms)).await;
         windows.push((*spec, sends, start_us, now_us()));
     }
-    Ok((nodes, windows))
+    Ok((names.nodes, windows))
 }
 
 /// Poisson send times `(offset s, client, real?)` over `seconds`, sorted: real traffic at

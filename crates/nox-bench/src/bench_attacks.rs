@@ -16,6 +16,7 @@ use nox_anonymity::attacks::{
 
 use crate::{
     bench::BenchError,
+    bench_common::err,
     bench_json::{Chart, line, series, write_experiment},
 };
 
@@ -58,10 +59,6 @@ pub struct FecArqArgs {
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-fn err(e: impl std::fmt::Display) -> BenchError {
-    BenchError::Failed(e.to_string())
 }
 
 /// Single-thread PoW hash evaluations per second on this machine.

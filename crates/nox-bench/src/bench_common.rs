@@ -45,6 +45,33 @@ pub fn err(e: impl std::fmt::Display) -> BenchError {
     BenchError::Failed(e.to_string())
 }
 
+/// A sweep's values: those given on the command line, else the quick or the full default.
+pub fn given_or<T: Clone>(given: &[T], quick: bool, quick_default: &[T], full_default: &[T]) -> Vec<T> {
+    let chosen = if !given.is_empty() {
+        given
+    } else if quick {
+        quick_default
+    } else {
+        full_default
+    };
+    chosen.to_vec()
+}
+
+/// Charts named `<experiment>-<suffix>` become `<stem>-<suffix>`.
+fn rename_charts(charts: &mut [Value], experiment: &str, stem: &str) {
+    for chart in charts {
+        let renamed = chart
+            .get("file")
+            .and_then(Value::as_str)
+            .and_then(|f| f.strip_prefix(experiment))
+            .and_then(|rest| rest.strip_prefix('-'))
+            .map(|suffix| format!("{stem}-{suffix}"));
+        if let (Some(file), Some(obj)) = (renamed, chart.as_object_mut()) {
+            obj.insert("file".into(), Value::String(file));
+        }
+    }
+}
+
 /// Nearest-rank percentile of sorted samples (`q` in [0, 1]).
 pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
@@ -118,9 +145,28 @@ pub fn write_envelope(
     charts: Vec<Value>,
 ) -> Result<(), BenchError> {
     let out = common.out.clone().unwrap_or_else(|| PathBuf::from(format!("bench/data/{experiment}.json")));
+    write_report(&out, experiment, parameters, results, summary, charts)
+}
+
+/// Writes the experiment's envelope to `path` and prints its summary: the one writer behind
+/// [`write_envelope`] and [`crate::bench_json::write_experiment`]. Charts are named after the
+/// file: written to `bench/data/streams-mu50.json`, the chart `streams-throughput` becomes
+/// `streams-mu50-throughput`, so a second run of one experiment never overwrites the
+/// first one's charts.
+pub fn write_report(
+    path: &Path,
+    experiment: &str,
+    parameters: Value,
+    results: Value,
+    summary: Value,
+    mut charts: Vec<Value>,
+) -> Result<(), BenchError> {
+    if let Some(stem) = path.file_stem().and_then(|s| s.to_str()).filter(|s| *s != experiment) {
+        rename_charts(&mut charts, experiment, stem);
+    }
     let report = envelope(experiment, parameters, results, &summary, charts);
-    write_json(&out, &report)?;
-    println!("{experiment}: {summary}\nwrote {}", out.display());
+    write_json(path, &report)?;
+    println!("{experiment}: {summary}\nwrote {}", path.display());
     Ok(())
 }
 
@@ -294,6 +340,23 @@ mod tests {
         assert_eq!((s["max"].as_f64(), s["mean"].as_f64(), s["n"].as_u64()), (Some(100.0), Some(50.5), Some(100)));
         assert_eq!(percentile(&[], 0.5), None);
         assert_eq!(percentile(&[3.0], 0.99), Some(3.0));
+    }
+
+    #[test]
+    fn charts_are_named_after_the_file_they_are_written_to() {
+        let dir = std::env::temp_dir().join(format!("nox-bench-charts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let charts = || vec![json!({ "file": "streams-throughput" }), json!({ "file": "other-chart" })];
+        for (name, expected) in
+            [("streams.json", "streams-throughput"), ("streams-mu50.json", "streams-mu50-throughput")]
+        {
+            let path = dir.join(name);
+            write_report(&path, "streams", json!({}), json!({}), json!({}), charts()).unwrap();
+            let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            assert_eq!(written["charts"][0]["file"], expected);
+            assert_eq!(written["charts"][1]["file"], "other-chart", "only the experiment's own prefix changes");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use std::{
     collections::HashMap,
     path::PathBuf,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use nox_anonymity::{DelayModel, sender_entropy};
@@ -27,9 +27,9 @@ use rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::{
-    anon_capture::{self, Captured, ClientSend},
+    anon_capture::{self, Captured, ClientSend, now_us},
     bench::BenchError,
-    bench_common::{client, percentile, round3},
+    bench_common::{client, err, given_or, percentile, round3},
     bench_json::{line, round, series, write_experiment},
 };
 use nox_testnet::{self as testnet, Layout, TestnetClient};
@@ -43,8 +43,8 @@ pub struct CoverArgs {
     /// Client cover rates λ_P to sweep, packets/s (default 0,0.5,1,2,4,8).
     #[arg(long, value_delimiter = ',')]
     pub rates: Vec<f64>,
-    /// Mean delays per hop μ, ms, one testnet each (default 1,10,50; 1 ms is the shipped node
-    /// default).
+    /// Mean delays per hop μ, ms, one testnet each (default 1,10,50; 50 ms is the node's
+    /// shipped default, 1 ms the testnet's).
     #[arg(long, value_delimiter = ',')]
     pub delays_ms: Vec<f64>,
     /// Clients per phase.
@@ -83,27 +83,10 @@ const ECHO_BYTES: usize = 64;
 /// A setting is "near the maximum" at this share of the best mean entropy of its μ.
 const NEAR_MAX: f64 = 0.9;
 
-fn err(e: impl std::fmt::Display) -> BenchError {
-    BenchError::Failed(e.to_string())
-}
-
-fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
 impl CoverArgs {
     fn resolved(&self) -> (Vec<f64>, Vec<f64>, f64) {
-        let pick = |given: &[f64], quick: &[f64], full: &[f64]| {
-            if !given.is_empty() {
-                given.to_vec()
-            } else if self.quick {
-                quick.to_vec()
-            } else {
-                full.to_vec()
-            }
-        };
-        let rates = pick(&self.rates, &[0.0, 2.0], &[0.0, 0.5, 1.0, 2.0, 4.0, 8.0]);
-        let delays = pick(&self.delays_ms, &[1.0], &[1.0, 10.0, 50.0]);
+        let rates = given_or(&self.rates, self.quick, &[0.0, 2.0], &[0.0, 0.5, 1.0, 2.0, 4.0, 8.0]);
+        let delays = given_or(&self.delays_ms, self.quick, &[1.0], &[1.0, 10.0, 50.0]);
         (rates, delays, self.seconds.unwrap_or(if self.quick { 6.0 } else { 40.0 }))
     }
 }
@@ -191,21 +174,12 @@ async fn run_phases(
     seconds: f64,
     rng: &mut ChaCha20Rng,
 ) -> Result<Run, BenchError> {
-    let probe = TestnetClient::connect(&args.dir).map_err(err)?;
-    let mut short_of = HashMap::new();
-    let mut nodes = Vec::new();
-    for node in probe.topology.nodes() {
-        let short = nox_node::observe::short_id(&node.id);
-        let layer = probe.topology.layer_of(&node.id).map_or(0, |l| l.0);
-        short_of.insert(node.id, short.clone());
-        nodes.push((short, layer));
-    }
-    drop(probe);
+    let names = anon_capture::node_names(&TestnetClient::connect(&args.dir).map_err(err)?.topology);
     let mut phases = Vec::new();
     for &cover_rate in rates {
-        phases.push(phase(args, mu_ms, cover_rate, seconds, &short_of, rng).await?);
+        phases.push(phase(args, mu_ms, cover_rate, seconds, &names.by_id, rng).await?);
     }
-    Ok((nodes, phases))
+    Ok((names.nodes, phases))
 }
 
 async fn phase(
@@ -262,10 +236,9 @@ async fn phase(
             _ => failures += 1,
         }
     }
-    // At least the whole request window, then the last packets' way out: 3 hops of Exp(μ) are
-    // all but surely through after 1 s + 30 μ.
+    // At least the whole request window, then the last packets' way out.
     let rest = Duration::from_secs_f64((seconds - opened.elapsed().as_secs_f64()).max(0.0));
-    tokio::time::sleep(rest + Duration::from_secs_f64(1.0 + 0.030 * mu_ms)).await;
+    tokio::time::sleep(rest + anon_capture::drain_time(mu_ms)).await;
     let end_us = now_us();
     let window_s = (end_us - start_us) as f64 / 1e6;
     drop(handles);

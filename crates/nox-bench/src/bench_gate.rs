@@ -24,6 +24,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
 use crate::bench::BenchError;
+use crate::bench_common::err as failed;
 
 /// One operation the gate counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -61,10 +62,6 @@ const REPLY_LEN: usize = 300 * 1024;
 const DATA_SHARDS: usize = 11;
 const PARITY_SHARDS: usize = 4;
 const LOST_DATA_SHARDS: usize = 4;
-
-fn failed(e: impl std::fmt::Display) -> BenchError {
-    BenchError::Failed(e.to_string())
-}
 
 fn sphinx_setup() -> Result<(Geometry, SecretKey, Vec<PathHop>, ChaCha20Rng), BenchError> {
     let mut rng = ChaCha20Rng::seed_from_u64(1);

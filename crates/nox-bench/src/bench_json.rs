@@ -57,11 +57,8 @@ pub fn write_experiment(
     summary: Value,
     charts: Vec<Value>,
 ) -> Result<(), BenchError> {
-    let report = crate::bench_common::envelope(experiment, parameters, results, &summary, charts);
     let path = out_dir.join(format!("{experiment}.json"));
-    crate::bench::write_json(&path, &report)?;
-    println!("wrote {}", path.display());
-    Ok(())
+    crate::bench_common::write_report(&path, experiment, parameters, results, summary, charts)
 }
 
 /// `NaN`/infinite values become `null` in JSON; this rounds finite ones for readability.

@@ -31,7 +31,6 @@ use std::{
 use nox_client::ClientConfig;
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{
     bench::BenchError,
@@ -638,36 +637,16 @@ async fn request_worker(
 
 /// The HTTP server the exits fetch from: records every `/soak/<id>` it answers.
 fn http_server(listener: std::net::TcpListener, reply_bytes: usize, load: Arc<Load>) -> Result<(), BenchError> {
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(err)?;
     let body = Arc::new(vec![0x5a; reply_bytes]);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let (body, load) = (body.clone(), load.clone());
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 2048];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16 * 1024 {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let text = String::from_utf8_lossy(&request);
-                let id =
-                    text.split_whitespace().nth(1).and_then(|p| p.strip_prefix("/soak/")).and_then(|i| i.parse().ok());
-                let Some(id) = id else { return };
-                if let Ok(mut served) = load.served.lock() {
-                    served.insert(id);
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(&body).await;
-            });
+    testnet::servers::http_server_with(listener, move |path| {
+        let id: Option<u64> = path.strip_prefix("/soak/").and_then(|i| i.parse().ok());
+        if let (Some(id), Ok(mut served)) = (id, load.served.lock()) {
+            served.insert(id);
         }
-    });
+        let body = id.map(|_| body.clone());
+        async move { body }
+    })
+    .map_err(err)?;
     Ok(())
 }
 

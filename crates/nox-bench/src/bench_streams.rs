@@ -62,6 +62,10 @@ pub struct StreamsArgs {
     /// Seconds one transfer may take before it counts as failed.
     #[arg(long, default_value_t = 300)]
     transfer_timeout_s: u64,
+    /// Mean mixing delay per hop μ of the testnet, ms (default: the testnet's 1 ms; 50 is what
+    /// nodes outside a testnet ship with). Use with `--out` to keep the default run's file.
+    #[arg(long)]
+    mean_delay_ms: Option<f64>,
 }
 
 /// Size of the time-to-first-byte object.
@@ -614,8 +618,14 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
     // and nothing else on loopback.
     let listener = bind_loopback().map_err(err)?;
     let server = listener.local_addr().map_err(err)?;
-    let layout =
-        Layout { exit_allow: vec![server], per_layer: 1, base_port: args.common.base_port, ..Layout::default() };
+    let defaults = Layout::default();
+    let layout = Layout {
+        exit_allow: vec![server],
+        per_layer: 1,
+        base_port: args.common.base_port,
+        mean_delay_ms: args.mean_delay_ms.unwrap_or(defaults.mean_delay_ms),
+        ..defaults
+    };
     let mean_delay_ms = layout.mean_delay_ms;
     let node_cover = (layout.loop_rate, layout.drop_rate);
     let net = Net::up(&args.common.dir, &layout)?;

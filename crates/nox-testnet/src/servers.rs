@@ -214,20 +214,42 @@ pub fn bind_loopback() -> io::Result<std::net::TcpListener> {
 /// A one-route HTTP/1.1 server on a listener bound earlier (on the current Tokio runtime),
 /// answering `body` to every request (`connection: close`). Returns its address.
 pub fn http_server_on(listener: std::net::TcpListener, body: Vec<u8>) -> io::Result<SocketAddr> {
-    let (listener, addr) = adopt(listener)?;
     let body = Arc::new(body);
+    http_server_with(listener, move |_path| {
+        let body = body.clone();
+        async move { Some(body) }
+    })
+}
+
+/// An HTTP/1.1 server on a listener bound earlier (on the current Tokio runtime) that asks
+/// `answer` for each request, given the request target (the path): `Some(body)` is sent as a
+/// 200 (`application/octet-stream`, `connection: close`), `None` closes the connection
+/// unanswered. `answer` may wait (a server that holds requests until released). A request
+/// head over 16 KiB is dropped. Returns its address.
+pub fn http_server_with<F, Fut>(listener: std::net::TcpListener, answer: F) -> io::Result<SocketAddr>
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<Arc<Vec<u8>>>> + Send + 'static,
+{
+    let (listener, addr) = adopt(listener)?;
+    let answer = Arc::new(answer);
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let body = body.clone();
+            let answer = answer.clone();
             tokio::spawn(async move {
                 let mut request = Vec::new();
                 let mut buf = [0u8; 4096];
                 while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    if request.len() > MAX_HEAD {
+                        return;
+                    }
                     match stream.read(&mut buf).await {
                         Ok(0) | Err(_) => return,
                         Ok(n) => request.extend_from_slice(&buf[..n]),
                     }
                 }
+                let path = String::from_utf8_lossy(&request).split_whitespace().nth(1).unwrap_or("").to_string();
+                let Some(body) = answer(path).await else { return };
                 let head = format!(
                     "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                     body.len()

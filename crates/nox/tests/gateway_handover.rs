@@ -27,10 +27,7 @@ use std::{
 use nox_client::{Client, ClientConfig, ClientHandle, HealthConfig, ReplyLinkStatus, ShellConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
 use nox_sphinx::NodeId;
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    sync::watch,
-};
+use tokio::sync::watch;
 
 mod common;
 
@@ -67,37 +64,19 @@ struct HeldServer {
 }
 
 fn held_server() -> HeldServer {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let addr = listener.local_addr().expect("address");
-    let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+    let listener = nox_testnet::servers::bind_loopback().expect("bind");
     let arrived = Arc::new(AtomicUsize::new(0));
     let (release, released) = watch::channel(false);
     let count = arrived.clone();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let count = count.clone();
-            let mut released = released.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                count.fetch_add(1, Ordering::SeqCst);
-                let _ = released.wait_for(|r| *r).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    BODY.len()
-                );
-                let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(BODY).await;
-            });
+    let addr = nox_testnet::servers::http_server_with(listener, move |_path| {
+        count.fetch_add(1, Ordering::SeqCst);
+        let mut released = released.clone();
+        async move {
+            let _ = released.wait_for(|r| *r).await;
+            Some(Arc::new(BODY.to_vec()))
         }
-    });
+    })
+    .expect("a held HTTP server");
     HeldServer { addr, arrived, release }
 }
 
