@@ -1,7 +1,7 @@
 //! The nox-wasm module's Rust core (what every export calls) on arbitrary
 //! arguments: raw hop lists, SURB ids and bodies, topology documents and
 //! authority keys, client configurations, request kinds and bodies,
-//! downstream records, handles. Nothing may panic (a panic is a trap in the
+//! downstream records, newer topologies, handles. Nothing may panic (a panic is a trap in the
 //! browser); refusals are typed errors.
 #![no_main]
 
@@ -105,6 +105,11 @@ fuzz_target!(|data: &[u8]| {
                     }
                     let _ = module.client_poll_timeouts(client.handle, now(u64::MAX, u64::MAX));
                     let _ = module.client_stats(client.handle);
+                    // A newer topology: a handle of any kind, then the same document at the end of time.
+                    let other = u32::from(b.first().copied().unwrap_or(0) % 4);
+                    let _ = module.client_set_topology(client.handle, other, t);
+                    let _ = module.client_set_topology(client.handle, topology, now(u64::MAX, u64::MAX));
+                    let _ = module.client_gateways(client.handle);
                 }
             }
         }

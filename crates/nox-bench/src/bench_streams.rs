@@ -675,7 +675,7 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
     drop(net);
 
     let summary = summarize(&rows);
-    let charts = charts(&rows);
+    let charts = charts(&rows, mean_delay_ms);
     let failures: u64 = rows
         .iter()
         .flat_map(|r| {
@@ -751,7 +751,7 @@ fn summarize(rows: &[Value]) -> Value {
     Value::Object(out)
 }
 
-fn charts(rows: &[Value]) -> Vec<Value> {
+fn charts(rows: &[Value], mean_delay_ms: f64) -> Vec<Value> {
     let bars: Vec<Value> = rows
         .iter()
         .map(|r| {
@@ -781,7 +781,7 @@ fn charts(rows: &[Value]) -> Vec<Value> {
     vec![
         chart(
             "streams-throughput",
-            "SOCKS5 streams: throughput, mixnet (μ = 1 ms) vs direct loopback",
+            &format!("SOCKS5 streams: throughput, mixnet (μ = {mean_delay_ms} ms) vs direct loopback"),
             "bar",
             ("transfer", "MiB/s"),
             (false, true),
@@ -789,7 +789,7 @@ fn charts(rows: &[Value]) -> Vec<Value> {
         ),
         chart(
             "streams-ttfb-cdf",
-            "SOCKS5 streams: time to first byte of GET /bytes/1024",
+            &format!("SOCKS5 streams: time to first byte of GET /bytes/1024 (μ = {mean_delay_ms} ms)"),
             "cdf",
             ("time to first byte (ms)", "fraction"),
             (true, false),
