@@ -72,6 +72,10 @@ pub struct CoverArgs {
     /// Seed of the request schedule.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Phases per (μ, λ_P) point, one after another on the same testnet: the JSON keeps every
+    /// phase, and the summary and charts give each point's mean with its range.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
 }
 
 /// The processing floor of the adversary's delay model, µs: what a node takes without mixing
@@ -95,6 +99,8 @@ impl CoverArgs {
 struct Phase {
     mu_ms: f64,
     cover_rate: f64,
+    /// Which repetition of its (μ, λ_P) point this is (0-based).
+    repeat: u32,
     sends: Vec<ClientSend>,
     /// Message number of each request fragment head.
     heads: HashMap<[u8; 16], u64>,
@@ -148,8 +154,9 @@ pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
             });
             let row = score(args, phase, &captured, dropped, packet_len);
             println!(
-                "μ = {mu_ms} ms, λ_P = {}/s: {} requests ({} failed), H = {} bits ({} of log₂ {}), RTT p50 {} ms, {} GB/day up",
+                "μ = {mu_ms} ms, λ_P = {}/s (phase {}): {} requests ({} failed), H = {} bits ({} of log₂ {}), RTT p50 {} ms, {} GB/day up",
                 phase.cover_rate,
+                phase.repeat + 1,
                 phase.rtts_ms.len(),
                 phase.failures,
                 row["entropy"]["mean_bits"],
@@ -177,7 +184,11 @@ async fn run_phases(
     let names = anon_capture::node_names(&TestnetClient::connect(&args.dir).map_err(err)?.topology);
     let mut phases = Vec::new();
     for &cover_rate in rates {
-        phases.push(phase(args, mu_ms, cover_rate, seconds, &names.by_id, rng).await?);
+        for repeat in 0..args.repeats {
+            let mut done = phase(args, mu_ms, cover_rate, seconds, &names.by_id, rng).await?;
+            done.repeat = repeat;
+            phases.push(done);
+        }
     }
     Ok((names.nodes, phases))
 }
@@ -265,7 +276,7 @@ async fn phase(
     sends.sort_by_key(|s| s.time_us);
     // The clients' links close with their handles; let the nodes settle before the next phase.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    Ok(Phase { mu_ms, cover_rate, sends, heads, start_us, end_us, rtts_ms, failures, per_client, window_s })
+    Ok(Phase { mu_ms, cover_rate, repeat: 0, sends, heads, start_us, end_us, rtts_ms, failures, per_client, window_s })
 }
 
 /// Share of clients a volume classifier gets right when it calls the `active` busiest
@@ -302,7 +313,8 @@ fn score(args: &CoverArgs, phase: &Phase, c: &Captured, dropped: u64, packet_len
     let all_rate = rate(0..phase.per_client.len());
     let per_day = |packets_per_s: f64| round3(packets_per_s * packet_len as f64 * 86_400.0 / 1e9);
     json!({
-        "mu_ms": phase.mu_ms, "cover_rate": phase.cover_rate, "clients": args.clients, "active_clients": args.active,
+        "mu_ms": phase.mu_ms, "cover_rate": phase.cover_rate, "repeat": phase.repeat,
+        "clients": args.clients, "active_clients": args.active,
         "requests": phase.rtts_ms.len() as u64 + phase.failures, "request_failures": phase.failures,
         "messages_sent": c.sent, "messages_delivered_observed": c.delivered, "events": c.observation.events.len(),
         "unknown_node_records": c.unknown_nodes, "observation_records_dropped": dropped,
@@ -337,6 +349,18 @@ fn get(v: &Value, path: &[&str]) -> f64 {
     path.iter().fold(v, |v, k| &v[*k]).as_f64().unwrap_or(f64::NAN)
 }
 
+/// Mean, minimum and maximum of the finite values (`None` if there are none).
+fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let n = finite.len();
+    (n > 0).then(|| {
+        let mean = finite.iter().sum::<f64>() / n as f64;
+        let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (mean, lo, hi)
+    })
+}
+
 /// Per μ: the smallest λ_P whose mean entropy is at least [`NEAR_MAX`] of the best of that μ.
 pub fn smallest_near_max(points: &[(f64, f64)]) -> Option<f64> {
     let best = points.iter().map(|p| p.1).filter(|h| h.is_finite()).fold(f64::NAN, f64::max);
@@ -361,10 +385,23 @@ fn write(
     let mut per_mu = Vec::new();
     let (mut entropy, mut rtt) = (Vec::new(), Vec::new());
     for &mu in delays {
-        let mine: Vec<&Value> = rows.iter().filter(|r| get(r, &["mu_ms"]) == mu).collect();
-        let x: Vec<f64> = mine.iter().map(|r| get(r, &["cover_rate"])).collect();
-        let h: Vec<f64> = mine.iter().map(|r| get(r, &["entropy", "mean_bits"])).collect();
-        let p50: Vec<f64> = mine.iter().map(|r| get(r, &["rtt_ms", "p50"])).collect();
+        // One point per λ_P: the mean over its phases, with the range.
+        let (mut x, mut h, mut p50, mut detail) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for &rate in rates {
+            let phases: Vec<&Value> =
+                rows.iter().filter(|r| get(r, &["mu_ms"]) == mu && get(r, &["cover_rate"]) == rate).collect();
+            let of = |path: &[&str]| spread(&phases.iter().map(|r| get(r, path)).collect::<Vec<_>>());
+            let (bits, top1, rtt) =
+                (of(&["entropy", "mean_bits"]), of(&["entropy", "top1_accuracy"]), of(&["rtt_ms", "p50"]));
+            x.push(rate);
+            h.push(bits.map_or(f64::NAN, |b| b.0));
+            p50.push(rtt.map_or(f64::NAN, |r| r.0));
+            let range = |v: Option<(f64, f64, f64)>, digits| {
+                v.map(|(mean, lo, hi)| json!({ "mean": round(mean, digits), "min": round(lo, digits), "max": round(hi, digits) }))
+            };
+            detail.push(json!({ "cover_rate": rate, "phases": phases.len(), "mean_bits": range(bits, 3),
+                "top1_accuracy": range(top1, 3), "rtt_p50_ms": range(rtt, 1) }));
+        }
         let points: Vec<(f64, f64)> = x.iter().copied().zip(h.iter().copied()).collect();
         let best = h.iter().copied().filter(|v| v.is_finite()).fold(f64::NAN, f64::max);
         let at_daemon = points.iter().find(|p| p.0 == daemon).map(|p| p.1);
@@ -375,6 +412,7 @@ fn write(
             "smallest_rate_near_best": smallest_near_max(&points),
             "daemon_rate": daemon,
             "daemon_share_of_best": at_daemon.map(|v| round(v / best, 3)),
+            "points": detail,
         }));
         entropy.push(series(&format!("μ = {mu} ms"), &x, &h));
         rtt.push(series(&format!("μ = {mu} ms"), &x, &p50));
@@ -386,7 +424,7 @@ fn write(
         "client": "nox-client as the daemon runs it: ClientConfig::default() with cover_rate = λ_P (substitution: real packets take Poisson slots; loop_fraction of the rest are loops)",
         "clients": args.clients, "active_clients": args.active,
         "requests": format!("echo of {ECHO_BYTES} B, Poisson {} /s per active client", args.request_rate),
-        "seconds_per_phase": seconds, "quick": args.quick, "seed": args.seed,
+        "seconds_per_phase": seconds, "quick": args.quick, "seed": args.seed, "repeats": args.repeats,
         "adversary": "global passive observer of every link (client sends from the clients' own send reports, node departures from [observe]); sender entropy as nox bench anonymity (Exp(μ) likelihood, processing floor below)",
         "processing_floor_us": PROCESSING_FLOOR_US,
         "near_best": NEAR_MAX,
@@ -437,6 +475,13 @@ mod tests {
     }
 
     #[test]
+    fn repeated_phases_average_with_their_range() {
+        assert_eq!(spread(&[2.0, 1.0, f64::NAN, 3.0]), Some((2.0, 1.0, 3.0)));
+        assert_eq!(spread(&[f64::NAN]), None);
+        assert_eq!(spread(&[]), None);
+    }
+
+    #[test]
     fn quick_and_full_sweeps() {
         let mut args = CoverArgs {
             quick: true,
@@ -450,6 +495,7 @@ mod tests {
             dir: ".x".into(),
             out: None,
             seed: 1,
+            repeats: 1,
         };
         assert_eq!(args.resolved(), (vec![0.0, 2.0], vec![1.0], 6.0));
         args.quick = false;
