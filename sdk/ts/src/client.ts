@@ -57,6 +57,10 @@ export interface ClientCoreModule {
   /** Monotonic ms at which to call again at the latest, or null. */
   nextDeadline(client: number): number | null;
   stats(client: number): Record<string, number>;
+  /** A newer verified topology for the core: the new reply gateway if it moved, else null. */
+  setTopology(client: number, topology: number, nowMs: number, nowUnix: number): Uint8Array | null;
+  /** The gateways to keep a reply link to: the current one first, then former ones replies in flight name. */
+  gateways(client: number): Uint8Array[];
   linkStart(topology: number, node: Uint8Array, mailbox: Uint8Array | null): { link: LinkMachine; first: Uint8Array };
   drop(handle: number): void;
 }
@@ -89,6 +93,12 @@ export interface NoxClientOptions {
   fetch?: typeof fetch;
   /** ws: or wss: (default ws:). */
   scheme?: "ws" | "wss";
+  /**
+   * Fetch the directory's document again this often (default 600 000 ms; 0: never, call
+   * `refreshTopology` yourself). Packets are built for the current key epoch, and a gateway
+   * that left the network is replaced only when a newer document says so.
+   */
+  topologyRefreshMs?: number;
 }
 
 /** Request kinds of docs/spec/messages.md §2. */
@@ -119,6 +129,31 @@ interface LinkSettings {
   WebSocket: WebSocketLike;
 }
 
+/** Where the document comes from, kept for refreshes. */
+interface Directory {
+  urls: string[];
+  authority: Uint8Array;
+  fetch: typeof fetch;
+}
+
+/** Fetches the document from the first directory that serves one that verifies; returns its handle. */
+async function fetchTopology(m: ClientCoreModule, directory: Directory): Promise<number> {
+  const failures: string[] = [];
+  for (const url of directory.urls) {
+    try {
+      const answer = await directory.fetch(url);
+      if (!answer.ok) {
+        throw new Error(`HTTP ${answer.status}`);
+      }
+      const body = new Uint8Array(await answer.arrayBuffer());
+      return m.verifyTopology(body, directory.authority, nowUnix());
+    } catch (error) {
+      failures.push(`${url}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  throw new NoxError("topology", `no directory served a topology that verifies: ${failures.join("; ")}`);
+}
+
 interface Waiter {
   resolve(body: Uint8Array): void;
   reject(error: NoxError): void;
@@ -127,11 +162,16 @@ interface Waiter {
 /** A connected client. `request` sends one anonymous request; `provider()` gives an EIP-1193 provider. */
 export class NoxClient implements MixnetRequester {
   readonly #m: ClientCoreModule;
-  readonly #topology: number;
+  #topology: number;
   readonly #client: number;
-  readonly #nodes: Map<string, TopologyNode>;
-  readonly #gateway: Uint8Array;
+  #nodes: Map<string, TopologyNode>;
+  /** The current reply gateway (new SURBs name it). */
+  #gateway: Uint8Array;
+  /** Every gateway a reply link (with the mailbox) is kept to, hex: the core's `gateways`. */
+  #replyGateways: Set<string>;
   readonly #mailbox: Uint8Array;
+  readonly #directory: Directory;
+  #refresh: ReturnType<typeof setTimeout> | undefined;
   readonly #options: LinkSettings;
   readonly #links = new Map<string, NodeLink>();
   readonly #waiting = new Map<bigint, Waiter>();
@@ -147,14 +187,17 @@ export class NoxClient implements MixnetRequester {
     nodes: TopologyNode[],
     client: { handle: number; gateway: Uint8Array; mailbox: Uint8Array },
     options: LinkSettings,
+    directory: Directory,
   ) {
     this.#m = m;
     this.#topology = topology;
     this.#nodes = new Map(nodes.map((n) => [n.id, n]));
     this.#client = client.handle;
     this.#gateway = client.gateway;
+    this.#replyGateways = new Set([hex(client.gateway)]);
     this.#mailbox = client.mailbox;
     this.#options = options;
+    this.#directory = directory;
   }
 
   /**
@@ -174,24 +217,8 @@ export class NoxClient implements MixnetRequester {
     }
     const m = options.module;
     const urls = typeof options.directory === "string" ? [options.directory] : [...options.directory];
-    let topology: number | undefined;
-    const failures: string[] = [];
-    for (const url of urls) {
-      try {
-        const answer = await fetchImpl(url);
-        if (!answer.ok) {
-          throw new Error(`HTTP ${answer.status}`);
-        }
-        const body = new Uint8Array(await answer.arrayBuffer());
-        topology = m.verifyTopology(body, authority, nowUnix());
-        break;
-      } catch (error) {
-        failures.push(`${url}: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
-    if (topology === undefined) {
-      throw new NoxError("topology", `no directory served a topology that verifies: ${failures.join("; ")}`);
-    }
+    const directory: Directory = { urls, authority, fetch: fetchImpl };
+    const topology = await fetchTopology(m, directory);
     const nodes = m.topologyNodes(topology, nowUnix());
     const config = new TextEncoder().encode(
       JSON.stringify({
@@ -206,11 +233,14 @@ export class NoxClient implements MixnetRequester {
       m.drop(topology);
       throw new NoxError("topology", `the client cannot use this topology: ${String(error)}`, { cause: error });
     }
-    const client = new NoxClient(m, topology, nodes, core, {
-      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000,
-      scheme: options.scheme ?? "ws",
-      WebSocket: WebSocketImpl,
-    });
+    const client = new NoxClient(
+      m,
+      topology,
+      nodes,
+      core,
+      { handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000, scheme: options.scheme ?? "ws", WebSocket: WebSocketImpl },
+      directory,
+    );
     try {
       await client.#link(client.#gateway).ready;
     } catch (error) {
@@ -218,7 +248,94 @@ export class NoxClient implements MixnetRequester {
       throw error;
     }
     client.#schedule();
+    client.#scheduleRefresh(options.topologyRefreshMs ?? 600_000);
     return client;
+  }
+
+  /**
+   * Fetches and verifies the directory's document again and gives it to the core. If the
+   * reply gateway left the network (or loop cover found it degraded), the core draws a new
+   * one: a link to it opens with the same mailbox, and the old gateway's link stays open
+   * until the requests whose replies it carries are over (gateway hand-over). Resolves with
+   * the new gateway's id (hex), or null if it did not change. Rejects with `topology`.
+   */
+  async refreshTopology(): Promise<string | null> {
+    if (this.#closed) {
+      throw new NoxError("closed", "the client is closed");
+    }
+    const topology = await fetchTopology(this.#m, this.#directory);
+    let moved: Uint8Array | null;
+    let nodes: TopologyNode[];
+    try {
+      moved = this.#m.setTopology(this.#client, topology, nowMs(), nowUnix());
+      nodes = this.#m.topologyNodes(topology, nowUnix());
+    } catch (error) {
+      this.#m.drop(topology);
+      throw new NoxError("topology", `the client cannot use this topology: ${String(error)}`, { cause: error });
+    }
+    // Links already open keep their state; new ones are started under the new document.
+    this.#m.drop(this.#topology);
+    this.#topology = topology;
+    this.#nodes = new Map(nodes.map((n) => [n.id, n]));
+    this.#reconcileGateways();
+    this.#schedule();
+    return moved === null ? null : hex(moved);
+  }
+
+  /** The reply gateways' links follow the core: open to each listed gateway, closed to the others. */
+  #reconcileGateways(): void {
+    if (this.#closed) {
+      return;
+    }
+    let listed: Uint8Array[];
+    try {
+      listed = this.#m.gateways(this.#client);
+    } catch {
+      return;
+    }
+    const current = listed[0];
+    if (current === undefined) {
+      return;
+    }
+    const before = this.#replyGateways;
+    this.#gateway = current;
+    this.#replyGateways = new Set(listed.map(hex));
+    // A gateway new to the list gets its link now; a listed one whose link died is redialed
+    // with backoff by #linkClosed, never here (this runs at every slot).
+    for (const gateway of listed.filter((g) => !before.has(hex(g)))) {
+      try {
+        this.#link(gateway);
+      } catch {
+        // No WebSocket endpoint in the topology: replies through it are lost and their
+        // requests time out, as for any lost packet.
+      }
+    }
+    for (const id of before) {
+      if (!this.#replyGateways.has(id)) {
+        const link = this.#links.get(id);
+        this.#links.delete(id);
+        link?.close();
+      }
+    }
+  }
+
+  #scheduleRefresh(everyMs: number): void {
+    if (this.#closed || !(everyMs > 0)) {
+      return;
+    }
+    this.#refresh = setTimeout(() => {
+      this.refreshTopology().then(
+        () => this.#scheduleRefresh(everyMs),
+        () => this.#scheduleRefresh(everyMs),
+      );
+    }, everyMs);
+    // In Node, a pending refresh does not keep the process alive.
+    (this.#refresh as { unref?: () => void }).unref?.();
+  }
+
+  /** The gateways reply links are kept to (hex): the current one first, then former ones still owed replies. */
+  get replyGateways(): string[] {
+    return [...this.#replyGateways];
   }
 
   /** The reply gateway's node id, hex. */
@@ -312,6 +429,7 @@ export class NoxClient implements MixnetRequester {
     this.#closed = true;
     clearTimeout(this.#timer);
     clearTimeout(this.#reconnect);
+    clearTimeout(this.#refresh);
     for (const link of this.#links.values()) {
       link.close();
     }
@@ -328,7 +446,7 @@ export class NoxClient implements MixnetRequester {
     this.#m.drop(this.#topology);
   }
 
-  /** The link to `node`, opened if needed (with the mailbox on the gateway's). */
+  /** The link to `node`, opened if needed (with the mailbox on a reply gateway's). */
   #link(node: Uint8Array): NodeLink {
     const id = hex(node);
     const existing = this.#links.get(id);
@@ -339,7 +457,7 @@ export class NoxClient implements MixnetRequester {
     if (info?.websocket === undefined) {
       throw new NoxError("transport", `node ${id.slice(0, 8)} has no WebSocket endpoint in the topology`);
     }
-    const mailbox = id === hex(this.#gateway) ? this.#mailbox : null;
+    const mailbox = this.#replyGateways.has(id) ? this.#mailbox : null;
     const { link, first } = this.#m.linkStart(this.#topology, node, mailbox);
     const url = `${this.#options.scheme}://${info.websocket}/`;
     const created = new NodeLink(
@@ -374,6 +492,8 @@ export class NoxClient implements MixnetRequester {
       const done = this.#m.onDownstream(this.#client, from, record, nowMs(), nowUnix());
       if (done !== null) {
         this.#finish(done);
+        // Its SURBs are spent: a former gateway owed nothing more leaves the list.
+        this.#reconcileGateways();
       }
     } catch {
       // A record the core refuses (malformed, unknown SURB) is dropped; the core counts it.
@@ -452,6 +572,8 @@ export class NoxClient implements MixnetRequester {
     for (const done of this.#m.pollTimeouts(this.#client, now, unix)) {
       this.#finish(done);
     }
+    // Timeouts end requests, and loop cover may have found the gateway degraded.
+    this.#reconcileGateways();
     const deadline = this.#m.nextDeadline(this.#client);
     if (deadline !== null) {
       this.#timer = setTimeout(() => this.#schedule(), Math.max(0, deadline - nowMs()));

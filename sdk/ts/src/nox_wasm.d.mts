@@ -53,6 +53,8 @@ export declare class NoxWasm {
   ): { id: bigint; response?: { status: number; body: Uint8Array }; error?: string }[];
   clientNextDeadline(client: number): number | null;
   clientStats(client: number): Record<string, number>;
+  clientSetTopology(client: number, topology: number, nowMs?: number, nowUnix?: number): Uint8Array | null;
+  clientGateways(client: number): Uint8Array[];
   linkStart(topology: number, node: Uint8Array, mailbox: Uint8Array | null): { handle: number; first: Uint8Array };
   linkFeed(handle: number, bytes: Uint8Array): { established: boolean; send: Uint8Array; records: Uint8Array[] };
   linkSeal(handle: number, packet: Uint8Array): Uint8Array;

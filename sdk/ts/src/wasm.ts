@@ -28,6 +28,8 @@ export async function loadModule(source: BufferSource | WebAssembly.Module): Pro
     pollTimeouts: (client, nowMs, nowUnix) => m.clientPollTimeouts(client, nowMs, nowUnix),
     nextDeadline: (client) => m.clientNextDeadline(client),
     stats: (client) => m.clientStats(client),
+    setTopology: (client, topology, nowMs, nowUnix) => m.clientSetTopology(client, topology, nowMs, nowUnix),
+    gateways: (client) => m.clientGateways(client),
     linkStart: (topology, nodeId, mailbox) => {
       const { handle, first } = m.linkStart(topology, nodeId, mailbox);
       return {

@@ -1,7 +1,8 @@
 // NoxClient's shell logic with a fake module, fetch and WebSocket (the real
 // module and network are in testnet.test.mjs): the gateway link's loss fails
 // the requests in flight with the reason and is redialed with backoff, never
-// in a tight loop; a closed client rejects and frees everything.
+// in a tight loop; a closed client rejects and frees everything; a newer topology
+// moves the gateway and the old gateway's link stays open while replies are owed.
 
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
@@ -9,33 +10,48 @@ import { NoxClient, NoxError } from "../dist/index.js";
 
 const GATEWAY = new Uint8Array(32).fill(0xaa);
 const ENTRY = new Uint8Array(32).fill(0xbb);
+const NEW_GATEWAY = new Uint8Array(32).fill(0xcc);
 const hex = (b) => Buffer.from(b).toString("hex");
 
 function fakeModule() {
   const dropped = [];
+  const mailboxes = [];
   let next = 10n;
+  let topologies = 0;
+  const state = { gateways: [GATEWAY], moveTo: null, downstream: () => null };
   return {
     dropped,
-    verifyTopology: () => 1,
-    topologyNodes: () => [
+    mailboxes,
+    state,
+    verifyTopology: () => ++topologies,
+    topologyNodes: (topology) => [
       { id: hex(ENTRY), layer: 0, linkKey: "00", websocket: "127.0.0.1:1" },
-      { id: hex(GATEWAY), layer: 2, linkKey: "00", websocket: "127.0.0.1:2" },
+      // The second document: the old gateway left, a new one joined.
+      topology === 1
+        ? { id: hex(GATEWAY), layer: 2, linkKey: "00", websocket: "127.0.0.1:2" }
+        : { id: hex(NEW_GATEWAY), layer: 2, linkKey: "00", websocket: "127.0.0.1:3" },
     ],
+    setTopology: () => state.moveTo,
+    gateways: () => state.gateways,
     clientNew: () => ({ handle: 2, gateway: GATEWAY, mailbox: new Uint8Array(32).fill(7) }),
     request: () => ({ id: next++, packets: [{ entry: ENTRY, packet: new Uint8Array(8) }] }),
     pollTransmit: () => null,
-    onDownstream: () => null,
+    onDownstream: (_client, from, record) => state.downstream(from, record),
     pollTimeouts: () => [],
     nextDeadline: () => null,
     stats: () => ({}),
-    linkStart: () => ({
+    linkStart: (_topology, node, mailbox) => {
+      mailboxes.push([hex(node), mailbox === null ? null : hex(mailbox)]);
+      return {
       first: new Uint8Array([1]),
       link: {
-        feed: () => ({ send: new Uint8Array(0), records: [], established: true }),
+        // The handshake's answer (4 bytes) opens nothing; anything longer is one record.
+        feed: (bytes) => ({ send: new Uint8Array(0), records: bytes.length === 4 ? [] : [bytes], established: true }),
         seal: (p) => p,
         drop: () => {},
       },
-    }),
+      };
+    },
     drop: (h) => dropped.push(h),
   };
 }
@@ -74,7 +90,7 @@ function fakeSockets() {
   return { made, FakeSocket };
 }
 
-async function connected() {
+async function connected(options = {}) {
   const module = fakeModule();
   const { made, FakeSocket } = fakeSockets();
   const client = await NoxClient.connect({
@@ -83,6 +99,7 @@ async function connected() {
     module,
     WebSocket: FakeSocket,
     fetch: async () => new Response("{}"),
+    ...options,
   });
   return { client, module, made };
 }
@@ -154,4 +171,61 @@ test("a topology that does not verify is a topology error, naming each directory
     NoxClient.connect({ directory: "http://x", authorityKey: "zz", module, WebSocket: FakeSocket }),
     (error) => error.code === "bad-input",
   );
+});
+
+test("a newer topology moves the gateway; the old gateway's link stays open until its replies are in", async () => {
+  const { client, module, made } = await connected({ topologyRefreshMs: 0 });
+  const at = (port) => made.filter((s) => s.url.includes(`:${port}/`));
+  assert.equal(client.gateway, hex(GATEWAY));
+  const inFlight = client.request("echo", new Uint8Array([1]));
+  // The next document lacks the gateway: the core draws another and still owes a reply
+  // through the old one.
+  module.state.moveTo = NEW_GATEWAY;
+  module.state.gateways = [NEW_GATEWAY, GATEWAY];
+  assert.equal(await client.refreshTopology(), hex(NEW_GATEWAY));
+  assert.equal(client.gateway, hex(NEW_GATEWAY));
+  assert.deepEqual(client.replyGateways, [hex(NEW_GATEWAY), hex(GATEWAY)]);
+  assert.equal(at(3).length, 1, "a link to the new gateway");
+  assert.equal(at(2).length, 1);
+  assert.equal(at(2)[0].readyState, 1, "the old gateway's link stays open");
+  // Both gateway links name the mailbox; the entry's does not.
+  const mailbox = hex(new Uint8Array(32).fill(7));
+  assert.deepEqual(
+    module.mailboxes.filter(([node]) => node !== hex(ENTRY)),
+    [[hex(GATEWAY), mailbox], [hex(NEW_GATEWAY), mailbox]],
+  );
+  assert.ok(module.mailboxes.filter(([node]) => node === hex(ENTRY)).every(([, m]) => m === null));
+  assert.equal(module.dropped.includes(1), true, "the old document is freed");
+
+  // The reply arrives through the old gateway and completes the request; nothing is owed
+  // there any more, so its link closes.
+  module.state.downstream = (from, record) => {
+    assert.equal(hex(from), hex(GATEWAY));
+    module.state.gateways = [NEW_GATEWAY];
+    return { id: 10n, response: { status: 0, body: record } };
+  };
+  await new Promise((resolve) => setImmediate(resolve));
+  at(2)[0].onmessage({ data: new Uint8Array([9, 9, 9, 9, 9]).buffer });
+  assert.deepEqual([...(await inFlight)], [9, 9, 9, 9, 9]);
+  assert.equal(at(2)[0].readyState, 3, "the old gateway's link is closed");
+  assert.deepEqual(client.replyGateways, [hex(NEW_GATEWAY)]);
+  assert.equal(at(3)[0].readyState, 1);
+  // The new gateway's link is the one the client keeps: losing it fails what is in flight.
+  const later = client.request("echo", new Uint8Array([2])).catch((error) => error);
+  await new Promise((resolve) => setImmediate(resolve));
+  at(3)[0].kill();
+  assert.equal((await later).code, "transport");
+  client.close();
+});
+
+test("refreshTopology refuses after close, and a document the core refuses is a topology error", async () => {
+  const { client, module } = await connected({ topologyRefreshMs: 0 });
+  module.setTopology = () => {
+    throw new Error("CLIENT: wrong geometry");
+  };
+  await assert.rejects(client.refreshTopology(), (error) => error.code === "topology" && /geometry/.test(error.message));
+  assert.equal(client.gateway, hex(GATEWAY), "nothing changed");
+  assert.ok(module.dropped.includes(2), "the refused document is freed");
+  client.close();
+  await assert.rejects(client.refreshTopology(), (error) => error.code === "closed");
 });
