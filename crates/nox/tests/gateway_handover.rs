@@ -179,7 +179,11 @@ async fn replies_in_flight_reach_the_client_through_its_old_gateway_after_it_mov
             let client = client.clone();
             let message =
                 HttpRequestMsg { method: "GET".into(), url: url.clone(), headers: Vec::new(), body: Vec::new() };
-            tokio::spawn(async move { client.request_via(RequestBody::Http(message), 4096, Some(exit)).await })
+            tokio::spawn(async move {
+                let result = client.request_via(RequestBody::Http(message), 4096, Some(exit)).await;
+                // Which gateway the client was on when this reply completed it.
+                (result, client.gateway())
+            })
         })
         .collect();
     let arrived = eventually(Duration::from_secs(30), Duration::from_millis(20), || {
@@ -224,9 +228,11 @@ async fn replies_in_flight_reach_the_client_through_its_old_gateway_after_it_mov
 
     // The exit answers now: the replies travel to the old gateway, after the move.
     server.release.send_replace(true);
+    let mut completed_on = Vec::new();
     for request in requests {
         let reply = tokio::time::timeout(Duration::from_secs(60), request).await;
-        let result = reply.expect("a reply within 60 s").expect("request task");
+        let (result, gateway) = reply.expect("a reply within 60 s").expect("request task");
+        completed_on.push(gateway);
         let dir = old_dir.clone();
         let (delivered, dropped) = blocking(move || {
             (node_metric(&dir, "nox_gateway_replies_total"), node_metric(&dir, "nox_gateway_no_mailbox_total"))
@@ -243,21 +249,29 @@ async fn replies_in_flight_reach_the_client_through_its_old_gateway_after_it_mov
         assert_eq!((http.status, http.body.as_slice()), (200, BODY));
     }
     assert!(relinked, "the client did not redial the restarted gateway");
-    // The client is still off the old gateway: on `new`, or on a third one if loops lost on a
-    // loaded machine made it move again (what matters is that it did not go back).
-    let now_on = client.gateway();
-    assert_ne!(now_on, old, "the client went back to the old gateway: the replies prove no hand-over");
-    if now_on != new {
-        eprintln!("the client moved on from the new gateway to a third one before the replies came");
-    }
     let dir = old_dir.clone();
     let delivered = blocking(move || node_metric(&dir, "nox_gateway_replies_total")).await;
     assert!(delivered >= REQUESTS as u64, "the restarted old gateway delivered {delivered} replies");
+    // The hand-over: replies delivered by the old gateway completed requests while the client
+    // was on another one. (On a loaded machine loops may later mark the new gateway degraded
+    // too, and with two gateways the client's next move is back to the recovered old one; a
+    // reply completed after that proves nothing, so it is counted, not required.)
+    let handed_over = completed_on.iter().filter(|g| **g != old).count();
+    assert!(
+        handed_over >= 1,
+        "every reply completed while the client was back on the old gateway: no hand-over shown ({completed_on:?})"
+    );
+    eprintln!("{handed_over} of {REQUESTS} replies completed through the old gateway while the client was on another");
 
-    // Its last request complete, the old gateway's link is closed.
-    let released =
-        eventually(Duration::from_secs(5), Duration::from_millis(50), || link_of(&client, old).is_none()).await;
-    assert!(released, "the old gateway's link outlived its requests: {:?}", client.reply_links());
+    // Its last request complete, the old gateway's link is closed (unless the client has since
+    // moved back to it, when it is the current link again).
+    if client.gateway() == old {
+        eprintln!("the client moved back to the recovered old gateway after the replies");
+    } else {
+        let released =
+            eventually(Duration::from_secs(5), Duration::from_millis(50), || link_of(&client, old).is_none()).await;
+        assert!(released, "the old gateway's link outlived its requests: {:?}", client.reply_links());
+    }
     let single =
         eventually(Duration::from_secs(10), Duration::from_millis(50), || client.reply_links().len() == 1).await;
     assert!(single, "reply links left open: {:?}", client.reply_links());
