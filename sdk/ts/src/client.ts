@@ -141,7 +141,9 @@ async function fetchTopology(m: ClientCoreModule, directory: Directory): Promise
   const failures: string[] = [];
   for (const url of directory.urls) {
     try {
-      const answer = await directory.fetch(url);
+      // Called as a plain function: a browser's fetch refuses any `this` but the window.
+      const get = directory.fetch;
+      const answer = await get(url);
       if (!answer.ok) {
         throw new Error(`HTTP ${answer.status}`);
       }
@@ -210,7 +212,7 @@ export class NoxClient implements MixnetRequester {
     if (WebSocketImpl === undefined) {
       throw new NoxError("bad-input", "no WebSocket implementation: pass options.WebSocket (e.g. the `ws` package)");
     }
-    const fetchImpl = options.fetch ?? globalThis.fetch;
+    const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     const authority = unhex(options.authorityKey, "authorityKey");
     if (authority.length !== 32) {
       throw new NoxError("bad-input", "authorityKey: expected 32 bytes (64 hex digits)");

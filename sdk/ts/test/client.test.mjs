@@ -229,3 +229,15 @@ test("refreshTopology refuses after close, and a document the core refuses is a 
   client.close();
   await assert.rejects(client.refreshTopology(), (error) => error.code === "closed");
 });
+
+test("the directory's fetch is called as a plain function (a browser's fetch refuses any other `this`)", async () => {
+  function strictFetch() {
+    if (this !== undefined && this !== globalThis) {
+      throw new TypeError("Failed to execute 'fetch': Illegal invocation");
+    }
+    return Promise.resolve(new Response("{}"));
+  }
+  const { client } = await connected({ fetch: strictFetch, topologyRefreshMs: 0 });
+  assert.equal(await client.refreshTopology(), null);
+  client.close();
+});
