@@ -185,18 +185,16 @@ async fn run_phases(
     let mut phases = Vec::new();
     for &cover_rate in rates {
         for repeat in 0..args.repeats {
-            let mut done = phase(args, mu_ms, cover_rate, seconds, &names.by_id, rng).await?;
-            done.repeat = repeat;
-            phases.push(done);
+            phases.push(phase(args, (mu_ms, cover_rate, repeat), seconds, &names.by_id, rng).await?);
         }
     }
     Ok((names.nodes, phases))
 }
 
+/// One phase of the point `(μ ms, λ_P, repeat index)`.
 async fn phase(
     args: &CoverArgs,
-    mu_ms: f64,
-    cover_rate: f64,
+    (mu_ms, cover_rate, repeat): (f64, f64, u32),
     seconds: f64,
     short_of: &HashMap<nox_sphinx::NodeId, String>,
     rng: &mut ChaCha20Rng,
@@ -276,7 +274,7 @@ async fn phase(
     sends.sort_by_key(|s| s.time_us);
     // The clients' links close with their handles; let the nodes settle before the next phase.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    Ok(Phase { mu_ms, cover_rate, repeat: 0, sends, heads, start_us, end_us, rtts_ms, failures, per_client, window_s })
+    Ok(Phase { mu_ms, cover_rate, repeat, sends, heads, start_us, end_us, rtts_ms, failures, per_client, window_s })
 }
 
 /// Share of clients a volume classifier gets right when it calls the `active` busiest
