@@ -97,35 +97,112 @@ def be32(x):
 
 def geometry_id(g):
     label = b"blind=add" if g["blinding"] == "additive" else b"blind=mul"
-    m = b"ristretto255|blake3|aes128ctr|lioness|" + label
+    m = b"ristretto255|blake3|aes128ctr|hctr2|" + label
     m += be32(g["packet_len"]) + be32(g["hops"]) + be32(64) + be32(16)
     return kdf("NOX sphinx v1 geometry", m, 32)
 
 
-def lioness_decrypt(keys, body):
-    k1, k2, k3, k4 = (keys[i : i + 32] for i in range(0, 128, 32))
-    r, left = bytearray(body[:32]), bytearray(body[32:])
-    z = (-len(left)) % 1024
-
-    def h(k):
-        return prf(k, bytes(left) + bytes(z))
-
-    r = xor(r, h(k4))
-    left = xor(left, stream(prf(k3, r)[:16], len(left)))
-    r = xor(r, h(k2))
-    left = xor(left, stream(prf(k1, r)[:16], len(left)))
-    return bytes(r) + bytes(left)
+# HCTR2-AES-128 (section 6.1), written from the HCTR2 paper; checked below
+# against the designers' vectors in crates/nox-hctr2/tests/data.
+POLYVAL_P = (1 << 128) | (1 << 127) | (1 << 126) | (1 << 121) | 1
 
 
-def lioness_encrypt(keys, body):
-    k1, k2, k3, k4 = (keys[i : i + 32] for i in range(0, 128, 32))
-    r, left = body[:32], body[32:]
-    z = (-len(left)) % 1024
-    left = xor(left, stream(prf(k1, r)[:16], len(left)))
-    r = xor(r, prf(k2, left + bytes(z)))
-    left = xor(left, stream(prf(k3, r)[:16], len(left)))
-    r = xor(r, prf(k4, left + bytes(z)))
-    return r + left
+def gf_reduce(x):
+    for bit in range(x.bit_length() - 1, 127, -1):
+        if x >> bit & 1:
+            x ^= POLYVAL_P << (bit - 128)
+    return x
+
+
+def gf_mul(a, b):
+    r = 0
+    while b:
+        if b & 1:
+            r ^= a
+        a <<= 1
+        b >>= 1
+    return gf_reduce(r)
+
+
+def gf_inverse(y):
+    """y^(2^128 - 2)."""
+    r, e = 1, (1 << 128) - 2
+    while e:
+        if e & 1:
+            r = gf_mul(r, y)
+        y, e = gf_mul(y, y), e >> 1
+    return r
+
+
+X_INV128 = gf_inverse(gf_reduce(1 << 128))
+
+
+def polyval(h, data):
+    """RFC 8452 section 3: S_j = (S_{j-1} xor X_j) * H * x^-128, little-endian blocks."""
+    hx = gf_mul(int.from_bytes(h, "little"), X_INV128)
+    table = [gf_mul(hx, j) for j in range(16)]
+    top = [gf_reduce(t << 128) for t in range(16)]
+    mask = (1 << 128) - 1
+    acc = 0
+    for i in range(0, len(data), 16):
+        y = acc ^ int.from_bytes(data[i : i + 16], "little")
+        acc = 0
+        for k in range(124, -1, -4):
+            acc <<= 4
+            acc = (acc & mask) ^ top[acc >> 128] ^ table[y >> k & 15]
+    return acc.to_bytes(16, "little")
+
+
+def aes_block(k, blocks, decrypt=False):
+    c = Cipher(algorithms.AES(k), modes.ECB())
+    op = c.decryptor() if decrypt else c.encryptor()
+    return op.update(blocks) + op.finalize()
+
+
+def hctr2_hash(h, tweak, x):
+    """H(T, X): length block, padded tweak, X padded (0x01 first if partial)."""
+    partial = len(x) % 16 != 0
+    m = (2 * 8 * len(tweak) + 2 + partial).to_bytes(16, "little")
+    m += tweak + bytes(-len(tweak) % 16)
+    if partial:
+        x = x + b"\x01"
+    return polyval(h, m + x + bytes(-len(x) % 16))
+
+
+def xctr(k, s, n):
+    iv = int.from_bytes(s, "little")
+    counters = b"".join((iv ^ i).to_bytes(16, "little") for i in range(1, n // 16 + 2))
+    return aes_block(k, counters)[:n]
+
+
+def hctr2(k, tweak, data, decrypt=False):
+    h, l = aes_block(k, bytes(16)), aes_block(k, (1).to_bytes(16, "little"))
+    head, tail = data[:16], data[16:]
+    mm = xor(head, hctr2_hash(h, tweak, tail))
+    uu = aes_block(k, mm, decrypt)
+    tail = xor(tail, xctr(k, xor(xor(mm, uu), l), len(tail)))
+    return xor(uu, hctr2_hash(h, tweak, tail)) + tail
+
+
+def body_encrypt(pi, body):
+    return hctr2(pi, b"", body)
+
+
+def body_decrypt(pi, body):
+    return hctr2(pi, b"", body, decrypt=True)
+
+
+def reply_body_key(k_r):
+    return kdf("NOX sphinx v1 hctr2 reply body key", k_r, 16)
+
+
+def check_hctr2():
+    data = pathlib.Path(__file__).resolve().parents[2] / "crates" / "nox-hctr2" / "tests" / "data"
+    for v in json.loads((data / "HCTR2_AES128.json").read_text()):
+        k, t = bytes.fromhex(v["input"]["key_hex"]), bytes.fromhex(v["input"]["tweak_hex"])
+        p, c = bytes.fromhex(v["plaintext_hex"]), bytes.fromhex(v["ciphertext_hex"])
+        check(hctr2(k, t, p) == c, "HCTR2 designers' vector, encrypt: " + v["description"])
+        check(hctr2(k, t, c, decrypt=True) == p, "HCTR2 designers' vector, decrypt: " + v["description"])
 
 
 def decode_body(body):
@@ -207,11 +284,11 @@ def build_header(g, epoch, nodes, last, rng):
         alpha = ristretto.encode(ristretto.mul(a, ristretto.B))
         x = ristretto.decode(bytes.fromhex(node["public_key"]))
         s = ristretto.encode(ristretto.mul(a, x))
-        okm = kdf("NOX sphinx v1 hop key schedule", alpha + s, 240)
-        b = int.from_bytes(okm[176:240], "little") % ristretto.L
+        okm = kdf("NOX sphinx v1 hop key schedule", alpha + s, 128)
+        b = int.from_bytes(okm[64:128], "little") % ristretto.L
         a = (a * b if g["blinding"] == "multiplicative" else a + b) % ristretto.L
         alphas.append(alpha)
-        keys.append((okm[:16], okm[16:48], okm[48:176]))
+        keys.append((okm[:16], okm[16:48], okm[48:64]))
     streams = [stream(k[0], R + 64) for k in keys]
     filler = b""
     for i in range(1, n):
@@ -241,7 +318,7 @@ def check_build(f):
     header, pis = build_header(g, f["key_epoch"], f["nodes"], last, rng)
     body = encode_body(bytes.fromhex(f["payload"]), g["packet_len"] - g["header_len"])
     for pi in reversed(pis):
-        body = lioness_encrypt(pi, body)
+        body = body_encrypt(pi, body)
     packet = header + body
     check(rng.at == len(rng.data), f["name"] + ": rng bytes all used")
     check(blake3.blake3(packet).hexdigest() == f["packet_blake3"], f["name"] + ": rebuilt packet")
@@ -260,9 +337,9 @@ def check_trace(name, g, hops, packet, last_kind, nodes):
         point = ristretto.decode(alpha)
         s = ristretto.encode(ristretto.mul(scalar(nodes[i]["secret_key"]), point))
         check(s.hex() == hop["shared_secret"], f"{name} hop {i}: shared secret")
-        okm = kdf("NOX sphinx v1 hop key schedule", alpha + s, 240)
-        rho, mu, pi = okm[:16], okm[16:48], okm[48:176]
-        b = (int.from_bytes(okm[176:240], "little") % ELL).to_bytes(32, "little")
+        okm = kdf("NOX sphinx v1 hop key schedule", alpha + s, 128)
+        rho, mu, pi = okm[:16], okm[16:48], okm[48:64]
+        b = (int.from_bytes(okm[64:128], "little") % ELL).to_bytes(32, "little")
         tag = f"{name} hop {i}"
         check(rho.hex() == hop["rho"], tag + ": rho")
         check(mu.hex() == hop["mu"], tag + ": mu")
@@ -277,7 +354,7 @@ def check_trace(name, g, hops, packet, last_kind, nodes):
         kind = decode_block(u[:64])
         if body is not None:
             check(blake3.blake3(body).hexdigest() == hop["body_blake3"], tag + ": body")
-            body = lioness_decrypt(pi, body)
+            body = body_decrypt(pi, body)
         if i + 1 < len(hops):
             check(kind == "Forward", tag + ": command")
             nxt = bytes.fromhex(hops[i + 1]["header"])
@@ -322,7 +399,7 @@ def check_sphinx():
     k_r, header = surb[32:64], surb[64:]
     body = bytes(16) + bytes.fromhex(s["reply"]) + b"\x80"
     body += bytes(s["geometry"]["packet_len"] - len(header) - len(body))
-    reply = header + lioness_encrypt(kdf("NOX sphinx v1 lioness subkeys", k_r, 128), body)
+    reply = header + body_encrypt(reply_body_key(k_r), body)
     check(reply.hex() == s["reply_packet"], "surb: reply packet")
     delivered, u = check_trace("surb", s["geometry"], s["hops"], reply, "Reply", s["nodes"])
     check(delivered.hex() == s["delivered_body"], "surb: delivered body")
@@ -345,14 +422,14 @@ def check_key_schedule(k):
     check(point is not None and not ristretto.is_identity(point), "key schedule: alpha decodes")
     s = ristretto.encode(ristretto.mul(scalar(k["secret_key"]), point))
     check(s.hex() == k["shared_secret"], "key schedule: shared secret")
-    okm = kdf("NOX sphinx v1 hop key schedule", alpha + s, 240)
+    okm = kdf("NOX sphinx v1 hop key schedule", alpha + s, 128)
     check(okm.hex() == k["okm"], "key schedule: okm")
     check(okm[:16].hex() == k["rho"], "key schedule: rho = okm[0..16]")
     check(okm[16:48].hex() == k["mu"], "key schedule: mu = okm[16..48]")
-    check([okm[48 + 32 * i : 80 + 32 * i].hex() for i in range(4)] == k["pi"], "key schedule: k1..k4")
-    check(okm[176:240].hex() == k["b_wide"], "key schedule: okm[176..240]")
-    b = int.from_bytes(okm[176:240], "little") % ELL
-    check(b.to_bytes(32, "little").hex() == k["b"], "key schedule: b = WideScalar(okm[176..240])")
+    check(okm[48:64].hex() == k["pi"], "key schedule: pi = okm[48..64]")
+    check(okm[64:128].hex() == k["b_wide"], "key schedule: okm[64..128]")
+    b = int.from_bytes(okm[64:128], "little") % ELL
+    check(b.to_bytes(32, "little").hex() == k["b"], "key schedule: b = WideScalar(okm[64..128])")
 
 
 def ingest(g, node, seen, x):
@@ -374,7 +451,7 @@ def ingest(g, node, seen, x):
     if point is None or ristretto.is_identity(point):
         return "InvalidEphemeralKey"
     s = ristretto.encode(ristretto.mul(scalar(node["secret_key"]), point))
-    okm = kdf("NOX sphinx v1 hop key schedule", x[8:40] + s, 240)
+    okm = kdf("NOX sphinx v1 hop key schedule", x[8:40] + s, 128)
     if prf(okm[16:48], x[:8] + x[40 : 40 + R])[:16] != x[40 + R : 56 + R]:
         return "MacMismatch"
     # Check 8: the MAC verified, so the tag is recorded now, whatever the
@@ -386,7 +463,7 @@ def ingest(g, node, seen, x):
     kind = decode_block(u[:64])
     if kind in ("MalformedRoutingBlock", "UnknownCommand"):
         return kind
-    body = lioness_decrypt(okm[48:176], x[hl:])
+    body = body_decrypt(okm[48:64], x[hl:])
     if kind == "Deliver":
         result = decode_body(body)
         if isinstance(result, str):
@@ -1112,9 +1189,9 @@ def kem_build_header(scheme, g, epoch, nodes, last, rng):
     for node in nodes:
         r = rng.take(64)
         ct, s = scheme.encaps(bytes.fromhex(node["public_key"]), r)
-        okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 240)
+        okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 128)
         cts.append(ct)
-        keys.append((okm[:16], okm[16:48], okm[48:176]))
+        keys.append((okm[:16], okm[16:48], okm[48:64]))
     streams = [stream(k[0], R + D) for k in keys]
     filler = b""
     for i in range(1, n):
@@ -1146,13 +1223,13 @@ def kem_trace(scheme, name, g, hops, packet, last_kind, dks):
         check(ct.hex() == hop["ciphertext"], tag + ": ciphertext")
         s = scheme.decaps(dks[i], ct)
         check(s.hex() == hop["shared_secret"], tag + ": shared secret")
-        okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 240)
+        okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 128)
         check(okm[:16].hex() == hop["rho"] and okm[16:48].hex() == hop["mu"], tag + ": rho, mu")
         check(prf(okm[16:48], header[:8] + beta)[:16] == gamma, tag + ": gamma")
         check(kdf("NOX sphinx v1 replay tag", header[: 24 + C + R], 32).hex() == hop["replay_tag"], tag + ": replay tag")
         u = xor(beta + bytes(D), stream(okm[:16], R + D))
         check(u[:64].hex() == hop["routing_block"], tag + ": routing block")
-        body = lioness_decrypt(okm[48:176], body)
+        body = body_decrypt(okm[48:64], body)
         kind = decode_block(u[:64])
         if i + 1 < len(hops):
             check(kind == "Forward", tag + ": command")
@@ -1182,14 +1259,14 @@ def kem_ingest(scheme, g, epoch, difficulty, dk, x):
         s = bytes(32)
     if scheme.name == "x25519-kem" and s == bytes(32):
         return "InvalidEphemeralKey"
-    okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 240)
+    okm = kdf("NOX sphinx v1 hop key schedule", ct + s, 128)
     if prf(okm[16:48], x[:8] + beta)[:16] != x[8 + C + R : 24 + C + R]:
         return "MacMismatch"
     u = xor(beta + bytes(D), stream(okm[:16], R + D))
     kind = decode_block(u[:64])
     if kind in ("MalformedRoutingBlock", "UnknownCommand"):
         return kind
-    body = lioness_decrypt(okm[48:176], x[hl:])
+    body = body_decrypt(okm[48:64], x[hl:])
     if kind == "Deliver":
         result = decode_body(body)
         if isinstance(result, str):
@@ -1202,7 +1279,7 @@ def check_sphinx_kem():
     for sv in v["schemes"]:
         scheme = KemScheme(sv["scheme"])
         name, g, epoch, nodes = "kem " + sv["scheme"], sv["geometry"], sv["key_epoch"], sv["nodes"]
-        m = scheme.label + b"blake3|aes128ctr|lioness|" + be32(g["packet_len"]) + be32(g["hops"]) + be32(64) + be32(16)
+        m = scheme.label + b"blake3|aes128ctr|hctr2|" + be32(g["packet_len"]) + be32(g["hops"]) + be32(64) + be32(16)
         gid = kdf("NOX sphinx v1 geometry", m, 32)
         check(gid.hex() == g["identifier"] and gid[:4].hex() == g["tag"], name + ": geometry identifier")
         C = scheme.ct_len
@@ -1217,7 +1294,7 @@ def check_sphinx_kem():
         header, pis = kem_build_header(scheme, g, epoch, nodes, block(2, nodes[-1]["delay_us"]), rng)
         body = encode_body(bytes.fromhex(f["payload"]), g["packet_len"] - g["header_len"])
         for pi in reversed(pis):
-            body = lioness_encrypt(pi, body)
+            body = body_encrypt(pi, body)
         check((header + body).hex() == f["packet"] and rng.at == len(rng.data), name + ": packet rebuilt")
         body, _ = kem_trace(scheme, name, g, f["hops"], bytes.fromhex(f["packet"]), "Deliver", dks)
         check(decode_body(body) == bytes.fromhex(f["payload"]), name + ": exit payload")
@@ -1232,7 +1309,7 @@ def check_sphinx_kem():
         check(blake3.blake3(surb).hexdigest() == s["surb_blake3"] and rng.at == len(rng.data), name + ": SURB")
         body = bytes(16) + bytes.fromhex(s["reply"]) + b"\x80"
         body += bytes(g["packet_len"] - len(header) - len(body))
-        reply = header + lioness_encrypt(kdf("NOX sphinx v1 lioness subkeys", k_r, 128), body)
+        reply = header + body_encrypt(reply_body_key(k_r), body)
         check(blake3.blake3(reply).hexdigest() == s["reply_packet_blake3"], name + ": reply packet")
         delivered, u = kem_trace(scheme, name + " surb", g, s["hops"], reply, "Reply", dks)
         check(blake3.blake3(delivered).hexdigest() == s["delivered_body_blake3"], name + ": delivered body")
@@ -1431,6 +1508,7 @@ def check_field_tables():
 
 
 def main():
+    check_hctr2()
     cases = check_sphinx()
     check_fragments()
     check_fragment_errors()

@@ -87,6 +87,11 @@ fn per_hop(c: &mut Criterion) {
         let mut body = packet[geometry.header_len()..].to_vec();
         b.iter(|| inner::xor_keystream(&[4; 16], black_box(&mut body)))
     });
+    group.bench_function("body_hctr2_decrypt", |b| {
+        let mut body = packet[geometry.header_len()..].to_vec();
+        b.iter(|| inner::body_decrypt(&[4; 16], black_box(&mut body)))
+    });
+    // The body cipher before 2026-11-26, measured in the same run.
     group.bench_function("body_lioness_decrypt", |b| {
         let mut body = packet[geometry.header_len()..].to_vec();
         b.iter(|| inner::lioness_decrypt(&[4; 32], black_box(&mut body)))

@@ -6,13 +6,13 @@ use rand_core::{CryptoRng, RngCore};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::{
+    body::BodyKey,
     crypto::{HopKeys, header_mac, xor_keystream},
     error::SphinxError,
     geometry::{Blinding, Geometry, PREFIX_LEN, ROUTING_BLOCK_LEN},
     header::replay_tag_of,
     kem::ENCAPSULATION_RANDOMNESS_LEN,
     keys::{NodeId, PublicKey, encapsulate, random_scalar},
-    lioness::Lioness,
     padding::encode_body,
     pow,
     routing::{Delay, RoutingBlock},
@@ -50,7 +50,7 @@ impl BuildOptions {
 /// A finished header and the body keys of its hops, first hop first.
 pub(crate) struct BuiltHeader {
     pub header: Vec<u8>,
-    pub body_keys: Vec<Lioness>,
+    pub body_keys: Vec<BodyKey>,
 }
 
 /// Builds a header for `path` whose last hop executes `last`.

@@ -1,5 +1,5 @@
 //! Symmetric primitives: the per-hop key schedule, the header MAC and the
-//! routing stream cipher. The body cipher lives in `lioness.rs`.
+//! routing stream cipher. The body cipher lives in `body.rs`.
 //!
 //! Choices (justified at length in `docs/spec/sphinx.md` §3):
 //! - KDF: BLAKE3 in `derive_key` mode (domain separated by context string),
@@ -14,7 +14,7 @@ use curve25519_dalek::scalar::Scalar;
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::{geometry::MAC_LEN, lioness::Lioness};
+use crate::{body::BodyKey, geometry::MAC_LEN};
 
 /// AES-128 in CTR mode. The spec says a 128-bit big-endian counter from a
 /// zero IV; for streams shorter than 2^64 blocks that is exactly the 64-bit
@@ -25,7 +25,12 @@ pub(crate) type Aes128Ctr = ctr::Ctr64BE<aes::Aes128>;
 pub(crate) const CTX_HOP_KEYS: &str = "NOX sphinx v1 hop key schedule";
 pub(crate) const CTX_REPLAY_TAG: &str = "NOX sphinx v1 replay tag";
 pub(crate) const CTX_POW: &str = "NOX sphinx v1 proof of work";
+/// Lioness (the body cipher until 2026-11-26, now the benchmark baseline only).
 pub(crate) const CTX_LIONESS: &str = "NOX sphinx v1 lioness subkeys";
+pub(crate) const CTX_REPLY_BODY: &str = "NOX sphinx v1 hctr2 reply body key";
+
+/// Length of the hop key schedule's output.
+pub(crate) const HOP_OKM_LEN: usize = 128;
 
 /// Keys one hop derives from its shared secret.
 #[derive(Zeroize, ZeroizeOnDrop)]
@@ -34,43 +39,43 @@ pub(crate) struct HopKeys {
     pub routing: [u8; 16],
     /// μ: header MAC key.
     pub mac: [u8; 32],
-    /// π: the body's Lioness round keys.
-    pub body: Lioness,
+    /// π: the body's HCTR2-AES-128 key.
+    pub body: BodyKey,
     /// Blinding factor for the next hop's ephemeral key.
     pub blinding: Scalar,
 }
 
 impl HopKeys {
     /// Key schedule: `BLAKE3-derive_key(CTX_HOP_KEYS, ε ‖ s)` extended to
-    /// 240 bytes = ρ (16) ‖ μ (32) ‖ π = k1..k4 (128) ‖ blinding (64,
-    /// reduced mod ℓ; unused by KEM schemes).
+    /// 128 bytes = ρ (16) ‖ μ (32) ‖ π (16) ‖ blinding (64, reduced mod ℓ;
+    /// unused by KEM schemes).
     pub(crate) fn derive(alpha: &[u8], shared_secret: &[u8; 32]) -> Self {
         let mut okm = hop_key_material(alpha, shared_secret);
         let mut routing = [0u8; 16];
         let mut mac = [0u8; 32];
-        let mut body_keys = [0u8; 128];
+        let mut body_key = [0u8; 16];
         let mut wide = [0u8; 64];
         routing.copy_from_slice(&okm[0..16]);
         mac.copy_from_slice(&okm[16..48]);
-        body_keys.copy_from_slice(&okm[48..176]);
-        wide.copy_from_slice(&okm[176..240]);
-        let body = Lioness::from_round_keys(&body_keys);
+        body_key.copy_from_slice(&okm[48..64]);
+        wide.copy_from_slice(&okm[64..128]);
+        let body = BodyKey::from_bytes(&body_key);
         let blinding = Scalar::from_bytes_mod_order_wide(&wide);
         okm.zeroize();
-        body_keys.zeroize();
+        body_key.zeroize();
         wide.zeroize();
         Self { routing, mac, body, blinding }
     }
 }
 
-/// The 240 bytes the hop key schedule splits: `BLAKE3-derive_key(CTX_HOP_KEYS, ε ‖ s)`
+/// The 128 bytes the hop key schedule splits: `BLAKE3-derive_key(CTX_HOP_KEYS, ε ‖ s)`
 /// extended with the XOF, where ε is α or the hop's whole KEM ciphertext.
 /// The caller zeroizes it.
-pub(crate) fn hop_key_material(alpha: &[u8], shared_secret: &[u8; 32]) -> [u8; 240] {
+pub(crate) fn hop_key_material(alpha: &[u8], shared_secret: &[u8; 32]) -> [u8; HOP_OKM_LEN] {
     let mut hasher = blake3::Hasher::new_derive_key(CTX_HOP_KEYS);
     hasher.update(alpha);
     hasher.update(shared_secret);
-    let mut okm = [0u8; 240];
+    let mut okm = [0u8; HOP_OKM_LEN];
     hasher.finalize_xof().fill(&mut okm);
     okm
 }

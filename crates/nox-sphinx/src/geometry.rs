@@ -14,12 +14,12 @@ pub const MAC_LEN: usize = 16;
 /// Bytes of the proof-of-work nonce.
 pub const POW_NONCE_LEN: usize = 8;
 /// Bytes of zeros prefixed to every body plaintext; checked after the last
-/// Lioness layer is removed. Under a strong PRP this is an authenticator.
+/// body layer is removed. Under a strong PRP this is an authenticator.
 pub const INTEGRITY_LEN: usize = 16;
 /// Largest supported number of hops.
 pub const MAX_HOPS: usize = 16;
-/// Smallest body the format accepts: Lioness needs more than its 32-byte
-/// right half, and the body carries the integrity prefix and padding.
+/// Smallest body the format accepts: HCTR2 needs at least 16 bytes, and the
+/// body carries the integrity prefix and padding.
 const MIN_BODY_LEN: usize = 64;
 
 /// Default packet size: 32 KiB, as in the NOX paper.
@@ -211,10 +211,10 @@ impl Geometry {
 
     fn identifier_of(packet_len: usize, hops: usize, scheme: Scheme, blinding: Blinding) -> [u8; 32] {
         let mut h = blake3::Hasher::new_derive_key("NOX sphinx v1 geometry");
-        // The classical suite string is the one of the first release, so
-        // its identifiers (and every committed vector) are unchanged.
+        // The body cipher is part of the suite: the change from Lioness to
+        // HCTR2 (2026-11-26) gave every geometry a new identifier and tag.
         h.update(scheme.label());
-        h.update(b"blake3|aes128ctr|lioness|");
+        h.update(b"blake3|aes128ctr|hctr2|");
         if !scheme.is_kem() {
             h.update(blinding.label());
         }
@@ -257,7 +257,7 @@ impl Geometry {
         ROUTING_BLOCK_LEN + self.scheme.next_key_len()
     }
 
-    /// Length of the Lioness-encrypted body.
+    /// Length of the HCTR2-enciphered body.
     pub fn body_len(&self) -> usize {
         self.packet_len - self.header_len()
     }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod body;
 mod construct;
 mod crypto;
 mod error;
@@ -44,7 +45,8 @@ pub mod bench_internals {
     }
     pub use curve25519_dalek::{ristretto::RistrettoPoint, scalar::Scalar};
 
-    /// Lioness decryption of a body with a 32-byte key.
+    /// Lioness decryption of a body with a 32-byte key (the body cipher until
+    /// 2026-11-26, kept as the benchmarks' baseline).
     pub fn lioness_decrypt(key: &[u8; 32], body: &mut [u8]) {
         crate::lioness::Lioness::new(key).decrypt(body);
     }
@@ -55,19 +57,29 @@ pub mod bench_internals {
     }
 
     /// The hop key schedule's outputs as bytes, split as in
-    /// docs/spec/sphinx.md §4.1: ρ (16), μ (32), π = k1 ‖ k2 ‖ k3 ‖ k4 (128)
-    /// and the blinding factor b as its canonical 32-byte scalar encoding.
-    pub fn hop_key_schedule(alpha: &[u8], shared: &[u8; 32]) -> ([u8; 16], [u8; 32], [u8; 128], [u8; 32]) {
+    /// docs/spec/sphinx.md §4.1: ρ (16), μ (32), π (16, the body's HCTR2
+    /// key) and the blinding factor b as its canonical 32-byte scalar encoding.
+    pub fn hop_key_schedule(alpha: &[u8], shared: &[u8; 32]) -> ([u8; 16], [u8; 32], [u8; 16], [u8; 32]) {
         let okm = zeroize::Zeroizing::new(crate::crypto::hop_key_material(alpha, shared));
         let keys = crate::crypto::HopKeys::derive(alpha, shared);
-        let mut pi = [0u8; 128];
-        pi.copy_from_slice(&okm[48..176]);
+        let mut pi = [0u8; 16];
+        pi.copy_from_slice(&okm[48..64]);
         (keys.routing, keys.mac, pi, keys.blinding.to_bytes())
     }
 
-    /// Lioness encryption of a body with the 128 bytes of round keys π.
-    pub fn lioness_encrypt_round_keys(round_keys: &[u8; 128], body: &mut [u8]) {
-        crate::lioness::Lioness::from_round_keys(round_keys).encrypt(body);
+    /// HCTR2 encryption of a body under π (one forward layer).
+    pub fn body_encrypt(pi: &[u8; 16], body: &mut [u8]) {
+        crate::body::BodyKey::from_bytes(pi).encrypt(body);
+    }
+
+    /// HCTR2 decryption of a body under π (what a hop does).
+    pub fn body_decrypt(pi: &[u8; 16], body: &mut [u8]) {
+        crate::body::BodyKey::from_bytes(pi).decrypt(body);
+    }
+
+    /// HCTR2 encryption under the key a SURB's reply key `k_r` gives.
+    pub fn reply_body_encrypt(reply_key: &[u8; 32], body: &mut [u8]) {
+        crate::body::BodyKey::from_reply_key(reply_key).encrypt(body);
     }
 
     /// Decode α (ristretto255 decompression).

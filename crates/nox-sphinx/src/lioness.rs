@@ -1,6 +1,10 @@
 //! Lioness: a four-round unbalanced Feistel cipher over the whole body, a
 //! strong pseudorandom permutation (Anderson–Biham; paper eqs. 7–10).
 //!
+//! The body cipher until 2026-11-26 (the paper's choice); HCTR2 (`body.rs`)
+//! replaced it at 0.4 × its cost. Kept only as the baseline the benchmarks
+//! measure HCTR2 against in the same run (`bench_internals::lioness_decrypt`).
+//!
 //! The body is split into `R` (first 32 bytes) and `L` (the rest).
 //! Encryption:
 //!
@@ -59,9 +63,10 @@ impl Lioness {
         ks
     }
 
-    /// Encrypts `block` in place. Callers pass bodies, which the geometry
+    /// Encrypts `block` in place (used by the round-trip test only). Callers pass bodies, which the geometry
     /// makes longer than 32 bytes; a shorter block is left unchanged rather
     /// than panicking.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn encrypt(&self, block: &mut [u8]) {
         let Some((right, left)) = block.split_at_mut_checked(R_LEN) else { return };
         stream_round(&self.k1, right, left);

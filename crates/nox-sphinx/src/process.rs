@@ -118,7 +118,7 @@ const MAX_SHIFT: usize = ROUTING_BLOCK_LEN + crate::kem::XWING_CIPHERTEXT_LEN;
 
 impl MacVerified<'_> {
     /// The second half of [`process_packet`] (§5.4 checks 9–10): decodes the
-    /// routing block, removes one Lioness layer from the body, re-blinds α
+    /// routing block, removes one HCTR2 layer from the body, re-blinds α
     /// (or takes the next hop's KEM ciphertext out of β) and rewrites the
     /// buffer for the next hop. Any error leaves the buffer in an
     /// unspecified state.

@@ -6,9 +6,9 @@
 //! inside a forward payload; the client keeps a [`SurbRecovery`] with `k_r`
 //! and every hop's body key.
 //!
-//! The replier sends `header ‖ Lioness_{k_r}(0^16 ‖ reply ‖ 0x80 ‖ 0*)` to
+//! The replier sends `header ‖ HCTR2_{K(k_r)}(0^16 ‖ reply ‖ 0x80 ‖ 0*)` to
 //! the first hop: a packet of the same size and form as a forward packet.
-//! Each hop removes a Lioness layer as usual. The client re-applies those
+//! Each hop removes a body layer as usual. The client re-applies those
 //! layers' encryptions, decrypts with `k_r` and checks the 16 zero bytes,
 //! which under a strong PRP authenticates the reply (a forgery or a wrong
 //! SURB passes with probability 2^-128).
@@ -17,12 +17,12 @@ use rand_core::{CryptoRng, RngCore};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::{
+    body::BodyKey,
     construct::{BuildOptions, PathHop, build_header},
     error::SphinxError,
     geometry::{Geometry, INTEGRITY_LEN},
     header::check_packet,
     keys::NodeId,
-    lioness::Lioness,
     padding::{decode_body, encode_body},
     routing::{RoutingBlock, SurbId},
 };
@@ -93,7 +93,7 @@ impl Surb {
         let (header, body) = packet.split_at_mut(geometry.header_len());
         header.copy_from_slice(&self.header);
         encode_body(reply, body)?;
-        Lioness::new(&self.reply_key).encrypt(body);
+        BodyKey::from_reply_key(&self.reply_key).encrypt(body);
         check_packet(geometry, &packet)?;
         Ok(packet)
     }
@@ -107,7 +107,7 @@ pub struct SurbRecovery {
     #[zeroize(skip)]
     body_len: usize,
     reply_key: [u8; 32],
-    hop_body_keys: Vec<Lioness>,
+    hop_body_keys: Vec<BodyKey>,
 }
 
 impl core::fmt::Debug for SurbRecovery {
@@ -136,7 +136,7 @@ impl SurbRecovery {
         for cipher in self.hop_body_keys.iter().rev() {
             cipher.encrypt(&mut plain);
         }
-        Lioness::new(&self.reply_key).decrypt(&mut plain);
+        BodyKey::from_reply_key(&self.reply_key).decrypt(&mut plain);
         let len = decode_body(&plain)?;
         Ok(plain[INTEGRITY_LEN..INTEGRITY_LEN + len].to_vec())
     }

@@ -254,7 +254,7 @@ proptest! {
 }
 
 #[test]
-fn honest_lioness_layer_garbles_half_the_plaintext() {
+fn honest_body_layer_garbles_half_the_plaintext() {
     let geometry = Geometry::default();
     let mut rng = rng(11);
     let nodes = nodes(3, &mut rng);

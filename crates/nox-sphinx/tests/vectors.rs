@@ -70,7 +70,7 @@ struct HopDerived {
     shared: [u8; 32],
     rho: [u8; 16],
     mu: [u8; 32],
-    pi: [u8; 128],
+    pi: [u8; 16],
     b: [u8; 32],
     /// `(β ‖ 0^64) ⊕ S(ρ, R + 64)`: this hop's routing block, then the next β.
     unwrapped: Vec<u8>,
@@ -184,15 +184,15 @@ fn key_schedule_vector(seed: u64) -> Value {
     let point = internals::decode_alpha(&alpha).expect("valid α");
     let shared = internals::shared_secret(&key, &point);
     let (rho, mu, pi, b) = internals::hop_key_schedule(&alpha, &shared);
-    let mut okm = [0u8; 240];
+    let mut okm = [0u8; 128];
     let mut hasher = blake3::Hasher::new_derive_key("NOX sphinx v1 hop key schedule");
     hasher.update(&alpha).update(&shared);
     hasher.finalize_xof().fill(&mut okm);
     assert_eq!(&okm[..16], &rho[..], "ρ = okm[0..16]");
     assert_eq!(&okm[16..48], &mu[..], "μ = okm[16..48]");
-    assert_eq!(&okm[48..176], &pi[..], "π = okm[48..176]");
-    let wide: [u8; 64] = okm[176..240].try_into().expect("64");
-    assert_eq!(internals::Scalar::from_bytes_mod_order_wide(&wide).to_bytes(), b, "b = WideScalar(okm[176..240])");
+    assert_eq!(&okm[48..64], &pi[..], "π = okm[48..64]");
+    let wide: [u8; 64] = okm[64..128].try_into().expect("64");
+    assert_eq!(internals::Scalar::from_bytes_mod_order_wide(&wide).to_bytes(), b, "b = WideScalar(okm[64..128])");
     json!({
         "secret_key": hex::encode(key.to_bytes()),
         "alpha": hex::encode(alpha),
@@ -200,7 +200,7 @@ fn key_schedule_vector(seed: u64) -> Value {
         "okm": hex::encode(okm),
         "rho": hex::encode(rho),
         "mu": hex::encode(mu),
-        "pi": [hex::encode(&pi[..32]), hex::encode(&pi[32..64]), hex::encode(&pi[64..96]), hex::encode(&pi[96..])],
+        "pi": hex::encode(pi),
         "b_wide": hex::encode(wide),
         "b": hex::encode(b),
     })
@@ -451,7 +451,7 @@ fn failure_vectors() -> Value {
         let body = &mut p[geometry.header_len()..];
         body.fill(0);
         body[16..26].copy_from_slice(b"no marker!");
-        internals::lioness_encrypt_round_keys(&pi, body);
+        internals::body_encrypt(&pi, body);
         p
     };
     let flip_body = |p: &mut Vec<u8>| p[geometry.header_len() + 100] ^= 0x01;
@@ -698,7 +698,7 @@ fn committed_hop_keys_reproduce_the_packets() {
             body[16..16 + payload.len()].copy_from_slice(&payload);
             body[16 + payload.len()] = 0x80;
             for hop in hops.iter().rev() {
-                internals::lioness_encrypt_round_keys(&unhex(&hop["pi"]).try_into().expect("128"), &mut body);
+                internals::body_encrypt(&unhex(&hop["pi"]).try_into().expect("16"), &mut body);
             }
             packet.extend_from_slice(&body);
             assert_eq!(hex::encode(blake3::hash(&packet).as_bytes()), v["packet_blake3"].as_str().expect("hash"));
@@ -724,14 +724,13 @@ fn committed_key_schedule_vector_verifies() {
     assert_eq!(hex::encode(shared), v["shared_secret"].as_str().expect("s"));
     let (rho, mu, pi, b) = internals::hop_key_schedule(&alpha, &shared);
     let okm = unhex(&v["okm"]);
-    assert_eq!(okm.len(), 240);
+    assert_eq!(okm.len(), 128);
     assert_eq!(hex::encode(rho), v["rho"].as_str().expect("rho"));
     assert_eq!(&okm[..16], &rho[..]);
     assert_eq!(hex::encode(mu), v["mu"].as_str().expect("mu"));
     assert_eq!(&okm[16..48], &mu[..]);
-    let parts: Vec<String> = pi.chunks(32).map(hex::encode).collect();
-    assert_eq!(json!(parts), v["pi"]);
-    assert_eq!(&okm[48..176], &pi[..]);
-    assert_eq!(hex::encode(&okm[176..240]), v["b_wide"].as_str().expect("b_wide"));
+    assert_eq!(hex::encode(pi), v["pi"].as_str().expect("pi"));
+    assert_eq!(&okm[48..64], &pi[..]);
+    assert_eq!(hex::encode(&okm[64..128]), v["b_wide"].as_str().expect("b_wide"));
     assert_eq!(hex::encode(b), v["b"].as_str().expect("b"));
 }

@@ -1,0 +1,259 @@
+//! POLYVAL (RFC 8452 §3) over whole 16-byte blocks.
+//!
+//! Two implementations behind one type:
+//! - **wide**: x86_64 with AVX-512F/BW and VPCLMULQDQ (checked at run time).
+//!   Sixteen blocks per step: four 512-bit carry-less multiplications against
+//!   the key powers `H^16 … H^1`, one sum, one reduction (aggregated
+//!   reduction). The single-block steps (key powers, the last < 16 blocks) use
+//!   128-bit PCLMULQDQ. This module is the crate's only `unsafe`.
+//! - **portable**: RustCrypto's `polyval` (PCLMULQDQ four blocks at a time,
+//!   or constant-time software, e.g. on wasm32).
+//!
+//! Both compute the same function; `tests/polyval.rs` checks the wide one
+//! against the crate on random keys and lengths, and against RFC 8452.
+
+use polyval::universal_hash::UniversalHash;
+#[cfg(target_arch = "x86_64")]
+use zeroize::Zeroize;
+
+/// Block length in bytes.
+pub(crate) const BLOCK: usize = 16;
+
+/// Whether the wide implementation runs on this CPU.
+pub(crate) fn wide_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return wide::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// A POLYVAL instance for one key `H`: absorb whole blocks with
+/// [`Polyval::update`], read the accumulator with [`Polyval::finish`].
+pub(crate) enum Polyval {
+    #[cfg(target_arch = "x86_64")]
+    Wide(wide::State),
+    Portable(polyval::Polyval),
+}
+
+impl Polyval {
+    /// A fresh accumulator for key `h`, on the fastest implementation this
+    /// CPU has.
+    pub(crate) fn new(h: &[u8; BLOCK]) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if wide::available() {
+            // SAFETY: `available` checked the CPU features `wide` is compiled for.
+            return Polyval::Wide(unsafe { wide::State::new(h) });
+        }
+        Self::portable(h)
+    }
+
+    /// The portable implementation, whatever the CPU (tests compare the two).
+    pub(crate) fn portable(h: &[u8; BLOCK]) -> Self {
+        Polyval::Portable(polyval::Polyval::new(h.into()))
+    }
+
+    /// Absorbs `data`, whose length must be a multiple of 16 (callers pad).
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        debug_assert!(data.len().is_multiple_of(BLOCK));
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a `Wide` state exists only where `wide::available()` held.
+            Polyval::Wide(state) => unsafe { state.update(data) },
+            Polyval::Portable(p) => p.update_padded(data),
+        }
+    }
+
+    /// The current accumulator, leaving the state as it was, so that a
+    /// common prefix (length block and tweak) is hashed once and cloned.
+    pub(crate) fn finish(&self) -> [u8; BLOCK] {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Polyval::Wide(state) => state.accumulator(),
+            Polyval::Portable(p) => {
+                let mut out = [0u8; BLOCK];
+                out.copy_from_slice(&p.clone().finalize());
+                out
+            }
+        }
+    }
+
+    /// A copy of this state (same key, same accumulator).
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Polyval::Wide(state) => Polyval::Wide(state.clone()),
+            Polyval::Portable(p) => Polyval::Portable(p.clone()),
+        }
+    }
+}
+
+impl Drop for Polyval {
+    fn drop(&mut self) {
+        // `polyval::Polyval` wipes itself on drop (its `zeroize` feature).
+        #[cfg(target_arch = "x86_64")]
+        if let Polyval::Wide(state) = self {
+            state.zeroize();
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use core::arch::x86_64::*;
+
+    use zeroize::Zeroize;
+
+    use super::BLOCK;
+
+    /// Blocks per aggregated step.
+    const STEP: usize = 16;
+
+    /// Whether this CPU runs the wide implementation.
+    pub(super) fn available() -> bool {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("vpclmulqdq")
+            && std::is_x86_feature_detected!("pclmulqdq")
+            && std::is_x86_feature_detected!("sse4.1")
+    }
+
+    /// Key powers and accumulator, as little-endian 128-bit field elements.
+    #[derive(Clone)]
+    pub(crate) struct State {
+        /// `powers[i]` = `H^(16 - i)`: lane `j` of the `k`-th 512-bit row
+        /// is the power for block `4k + j` of a 16-block step.
+        powers: [[u8; BLOCK]; STEP],
+        acc: [u8; BLOCK],
+    }
+
+    impl Zeroize for State {
+        fn zeroize(&mut self) {
+            self.powers.zeroize();
+            self.acc.zeroize();
+        }
+    }
+
+    impl State {
+        /// # Safety
+        /// The CPU must have the features [`available`] checks.
+        #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,sse4.1")]
+        pub(super) unsafe fn new(h: &[u8; BLOCK]) -> Self {
+            let h1 = load128(h);
+            let mut powers = [[0u8; BLOCK]; STEP];
+            let mut p = h1;
+            for i in (0..STEP).rev() {
+                store128(&mut powers[i], p);
+                p = mul(p, h1);
+            }
+            Self { powers, acc: [0; BLOCK] }
+        }
+
+        pub(super) fn accumulator(&self) -> [u8; BLOCK] {
+            self.acc
+        }
+
+        /// # Safety
+        /// As for [`State::new`]; `data.len()` is a multiple of 16.
+        #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,sse4.1")]
+        pub(super) unsafe fn update(&mut self, data: &[u8]) {
+            let mut acc = load128(&self.acc);
+            let mut steps = data.chunks_exact(STEP * BLOCK);
+            if steps.len() > 0 {
+                let k = load512x4(self.powers.as_flattened());
+                for step in &mut steps {
+                    let d = load512x4(step);
+                    let d0 = _mm512_xor_si512(d[0], _mm512_zextsi128_si512(acc));
+                    let (mut lo, mut hi, mut mid) = products(d0, k[0]);
+                    for r in 1..4 {
+                        let (l, h, m) = products(d[r], k[r]);
+                        lo = _mm512_xor_si512(lo, l);
+                        hi = _mm512_xor_si512(hi, h);
+                        mid = _mm512_xor_si512(mid, m);
+                    }
+                    lo = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(mid));
+                    hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128::<8>(mid));
+                    acc = reduce(fold(lo), fold(hi));
+                }
+            }
+            let h1 = load128(&self.powers[STEP - 1]);
+            for block in steps.remainder().chunks_exact(BLOCK) {
+                acc = mul(_mm_xor_si128(acc, load128(block)), h1);
+            }
+            store128(&mut self.acc, acc);
+        }
+    }
+
+    /// Four 512-bit rows from 256 bytes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load512x4(bytes: &[u8]) -> [__m512i; 4] {
+        assert!(bytes.len() >= 4 * 64);
+        let p = bytes.as_ptr();
+        // SAFETY: 256 readable bytes (asserted); unaligned loads.
+        unsafe {
+            [
+                _mm512_loadu_si512(p.cast()),
+                _mm512_loadu_si512(p.add(64).cast()),
+                _mm512_loadu_si512(p.add(128).cast()),
+                _mm512_loadu_si512(p.add(192).cast()),
+            ]
+        }
+    }
+
+    /// Lane-wise 128×128 carry-less products, unreduced: low, high and the
+    /// two cross terms summed.
+    #[inline]
+    #[target_feature(enable = "avx512f,vpclmulqdq")]
+    fn products(a: __m512i, b: __m512i) -> (__m512i, __m512i, __m512i) {
+        let lo = _mm512_clmulepi64_epi128::<0x00>(a, b);
+        let hi = _mm512_clmulepi64_epi128::<0x11>(a, b);
+        let mid = _mm512_xor_si512(_mm512_clmulepi64_epi128::<0x01>(a, b), _mm512_clmulepi64_epi128::<0x10>(a, b));
+        (lo, hi, mid)
+    }
+
+    /// XOR of the four 128-bit lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn fold(x: __m512i) -> __m128i {
+        let y = _mm256_xor_si256(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64::<1>(x));
+        _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256::<1>(y))
+    }
+
+    /// `a • b = a·b·x^-128` in POLYVAL's field.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,sse4.1")]
+    fn mul(a: __m128i, b: __m128i) -> __m128i {
+        let lo = _mm_clmulepi64_si128::<0x00>(a, b);
+        let hi = _mm_clmulepi64_si128::<0x11>(a, b);
+        let mid = _mm_xor_si128(_mm_clmulepi64_si128::<0x01>(a, b), _mm_clmulepi64_si128::<0x10>(a, b));
+        reduce(_mm_xor_si128(lo, _mm_slli_si128::<8>(mid)), _mm_xor_si128(hi, _mm_srli_si128::<8>(mid)))
+    }
+
+    /// Montgomery-style reduction of the 256-bit product `hi·x^128 + lo`:
+    /// returns `(hi·x^128 + lo)·x^-128 mod P`, P = x^128 + x^127 + x^126 +
+    /// x^121 + 1, in two folds of 64 bits by the constant
+    /// `0xc200000000000000` (x^-64 mod P's low terms, RFC 8452's field).
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,sse4.1")]
+    fn reduce(lo: __m128i, hi: __m128i) -> __m128i {
+        let poly = _mm_set_epi64x(0xc200_0000_0000_0000_u64 as i64, 1);
+        let t = _mm_clmulepi64_si128::<0x10>(lo, poly);
+        let lo = _mm_xor_si128(_mm_shuffle_epi32::<0x4e>(lo), t);
+        let t = _mm_clmulepi64_si128::<0x10>(lo, poly);
+        let lo = _mm_xor_si128(_mm_shuffle_epi32::<0x4e>(lo), t);
+        _mm_xor_si128(hi, lo)
+    }
+
+    #[inline]
+    fn load128(bytes: &[u8]) -> __m128i {
+        assert!(bytes.len() >= BLOCK);
+        // SAFETY: at least 16 readable bytes (asserted); unaligned load.
+        unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+    }
+
+    #[inline]
+    fn store128(out: &mut [u8; BLOCK], x: __m128i) {
+        // SAFETY: 16 writable bytes; unaligned store.
+        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), x) }
+    }
+}
