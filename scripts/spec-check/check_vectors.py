@@ -8,9 +8,9 @@ nothing here calls NOX code. It checks
 
 - sphinx.json: geometry identifiers and tags; public keys; every packet and
   SURB rebuilt from its rng_bytes (section 5.2, 9: key schedule, blinding,
-  filler, MACs, PoW nonces, Lioness layers); every hop's shared secret, keys
+  filler, MACs, PoW nonces, HCTR2 body layers); every hop's shared secret, keys
   (rho, mu, pi, b), MAC, routing block, next alpha and beta, replay tag and
-  PoW bits; Lioness decryption hop by hop and the exit payload; the SURB
+  PoW bits; HCTR2 decryption hop by hop and the exit payload; the SURB
   reply; the PoW vector's nonce search; and every failure case through the
   section 5.4 pipeline; the one-hop key schedule vector (section 4.1: s, the
   whole okm and its split). ristretto255 is ristretto.py, from RFC 9496.
