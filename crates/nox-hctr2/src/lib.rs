@@ -16,8 +16,8 @@
 //! ```
 //!
 //! One AES pass and two POLYVAL passes over the message; the POLYVAL passes
-//! run sixteen blocks at a time with AVX-512 VPCLMULQDQ where the CPU has it
-//! (`polyval.rs`). Checked against the designers' test vectors
+//! run sixteen blocks at a time with VPCLMULQDQ (512- or 256-bit) where the
+//! CPU has it (`polyval.rs`). Checked against the designers' test vectors
 //! (`tests/vectors.rs`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -31,6 +31,7 @@ use aes::{
 };
 use zeroize::Zeroize;
 
+pub use crate::polyval::Backend;
 use crate::polyval::{BLOCK, Polyval};
 
 /// Smallest message HCTR2 enciphers: one block.
@@ -47,7 +48,7 @@ pub struct Hctr2 {
     aes: Aes128,
     hash_key: [u8; BLOCK],
     l: [u8; BLOCK],
-    portable: bool,
+    backend: Backend,
 }
 
 impl Drop for Hctr2 {
@@ -59,25 +60,25 @@ impl Drop for Hctr2 {
 }
 
 impl Hctr2 {
-    /// Key setup: the AES-128 key schedule, `h = E(0)` and `L = E(1)`.
+    /// Key setup: the AES-128 key schedule, `h = E(0)` and `L = E(1)`;
+    /// POLYVAL on the fastest [`Backend`] this CPU runs.
     pub fn new(key: &[u8; 16]) -> Self {
-        Self::with_portable(key, false)
+        Self::build(key, Backend::detect())
     }
 
-    /// As [`Hctr2::new`], but hashing with the portable POLYVAL even where the
-    /// AVX-512 one is available (for differential tests and benchmarks).
-    #[doc(hidden)]
-    pub fn new_portable(key: &[u8; 16]) -> Self {
-        Self::with_portable(key, true)
+    /// As [`Hctr2::new`] on a chosen POLYVAL backend, or `None` if this CPU
+    /// does not run it (differential tests, benchmarks).
+    pub fn with_backend(key: &[u8; 16], backend: Backend) -> Option<Self> {
+        backend.available().then(|| Self::build(key, backend))
     }
 
-    fn with_portable(key: &[u8; 16], portable: bool) -> Self {
+    fn build(key: &[u8; 16], backend: Backend) -> Self {
         let aes = Aes128::new(key.into());
         let mut h = Array::from(le128(0));
         let mut l = Array::from(le128(1));
         aes.encrypt_block(&mut h);
         aes.encrypt_block(&mut l);
-        let out = Self { aes, hash_key: h.into(), l: l.into(), portable };
+        let out = Self { aes, hash_key: h.into(), l: l.into(), backend };
         h.as_mut_slice().zeroize();
         l.as_mut_slice().zeroize();
         out
@@ -85,32 +86,27 @@ impl Hctr2 {
 
     /// Enciphers `data` in place under `tweak`.
     pub fn encrypt(&self, tweak: &[u8], data: &mut [u8]) -> Result<(), TooShort> {
-        let (m, n) = split(data)?;
-        let prefix = self.tweak_state(tweak, n.len());
-        let mut mm = xor(m, &self.hash(&prefix, n));
-        let mut uu = self.aes_encrypt(&mm);
-        let mut s = xor(&xor(&mm, &uu), &self.l);
-        xctr::apply(&self.aes, &s, n);
-        let u = xor(&uu, &self.hash(&prefix, n));
-        m.copy_from_slice(&u);
-        mm.zeroize();
-        uu.zeroize();
-        s.zeroize();
-        Ok(())
+        self.crypt(tweak, data, false)
     }
 
     /// Deciphers `data` in place under `tweak` (inverse of [`Hctr2::encrypt`]).
     pub fn decrypt(&self, tweak: &[u8], data: &mut [u8]) -> Result<(), TooShort> {
-        let (u, v) = split(data)?;
-        let prefix = self.tweak_state(tweak, v.len());
-        let mut uu = xor(u, &self.hash(&prefix, v));
-        let mut mm = self.aes_decrypt(&uu);
-        let mut s = xor(&xor(&mm, &uu), &self.l);
-        xctr::apply(&self.aes, &s, v);
-        let m = xor(&mm, &self.hash(&prefix, v));
-        u.copy_from_slice(&m);
-        mm.zeroize();
-        uu.zeroize();
+        self.crypt(tweak, data, true)
+    }
+
+    /// Both directions are the same steps with AES or its inverse in the
+    /// middle: encryption maps `M ‖ N` through `MM`, `UU` to `U ‖ V`,
+    /// decryption maps `U ‖ V` through `UU`, `MM` back to `M ‖ N`.
+    fn crypt(&self, tweak: &[u8], data: &mut [u8], decrypt: bool) -> Result<(), TooShort> {
+        let (head, tail) = split(data)?;
+        let prefix = self.tweak_state(tweak, tail.len());
+        let mut x = xor(head, &self.hash(&prefix, tail));
+        let mut y = if decrypt { self.aes_decrypt(&x) } else { self.aes_encrypt(&x) };
+        let mut s = xor(&xor(&x, &y), &self.l);
+        xctr::apply(&self.aes, &s, tail);
+        head.copy_from_slice(&xor(&y, &self.hash(&prefix, tail)));
+        x.zeroize();
+        y.zeroize();
         s.zeroize();
         Ok(())
     }
@@ -118,7 +114,7 @@ impl Hctr2 {
     /// POLYVAL after the length block and the padded tweak, which both
     /// hashes of one call share.
     fn tweak_state(&self, tweak: &[u8], tail_len: usize) -> Polyval {
-        let mut p = if self.portable { Polyval::portable(&self.hash_key) } else { Polyval::new(&self.hash_key) };
+        let mut p = Polyval::new(&self.hash_key, self.backend);
         let bits = 8 * tweak.len() as u128;
         let flag = u128::from(!tail_len.is_multiple_of(BLOCK));
         p.update(&le128(2 * bits + 2 + flag));
@@ -165,11 +161,6 @@ impl Hctr2 {
 #[doc(hidden)]
 pub fn xctr_for_tests(key: &[u8; 16], iv: &[u8; BLOCK], data: &mut [u8]) {
     xctr::apply(&Aes128::new(key.into()), iv, data);
-}
-
-/// Whether [`Hctr2::new`] hashes with the AVX-512 POLYVAL on this CPU.
-pub fn wide_polyval() -> bool {
-    polyval::wide_available()
 }
 
 /// Splits a message into its first block and the rest.

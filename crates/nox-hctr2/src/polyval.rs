@@ -1,16 +1,19 @@
 //! POLYVAL (RFC 8452 §3) over whole 16-byte blocks.
 //!
-//! Two implementations behind one type:
-//! - **wide**: x86_64 with AVX-512F/BW and VPCLMULQDQ (checked at run time).
-//!   Sixteen blocks per step: four 512-bit carry-less multiplications against
-//!   the key powers `H^16 … H^1`, one sum, one reduction (aggregated
-//!   reduction). The single-block steps (key powers, the last < 16 blocks) use
-//!   128-bit PCLMULQDQ. This module is the crate's only `unsafe`.
+//! Three implementations behind one type, picked at run time:
+//! - **AVX-512** (x86_64 with AVX-512F/BW and VPCLMULQDQ): sixteen blocks per
+//!   step, four 512-bit carry-less multiplications (four blocks each) against
+//!   the key powers `H^16 … H^1`, the products summed unreduced, one reduction
+//!   per step (aggregated reduction);
+//! - **AVX2** (x86_64 with AVX2 and VPCLMULQDQ, e.g. Zen 3): the same step with
+//!   256-bit vectors, two blocks each;
 //! - **portable**: RustCrypto's `polyval` (PCLMULQDQ four blocks at a time,
 //!   or constant-time software, e.g. on wasm32).
 //!
-//! Both compute the same function; `tests/polyval.rs` checks the wide one
-//! against the crate on random keys and lengths, and against RFC 8452.
+//! The single-block steps of the two wide ones (key powers, the last < 16
+//! blocks) use 128-bit PCLMULQDQ. The `wide` module is the crate's only
+//! `unsafe`. All compute the same function: `tests/properties.rs` and the
+//! `hctr2` fuzz target check each wide one against the crate.
 
 use polyval::universal_hash::UniversalHash;
 #[cfg(target_arch = "x86_64")]
@@ -19,12 +22,40 @@ use zeroize::Zeroize;
 /// Block length in bytes.
 pub(crate) const BLOCK: usize = 16;
 
-/// Whether the wide implementation runs on this CPU.
-pub(crate) fn wide_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return wide::available();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+/// A POLYVAL implementation (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// 512-bit VPCLMULQDQ, sixteen blocks per reduction.
+    Avx512,
+    /// 256-bit VPCLMULQDQ, sixteen blocks per reduction.
+    Avx2,
+    /// RustCrypto's `polyval`.
+    Portable,
+}
+
+impl Backend {
+    /// The fastest implementation this CPU runs.
+    pub fn detect() -> Self {
+        Self::all().into_iter().find(|b| b.available()).unwrap_or(Backend::Portable)
+    }
+
+    /// Every implementation, fastest first.
+    pub fn all() -> [Backend; 3] {
+        [Backend::Avx512, Backend::Avx2, Backend::Portable]
+    }
+
+    /// Whether this CPU runs it.
+    pub fn available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx512 => wide::avx512_available(),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx2 => wide::avx2_available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Backend::Avx512 | Backend::Avx2 => false,
+            Backend::Portable => true,
+        }
+    }
 }
 
 /// A POLYVAL instance for one key `H`: absorb whole blocks with
@@ -36,19 +67,16 @@ pub(crate) enum Polyval {
 }
 
 impl Polyval {
-    /// A fresh accumulator for key `h`, on the fastest implementation this
-    /// CPU has.
-    pub(crate) fn new(h: &[u8; BLOCK]) -> Self {
+    /// A fresh accumulator for key `h` on `backend`, which the caller has
+    /// checked is [`Backend::available`] (an unavailable one falls back to
+    /// the portable implementation rather than fault).
+    pub(crate) fn new(h: &[u8; BLOCK], backend: Backend) -> Self {
         #[cfg(target_arch = "x86_64")]
-        if wide::available() {
-            // SAFETY: `available` checked the CPU features `wide` is compiled for.
-            return Polyval::Wide(unsafe { wide::State::new(h) });
+        if backend != Backend::Portable && backend.available() {
+            // SAFETY: `available` checked the CPU features of this backend.
+            return Polyval::Wide(unsafe { wide::State::new(h, backend == Backend::Avx512) });
         }
-        Self::portable(h)
-    }
-
-    /// The portable implementation, whatever the CPU (tests compare the two).
-    pub(crate) fn portable(h: &[u8; BLOCK]) -> Self {
+        let _ = backend;
         Polyval::Portable(polyval::Polyval::new(h.into()))
     }
 
@@ -57,7 +85,7 @@ impl Polyval {
         debug_assert!(data.len().is_multiple_of(BLOCK));
         match self {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: a `Wide` state exists only where `wide::available()` held.
+            // SAFETY: a `Wide` state exists only where its backend's features were detected.
             Polyval::Wide(state) => unsafe { state.update(data) },
             Polyval::Portable(p) => p.update_padded(data),
         }
@@ -108,10 +136,14 @@ mod wide {
     /// Blocks per aggregated step.
     const STEP: usize = 16;
 
-    /// Whether this CPU runs the wide implementation.
-    pub(super) fn available() -> bool {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
+    /// Whether this CPU runs the 512-bit step.
+    pub(super) fn avx512_available() -> bool {
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") && avx2_available()
+    }
+
+    /// Whether this CPU runs the 256-bit step (and the 128-bit single blocks).
+    pub(super) fn avx2_available() -> bool {
+        std::is_x86_feature_detected!("avx2")
             && std::is_x86_feature_detected!("vpclmulqdq")
             && std::is_x86_feature_detected!("pclmulqdq")
             && std::is_x86_feature_detected!("sse4.1")
@@ -124,6 +156,8 @@ mod wide {
         /// is the power for block `4k + j` of a 16-block step.
         powers: [[u8; BLOCK]; STEP],
         acc: [u8; BLOCK],
+        /// 512-bit steps (else 256-bit).
+        avx512: bool,
     }
 
     impl Zeroize for State {
@@ -135,9 +169,10 @@ mod wide {
 
     impl State {
         /// # Safety
-        /// The CPU must have the features [`available`] checks.
-        #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,sse4.1")]
-        pub(super) unsafe fn new(h: &[u8; BLOCK]) -> Self {
+        /// The CPU must have the features [`avx2_available`] checks and, if
+        /// `avx512`, those [`avx512_available`] checks.
+        #[target_feature(enable = "pclmulqdq,sse4.1")]
+        pub(super) unsafe fn new(h: &[u8; BLOCK], avx512: bool) -> Self {
             let h1 = load128(h);
             let mut powers = [[0u8; BLOCK]; STEP];
             let mut p = h1;
@@ -145,7 +180,7 @@ mod wide {
                 store128(&mut powers[i], p);
                 p = mul(p, h1);
             }
-            Self { powers, acc: [0; BLOCK] }
+            Self { powers, acc: [0; BLOCK], avx512 }
         }
 
         pub(super) fn accumulator(&self) -> [u8; BLOCK] {
@@ -154,8 +189,15 @@ mod wide {
 
         /// # Safety
         /// As for [`State::new`]; `data.len()` is a multiple of 16.
-        #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,sse4.1")]
         pub(super) unsafe fn update(&mut self, data: &[u8]) {
+            // SAFETY: the features each step needs were detected for this state.
+            unsafe { if self.avx512 { self.update512(data) } else { self.update256(data) } }
+        }
+
+        /// # Safety
+        /// As for [`State::new`] with `avx512`.
+        #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,sse4.1")]
+        unsafe fn update512(&mut self, data: &[u8]) {
             let mut acc = load128(&self.acc);
             let mut steps = data.chunks_exact(STEP * BLOCK);
             if steps.len() > 0 {
@@ -175,8 +217,40 @@ mod wide {
                     acc = reduce(fold(lo), fold(hi));
                 }
             }
+            self.finish_blocks(acc, steps.remainder());
+        }
+
+        /// # Safety
+        /// As for [`State::new`].
+        #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.1")]
+        unsafe fn update256(&mut self, data: &[u8]) {
+            let mut acc = load128(&self.acc);
+            let mut steps = data.chunks_exact(STEP * BLOCK);
+            if steps.len() > 0 {
+                let k = load256x8(self.powers.as_flattened());
+                for step in &mut steps {
+                    let d = load256x8(step);
+                    let d0 = _mm256_xor_si256(d[0], _mm256_zextsi128_si256(acc));
+                    let (mut lo, mut hi, mut mid) = products256(d0, k[0]);
+                    for r in 1..8 {
+                        let (l, h, m) = products256(d[r], k[r]);
+                        lo = _mm256_xor_si256(lo, l);
+                        hi = _mm256_xor_si256(hi, h);
+                        mid = _mm256_xor_si256(mid, m);
+                    }
+                    lo = _mm256_xor_si256(lo, _mm256_bslli_epi128::<8>(mid));
+                    hi = _mm256_xor_si256(hi, _mm256_bsrli_epi128::<8>(mid));
+                    acc = reduce(fold256(lo), fold256(hi));
+                }
+            }
+            self.finish_blocks(acc, steps.remainder());
+        }
+
+        /// The blocks after the last whole step, one at a time, and the store.
+        #[target_feature(enable = "pclmulqdq,sse4.1")]
+        fn finish_blocks(&mut self, mut acc: __m128i, rest: &[u8]) {
             let h1 = load128(&self.powers[STEP - 1]);
-            for block in steps.remainder().chunks_exact(BLOCK) {
+            for block in rest.chunks_exact(BLOCK) {
                 acc = mul(_mm_xor_si128(acc, load128(block)), h1);
             }
             store128(&mut self.acc, acc);
@@ -198,6 +272,44 @@ mod wide {
                 _mm512_loadu_si512(p.add(192).cast()),
             ]
         }
+    }
+
+    /// Eight 256-bit rows from 256 bytes.
+    #[inline]
+    #[target_feature(enable = "avx")]
+    fn load256x8(bytes: &[u8]) -> [__m256i; 8] {
+        assert!(bytes.len() >= 8 * 32);
+        let p = bytes.as_ptr();
+        // SAFETY: 256 readable bytes (asserted); unaligned loads.
+        unsafe {
+            [
+                _mm256_loadu_si256(p.cast()),
+                _mm256_loadu_si256(p.add(32).cast()),
+                _mm256_loadu_si256(p.add(64).cast()),
+                _mm256_loadu_si256(p.add(96).cast()),
+                _mm256_loadu_si256(p.add(128).cast()),
+                _mm256_loadu_si256(p.add(160).cast()),
+                _mm256_loadu_si256(p.add(192).cast()),
+                _mm256_loadu_si256(p.add(224).cast()),
+            ]
+        }
+    }
+
+    /// [`products`] on 256-bit vectors.
+    #[inline]
+    #[target_feature(enable = "avx2,vpclmulqdq")]
+    fn products256(a: __m256i, b: __m256i) -> (__m256i, __m256i, __m256i) {
+        let lo = _mm256_clmulepi64_epi128::<0x00>(a, b);
+        let hi = _mm256_clmulepi64_epi128::<0x11>(a, b);
+        let mid = _mm256_xor_si256(_mm256_clmulepi64_epi128::<0x01>(a, b), _mm256_clmulepi64_epi128::<0x10>(a, b));
+        (lo, hi, mid)
+    }
+
+    /// XOR of the two 128-bit lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn fold256(x: __m256i) -> __m128i {
+        _mm_xor_si128(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x))
     }
 
     /// Lane-wise 128×128 carry-less products, unreduced: low, high and the

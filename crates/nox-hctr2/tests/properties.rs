@@ -1,13 +1,22 @@
-//! Properties: the AVX-512 POLYVAL agrees with RustCrypto's on every length
-//! (so the whole cipher agrees), round trips, and the strong-PRP behaviour the
+//! Properties: each wide POLYVAL (AVX-512, AVX2) agrees with RustCrypto's on
+//! every length (so the whole cipher agrees), round trips, and the strong-PRP behaviour the
 //! Sphinx body relies on: one flipped ciphertext bit garbles the whole
 //! decryption, wherever it is.
 
-use nox_hctr2::Hctr2;
+use nox_hctr2::{Backend, Hctr2};
 use proptest::prelude::*;
 
 /// The Sphinx body length of the default geometry.
 const BODY: usize = 32_512;
+
+fn portable(key: &[u8; 16]) -> Hctr2 {
+    Hctr2::with_backend(key, Backend::Portable).expect("portable runs everywhere")
+}
+
+/// The wide backends this CPU runs.
+fn wide(key: &[u8; 16]) -> Vec<Hctr2> {
+    [Backend::Avx512, Backend::Avx2].into_iter().filter_map(|b| Hctr2::with_backend(key, b)).collect()
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
@@ -18,13 +27,15 @@ proptest! {
         tweak in proptest::collection::vec(any::<u8>(), 0..40),
         data in proptest::collection::vec(any::<u8>(), 16..1100),
     ) {
-        let mut a = data.clone();
-        let mut b = data.clone();
-        Hctr2::new(&key).encrypt(&tweak, &mut a).expect("long enough");
-        Hctr2::new_portable(&key).encrypt(&tweak, &mut b).expect("long enough");
-        prop_assert_eq!(&a, &b);
-        Hctr2::new(&key).decrypt(&tweak, &mut a).expect("long enough");
-        prop_assert_eq!(a, data);
+        let mut expected = data.clone();
+        portable(&key).encrypt(&tweak, &mut expected).expect("long enough");
+        for c in wide(&key) {
+            let mut a = data.clone();
+            c.encrypt(&tweak, &mut a).expect("long enough");
+            prop_assert_eq!(&a, &expected);
+            c.decrypt(&tweak, &mut a).expect("long enough");
+            prop_assert_eq!(&a, &data);
+        }
     }
 }
 
@@ -33,29 +44,37 @@ fn agree_on_every_length_around_the_sixteen_block_step() {
     let key = [9u8; 16];
     let data: Vec<u8> = (0..BODY).map(|i| (i * 31 + 7) as u8).collect();
     let lens = (16..=600).chain([4096, 4111, 4112, 4113, BODY - 1, BODY, BODY + 1]);
+    let wide = wide(&key);
     for len in lens {
-        let (mut a, mut b) = (data[..len.min(BODY)].to_vec(), data[..len.min(BODY)].to_vec());
+        let mut input = data[..len.min(BODY)].to_vec();
         if len > BODY {
-            a.push(1);
-            b.push(1);
+            input.push(1);
         }
-        Hctr2::new(&key).encrypt(b"t", &mut a).expect("long enough");
-        Hctr2::new_portable(&key).encrypt(b"t", &mut b).expect("long enough");
-        assert_eq!(a, b, "length {len}");
+        let mut expected = input.clone();
+        portable(&key).encrypt(b"t", &mut expected).expect("long enough");
+        for c in &wide {
+            let mut a = input.clone();
+            c.encrypt(b"t", &mut a).expect("long enough");
+            assert_eq!(a, expected, "length {len}");
+        }
     }
 }
 
 #[test]
-fn the_wide_path_is_the_one_tested_where_the_cpu_has_it() {
-    // On x86_64 with AVX-512 the comparisons above are wide against portable;
-    // say which ran so a CI log shows it.
-    eprintln!("AVX-512 VPCLMULQDQ POLYVAL in use: {}", nox_hctr2::wide_polyval());
+fn the_wide_paths_are_the_ones_tested_where_the_cpu_has_them() {
+    // Say which backends the comparisons above ran, so a CI log shows it,
+    // and check detection against the CPU's own flags.
+    let available: Vec<Backend> = Backend::all().into_iter().filter(|b| b.available()).collect();
+    eprintln!("POLYVAL backends on this CPU: {available:?}; Hctr2::new uses {:?}", Backend::detect());
+    assert_eq!(Backend::detect(), available[0]);
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("vpclmulqdq")
     {
-        assert!(nox_hctr2::wide_polyval());
+        let vpclmul = std::is_x86_feature_detected!("vpclmulqdq") && std::is_x86_feature_detected!("avx2");
+        assert_eq!(Backend::Avx2.available(), vpclmul);
+        assert_eq!(
+            Backend::Avx512.available(),
+            vpclmul && std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
+        );
     }
 }
 
