@@ -34,9 +34,10 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The fastest implementation this CPU runs.
+    /// The fastest implementation this CPU runs (detected once per process).
     pub fn detect() -> Self {
-        Self::all().into_iter().find(|b| b.available()).unwrap_or(Backend::Portable)
+        static DETECTED: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| Self::all().into_iter().find(|b| b.available()).unwrap_or(Backend::Portable))
     }
 
     /// Every implementation, fastest first.

@@ -3,6 +3,8 @@
 //! Run: `cargo bench -p nox-sphinx --bench sphinx`
 //! Results and the machine they were measured on: docs/benchmarks/sphinx.md.
 
+mod lioness;
+
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -92,9 +94,10 @@ fn per_hop(c: &mut Criterion) {
         b.iter(|| inner::body_decrypt(&[4; 16], black_box(&mut body)))
     });
     // The body cipher before 2026-11-26, measured in the same run.
+    lioness::check();
     group.bench_function("body_lioness_decrypt", |b| {
         let mut body = packet[geometry.header_len()..].to_vec();
-        b.iter(|| inner::lioness_decrypt(&[4; 32], black_box(&mut body)))
+        b.iter(|| lioness::Lioness::new(black_box(&[4; 32])).decrypt(black_box(&mut body)))
     });
     let view = HeaderView::parse(&geometry, &packet).expect("view");
     let tag = view.replay_tag();

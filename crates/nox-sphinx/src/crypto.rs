@@ -25,8 +25,6 @@ pub(crate) type Aes128Ctr = ctr::Ctr64BE<aes::Aes128>;
 pub(crate) const CTX_HOP_KEYS: &str = "NOX sphinx v1 hop key schedule";
 pub(crate) const CTX_REPLAY_TAG: &str = "NOX sphinx v1 replay tag";
 pub(crate) const CTX_POW: &str = "NOX sphinx v1 proof of work";
-/// Lioness (the body cipher until 2026-11-26, now the benchmark baseline only).
-pub(crate) const CTX_LIONESS: &str = "NOX sphinx v1 lioness subkeys";
 pub(crate) const CTX_REPLY_BODY: &str = "NOX sphinx v1 hctr2 reply body key";
 
 /// Length of the hop key schedule's output.

@@ -10,7 +10,6 @@ mod geometry;
 mod header;
 mod kem;
 mod keys;
-mod lioness;
 mod padding;
 pub mod pow;
 mod process;
@@ -44,12 +43,6 @@ pub mod bench_internals {
         crate::crypto::xor_keystream(key, data)
     }
     pub use curve25519_dalek::{ristretto::RistrettoPoint, scalar::Scalar};
-
-    /// Lioness decryption of a body with a 32-byte key (the body cipher until
-    /// 2026-11-26, kept as the benchmarks' baseline).
-    pub fn lioness_decrypt(key: &[u8; 32], body: &mut [u8]) {
-        crate::lioness::Lioness::new(key).decrypt(body);
-    }
 
     /// The hop key schedule; returns the MAC key.
     pub fn derive_hop_keys(alpha: &[u8; 32], shared: &[u8; 32]) -> [u8; 32] {

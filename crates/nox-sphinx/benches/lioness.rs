@@ -1,9 +1,10 @@
 //! Lioness: a four-round unbalanced Feistel cipher over the whole body, a
 //! strong pseudorandom permutation (Anderson–Biham; paper eqs. 7–10).
 //!
-//! The body cipher until 2026-11-26 (the paper's choice); HCTR2 (`body.rs`)
-//! replaced it at 0.4 × its cost. Kept only as the baseline the benchmarks
-//! measure HCTR2 against in the same run (`bench_internals::lioness_decrypt`).
+//! The body cipher until 2026-11-26 (the paper's choice); HCTR2
+//! (`src/body.rs`) replaced it at 0.4 × its cost. Kept here, in the
+//! benchmarks and not in the library, as the baseline `per_hop/body_*`
+//! measures HCTR2 against in the same run.
 //!
 //! The body is split into `R` (first 32 bytes) and `L` (the rest).
 //! Encryption:
@@ -27,14 +28,17 @@
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::crypto::{CTX_LIONESS, xor_keystream};
+use nox_sphinx::bench_internals::xor_keystream;
+
+/// The key expansion's context string (the format's until 2026-11-26).
+const CTX_LIONESS: &str = "NOX sphinx v1 lioness subkeys";
 
 /// Length of the right half `R`.
 const R_LEN: usize = 32;
 
 /// The four round keys, derived from one 32-byte body key.
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
-pub(crate) struct Lioness {
+pub struct Lioness {
     k1: [u8; 32],
     k2: [u8; 32],
     k3: [u8; 32],
@@ -43,7 +47,7 @@ pub(crate) struct Lioness {
 
 impl Lioness {
     /// Expands a 32-byte key: `BLAKE3-derive_key(CTX_LIONESS, key)` to 128 bytes.
-    pub(crate) fn new(key: &[u8; 32]) -> Self {
+    pub fn new(key: &[u8; 32]) -> Self {
         let mut okm = [0u8; 128];
         let mut hasher = blake3::Hasher::new_derive_key(CTX_LIONESS);
         hasher.update(key);
@@ -54,7 +58,7 @@ impl Lioness {
     }
 
     /// Uses 128 bytes of key material directly as k1 ‖ k2 ‖ k3 ‖ k4.
-    pub(crate) fn from_round_keys(okm: &[u8; 128]) -> Self {
+    fn from_round_keys(okm: &[u8; 128]) -> Self {
         let mut ks = Self { k1: [0; 32], k2: [0; 32], k3: [0; 32], k4: [0; 32] };
         ks.k1.copy_from_slice(&okm[0..32]);
         ks.k2.copy_from_slice(&okm[32..64]);
@@ -66,8 +70,7 @@ impl Lioness {
     /// Encrypts `block` in place (used by the round-trip test only). Callers pass bodies, which the geometry
     /// makes longer than 32 bytes; a shorter block is left unchanged rather
     /// than panicking.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn encrypt(&self, block: &mut [u8]) {
+    pub fn encrypt(&self, block: &mut [u8]) {
         let Some((right, left)) = block.split_at_mut_checked(R_LEN) else { return };
         stream_round(&self.k1, right, left);
         hash_round(&self.k2, left, right);
@@ -76,7 +79,7 @@ impl Lioness {
     }
 
     /// Decrypts `block` in place (inverse of [`Lioness::encrypt`]).
-    pub(crate) fn decrypt(&self, block: &mut [u8]) {
+    pub fn decrypt(&self, block: &mut [u8]) {
         let Some((right, left)) = block.split_at_mut_checked(R_LEN) else { return };
         hash_round(&self.k4, left, right);
         stream_round(&self.k3, right, left);
@@ -118,24 +121,20 @@ fn hash_round(key: &[u8; 32], left: &[u8], right: &mut [u8]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trip_and_diffusion() {
-        let cipher = Lioness::new(&[7u8; 32]);
-        let plain: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
-        let mut buf = plain.clone();
-        cipher.encrypt(&mut buf);
-        assert_ne!(buf, plain);
-        let mut flipped = buf.clone();
-        flipped[500] ^= 1;
-        cipher.decrypt(&mut buf);
-        assert_eq!(buf, plain);
-        cipher.decrypt(&mut flipped);
-        let changed = flipped.iter().zip(&plain).filter(|(a, b)| a != b).count();
-        // A random byte differs from a fixed one with probability 255/256.
-        assert!(changed > 950, "only {changed} of 1000 bytes changed");
-    }
+/// Round trip and diffusion, checked once before the benchmark times
+/// anything (a broken baseline would make the comparison meaningless).
+pub fn check() {
+    let cipher = Lioness::new(&[7u8; 32]);
+    let plain: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+    let mut buf = plain.clone();
+    cipher.encrypt(&mut buf);
+    assert_ne!(buf, plain);
+    let mut flipped = buf.clone();
+    flipped[500] ^= 1;
+    cipher.decrypt(&mut buf);
+    assert_eq!(buf, plain);
+    cipher.decrypt(&mut flipped);
+    let changed = flipped.iter().zip(&plain).filter(|(a, b)| a != b).count();
+    // A random byte differs from a fixed one with probability 255/256.
+    assert!(changed > 950, "only {changed} of 1000 bytes changed");
 }
