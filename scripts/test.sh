@@ -6,7 +6,13 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
 export CARGO_TERM_COLOR=never
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step also prints the disk space left where the build goes: a CI machine's disk is not
+# sized for us (one run ended in ENOSPC while linking the tests), docs/ci.md has the footprint.
+step() {
+  printf '\n==> %s\n' "$*"
+  mkdir -p "$CARGO_TARGET_DIR"
+  printf '    (disk: %s free where the target directory is)\n' "$(df -h --output=avail "$CARGO_TARGET_DIR" | tail -n 1 | tr -d ' ')"
+}
 
 step "toolchain components"
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
