@@ -7,7 +7,7 @@
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::crypto::CTX_REPLY_BODY;
+use crate::crypto::{CTX_REPLY_BODY, kdf};
 
 /// One layer's HCTR2 key.
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
@@ -21,12 +21,8 @@ impl BodyKey {
 
     /// The reply layer's key: `BLAKE3-derive_key(CTX_REPLY_BODY, k_r)[..16]`.
     pub(crate) fn from_reply_key(reply_key: &[u8; 32]) -> Self {
-        let mut okm = [0u8; 16];
-        let mut hasher = blake3::Hasher::new_derive_key(CTX_REPLY_BODY);
-        hasher.update(reply_key);
-        hasher.finalize_xof().fill(&mut okm);
-        let key = Self(okm);
-        okm.zeroize();
+        let mut key = Self([0u8; 16]);
+        kdf(CTX_REPLY_BODY, &[reply_key], &mut key.0);
         key
     }
 

@@ -70,12 +70,20 @@ impl HopKeys {
 /// extended with the XOF, where ε is α or the hop's whole KEM ciphertext.
 /// The caller zeroizes it.
 pub(crate) fn hop_key_material(alpha: &[u8], shared_secret: &[u8; 32]) -> [u8; HOP_OKM_LEN] {
-    let mut hasher = blake3::Hasher::new_derive_key(CTX_HOP_KEYS);
-    hasher.update(alpha);
-    hasher.update(shared_secret);
     let mut okm = [0u8; HOP_OKM_LEN];
-    hasher.finalize_xof().fill(&mut okm);
+    kdf(CTX_HOP_KEYS, &[alpha, shared_secret], &mut okm);
     okm
+}
+
+/// The KDF (spec §3): `BLAKE3-derive_key(ctx, parts[0] ‖ parts[1] ‖ …)`, extended with
+/// its XOF to fill `out`. Every derivation of the format goes through it except the
+/// proof of work, which hashes from a cloned keyed state per nonce (`pow.rs`).
+pub(crate) fn kdf(ctx: &str, parts: &[&[u8]], out: &mut [u8]) {
+    let mut hasher = blake3::Hasher::new_derive_key(ctx);
+    for part in parts {
+        hasher.update(part);
+    }
+    hasher.finalize_xof().fill(out);
 }
 
 /// Header MAC: BLAKE3 keyed by μ over `prefix ‖ β`, first 16 bytes.

@@ -14,7 +14,7 @@
 //! ```
 
 use crate::{
-    crypto::CTX_REPLAY_TAG,
+    crypto::{CTX_REPLAY_TAG, kdf},
     error::SphinxError,
     geometry::{Geometry, POW_NONCE_LEN},
     pow,
@@ -70,9 +70,9 @@ impl<'a> HeaderView<'a> {
 
 /// The replay tag of a header given without its nonce.
 pub(crate) fn replay_tag_of(header_without_nonce: &[u8]) -> ReplayTag {
-    let mut hasher = blake3::Hasher::new_derive_key(CTX_REPLAY_TAG);
-    hasher.update(header_without_nonce);
-    ReplayTag(*hasher.finalize().as_bytes())
+    let mut tag = [0u8; 32];
+    kdf(CTX_REPLAY_TAG, &[header_without_nonce], &mut tag);
+    ReplayTag(tag)
 }
 
 /// Refuses packets of the wrong length or geometry.

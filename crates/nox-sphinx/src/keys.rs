@@ -12,7 +12,7 @@ use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-use crate::{error::SphinxError, geometry::Scheme, kem};
+use crate::{crypto::kdf, error::SphinxError, geometry::Scheme, kem};
 
 /// Opaque 32-byte identifier of a node (or of a client, as a SURB recipient).
 /// The outer layers define it (e.g. a hash of the node's link key); the
@@ -210,9 +210,7 @@ impl SecretKey {
             }
             Scheme::MlKem768 => {
                 let mut d_z = Zeroizing::new([0u8; 64]);
-                let mut hasher = blake3::Hasher::new_derive_key(CTX_MLKEM_SEED);
-                hasher.update(&seed[..]);
-                hasher.finalize_xof().fill(&mut d_z[..]);
+                kdf(CTX_MLKEM_SEED, &[&seed[..]], &mut d_z[..]);
                 let (key, public) = kem::mlkem_keygen(&d_z);
                 let public = Box::new(PublicKey::checked(scheme, public.as_slice(), RistrettoPoint::default()));
                 Secret::MlKem768 { seed, key, public }
