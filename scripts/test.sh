@@ -11,7 +11,8 @@ export CARGO_TERM_COLOR=never
 step() {
   printf '\n==> %s\n' "$*"
   mkdir -p "$CARGO_TARGET_DIR"
-  printf '    (disk: %s free where the target directory is)\n' "$(df -h --output=avail "$CARGO_TARGET_DIR" | tail -n 1 | tr -d ' ')"
+  printf '    (%d s since the start; disk: %s free where the target directory is)\n' "$SECONDS" \
+    "$(df -h --output=avail "$CARGO_TARGET_DIR" | tail -n 1 | tr -d ' ')"
 }
 
 step "toolchain components"
@@ -128,3 +129,6 @@ if [ "$bench_status" -ne 0 ]; then
   echo "error: an experiment of the benchmark suite failed (summary above)." >&2
   exit 1
 fi
+
+printf '\n==> all steps passed in %d s; disk taken: %s (target directory), %s (fuzz target directory)\n' "$SECONDS" \
+  "$(du -sh "$CARGO_TARGET_DIR" | cut -f1)" "$(du -sh "$CARGO_TARGET_DIR-fuzz" 2>/dev/null | cut -f1)"
