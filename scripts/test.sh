@@ -15,6 +15,17 @@ step() {
     "$(df -h --output=avail "$CARGO_TARGET_DIR" | tail -n 1 | tr -d ' ')"
 }
 
+# When the disk is nearly full (less than NOX_MIN_FREE_GB, default 10, left), a build directory
+# that no later step reads is removed after its last use. A machine with room keeps its caches.
+free_if_low() {
+  local dir=$1 why=$2 avail_kb
+  avail_kb=$(df --output=avail -k "$CARGO_TARGET_DIR" | tail -n 1 | tr -d ' ')
+  if [ "$avail_kb" -lt $(( ${NOX_MIN_FREE_GB:-10} * 1024 * 1024 )) ] && [ -d "$dir" ]; then
+    printf '    disk low (%d MiB free): removing %s (%s)\n' $(( avail_kb / 1024 )) "$dir" "$why"
+    rm -rf "$dir"
+  fi
+}
+
 step "toolchain components"
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 if ! cargo +nightly --version >/dev/null 2>&1; then
@@ -93,6 +104,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-10}"
+free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 
 step "tests"
 cargo test --workspace --locked
@@ -104,6 +116,7 @@ step "TypeScript SDK: tsc (strict); node --test: the EIP-1193 provider, and the 
 npm install --prefix sdk/ts --no-audit --no-fund
 NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
   npm test --prefix sdk/ts
+free_if_low "$CARGO_TARGET_DIR/debug" "the debug build; the gate and the benchmarks use release builds"
 
 step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
 if ! bash scripts/bench/regression.sh; then
