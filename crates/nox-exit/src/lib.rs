@@ -14,6 +14,7 @@ mod target;
 mod transport;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ::http::{Method, Request, header};
@@ -31,6 +32,7 @@ pub use connect::{ConnectError, Connected, StreamPermit};
 pub use error::{ErrorKind, ExitError};
 pub use http::{HttpRequest, HttpResponse};
 pub use ipnet::IpNet;
+pub use jsonrpc::reply::ReplyMismatch;
 pub use jsonrpc::tx::{TxError, TxSummary, TxType, decode as decode_transaction};
 pub use resolver::{BoxFuture, Dialer, Resolver, SystemResolver, TcpDialer};
 pub use streams::{DEFAULT_STREAM_PORTS, MAX_STREAM_BYTES, MAX_STREAM_LIFETIME, StreamsConfig};
@@ -62,6 +64,8 @@ struct Rpc {
     upstream: Target,
     /// Calls in flight across all clients (a batch takes one permit per call).
     calls: Semaphore,
+    /// Upstream answers that did not match their request (not forwarded).
+    mismatched: AtomicU64,
 }
 
 fn tls_connector() -> Result<TlsConnector, ConfigError> {
@@ -81,6 +85,20 @@ fn tls_connector() -> Result<TlsConnector, ConfigError> {
 /// runs the same code.
 pub fn canonical_json_rpc(config: &JsonRpcConfig, body: &[u8]) -> Result<Vec<u8>, ExitError> {
     RpcPolicy::new(config.clone()).validate(body).map(|validated| validated.body)
+}
+
+/// The upstream-answer check alone, without I/O: whether `reply` answers `request` (a body
+/// [`canonical_json_rpc`] accepted, or any request it accepts) id for id — a single response
+/// object with the request's exact `id`, or an array answering each batch id as often as it was
+/// asked. Errors: the request's own refusal (outer), or the mismatch (inner). Used by the fuzz
+/// target; the forwarder runs the same check on every answer.
+pub fn check_json_rpc_reply(
+    config: &JsonRpcConfig,
+    request: &[u8],
+    reply: &[u8],
+) -> Result<Result<(), ReplyMismatch>, ExitError> {
+    let validated = RpcPolicy::new(config.clone()).validate(request)?;
+    Ok(jsonrpc::reply::check(&validated.expected, reply))
 }
 
 /// JSON-RPC settings the forwarder cannot run with.
@@ -140,7 +158,7 @@ impl ExitServices {
                 let upstream = target::parse(&rpc.upstream).map_err(|e| ConfigError::Upstream(e.to_string()))?;
                 check_rpc(rpc)?;
                 let calls = Semaphore::new(rpc.max_calls_in_flight);
-                Some(Rpc { policy: RpcPolicy::new(rpc.clone()), upstream, calls })
+                Some(Rpc { policy: RpcPolicy::new(rpc.clone()), upstream, calls, mismatched: AtomicU64::new(0) })
             }
         };
         let inner = Inner {
@@ -184,7 +202,10 @@ impl ExitServices {
 
     /// Validate a JSON-RPC request or batch, forward its canonical re-serialisation (never the
     /// client's bytes) to the operator's upstream, and return the upstream's response body
-    /// (capped like [`ExitServices::http`]).
+    /// (capped like [`ExitServices::http`]) if it answers the request id for id
+    /// ([`check_json_rpc_reply`]). An answer that does not is not forwarded: the client gets a
+    /// JSON-RPC internal error (-32603) for each id it asked, naming the mismatch, and
+    /// [`ExitServices::json_rpc_mismatched`] counts it.
     pub async fn json_rpc(&self, body: &[u8], max_response_len: usize) -> Result<Vec<u8>, ExitError> {
         let Some(rpc) = &self.inner.rpc else {
             return Err(ExitError::Unsupported("this exit does not offer JSON-RPC".into()));
@@ -195,9 +216,26 @@ impl ExitServices {
         let calls = u32::try_from(validated.calls).unwrap_or(u32::MAX);
         let _calls = rpc.calls.try_acquire_many(calls).map_err(|_| ExitError::Busy(config.max_calls_in_flight))?;
         let cap = max_response_len.min(config.max_response_bytes);
-        tokio::time::timeout(config.timeout, self.inner.forward_rpc(&rpc.upstream, validated.body, cap))
+        let answer = tokio::time::timeout(config.timeout, self.inner.forward_rpc(&rpc.upstream, validated.body, cap))
             .await
-            .map_err(|_| timeout_error(config.timeout))?
+            .map_err(|_| timeout_error(config.timeout))??;
+        match jsonrpc::reply::check(&validated.expected, &answer) {
+            Ok(()) => Ok(answer),
+            Err(mismatch) => {
+                rpc.mismatched.fetch_add(1, Ordering::Relaxed);
+                let substitute = jsonrpc::reply::internal_error(&validated.expected, &mismatch);
+                if substitute.len() > cap {
+                    return Err(ExitError::Upstream(mismatch.to_string()));
+                }
+                Ok(substitute)
+            }
+        }
+    }
+
+    /// Upstream JSON-RPC answers refused because they did not match their request (0 without
+    /// a JSON-RPC service).
+    pub fn json_rpc_mismatched(&self) -> u64 {
+        self.inner.rpc.as_ref().map_or(0, |rpc| rpc.mismatched.load(Ordering::Relaxed))
     }
 }
 

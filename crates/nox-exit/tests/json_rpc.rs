@@ -56,11 +56,13 @@ async fn forbidden_methods_are_refused_by_name() {
 
 #[tokio::test]
 async fn batches_are_bounded() {
-    let upstream = canned(response("200 OK", &[], b"[]")).await;
+    // The upstream answers each of the 16 calls (all id 1), as the answer check requires.
+    let answers = format!("[{}]", vec![std::str::from_utf8(ANSWER).unwrap(); 16].join(","));
+    let upstream = canned(response("200 OK", &[], answers.as_bytes())).await;
     let exit = exit_for(&upstream.url("/"));
     let one = String::from_utf8(call("eth_blockNumber", "[]")).unwrap();
     let batch = |n: usize| format!("[{}]", vec![one.as_str(); n].join(","));
-    assert_eq!(exit.json_rpc(batch(16).as_bytes(), CAP).await.unwrap(), b"[]");
+    assert_eq!(exit.json_rpc(batch(16).as_bytes(), CAP).await.unwrap(), answers.as_bytes());
     let err = exit.json_rpc(batch(17).as_bytes(), CAP).await.unwrap_err();
     assert_eq!(err, ExitError::RequestTooLarge("batch of 17 requests exceeds the limit of 16".into()));
     assert_eq!(exit.json_rpc(b"[]", CAP).await.unwrap_err().kind(), ErrorKind::BadRequest);

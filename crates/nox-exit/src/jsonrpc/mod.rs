@@ -5,9 +5,11 @@
 //! allowed `method`, and `params` (an array, checked per method by [`params::check`]). Any other
 //! top-level member is refused, `"Method"` included. What goes upstream is **only** the
 //! canonical re-serialisation of the validated calls, never the client's bytes: an upstream
-//! whose parser differs from ours sees the same thing we checked.
+//! whose parser differs from ours sees the same thing we checked. The upstream's answer is
+//! checked against the request's ids before it goes back ([`reply`]).
 
 mod params;
+pub(crate) mod reply;
 mod strict;
 pub mod tx;
 
@@ -52,6 +54,8 @@ pub(crate) struct Validated {
     pub body: Vec<u8>,
     /// Calls in it (1 for a single request, the batch length otherwise).
     pub calls: usize,
+    /// The ids the answer must carry.
+    pub expected: reply::Expected,
 }
 
 impl RpcPolicy {
@@ -83,9 +87,13 @@ impl RpcPolicy {
                     )));
                 }
                 let calls = batch.into_iter().map(|call| self.call(call)).collect::<Result<Vec<_>, _>>()?;
-                Ok(Validated { calls: calls.len(), body: encode(&calls)? })
+                let expected = reply::Expected::Batch(calls.iter().map(|call| call.id.clone()).collect());
+                Ok(Validated { calls: calls.len(), body: encode(&calls)?, expected })
             }
-            call => Ok(Validated { calls: 1, body: encode(&self.call(call)?)? }),
+            call => {
+                let call = self.call(call)?;
+                Ok(Validated { calls: 1, body: encode(&call)?, expected: reply::Expected::Single(call.id.clone()) })
+            }
         }
     }
 
