@@ -3,7 +3,7 @@
 //! **unverified**: the caller verifies them against its authority key and clock.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -153,9 +153,30 @@ fn ok_body(bytes: &[u8]) -> Result<&[u8], ClientError> {
 
 /// One request, the whole response (to EOF, at most `MAX_RESPONSE_BYTES`), within `timeout`.
 async fn exchange(addr: SocketAddr, raw: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, ClientError> {
+    exchange_from(addr, None, raw, timeout).await
+}
+
+/// [`exchange`] from the local address `source` (any port), if given.
+async fn exchange_from(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    raw: Vec<u8>,
+    timeout: Duration,
+) -> Result<Vec<u8>, ClientError> {
     let io = |e: std::io::Error| ClientError::Io { addr, message: e.to_string() };
     let work = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
+        let mut stream = match source {
+            None => tokio::net::TcpStream::connect(addr).await.map_err(io)?,
+            Some(source) => {
+                let socket = match source {
+                    IpAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+                    IpAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+                }
+                .map_err(io)?;
+                socket.bind(SocketAddr::new(source, 0)).map_err(io)?;
+                socket.connect(addr).await.map_err(io)?
+            }
+        };
         stream.write_all(&raw).await.map_err(io)?;
         let mut out = Vec::new();
         let limit = u64::try_from(MAX_RESPONSE_BYTES + 1).unwrap_or(u64::MAX);
@@ -171,6 +192,19 @@ async fn exchange(addr: SocketAddr, raw: Vec<u8>, timeout: Duration) -> Result<V
 /// `GET /topology` (async).
 pub async fn fetch_document(addr: SocketAddr, timeout: Duration) -> Result<TopologyDocument, ClientError> {
     let response = exchange(addr, request("GET", "/topology", b""), timeout).await?;
+    Ok(TopologyDocument::from_json(ok_body(&response)?)?)
+}
+
+/// `GET /topology` (async) from the local address `source`: a process among several on one
+/// host (a testnet's, all on loopback) connects from its own address, so that the directory's
+/// per-address and per-subnet caps count it apart from the others. Binding `source` fails
+/// (an `Io` error) where the address is not local.
+pub async fn fetch_document_from(
+    addr: SocketAddr,
+    source: IpAddr,
+    timeout: Duration,
+) -> Result<TopologyDocument, ClientError> {
+    let response = exchange_from(addr, Some(source), request("GET", "/topology", b""), timeout).await?;
     Ok(TopologyDocument::from_json(ok_body(&response)?)?)
 }
 

@@ -41,6 +41,10 @@ pub struct DirectoryConfig {
     /// unanswered (and counted).
     #[serde(default = "default_max_connections_per_address")]
     pub max_connections_per_address: usize,
+    /// Connections served at once from one subnet (IPv4 /24, or IPv6 /48); more are closed
+    /// unanswered (and counted).
+    #[serde(default = "default_max_connections_per_subnet")]
+    pub max_connections_per_subnet: usize,
     /// The Sphinx scheme of the network's geometry (`ristretto255`, the default, `x25519-kem`,
     /// `mlkem768` or `xwing`): the initial document and every upload must be of it.
     #[serde(default, deserialize_with = "scheme")]
@@ -67,6 +71,10 @@ fn default_first_byte_timeout_ms() -> u64 {
 
 fn default_max_connections_per_address() -> usize {
     4
+}
+
+fn default_max_connections_per_subnet() -> usize {
+    16
 }
 
 fn default_request_timeout_ms() -> u64 {
@@ -133,6 +141,7 @@ impl DirectoryConfig {
             first_byte_timeout: Duration::from_millis(self.first_byte_timeout_ms.max(1)),
             max_connections: self.max_connections.max(1),
             max_connections_per_address: self.max_connections_per_address.max(1),
+            max_connections_per_subnet: self.max_connections_per_subnet.max(1),
         }
     }
 

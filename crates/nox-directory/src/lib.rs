@@ -9,7 +9,8 @@ mod registry;
 mod server;
 
 pub use client::{
-    ClientError, Mirrors, fetch_document, fetch_document_blocking, get_blocking, parse_url, upload_descriptor,
+    ClientError, Mirrors, fetch_document, fetch_document_blocking, fetch_document_from, get_blocking, parse_url,
+    upload_descriptor,
 };
 pub use config::{ConfigError, DirectoryConfig};
 pub use registry::{Accepted, Refusal, Registry};

@@ -2,22 +2,24 @@
 //! `GET /metrics` (docs/spec/directory.md §2). One request per connection, bounded in size,
 //! time and concurrency; every outcome is counted.
 //!
-//! One host cannot take the service: connections are capped per address (IPv4 address or
-//! IPv6 /64) as well as in total, a connection that sends nothing within the first-byte timeout
+//! One host or one network cannot take the service: connections are capped per address (IPv4
+//! address or IPv6 /64) and per subnet (IPv4 /24 or IPv6 /48, nox-admission's keys, as the
+//! nodes use) as well as in total, a connection that sends nothing within the first-byte timeout
 //! is closed, and the whole request must arrive within the request timeout.
 
 use std::{
-    collections::{BTreeMap, HashMap},
-    net::{IpAddr, Ipv6Addr, SocketAddr},
+    collections::BTreeMap,
+    net::{IpAddr, SocketAddr},
     sync::{Arc, Mutex},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use nox_admission::{ConnectionLimits, ConnectionRefused, ConnectionTracker};
 use nox_topology::SignedDescriptor;
 use tokio::{
     io::AsyncWriteExt,
     net::{TcpListener, TcpStream},
-    sync::{Semaphore, watch},
+    sync::watch,
 };
 
 use crate::http::{MAX_BODY_BYTES, read_request, response_with};
@@ -67,6 +69,9 @@ pub struct Limits {
     /// Connections served at once from one address (IPv4 address or IPv6 /64); more are
     /// closed unanswered (counted as `busy_address`).
     pub max_connections_per_address: usize,
+    /// Connections served at once from one subnet (IPv4 /24 or IPv6 /48, as the nodes'
+    /// admission); more are closed unanswered (counted as `busy_subnet`).
+    pub max_connections_per_subnet: usize,
 }
 
 impl Default for Limits {
@@ -76,57 +81,44 @@ impl Default for Limits {
             first_byte_timeout: Duration::from_millis(500),
             max_connections: 64,
             max_connections_per_address: 4,
+            max_connections_per_subnet: 16,
         }
     }
 }
 
-/// The key of the per-address cap: an IPv4 address, or an IPv6 address's /64 (one host
-/// usually holds a whole /64). IPv4-mapped IPv6 addresses count as their IPv4 address.
-fn address_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
+/// Open connections per address and per subnet, and in total: nox-admission's tracker, the
+/// same keys as the nodes' link admission ([`nox_admission::PeerKey`]: an IPv4 address or an
+/// IPv6 /64; [`nox_admission::SubnetKey`]: an IPv4 /24 or an IPv6 /48).
+#[derive(Debug)]
+struct Open(Mutex<ConnectionTracker>);
+
+/// One connection's place in [`Open`], given back on drop.
+struct Slot {
+    table: Arc<Open>,
+    ip: IpAddr,
+}
+
+impl Open {
+    fn new(limits: Limits) -> Self {
+        let cap = |n: usize| u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        Self(Mutex::new(ConnectionTracker::new(ConnectionLimits {
+            max_per_peer: cap(limits.max_connections_per_address),
+            max_per_subnet: cap(limits.max_connections_per_subnet),
+            max_total: cap(limits.max_connections),
+        })))
+    }
+
+    fn try_open(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, ConnectionRefused> {
+        let mut tracker = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tracker.try_open(ip)?;
+        Ok(Slot { table: self.clone(), ip })
     }
 }
 
-/// Open connections per address key.
-#[derive(Debug, Default)]
-struct PerAddress(Mutex<HashMap<IpAddr, usize>>);
-
-/// One connection's place in [`PerAddress`], given back on drop.
-struct AddressSlot {
-    table: Arc<PerAddress>,
-    key: IpAddr,
-}
-
-impl PerAddress {
-    fn try_open(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<AddressSlot> {
-        let key = address_key(ip);
-        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let open = map.entry(key).or_default();
-        if *open >= max.max(1) {
-            return None;
-        }
-        *open += 1;
-        Some(AddressSlot { table: self.clone(), key })
-    }
-}
-
-impl Drop for AddressSlot {
+impl Drop for Slot {
     fn drop(&mut self) {
-        let mut map = self.table.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(open) = map.get_mut(&self.key) {
-            *open = open.saturating_sub(1);
-            if *open == 0 {
-                map.remove(&self.key);
-            }
-        }
+        let mut tracker = self.table.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tracker.close(self.ip);
     }
 }
 
@@ -166,8 +158,7 @@ impl DirectoryServer {
 
     /// Serves until `shutdown` turns true.
     pub async fn serve(self, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
-        let permits = Arc::new(Semaphore::new(self.limits.max_connections.max(1)));
-        let per_address = Arc::new(PerAddress::default());
+        let open = Arc::new(Open::new(self.limits));
         loop {
             let accepted = tokio::select! {
                 accepted = self.listener.accept() => accepted,
@@ -181,19 +172,23 @@ impl DirectoryServer {
                     continue;
                 }
             };
-            // The per-address cap first: one host's connections must not use up the slots.
-            let Some(slot) = per_address.try_open(peer.ip(), self.limits.max_connections_per_address) else {
-                self.counters.count("busy_address");
-                continue;
-            };
-            let Ok(permit) = permits.clone().try_acquire_owned() else {
-                self.counters.count("busy");
-                continue;
+            // The address and subnet caps come before the total: one host's or one network's
+            // connections never use up the slots.
+            let slot = match open.try_open(peer.ip()) {
+                Ok(slot) => slot,
+                Err(refused) => {
+                    self.counters.count(match refused {
+                        ConnectionRefused::PeerLimit => "busy_address",
+                        ConnectionRefused::SubnetLimit => "busy_subnet",
+                        ConnectionRefused::TotalLimit | ConnectionRefused::Banned => "busy",
+                    });
+                    continue;
+                }
             };
             let (registry, counters, limits) = (self.registry.clone(), self.counters.clone(), self.limits);
             tokio::spawn(async move {
                 handle(stream, &registry, &counters, limits).await;
-                drop((permit, slot));
+                drop(slot);
             });
         }
     }
@@ -295,5 +290,41 @@ fn route(
         }
         (_, "/topology" | "/descriptor" | "/metrics") => text(405, "bad_method", format!("{method} not allowed here")),
         _ => text(404, "not_found", format!("no such endpoint: {path}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an address")
+    }
+
+    /// IPv6 cannot be flooded from loopback (only ::1 exists there), so the caps are shown on
+    /// the table: one /64 is one address, one /48 (65,536 /64s) one subnet.
+    #[test]
+    fn ipv6_is_capped_per_slash_64_and_per_slash_48() {
+        let limits = Limits {
+            max_connections: 64,
+            max_connections_per_address: 4,
+            max_connections_per_subnet: 16,
+            ..Limits::default()
+        };
+        let open = Arc::new(Open::new(limits));
+        let mut held = Vec::new();
+        for i in 0..4 {
+            held.push(open.try_open(ip(&format!("2001:db8:1:2::{i}"))).unwrap());
+        }
+        assert_eq!(open.try_open(ip("2001:db8:1:2::ff")).err(), Some(ConnectionRefused::PeerLimit), "one /64");
+        for subnet in 3..6 {
+            for i in 0..4 {
+                held.push(open.try_open(ip(&format!("2001:db8:1:{subnet}::{i}"))).unwrap());
+            }
+        }
+        assert_eq!(open.try_open(ip("2001:db8:1:ffff::1")).err(), Some(ConnectionRefused::SubnetLimit), "one /48");
+        assert!(open.try_open(ip("2001:db8:2::1")).is_ok(), "another /48 still gets in");
+        held.truncate(15);
+        assert!(open.try_open(ip("2001:db8:1:ffff::1")).is_ok(), "a closed connection frees its place");
     }
 }

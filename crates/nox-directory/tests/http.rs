@@ -38,6 +38,7 @@ async fn serves_accepts_and_refuses_over_http() {
         first_byte_timeout: Duration::from_millis(300),
         max_connections: 8,
         max_connections_per_address: 8,
+        max_connections_per_subnet: 8,
     };
     let server = DirectoryServer::bind(([127, 0, 0, 1], 0).into(), registry, limits).await.unwrap();
     let addr = server.local_addr().unwrap();
