@@ -26,6 +26,18 @@ pub enum SetupError {
     /// A check failed: the transcript is not a valid update of its predecessor.
     #[error("verification failed: {0}")]
     Invalid(&'static str),
+    /// The transcript's secrets are the public starting ones: no contribution, a contribution
+    /// whose proof of knowledge does not verify, or points that are still the generators. Anyone
+    /// can forge proofs of false statements under a key made from it (`tests/forgery.rs`).
+    #[error(
+        "phase {phase} transcript has no secret contribution ({why}): anyone could forge proofs under a key made from it"
+    )]
+    Uncontributed {
+        /// 1 (powers of tau: τ = α = β = 1) or 2 (δ = 1).
+        phase: u8,
+        /// What is missing.
+        why: &'static str,
+    },
     /// Constraint synthesis failed.
     #[error("circuit: {0}")]
     Circuit(String),

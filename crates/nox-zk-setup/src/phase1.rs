@@ -174,6 +174,50 @@ impl Phase1 {
         Phase1::new(self.n()).is_ok_and(|p| &p == self)
     }
 
+    /// Checks that this transcript's secrets are not the public starting ones, so that a key may
+    /// be made from it: at least one contribution; the first extends the starting transcript of
+    /// this size; every proof of knowledge verifies for the transcript it names; none of `τ·G1`,
+    /// `τ·G2`, `α·G1`, `β·G1`, `β·G2` is its generator; and with a single contribution, those
+    /// points are exactly its proven secrets. The starting transcript (τ = α = β = 1) passes
+    /// [`Phase1::verify`]'s structure checks but every secret of it is public: a key grown from
+    /// it is forgeable whatever phase 2 does (`tests/forgery.rs`). This does not replace
+    /// verifying the chain of contributions step by step (only that shows the secrets are the
+    /// contributors' product); it refuses the transcript whose secrets are known to everyone.
+    pub fn check_contributed(&self) -> Result<(), SetupError> {
+        let none = |why| Err(SetupError::Uncontributed { phase: 1, why });
+        let Some(first) = self.contributions.first() else {
+            return none("no contribution: τ = α = β = 1");
+        };
+        let g1 = G1Affine::generator();
+        let g2 = G2Affine::generator();
+        if self.tau_g1[1] == g1
+            || self.tau_g2[1] == g2
+            || self.alpha_tau_g1[0] == g1
+            || self.beta_tau_g1[0] == g1
+            || self.beta_g2 == g2
+        {
+            return none("τ, α or β is still 1: a point is its generator");
+        }
+        for c in &self.contributions {
+            for (pok, what) in [(&c.tau, "tau"), (&c.alpha, "alpha"), (&c.beta, "beta")] {
+                if !pok.verify(&message(&c.previous, what)) {
+                    return none("a contribution's proof of knowledge does not verify");
+                }
+            }
+        }
+        if first.previous != transcript_hash(&Phase1::new(self.n())?.to_bytes()?) {
+            return none("the first contribution does not extend the starting transcript");
+        }
+        if let [only] = self.contributions.as_slice()
+            && (self.tau_g1[1] != only.tau.g1
+                || self.alpha_tau_g1[0] != only.alpha.g1
+                || self.beta_tau_g1[0] != only.beta.g1)
+        {
+            return none("the secrets are not the single contribution's proven ones");
+        }
+        Ok(())
+    }
+
     /// Checks that `next` is `prev` plus one valid contribution. `rng` draws the random
     /// coefficients of the batched checks (the verifier's own randomness).
     pub fn verify<R: RngCore + CryptoRng>(prev: &Phase1, next: &Phase1, rng: &mut R) -> Result<(), SetupError> {

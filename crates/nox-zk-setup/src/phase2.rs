@@ -68,8 +68,18 @@ fn lagrange_g2(domain: &Radix2EvaluationDomain<Fr>, powers: &[G2Affine]) -> Vec<
 }
 
 impl Phase2 {
-    /// The δ = 1 transcript of `circuit` over `phase1`'s powers.
+    /// The δ = 1 transcript of `circuit` over `phase1`'s powers. Refuses a phase-1 transcript
+    /// whose secrets are public ([`Phase1::check_contributed`]): every key grown from it, with
+    /// any number of δ contributions, is forgeable.
     pub fn new<C: ConstraintSynthesizer<Fr>>(phase1: &Phase1, circuit: C) -> Result<Phase2, SetupError> {
+        phase1.check_contributed()?;
+        Phase2::new_unchecked(phase1, circuit)
+    }
+
+    /// [`Phase2::new`] without the phase-1 check: builds the δ = 1 transcript over any powers,
+    /// including the public starting ones (τ = α = β = 1). Never make a key with it; it exists
+    /// so that the forgery against such a key can be shown (`tests/forgery.rs`).
+    pub fn new_unchecked<C: ConstraintSynthesizer<Fr>>(phase1: &Phase1, circuit: C) -> Result<Phase2, SetupError> {
         let cs = ConstraintSystem::<Fr>::new_ref();
         cs.set_optimization_goal(OptimizationGoal::Constraints);
         cs.set_mode(SynthesisMode::Setup);
@@ -258,6 +268,52 @@ impl Phase2 {
             }
         }
         Ok(())
+    }
+
+    /// Checks that δ is not the public starting value: at least one contribution, every proof of knowledge verifying, `δ·G1`
+    /// and `δ·G2` not the generators, and with a single contribution `δ·G1` exactly its proven
+    /// secret. With δ = 1 anyone can forge a proof from the key's public points alone, even over
+    /// honest powers of tau (`tests/forgery.rs`).
+    pub fn check_contributed(&self) -> Result<(), SetupError> {
+        let none = |why| Err(SetupError::Uncontributed { phase: 2, why });
+        if self.contributions.is_empty() {
+            return none("no contribution: δ = 1");
+        }
+        if self.key.delta_g1 == G1Affine::generator() || self.key.vk.delta_g2 == G2Affine::generator() {
+            return none("δ is still 1: δ·G1 or δ·G2 is its generator");
+        }
+        if self.contributions.iter().any(|c| !c.delta.verify(&message(&c.previous, &self.origin))) {
+            return none("a contribution's proof of knowledge does not verify");
+        }
+        if let [only] = self.contributions.as_slice()
+            && self.key.delta_g1 != only.delta.g1
+        {
+            return none("δ is not the single contribution's proven secret");
+        }
+        Ok(())
+    }
+
+    /// The key to publish: [`Phase2::check_contributed`], the first contribution extending
+    /// `initial`, then [`Phase2::check_against`] the
+    /// δ = 1 transcript the caller recomputed with [`Phase2::new`] (which refuses uncontributed
+    /// powers of tau).
+    pub fn finalize<R: RngCore + CryptoRng>(
+        &self,
+        initial: &Phase2,
+        rng: &mut R,
+    ) -> Result<&ProvingKey<Bn254>, SetupError> {
+        self.check_contributed()?;
+        if self.origin != initial.origin {
+            return Err(SetupError::Invalid("the transcript is for another circuit or other powers of tau"));
+        }
+        if self.contributions.first().map(|c| c.previous) != Some(transcript_hash(&initial.to_bytes()?)) {
+            return Err(SetupError::Uncontributed {
+                phase: 2,
+                why: "the first contribution does not extend the δ = 1 transcript",
+            });
+        }
+        self.check_against(initial, rng)?;
+        Ok(&self.key)
     }
 
     /// The final proving key (its `vk` is the verifying key).

@@ -147,7 +147,7 @@ fn phase2_contributions_give_a_working_key_and_tampering_is_refused() {
     assert_ne!(other.origin, initial.origin);
     assert!(Phase2::verify(&other, &q1, &q2, &mut rng(2)).is_err(), "another circuit");
     // Powers too short for the circuit.
-    let small = Phase1::new(2).expect("n = 2");
+    let small = Phase1::new(2).expect("n = 2").contribute(&mut rng(22)).expect("contribute");
     assert!(matches!(Phase2::new(&small, toy()), Err(SetupError::TooSmall { .. })));
     assert!(!q2.key.delta_g1.is_zero());
 }

@@ -161,6 +161,15 @@ fn phase1_file(path: &Path) -> CmdResult<Phase1> {
     })
 }
 
+/// A phase-1 file to make a key from (`phase2 new`, `phase2 verify`, `finalize`): parsed and
+/// refused if its secrets are the public starting ones (no contribution, points still the
+/// generators, a proof of knowledge that does not verify): a key made from it is forgeable.
+fn contributed_phase1_file(path: &Path) -> CmdResult<Phase1> {
+    let p = phase1_file(path)?;
+    p.check_contributed().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(p)
+}
+
 fn phase2_file(path: &Path) -> CmdResult<Phase2> {
     let bytes = read(path)?;
     step(&format!("reading {}", path.display()), || {
@@ -226,10 +235,11 @@ pub fn run(command: ZkCommand) -> CmdResult {
             step("verifying the contribution and the powers' structure", || {
                 Phase1::verify(&p, &n, &mut OsRng).map_err(|e| e.to_string())
             })?;
+            n.check_contributed().map_err(|e| format!("{}: {e}", next.display()))?;
             println!("ok: {} is {} plus one valid contribution", next.display(), prev.display());
         }
         SetupCommand::Phase2(Phase2Command::New { phase1, circuit, out }) => {
-            let p1 = phase1_file(&phase1)?;
+            let p1 = contributed_phase1_file(&phase1)?;
             let p2 = initial_phase2(&p1, circuit)?;
             let bytes = p2.to_bytes().map_err(|e| e.to_string())?;
             write(&out, &bytes)?;
@@ -249,7 +259,7 @@ pub fn run(command: ZkCommand) -> CmdResult {
             );
         }
         SetupCommand::Phase2(Phase2Command::Verify { phase1, circuit, prev, next }) => {
-            let p1 = phase1_file(&phase1)?;
+            let p1 = contributed_phase1_file(&phase1)?;
             let initial = initial_phase2(&p1, circuit)?;
             let (p, n) = (phase2_file(&prev)?, phase2_file(&next)?);
             step("verifying the contribution and the key against the circuit", || {
@@ -258,17 +268,15 @@ pub fn run(command: ZkCommand) -> CmdResult {
             println!("ok: {} is {} plus one valid contribution", next.display(), prev.display());
         }
         SetupCommand::Finalize(a) => {
-            let p1 = phase1_file(&a.phase1)?;
-            let initial = initial_phase2(&p1, a.circuit)?;
+            let p1 = contributed_phase1_file(&a.phase1)?;
             let last = phase2_file(&a.input)?;
-            if last.contributions.is_empty() {
-                return Err("the phase-2 transcript has no contribution: its δ is 1, anyone could forge proofs".into());
-            }
-            step("checking the key against the circuit", || {
-                last.check_against(&initial, &mut OsRng).map_err(|e| e.to_string())
+            // Refused before the minutes of recomputation if δ is still public.
+            last.check_contributed().map_err(|e| format!("{}: {e}", a.input.display()))?;
+            let initial = initial_phase2(&p1, a.circuit)?;
+            let pk = step("checking the key against the circuit", || {
+                last.finalize(&initial, &mut OsRng).map_err(|e| e.to_string())
             })?;
             std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-            let pk = last.proving_key();
             let mut pk_bytes = Vec::new();
             pk.serialize_compressed(&mut pk_bytes).map_err(|e| e.to_string())?;
             let mut vk_bytes = Vec::new();

@@ -1,6 +1,6 @@
 //! `nox zk setup` as separate processes: a phase-1 transcript started, extended by two
-//! contributors and verified step by step; a tampered or out-of-order file refused; phase 2
-//! refusing powers too small for the circuit. (The full phase 2 of a real circuit needs 2^14
+//! contributors and verified step by step; a tampered or out-of-order file refused; phase 2 and
+//! finalize refusing powers with no contribution, and powers too small for the circuit. (The full phase 2 of a real circuit needs 2^14
 //! powers and takes minutes: crates/nox-zk-setup's tests run it in-process, and
 //! docs/spec/ceremony.md records a full command-line run.)
 
@@ -49,6 +49,19 @@ fn a_phase1_ceremony_on_the_command_line() {
     std::fs::write(&tampered, &bytes[..bytes.len() - 7]).expect("write");
     let err = nox(&["zk", "setup", "phase1", "verify", s(&p1), s(&tampered)]).expect_err("truncated");
     assert!(err.contains("invalid encoding") || err.contains("malformed"), "{err}");
+
+    // Powers with no contribution (τ = α = β = 1, public) make forgeable keys (issue 29 item 4,
+    // crates/nox-zk-setup/tests/forgery.rs): refused wherever a key would be made from them.
+    let k0 = dir.join("k0");
+    for args in [
+        &["phase2", "new", "--phase1", s(&p0), "--circuit", "spend", "--out", s(&k0)][..],
+        &["phase2", "verify", "--phase1", s(&p0), "--circuit", "insert", s(&p0), s(&p1)][..],
+        &["finalize", "--phase1", s(&p0), "--circuit", "spend", "--in", s(&p1), "--out", s(&k0)][..],
+    ] {
+        let err = nox(&[&["zk", "setup"][..], args].concat()).expect_err("uncontributed powers");
+        assert!(err.contains("no secret contribution"), "{args:?}: {err}");
+    }
+    assert!(!k0.exists(), "nothing written");
 
     // Phase 2 needs powers that cover the circuit's domain.
     let err =
