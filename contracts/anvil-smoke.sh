@@ -90,17 +90,18 @@ send 0 "$TOKEN" "transfer(address,uint256)" "$PAYER" "10$E18"
 send 3 "$TOKEN" "approve(address,uint256)" "$PAY" "10$E18"
 fee="1$E18"
 data=$("$T/cast" calldata "transfer(address,uint256)" "$PAYER" 1)
-ahash=$(call "$EXEC" "executionHash(address,bytes,uint256)(bytes32,uint256)" "$TOKEN" "$data" "$fee" | head -1)
+agas=100000
+ahash=$(call "$EXEC" "executionHash(address,bytes,uint256,uint256)(bytes32,uint256)" "$TOKEN" "$data" "$fee" "$agas" | head -1)
 deadline=$(($(date +%s) + 3600))
 digest=$(call "$PAY" "paymentDigest(address,address,uint256,address,bytes32,uint256,uint256)(bytes32)" \
   "$PAYER" "$TOKEN" "$fee" "$RELAYER" "$ahash" 7 "$deadline")
 sig=$("$T/cast" wallet sign --no-hash --private-key "$(key 3)" "$digest")
 pdata=$("$T/cast" abi-encode "f((address,address,uint256,uint256,uint256,bytes))" \
   "($PAYER,$TOKEN,$fee,7,$deadline,$sig)")
-bundle="($PAY,$pdata,$fee,($TOKEN,0,$data))"
-simulated=$(call --from "$RELAYER" "$EXEC" "execute((address,bytes,uint256,(address,uint256,bytes)))(bool)" "$bundle")
+bundle="($PAY,$pdata,$TOKEN,$fee,($TOKEN,0,$agas,$data))"
+simulated=$(call --from "$RELAYER" "$EXEC" "execute((address,bytes,address,uint256,(address,uint256,uint256,bytes)))(bool)" "$bundle")
 [ "$simulated" = false ] || fail "the action should fail (simulation says success=$simulated)"
-send 4 "$EXEC" "execute((address,bytes,uint256,(address,uint256,bytes)))" "$bundle"
+send 4 "$EXEC" "execute((address,bytes,address,uint256,(address,uint256,uint256,bytes)))" "$bundle"
 credited=$(call "$LEDGER" "balanceOf(address,address)(uint256)" "$RELAYER" "$TOKEN" | cut -d' ' -f1)
 [ "$credited" = "$fee" ] || fail "relayer credited $credited, expected $fee"
 send 4 "$LEDGER" "claim(address,address)" "$TOKEN" "$RELAYER"

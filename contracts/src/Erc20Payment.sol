@@ -25,7 +25,7 @@ contract Erc20Payment is IPayment, EIP712 {
         "Payment(address payer,address asset,uint256 fee,address relayer,bytes32 actionHash,uint256 nonce,uint256 deadline)"
     );
 
-    /// @notice The only caller of `pay`.
+    /// @notice The only caller of `pay` (and only during its payment phase for this plugin).
     address public immutable executor;
     /// @notice Where fees go: the executor's ledger.
     address public immutable ledger;
@@ -54,6 +54,7 @@ contract Erc20Payment is IPayment, EIP712 {
     );
 
     error NotExecutor();
+    error NotInPaymentPhase();
     error ZeroAddress();
     error Expired(uint256 deadline);
     error NonceAlreadyUsed(address payer, uint256 nonce);
@@ -70,7 +71,7 @@ contract Erc20Payment is IPayment, EIP712 {
         external
         returns (address asset, uint256 amount)
     {
-        if (msg.sender != executor) revert NotExecutor();
+        _checkPaymentPhase(relayer, actionHash);
         PaymentData memory p = abi.decode(payment, (PaymentData));
         if (p.asset == address(0)) revert ZeroAddress();
         if (block.timestamp > p.deadline) revert Expired(p.deadline);
@@ -84,6 +85,15 @@ contract Erc20Payment is IPayment, EIP712 {
 
         IERC20(p.asset).safeTransferFrom(p.payer, ledger, p.fee);
         return (p.asset, p.fee);
+    }
+
+    /// @dev Only the executor, and only inside the payment phase of a bundle that pays through
+    /// this plugin for this relayer and action hash: never from an action (whose calls also come
+    /// from the executor), so a captured authorisation is consumed only by the bundle it is for.
+    function _checkPaymentPhase(address relayer, bytes32 actionHash) private view {
+        if (msg.sender != executor) revert NotExecutor();
+        (address plugin, address r, bytes32 h) = BatchExecutor(executor).paymentInProgress();
+        if (plugin != address(this) || r != relayer || h != actionHash) revert NotInPaymentPhase();
     }
 
     /// @notice Invalidate one of the caller's nonces (withdraws a signed, unspent payment).

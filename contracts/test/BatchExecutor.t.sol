@@ -10,6 +10,9 @@ import {Erc20Payment} from "../src/Erc20Payment.sol";
 import {IPayment} from "../src/interfaces/IPayment.sol";
 import {NoxStakeToken} from "../src/NoxStakeToken.sol";
 
+/// @dev The gas every action of this file is bound to (`Action.gas`).
+uint256 constant ACTION_GAS = 100_000;
+
 /// @dev A user's action target.
 contract Target {
     uint256 public value;
@@ -128,7 +131,7 @@ contract BatchExecutorTest is Test {
     // --------------------------------------------------------------- helpers
 
     function _action(address to, bytes memory data) internal pure returns (BatchExecutor.Action memory) {
-        return BatchExecutor.Action({target: to, value: 0, data: data});
+        return BatchExecutor.Action({target: to, value: 0, gas: ACTION_GAS, data: data});
     }
 
     function _signPayment(
@@ -140,7 +143,7 @@ contract BatchExecutorTest is Test {
         uint256 nonce,
         uint256 deadline
     ) internal view returns (bytes memory) {
-        (bytes32 h,) = executor.executionHash(action.target, action.data, fee);
+        (bytes32 h,) = executor.executionHash(action.target, action.data, fee, action.gas);
         bytes32 digest = erc20.paymentDigest(payer, asset, signedFee, forRelayer, h, nonce, deadline);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(payerKey, digest);
         return abi.encode(
@@ -163,6 +166,7 @@ contract BatchExecutorTest is Test {
         return BatchExecutor.Bundle({
             payment: erc20,
             paymentData: _signPayment(address(usd), FEE, relayer, action, FEE, nonce, block.timestamp + 1 hours),
+            asset: address(usd),
             fee: FEE,
             action: action
         });
@@ -173,7 +177,7 @@ contract BatchExecutorTest is Test {
     function test_execute_paysAndRuns() public {
         BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
         BatchExecutor.Bundle memory b = _bundle(a, 1);
-        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE, a.gas);
         vm.expectEmit(address(executor));
         emit BatchExecutor.FeePaid(h, relayer, erc20, address(usd), FEE);
         vm.expectEmit(address(executor));
@@ -192,7 +196,7 @@ contract BatchExecutorTest is Test {
     function test_execute_actionRevertsRelayerStillPaid() public {
         BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.fail, (99)));
         BatchExecutor.Bundle memory b = _bundle(a, 1);
-        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE, a.gas);
         vm.expectEmit(address(executor));
         emit BatchExecutor.ActionExecuted(
             h, relayer, address(target), false, 36, keccak256(abi.encodeWithSelector(Target.Nope.selector, 99))
@@ -204,8 +208,9 @@ contract BatchExecutorTest is Test {
     }
 
     function test_execute_withValueFromRelayer() public {
-        BatchExecutor.Action memory a =
-            BatchExecutor.Action({target: address(target), value: 1 ether, data: abi.encodeCall(Target.deposit, ())});
+        BatchExecutor.Action memory a = BatchExecutor.Action({
+            target: address(target), value: 1 ether, gas: ACTION_GAS, data: abi.encodeCall(Target.deposit, ())
+        });
         BatchExecutor.Bundle memory b = _bundle(a, 1);
         vm.prank(relayer);
         executor.execute{value: 1 ether}(b);
@@ -222,6 +227,7 @@ contract BatchExecutorTest is Test {
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
             payment: erc20,
             paymentData: _signPayment(address(usd), 0, relayer, a, 0, 1, block.timestamp),
+            asset: address(usd),
             fee: 0,
             action: a
         });
@@ -272,6 +278,7 @@ contract BatchExecutorTest is Test {
         b = BatchExecutor.Bundle({
             payment: erc20,
             paymentData: _signPayment(address(usd), FEE, relayer, a, FEE - 1, 1, block.timestamp),
+            asset: address(usd),
             fee: FEE,
             action: a
         });
@@ -299,6 +306,7 @@ contract BatchExecutorTest is Test {
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
             payment: erc20,
             paymentData: _signPayment(address(usd), FEE, relayer, a, FEE, 1, deadline),
+            asset: address(usd),
             fee: FEE,
             action: a
         });
@@ -338,7 +346,7 @@ contract BatchExecutorTest is Test {
     function test_refuses_paymentNotFromExecutor() public {
         BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (7)));
         BatchExecutor.Bundle memory b = _bundle(a, 1);
-        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE, a.gas);
         vm.prank(relayer);
         vm.expectRevert(Erc20Payment.NotExecutor.selector);
         erc20.pay(b.paymentData, relayer, h);
@@ -349,6 +357,7 @@ contract BatchExecutorTest is Test {
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
             payment: erc20,
             paymentData: _signPayment(address(0), FEE, relayer, a, FEE, 1, block.timestamp),
+            asset: address(0),
             fee: FEE,
             action: a
         });
@@ -386,18 +395,24 @@ contract BatchExecutorTest is Test {
     function test_refuses_lyingPlugin() public {
         LyingPayment liar = new LyingPayment(address(usd));
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
-            payment: liar, paymentData: "", fee: 1e18, action: _action(address(target), abi.encodeCall(Target.set, (7)))
+            payment: liar,
+            paymentData: "",
+            asset: address(usd),
+            fee: 1e18,
+            action: _action(address(target), abi.encodeCall(Target.set, (7)))
         });
         vm.prank(relayer);
-        vm.expectRevert(abi.encodeWithSelector(RewardLedger.Unfunded.selector, address(usd), 0, 1e18));
+        // refused by the executor's measurement; the ledger's solvency check would refuse it too
+        vm.expectRevert(abi.encodeWithSelector(BatchExecutor.FeeNotReceived.selector, 1e18, 0));
         executor.execute(b);
     }
 
     function test_returnBomb_relayerStillPaid() public {
         ReturnBomb bomb = new ReturnBomb();
         BatchExecutor.Action memory a = _action(address(bomb), hex"01020304");
+        a.gas = 2_500_000; // the bomb gets enough to build its 1 MiB
         BatchExecutor.Bundle memory b = _bundle(a, 1);
-        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE);
+        (bytes32 h,) = executor.executionHash(a.target, a.data, FEE, a.gas);
         // the bomb's memory: zeros but for Solidity's free-memory pointer (0x80 at 0x40..0x5f)
         bytes memory first4k = new bytes(4096);
         first4k[0x5f] = 0x80;
@@ -430,6 +445,7 @@ contract BatchExecutorTest is Test {
         BatchExecutor.Bundle memory outer = BatchExecutor.Bundle({
             payment: rp,
             paymentData: abi.encode(inner),
+            asset: address(0),
             fee: 0,
             action: _action(address(target), abi.encodeCall(Target.set, (2)))
         });
@@ -444,8 +460,9 @@ contract BatchExecutorTest is Test {
         BatchExecutor.Bundle[] memory bs = new BatchExecutor.Bundle[](3);
         bs[0] = _bundle(_action(address(target), abi.encodeCall(Target.set, (1))), 1);
         bs[1] = _bundle(_action(address(target), abi.encodeCall(Target.fail, (2))), 2);
-        BatchExecutor.Action memory pay =
-            BatchExecutor.Action({target: address(target), value: 2 ether, data: abi.encodeCall(Target.deposit, ())});
+        BatchExecutor.Action memory pay = BatchExecutor.Action({
+            target: address(target), value: 2 ether, gas: ACTION_GAS, data: abi.encodeCall(Target.deposit, ())
+        });
         bs[2] = _bundle(pay, 3);
         vm.prank(relayer);
         bool[] memory ok = executor.executeBatch{value: 2 ether}(bs);
@@ -481,15 +498,17 @@ contract BatchExecutorTest is Test {
 
     function test_executionHash() public view {
         bytes memory data = hex"deadbeef";
-        (bytes32 raw, uint256 field) = executor.executionHash(address(target), data, 5);
-        assertEq(raw, keccak256(bytes.concat(bytes20(address(target)), data, bytes32(uint256(5)))));
+        (bytes32 raw, uint256 field) = executor.executionHash(address(target), data, 5, 70_000);
+        assertEq(
+            raw, keccak256(bytes.concat(bytes20(address(target)), data, bytes32(uint256(5)), bytes32(uint256(70_000))))
+        );
         assertEq(field, uint256(raw) % executor.BN254_SCALAR_FIELD());
     }
 
-    function testFuzz_executionHashInField(address to, bytes calldata data, uint256 fee) public view {
-        (bytes32 raw, uint256 field) = executor.executionHash(to, data, fee);
+    function testFuzz_executionHashInField(address to, bytes calldata data, uint256 fee, uint256 gas) public view {
+        (bytes32 raw, uint256 field) = executor.executionHash(to, data, fee, gas);
         assertLt(field, executor.BN254_SCALAR_FIELD());
-        assertEq(raw, keccak256(abi.encodePacked(to, data, fee)));
+        assertEq(raw, keccak256(abi.encodePacked(to, data, fee, gas)));
     }
 
     function test_paymentDigest_isEip712() public view {
@@ -608,8 +627,11 @@ contract RewardLedgerTest is Test {
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
             payment: p,
             paymentData: abi.encode(uint256(0.1 ether)),
+            asset: address(0),
             fee: 0.1 ether,
-            action: BatchExecutor.Action({target: address(t), value: 0, data: abi.encodeCall(Target.fail, (1))})
+            action: BatchExecutor.Action({
+                target: address(t), value: 0, gas: ACTION_GAS, data: abi.encodeCall(Target.fail, (1))
+            })
         });
         vm.prank(relayer);
         assertFalse(executor.execute(b));
@@ -713,7 +735,7 @@ contract Erc1271PayerTest is Test {
         address relayer = makeAddr("relayer");
 
         bytes memory data = abi.encodeCall(Target.set, (5));
-        (bytes32 h,) = executor.executionHash(address(t), data, 1e18);
+        (bytes32 h,) = executor.executionHash(address(t), data, 1e18, ACTION_GAS);
         bytes32 digest = erc20.paymentDigest(address(wallet), address(usd), 1e18, relayer, h, 1, block.timestamp);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(ownerKey, digest);
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
@@ -723,8 +745,9 @@ contract Erc1271PayerTest is Test {
                     address(wallet), address(usd), 1e18, 1, block.timestamp, abi.encodePacked(r, s, v)
                 )
             ),
+            asset: address(usd),
             fee: 1e18,
-            action: BatchExecutor.Action(address(t), 0, data)
+            action: BatchExecutor.Action(address(t), 0, ACTION_GAS, data)
         });
         vm.prank(relayer);
         assertTrue(executor.execute(b));

@@ -9,6 +9,9 @@ import {BatchExecutor} from "../src/BatchExecutor.sol";
 import {RewardLedger} from "../src/RewardLedger.sol";
 import {Erc20Payment} from "../src/Erc20Payment.sol";
 
+/// @dev The gas every action of this file is bound to (`Action.gas`).
+uint256 constant ACTION_GAS = 100_000;
+
 contract GasTarget {
     uint256 public value;
 
@@ -68,7 +71,7 @@ contract GasScenarioTest is Test {
 
     function _bundle(bytes memory data, uint256 nonce) internal view returns (BatchExecutor.Bundle memory b) {
         uint256 fee = 1e18;
-        (bytes32 h,) = executor.executionHash(address(target), data, fee);
+        (bytes32 h,) = executor.executionHash(address(target), data, fee, ACTION_GAS);
         bytes32 digest = erc20.paymentDigest(payer, address(token), fee, relayer, h, nonce, block.timestamp + 600);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(payerKey, digest);
         b = BatchExecutor.Bundle({
@@ -78,8 +81,9 @@ contract GasScenarioTest is Test {
                     payer, address(token), fee, nonce, block.timestamp + 600, abi.encodePacked(r, s, v)
                 )
             ),
+            asset: address(token),
             fee: fee,
-            action: BatchExecutor.Action(address(target), 0, data)
+            action: BatchExecutor.Action(address(target), 0, ACTION_GAS, data)
         });
     }
 

@@ -7,6 +7,9 @@ import {RewardLedger} from "../src/RewardLedger.sol";
 import {Erc20Payment} from "../src/Erc20Payment.sol";
 import {NoxStakeToken} from "../src/NoxStakeToken.sol";
 
+/// @dev The gas every action of this file is bound to (`Action.gas`).
+uint256 constant ACTION_GAS = 100_000;
+
 contract Flaky {
     uint256 public calls;
 
@@ -72,7 +75,7 @@ contract PaymentHandler is Test {
     {
         address payer = vm.addr(key);
         fee = bound(fee, 0, usd.balanceOf(payer));
-        (bytes32 h,) = executor.executionHash(address(flaky), data, fee);
+        (bytes32 h,) = executor.executionHash(address(flaky), data, fee, ACTION_GAS);
         uint256 nonce = nextNonce++;
         bytes32 digest = erc20.paymentDigest(payer, address(usd), fee, relayer, h, nonce, block.timestamp);
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(key, digest);
@@ -80,8 +83,9 @@ contract PaymentHandler is Test {
         return BatchExecutor.Bundle({
             payment: erc20,
             paymentData: abi.encode(Erc20Payment.PaymentData(payer, address(usd), fee, nonce, block.timestamp, sig)),
+            asset: address(usd),
             fee: fee,
-            action: BatchExecutor.Action(address(flaky), 0, data)
+            action: BatchExecutor.Action(address(flaky), 0, ACTION_GAS, data)
         });
     }
 

@@ -73,9 +73,9 @@ contract VectorsTest is Test {
     function test_vector_executionHash() public {
         BatchExecutor executor = new BatchExecutor();
         (bytes32 raw, uint256 field) =
-            executor.executionHash(0x1234567890123456789012345678901234567890, hex"deadbeef", 1e18);
-        assertEq(raw, 0xd49e7439a403ce69ed087fe373ad1ca5c5bdec522205caa3aaaf9fde19777beb);
-        assertEq(field, 0x130d3a6e1f3d4dc30bc769096da7bb3124ee4b303b20085e9b27c98e59777be7);
+            executor.executionHash(0x1234567890123456789012345678901234567890, hex"deadbeef", 1e18, 100_000);
+        assertEq(raw, 0xbaed3e77b325db5685930e8153868ebf1703c7dccda986dcd162219109977e87);
+        assertEq(field, 0x29c0531f0f90fad95ca23d5dcf0285a79e680f03607d352905bc40d539977e84);
         assertEq(
             new Erc20Payment(executor).PAYMENT_TYPEHASH(),
             0x19645dea3eb810eb7cecb657cc347c797531d2cce05ace4dcd8fc9aebfc9b46a

@@ -108,6 +108,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     error ZeroAddress();
     error BadRootWindow();
     error NotExecutor();
+    error NotInPaymentPhase();
+    error CountMismatch(uint256 expected, uint256 count);
     error BadAmount(uint256 amount);
     error ValueMismatch(uint256 sent, uint256 expected);
     error NotAScalar(uint256 value);
@@ -176,12 +178,16 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
 
     /// @notice Insert the next min(queued, 16) commitments, then zeros, as the aligned subtree at
     /// `nextLeafIndex`, moving the root to `newRoot`; `proof` shows that `newRoot` is exactly the
-    /// current tree with those 16 leaves in those slots. Anyone may call it.
-    function insertBatch(uint256[8] calldata proof, uint256 newRoot) external nonReentrant {
+    /// current tree with those 16 leaves in those slots. Anyone may call it. `expectedCount` is
+    /// the number of commitments the proof covers: if another deposit has been queued since the
+    /// proof was made (so this call would insert a different number), the call is refused
+    /// before the proof is verified, for a few thousand gas instead of ~300 k.
+    function insertBatch(uint256[8] calldata proof, uint256 newRoot, uint256 expectedCount) external nonReentrant {
         uint256 first = firstUninsertedQueueIndex;
         uint256 count = nextQueueIndex - first;
         if (count == 0) revert NothingQueued();
         if (count > BATCH_SIZE) count = BATCH_SIZE;
+        if (count != expectedCount) revert CountMismatch(expectedCount, count);
         uint256 start = nextLeafIndex;
         if (start + BATCH_SIZE > 1 << TREE_DEPTH) revert TreeFull();
         if (newRoot >= R) revert NotAScalar(newRoot);
@@ -206,7 +212,9 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     // Spends
 
     /// @inheritdoc IPayment
-    /// @dev `payment` is `abi.encode(Spend)`. The proof's relayer input is `relayer` (the
+    /// @dev Only the executor, and only inside the payment phase of a bundle paying through this
+    /// pool for this relayer and action hash (`BatchExecutor.paymentInProgress`): an action, whose
+    /// calls also come from the executor, cannot spend a captured proof. `payment` is `abi.encode(Spend)`. The proof's relayer input is `relayer` (the
     /// bundle's submitter, passed by the executor) and its execution-hash input is
     /// `actionHash mod r` (recomputed by the executor from the action it runs).
     function pay(bytes calldata payment, address relayer, bytes32 actionHash)
@@ -215,6 +223,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         returns (address asset, uint256 amount)
     {
         if (msg.sender != executor) revert NotExecutor();
+        (address plugin, address r, bytes32 h) = BatchExecutor(executor).paymentInProgress();
+        if (plugin != address(this) || r != relayer || h != actionHash) revert NotInPaymentPhase();
         Spend memory s = abi.decode(payment, (Spend));
         _spend(s, uint256(uint160(relayer)), relayer, actionHash);
         _send(s.asset, ledger, s.fee);

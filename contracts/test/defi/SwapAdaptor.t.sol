@@ -9,6 +9,9 @@ import {IPoseidon3} from "../../src/zk/Poseidon.sol";
 import {ShieldedPool, ISpendVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
 import {SwapAdaptor, IUniswapV2Router02} from "../../src/defi/SwapAdaptor.sol";
 
+/// @dev The gas every action of this file is bound to (`Action.gas`).
+uint256 constant ACTION_GAS = 1_000_000;
+
 interface IRouterLiquidity {
     function addLiquidityETH(
         address token,
@@ -104,7 +107,7 @@ contract SwapAdaptorTest is Test {
         pool.deposit(address(token), 20_000e18, 2, "");
         vm.stopPrank();
         uint256[8] memory none;
-        pool.insertBatch(none, ROOT);
+        pool.insertBatch(none, ROOT, 2);
     }
 
     receive() external payable {}
@@ -253,8 +256,9 @@ contract SwapAdaptorTest is Test {
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
             payment: IPayment(address(new FreePayment())),
             paymentData: "",
+            asset: address(0),
             fee: 0,
-            action: BatchExecutor.Action({target: address(adaptor), value: 0, data: data})
+            action: BatchExecutor.Action({target: address(adaptor), value: 0, gas: ACTION_GAS, data: data})
         });
         vm.prank(makeAddr("relayer"));
         assertTrue(executor.execute(b));

@@ -104,7 +104,10 @@ contract GasPaymentVerifierTest is Test {
     function test_executionHashMatchesTheExecutor() public {
         BatchExecutor executor = new BatchExecutor();
         (bytes32 raw, uint256 field) = executor.executionHash(
-            address(uint160(0xA1A1a1a1A1A1A1A1A1a1a1a1a1a1A1A1a1A1a1a1)), hex"123456782074686520616374696f6e", 250
+            address(uint160(0xA1A1a1a1A1A1A1A1A1a1a1a1a1a1A1A1a1A1a1a1)),
+            hex"123456782074686520616374696f6e",
+            250,
+            100_000
         );
         (bytes32 wantRaw, uint256 wantField) = ZkVectors.executionHash();
         assertEq(raw, wantRaw);

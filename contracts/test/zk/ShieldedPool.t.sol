@@ -12,6 +12,9 @@ import {IPoseidon3} from "../../src/zk/Poseidon.sol";
 import {ShieldedPool, ISpendVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
 import {PoolVectors as V} from "./PoolVectors.sol";
 
+/// @dev The gas every action of this file is bound to (`Action.gas`).
+uint256 constant ACTION_GAS = V.ACTION_GAS;
+
 /// The action of the vectors: `increment()` on TARGET.
 contract Counter {
     uint256 public count;
@@ -102,7 +105,7 @@ contract ShieldedPoolTest is Test {
 
     function _ready(ShieldedPool p) internal {
         _depositBoth(p);
-        p.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        p.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
     }
 
     function _spend(uint256[8] memory proof, uint256[10] memory x) internal pure returns (ShieldedPool.Spend memory s) {
@@ -127,8 +130,9 @@ contract ShieldedPoolTest is Test {
         return BatchExecutor.Bundle({
             payment: IPayment(address(p)),
             paymentData: abi.encode(s),
+            asset: s.asset,
             fee: fee,
-            action: BatchExecutor.Action({target: target, value: 0, data: data})
+            action: BatchExecutor.Action({target: target, value: 0, gas: ACTION_GAS, data: data})
         });
     }
 
@@ -186,10 +190,10 @@ contract ShieldedPoolTest is Test {
     function test_insertBatchWithARealProof() public {
         _depositBoth(pool);
         vm.expectRevert(ShieldedPool.InvalidProof.selector);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT ^ 1);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT ^ 1, 2);
         vm.expectEmit(address(pool));
         emit ShieldedPool.BatchInserted(0, 0, 2, V.INSERT1_ROOT);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
         assertEq(pool.currentRoot(), V.INSERT1_ROOT);
         assertEq(pool.nextLeafIndex(), 16);
         assertEq(pool.firstUninsertedQueueIndex(), 2);
@@ -197,7 +201,7 @@ contract ShieldedPoolTest is Test {
         assertTrue(pool.isKnownRoot(V.INSERT1_ROOT));
         assertTrue(pool.isKnownRoot(V.EMPTY_ROOT));
         vm.expectRevert(ShieldedPool.NothingQueued.selector);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
     }
 
     /// The proof covers the queue's leaves: a different queued commitment fails the same proof.
@@ -207,7 +211,7 @@ contract ShieldedPoolTest is Test {
         pool.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER0, ""); // not CM1
         vm.stopPrank();
         vm.expectRevert(ShieldedPool.InvalidProof.selector);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -241,7 +245,7 @@ contract ShieldedPoolTest is Test {
         _ready(pool);
         assertTrue(_execute(_payBundle()));
         pool.withdraw(_spend(V.withdrawProof(), V.withdrawInputs()), V.RECIPIENT, bytes32(0));
-        pool.insertBatch(V.insert2Proof(), V.INSERT2_ROOT);
+        pool.insertBatch(V.insert2Proof(), V.INSERT2_ROOT, 2);
         assertEq(pool.nextLeafIndex(), 32);
         assertTrue(_execute(_bundle(pool, _spend(V.pay2Proof(), V.pay2Inputs()), V.TARGET, V.ACTION_DATA, V.PAY_FEE)));
         assertEq(ledger.balanceOf(V.RELAYER, V.TOKEN), 2 * V.PAY_FEE);
@@ -313,7 +317,7 @@ contract ShieldedPoolTest is Test {
         _ready(p);
         vm.prank(user);
         p.deposit(V.TOKEN, V.DEPOSIT, V.INNER2, "");
-        p.insertBatch(V.extraProof(), V.EXTRA_ROOT);
+        p.insertBatch(V.extraProof(), V.EXTRA_ROOT, 1);
         assertEq(p.currentRoot(), V.EXTRA_ROOT);
         b = _bundle(p, _paySpend(), V.TARGET, V.ACTION_DATA, V.PAY_FEE);
     }
@@ -335,7 +339,7 @@ contract ShieldedPoolTest is Test {
         _ready(p);
         vm.prank(user);
         p.deposit(V.TOKEN, V.DEPOSIT, V.INNER2, "");
-        p.insertBatch(V.extraProof(), V.EXTRA_ROOT);
+        p.insertBatch(V.extraProof(), V.EXTRA_ROOT, 1);
         assertTrue(p.isKnownRoot(V.INSERT1_ROOT));
         assertFalse(p.isKnownRoot(V.EMPTY_ROOT));
         assertTrue(_execute(_bundle(p, _paySpend(), V.TARGET, V.ACTION_DATA, V.PAY_FEE)));

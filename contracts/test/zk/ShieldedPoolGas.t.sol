@@ -11,6 +11,9 @@ import {IPoseidon3} from "../../src/zk/Poseidon.sol";
 import {ShieldedPool, ISpendVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
 import {PoolVectors as V} from "./PoolVectors.sol";
 
+/// @dev The gas every action of this file is bound to (`Action.gas`).
+uint256 constant ACTION_GAS = V.ACTION_GAS;
+
 /// @dev Successful, typical calls of the shielded pool with real proofs, measured by
 /// `contracts/gas.sh` (`--isolate`: each top-level call is a transaction, intrinsic gas and
 /// calldata included) and gated by gas-snapshot.txt (docs/benchmarks/gas.md).
@@ -52,8 +55,9 @@ contract ShieldedPoolGasScenarioTest is Test {
         return BatchExecutor.Bundle({
             payment: IPayment(V.POOL),
             paymentData: abi.encode(_spend(V.payProof(), V.payInputs())),
+            asset: V.TOKEN,
             fee: V.PAY_FEE,
-            action: BatchExecutor.Action({target: V.TARGET, value: 0, data: V.ACTION_DATA})
+            action: BatchExecutor.Action({target: V.TARGET, value: 0, gas: ACTION_GAS, data: V.ACTION_DATA})
         });
     }
 
@@ -70,7 +74,7 @@ contract ShieldedPoolGasScenarioTest is Test {
 
     /// A batch of the 2 queued notes.
     function test_gas_insertBatch2() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
     }
 
     /// A full batch of 16 notes into a fresh pool (the figure a note's insertion is amortised on).
@@ -83,21 +87,21 @@ contract ShieldedPoolGasScenarioTest is Test {
             vm.prank(user);
             p.deposit{value: 1}(address(0), 1, i, "");
         }
-        p.insertBatch(V.fullProof(), V.FULL_ROOT);
+        p.insertBatch(V.fullProof(), V.FULL_ROOT, 16);
         assertEq(p.nextLeafIndex(), 16);
     }
 
     /// The whole gas payment: BatchExecutor.execute with the ZK payment (verify, nullifier,
     /// change queued, fee to the ledger, credit) and the action (one SSTORE).
     function test_gas_zkPay() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
         BatchExecutor.Bundle memory b = _payBundle();
         vm.prank(V.RELAYER);
         executor.execute(b);
     }
 
     function test_gas_zkWithdraw() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
         ShieldedPool.Spend memory s = _spend(V.withdrawProof(), V.withdrawInputs());
         pool.withdraw(s, V.RECIPIENT, bytes32(0));
     }

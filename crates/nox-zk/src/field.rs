@@ -23,10 +23,11 @@ pub fn address(addr: &[u8; 20]) -> Fr {
     Fr::from_be_bytes_mod_order(addr)
 }
 
-/// `keccak256(target ‖ calldata ‖ fee) mod p`, the execution hash of paper eq. (18), exactly as
-/// `BatchExecutor.executionHash` computes it (`abi.encodePacked(address, bytes, uint256)`).
-/// Returns the raw 32-byte digest and its reduction.
-pub fn execution_hash(target: &[u8; 20], calldata: &[u8], fee: u128) -> ([u8; 32], Fr) {
+/// `keccak256(target ‖ calldata ‖ fee ‖ gas) mod p`, the execution hash of paper eq. (18) with
+/// the action's gas bound in (issue 29), exactly as `BatchExecutor.executionHash` computes it
+/// (`abi.encodePacked(address, bytes, uint256, uint256)`). `gas` is the gas the executor must
+/// forward to the action (`Action.gas`). Returns the raw 32-byte digest and its reduction.
+pub fn execution_hash(target: &[u8; 20], calldata: &[u8], fee: u128, gas: u64) -> ([u8; 32], Fr) {
     use sha3::{Digest, Keccak256};
     let mut h = Keccak256::new();
     h.update(target);
@@ -34,6 +35,9 @@ pub fn execution_hash(target: &[u8; 20], calldata: &[u8], fee: u128) -> ([u8; 32
     let mut fee_word = [0u8; 32];
     fee_word[16..].copy_from_slice(&fee.to_be_bytes());
     h.update(fee_word);
+    let mut gas_word = [0u8; 32];
+    gas_word[24..].copy_from_slice(&gas.to_be_bytes());
+    h.update(gas_word);
     let raw: [u8; 32] = h.finalize().into();
     (raw, Fr::from_be_bytes_mod_order(&raw))
 }

@@ -27,8 +27,8 @@ fn honest_payment_verifies_and_roundtrips_through_evm_encoding() {
 fn proof_is_bound_to_every_public_input() {
     let (_, vk) = common::keys();
     let (p, proof) = common::honest();
-    let (_, other_action) = execution_hash(&TARGET, b"another action", 250);
-    let (_, other_fee_hash) = execution_hash(&TARGET, ACTION_CALLDATA, 251);
+    let (_, other_action) = execution_hash(&TARGET, b"another action", 250, ACTION_GAS);
+    let (_, other_fee_hash) = execution_hash(&TARGET, ACTION_CALLDATA, 251, ACTION_GAS);
     type Edit = fn(&mut PublicInputs, Fr, Fr);
     let edits: [(&str, Edit); 12] = [
         ("execution hash (other action)", |p, a, _| p.execution_hash = a),

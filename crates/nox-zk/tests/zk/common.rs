@@ -27,6 +27,8 @@ pub const RELAYER: [u8; 20] = [0x5e; 20];
 pub const POOL: [u8; 20] = [0xb0; 20];
 pub const TARGET: [u8; 20] = [0xa1; 20];
 pub const ACTION_CALLDATA: &[u8] = b"\x12\x34\x56\x78 the action";
+/// The gas the vectors' action is bound to (`Action.gas`).
+pub const ACTION_GAS: u64 = 100_000;
 
 /// An honest payment: a note of `value` at leaf 3 of a small tree, paying `fee`.
 pub struct Payment {
@@ -50,7 +52,7 @@ pub fn payment(seed: u8, value: u128, fee: u128) -> Payment {
     let change = value.saturating_sub(fee);
     let change_note = Note::new(change, note.asset, owner, &mut r);
     let change_inner = change_note.inner().expect("inner");
-    let (_, eh) = execution_hash(&TARGET, ACTION_CALLDATA, fee);
+    let (_, eh) = execution_hash(&TARGET, ACTION_CALLDATA, fee, ACTION_GAS);
     let public = PublicInputs {
         root: tree.root(),
         nullifier: sk.nullifier(&cm, index).expect("nf"),

@@ -87,14 +87,15 @@ library ZkVectors {
         hex(&to_be32(&zeros()[nox_zk::TREE_DEPTH]))
     );
     // The execution hash of the vector's action, as BatchExecutor.executionHash must compute it.
-    let (raw, field) = nox_zk::field::execution_hash(&TARGET, ACTION_CALLDATA, 250);
+    let (raw, field) = nox_zk::field::execution_hash(&TARGET, ACTION_CALLDATA, 250, ACTION_GAS);
     let _ = write!(
         s,
-        "\n    /// executionHash(0x{t}, hex\"{d}\", 250): raw keccak and its reduction mod r.\n    function executionHash() internal pure returns (bytes32 raw, uint256 field) {{\n        return (\n            {},\n            {}\n        );\n    }}\n",
+        "\n    /// executionHash(0x{t}, hex\"{d}\", 250, {g}): raw keccak and its reduction mod r.\n    function executionHash() internal pure returns (bytes32 raw, uint256 field) {{\n        return (\n            {},\n            {}\n        );\n    }}\n",
         hex(&raw),
         hex(&to_be32(&field)),
         t = TARGET.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         d = ACTION_CALLDATA.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        g = ACTION_GAS,
     );
     s.push_str("}\n");
     check_or_write("contracts/test/zk/ZkVectors.sol", &s);

@@ -54,6 +54,8 @@ const DEPOSIT: u128 = 1_000_000_000_000_000_000;
 const PAY_FEE: u128 = 1_000_000_000_000_000;
 const WITHDRAW_AMOUNT: u128 = 500_000_000_000_000_000;
 const ACTION_DATA: [u8; 4] = [0xd0, 0x9d, 0xe0, 0x8a];
+/// The gas the PAY action is bound to (`Action.gas`; PoolVectors.ACTION_GAS).
+const ACTION_GAS: u64 = 100_000;
 const SK_BYTES: [u8; 64] = [0x42; 64];
 
 fn sk() -> SpendingKey {
@@ -184,6 +186,7 @@ library PoolVectors {
     address internal constant RECIPIENT = address(0x10004);
     address internal constant TOKEN = address(0x10005);
     bytes internal constant ACTION_DATA = hex\"d09de08a\";
+    uint256 internal constant ACTION_GAS = 100000;
     uint256 internal constant DEPOSIT = 1e18;
     uint256 internal constant PAY_FEE = 1e15;
     uint256 internal constant WITHDRAW_AMOUNT = 5e17;
@@ -219,7 +222,7 @@ library PoolVectors {
     let mut extra = after1.clone();
     insert_batch(&mut out, "EXTRA", &mut extra, &[note2.commitment().expect("cm")], 7);
 
-    let (pay_raw, pay_field) = execution_hash(&addr(0x10003), &ACTION_DATA, PAY_FEE);
+    let (pay_raw, pay_field) = execution_hash(&addr(0x10003), &ACTION_DATA, PAY_FEE, ACTION_GAS);
     out.raw("PAY_ACTION_HASH", &pay_raw);
     let relayer = address(&addr(0x10002));
     let pay = spend(&mut out, "PAY", &after1, &note0, 0, PAY_FEE, relayer, pay_field, 2);
