@@ -29,6 +29,11 @@ pub enum ZkError {
     /// A batch insertion is malformed (size, alignment).
     #[error("bad batch: {0}")]
     BadBatch(&'static str),
+    /// A private transaction (docs/design/zk-payment.md §9) cannot be built as asked: too many
+    /// inputs or outputs, an input of another owner or asset, the same note twice, or values
+    /// that do not balance.
+    #[error("bad transfer: {0}")]
+    BadTransfer(&'static str),
     /// The Merkle tree is full.
     #[error("Merkle tree is full")]
     TreeFull,

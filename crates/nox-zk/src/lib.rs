@@ -11,6 +11,7 @@ pub mod merkle;
 pub mod note;
 pub mod poseidon;
 pub mod solidity;
+pub mod transfer;
 
 pub use circuit::{GasPaymentCircuit, NUM_PUBLIC_INPUTS, PublicInputs, Witness};
 pub use error::ZkError;

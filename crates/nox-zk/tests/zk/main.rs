@@ -7,3 +7,4 @@ mod evm;
 mod insert;
 mod pool_vectors;
 mod poseidon;
+mod transfer;
