@@ -7,6 +7,9 @@ pub enum PayError {
     /// The relayer's quote has no price for the fee's asset.
     #[error("the relayer does not price {0}")]
     Unpriced(Address),
+    /// The quote or the fee is refused by the client's own bounds (nothing is proved).
+    #[error(transparent)]
+    Refused(#[from] crate::bounds::QuoteRefusal),
     /// The fee does not fit the pool's amounts (below 2^128).
     #[error("the fee is not below 2^128")]
     FeeTooLarge,

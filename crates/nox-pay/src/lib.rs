@@ -3,10 +3,12 @@
 #![deny(missing_docs)]
 
 pub mod adaptor;
+pub mod bounds;
 pub mod bundle;
 mod error;
 pub mod relay;
 
+pub use bounds::{Ceiling, ChainReading, QuoteRefusal, check_ceiling, check_quote};
 pub use bundle::{Action, PaidBundle, Payment, asset_word, fee_from_quote, prove};
 pub use error::PayError;
 pub use relay::{DEFAULT_FEE_PERCENT, RelayClient};

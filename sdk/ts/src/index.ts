@@ -17,3 +17,27 @@ export type { LinkMachine, WebSocketLike } from "./link.js";
 export { loadModule } from "./wasm.js";
 export { MAX_CALLDATA, QUOTE_BODY, parseRelayAnswer, submitBody } from "./relay.js";
 export type { RelayOutcome, RelayQuote, RelaySubmission } from "./relay.js";
+export {
+  BASE_FEE_RISE_BPS,
+  DEFAULT_CEILING_FACTOR,
+  MAX_FEE_HEADROOM_BPS,
+  MAX_GAS_EXTRA_BPS,
+  MAX_MARGIN_BPS,
+  MAX_PAYMENT_GAS,
+  MIN_TIP_WEI,
+  QUOTE_TOLERANCE,
+  QuoteRefusedError,
+  TOKEN_PRICE_TOLERANCE_BPS,
+  checkCeiling,
+  checkQuote,
+  defaultCeilingWei,
+  ethPriceBound,
+  feeBounds,
+  feeFromQuote,
+  gasLimit,
+  nextBaseFee,
+  ownMaxFeePerGas,
+  readChainFees,
+  tip,
+} from "./bounds.js";
+export type { ChainReading, Eip1193, FeeBounds } from "./bounds.js";
