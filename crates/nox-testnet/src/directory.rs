@@ -3,7 +3,7 @@
 //! `<state dir>/directory.addr`.
 
 use std::{
-    net::SocketAddr,
+    net::{IpAddr, Ipv4Addr, SocketAddr},
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -59,9 +59,10 @@ pub fn start(
     let process = process_dir(dir);
     std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
     let config = format!(
-        // One host: every node and client of the testnet shares 127.0.0.1, so the per-address
-        // cap is the global one here (a real directory keeps the default of 4).
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nmax_connections_per_address = 64\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n",
+        // The shipped limits (4 connections per address, 16 per /24, 64 in all): every node and
+        // client of the testnet fetches from 127.0.0.1, briefly and rarely at the same moment
+        // (a refused fetch is retried), so the testnet needs no exception.
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),
@@ -170,10 +171,53 @@ pub fn topology(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
     })
 }
 
+/// This process's own loopback address for talking to a loopback directory: 127.x.y.z derived
+/// from the process id (x in 1..=254, so never 127.0.0.0/24 where the nodes are, nor the
+/// broadcast 127.255.255.255). The testnet's processes all live on one host; with their own
+/// addresses the directory's shipped per-address and per-subnet caps apply to them as to
+/// separate hosts, and the testnet needs no exception. `None` for a directory off loopback.
+pub fn own_loopback_source(directory: SocketAddr) -> Option<IpAddr> {
+    if !directory.ip().is_loopback() || !directory.is_ipv4() {
+        return None;
+    }
+    let pid = std::process::id();
+    let subnet = u8::try_from((pid >> 16) % 254).unwrap_or(0) + 1;
+    let [_, _, high, low] = pid.to_be_bytes();
+    Some(IpAddr::V4(Ipv4Addr::new(127, subnet, high, low)))
+}
+
+/// Fetches the document from the testnet's directory: from this process's own loopback
+/// address ([`own_loopback_source`]), or from the default one where that cannot be bound (only
+/// Linux routes all of 127.0.0.0/8 to the loopback interface); a refused attempt (the directory
+/// busy) is retried twice, 200 ms apart.
+async fn fetch(addr: SocketAddr) -> Result<nox_topology::TopologyDocument, nox_directory::ClientError> {
+    let mut last = None;
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let from_own = match own_loopback_source(addr) {
+            Some(source) => nox_directory::fetch_document_from(addr, source, TIMEOUT).await,
+            None => nox_directory::fetch_document(addr, TIMEOUT).await,
+        };
+        let outcome = match from_own {
+            Err(nox_directory::ClientError::Io { .. }) if own_loopback_source(addr).is_some() => {
+                nox_directory::fetch_document(addr, TIMEOUT).await
+            }
+            other => other,
+        };
+        match outcome {
+            Ok(document) => return Ok(document),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or(nox_directory::ClientError::NoMirror))
+}
+
 /// [`topology`] without blocking (inside a tokio runtime).
 pub async fn topology_async(dir: &Path) -> Result<VerifiedTopology, TestnetError> {
     let document = match addr(dir) {
-        Some(addr) => nox_directory::fetch_document(addr, TIMEOUT).await.map_err(|e| e.to_string())?,
+        Some(addr) => fetch(addr).await.map_err(|e| e.to_string())?,
         None => {
             let bytes = std::fs::read(dir.join("topology.json")).map_err(|e| format!("no testnet: {e}"))?;
             nox_topology::TopologyDocument::from_json(&bytes).map_err(|e| e.to_string())?
@@ -214,4 +258,21 @@ pub fn status_line(dir: &Path, running: bool) -> Option<String> {
         count("accepted"),
         count("unchanged"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_talks_to_a_loopback_directory_from_its_own_loopback_address() {
+        let source = own_loopback_source("127.0.0.1:7000".parse().unwrap()).expect("a source on loopback");
+        let IpAddr::V4(v4) = source else { panic!("{source} is not IPv4") };
+        let [a, b, ..] = v4.octets();
+        assert_eq!(a, 127);
+        assert!((1..=254).contains(&b), "{v4}: outside 127.0.0.0/24 (the nodes') and not broadcast");
+        assert_eq!(own_loopback_source("127.0.0.1:7001".parse().unwrap()), Some(source), "one address per process");
+        assert_eq!(own_loopback_source("10.0.0.1:7000".parse().unwrap()), None, "only for a loopback directory");
+        assert_eq!(own_loopback_source("[::1]:7000".parse().unwrap()), None);
+    }
 }

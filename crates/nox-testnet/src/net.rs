@@ -344,6 +344,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let mut authority_seed = [0u8; 32];
     rng.fill_bytes(&mut authority_seed);
     let authority = SigningKey::from_bytes(&authority_seed);
+    let mut exit_lines = Vec::new();
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
     let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
         .map_err(|e| format!("epoch schedule: {e}"))?;
@@ -435,12 +436,15 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
                 }
                 services
             } else {
+                let mut relayer = None;
                 String::new()
             },
             keys = keys.display().to_string(),
             websocket_line = websocket.map(|w| format!("websocket_listen = \"{w}\"\n")).unwrap_or_default(),
         );
         configs.push((node_dir.join("node.toml"), config));
+                let name = node_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                exit_lines.push(exit_summary(&name, listen, rpc_upstream.as_deref(), rpc_chain_id, relayer));
         write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
         write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
         index += 1;
@@ -504,9 +508,43 @@ fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+    for line in &exit_lines {
+        println!("  {line}");
+    }
+    if rpc_upstream.is_some() {
+        println!(
+            "  wallets read the chain through the mixnet: `nox client --testnet {} --rpc 127.0.0.1:8645`, then --rpc http://127.0.0.1:8645",
+            dir.display()
+        );
+    }
         .open(node_dir.join("node.log"))
         .map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
+/// One line of `testnet up` per exit: what it was wired to serve — its JSON-RPC service (the
+/// upstream, and whether it relays raw transactions for a chain) and its paid relayer account.
+fn exit_summary(
+    name: &str,
+    listen: SocketAddr,
+    rpc_upstream: Option<&str>,
+    rpc_chain_id: Option<u64>,
+    relayer: Option<alloy::primitives::Address>,
+) -> String {
+    let rpc = match (rpc_upstream, rpc_chain_id) {
+        (Some(upstream), Some(chain)) => {
+            format!("JSON-RPC to {upstream} (relays eth_sendRawTransaction for chain {chain})")
+        }
+        (Some(upstream), None) => format!("JSON-RPC to {upstream} (relays no transactions)"),
+        (None, _) => "no JSON-RPC service".to_owned(),
+    };
+    let relay = match relayer {
+        Some(account) => {
+            format!("paid relayer {account} (funded {} ETH by the deployer)", chain::RELAYER_FUNDS_ETH)
+        }
+        None => "no paid relayer".to_owned(),
+    };
+    format!("exit {name} at {listen}: {rpc}; {relay}")
+}
+
     let child = Command::new(exe)
         .arg("node")
         .arg("--config")
@@ -1100,6 +1138,21 @@ mod tests {
         assert!(section.contains("chain_id = 31337\n"), "{section}");
         assert!(!section.contains("/8") && !section.contains("/128"), "{section}");
         let none = super::exit_services(None, None, &[]);
+    #[test]
+    fn exit_summaries_name_the_json_rpc_service_and_the_relayer() {
+        let listen: std::net::SocketAddr = "127.0.0.1:9002".parse().unwrap();
+        let account = alloy::primitives::Address::repeat_byte(0xab);
+        let line = super::exit_summary("node-2", listen, Some("http://127.0.0.1:8545"), Some(31337), Some(account));
+        assert_eq!(
+            line,
+            format!(
+                "exit node-2 at 127.0.0.1:9002: JSON-RPC to http://127.0.0.1:8545 (relays eth_sendRawTransaction for chain 31337); paid relayer {account} (funded 100 ETH by the deployer)"
+            )
+        );
+        let bare = super::exit_summary("node-5", listen, None, None, None);
+        assert_eq!(bare, "exit node-5 at 127.0.0.1:9002: no JSON-RPC service; no paid relayer");
+    }
+
         assert!(none.contains("allow = []\n") && !none.contains("json_rpc"), "{none}");
         let document: toml::Table = toml::from_str(&section).unwrap();
         let config: nox_exit::ExitConfig = document["exit"]["services"].clone().try_into().unwrap();
