@@ -2,10 +2,11 @@
 //! tracking to a receipt (docs/spec/relay.md). The chain is reached through one JSON-RPC
 //! endpoint; the key signs locally.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,7 +14,7 @@ use alloy::eips::eip1559::BaseFeeParams;
 use alloy::eips::eip2718::Encodable2718;
 use alloy::eips::{BlockId, BlockNumberOrTag};
 use alloy::network::{EthereumWallet, TransactionBuilder};
-use alloy::primitives::{Address, B256, Bytes, U256};
+use alloy::primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::rpc::types::TransactionRequest;
 use alloy::rpc::types::simulate::{SimBlock, SimulatePayload};
@@ -29,8 +30,10 @@ use serde::Deserialize;
 use tokio::sync::{Mutex, Semaphore, oneshot};
 
 use crate::check::{Admission, Admitted, admit};
+use crate::guard::{Denied, Guard, GuardConfig, GuardStats};
 use crate::journal::{Journal, JournalError, Pending};
 use crate::price::{FeePlan, Reserves, TokenPrice, gas_limit, required_wei};
+use crate::twap::{Conservative, Observation, PairState, TwapError, TwapOracle};
 use crate::wire::{AssetPrice, Outcome, Quote, Reason, RelayRequest, Submission};
 
 sol! {
@@ -39,6 +42,8 @@ sol! {
     interface IUniswapV2Pair {
         function getReserves() external view returns (uint112 reserve0, uint112 reserve1, uint32 blockTimestampLast);
         function token0() external view returns (address);
+        function price0CumulativeLast() external view returns (uint256);
+        function price1CumulativeLast() external view returns (uint256);
     }
 }
 
@@ -92,10 +97,102 @@ pub trait PriceFeed: Send + Sync + 'static {
 }
 
 /// What [`PriceFeed::price`] returns.
-pub type PriceFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<Box<dyn TokenPrice>>, String>> + Send + 'a>>;
+pub type PriceFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<Box<dyn TokenPrice>>, PriceError>> + Send + 'a>>;
 
-/// Token prices from Uniswap v2 token/WETH pairs: what selling the fee into its pair would
-/// yield now (`getAmountOut`), so price impact counts.
+/// Why a token has no price now.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceError {
+    /// The source has no trustworthy price yet (a time-weighted mean whose window is not
+    /// filled): fees in the token are refused (`price_unavailable`) and left out of quotes.
+    #[error(transparent)]
+    NotReady(#[from] TwapError),
+    /// Reading the source failed (the relayer's node).
+    #[error("price source: {0}")]
+    Source(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl PriceError {
+    fn source(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Source(Box::new(e))
+    }
+}
+
+/// Token prices from Uniswap v2 token/WETH pairs, **the default feed**: a fee is worth the
+/// lower of its value at the pair's time-weighted mean price over `window_s` and what
+/// selling it into the pair now would yield ([`Conservative`]), so moving the pair for a block
+/// cannot make the relayer accept less than the fee is worth. The mean comes from the pair's
+/// cumulative prices, read at the latest block each time a price is asked for and by a
+/// sampler task ([`Policy::price_sample_s`]) as blocks go by: the relayer's node needs no
+/// history (no archive, no old state), but after a start fees in a token are refused
+/// (`price_unavailable`) until the relayer has watched its pair for a whole window.
+pub struct TwapFeed {
+    pairs: Vec<TokenPair>,
+    window_s: u64,
+    oracles: StdMutex<HashMap<Address, TwapOracle>>,
+}
+
+impl TwapFeed {
+    /// A feed for these tokens and pairs, averaging over `window_s` seconds.
+    pub fn new(pairs: Vec<TokenPair>, window_s: u64) -> Self {
+        Self { pairs, window_s, oracles: StdMutex::new(HashMap::new()) }
+    }
+
+    /// The spot reserves and the mean price, or why there is none.
+    async fn read(&self, provider: &DynProvider, pair: Address, token: Address) -> Result<Conservative, PriceError> {
+        let block = provider
+            .get_block_by_number(BlockNumberOrTag::Latest)
+            .await
+            .map_err(PriceError::source)?
+            .ok_or_else(|| PriceError::Source("the node has no latest block".into()))?;
+        let (number, timestamp) = (block.header.inner.number, block.header.inner.timestamp);
+        // Every read at the same block: the reserves, cumulatives and timestamp agree.
+        let at = BlockId::number(number);
+        let contract = IUniswapV2Pair::new(pair, provider);
+        let token0 = contract.token0().block(at).call().await.map_err(PriceError::source)?;
+        let r = contract.getReserves().block(at).call().await.map_err(PriceError::source)?;
+        let c0 = contract.price0CumulativeLast().block(at).call().await.map_err(PriceError::source)?;
+        let c1 = contract.price1CumulativeLast().block(at).call().await.map_err(PriceError::source)?;
+        let state = PairState {
+            reserve0: U256::from(r.reserve0),
+            reserve1: U256::from(r.reserve1),
+            block_timestamp_last: r.blockTimestampLast,
+            price0_cumulative_last: c0,
+            price1_cumulative_last: c1,
+        };
+        // The pair counts time in uint32 seconds (it wraps in 2106).
+        let (cum0, cum1) = state.cumulative_at(timestamp as u32);
+        let (spot, cumulative) = if token0 == token {
+            (Reserves { asset: state.reserve0, weth: state.reserve1 }, cum0)
+        } else {
+            (Reserves { asset: state.reserve1, weth: state.reserve0 }, cum1)
+        };
+        let now = Observation { timestamp, cumulative };
+        let mut oracles = self.oracles.lock().map_err(|_| PriceError::Source("price oracle lock poisoned".into()))?;
+        let oracle = oracles.entry(token).or_insert_with(|| TwapOracle::new(self.window_s));
+        let mean = oracle.mean(&now);
+        oracle.record(now);
+        Ok(Conservative { mean: mean?, spot })
+    }
+}
+
+impl PriceFeed for TwapFeed {
+    fn tokens(&self) -> Vec<Address> {
+        self.pairs.iter().map(|t| t.token).collect()
+    }
+
+    fn price<'a>(&'a self, provider: &'a DynProvider, token: Address) -> PriceFuture<'a> {
+        Box::pin(async move {
+            let Some(pair) = self.pairs.iter().find(|t| t.token == token) else { return Ok(None) };
+            let price = self.read(provider, pair.pair, token).await?;
+            Ok(Some(Box::new(price) as Box<dyn TokenPrice>))
+        })
+    }
+}
+
+/// Token prices from Uniswap v2 token/WETH pairs at the spot: what selling the fee into its
+/// pair would yield now (`getAmountOut`), so price impact counts — but one block's reserves can
+/// be moved by whoever trades in that block: use only for a pair too deep to move, and prefer
+/// [`TwapFeed`] (the default).
 pub struct UniswapV2Feed {
     pairs: Vec<TokenPair>,
 }
@@ -116,8 +213,8 @@ impl PriceFeed for UniswapV2Feed {
         Box::pin(async move {
             let Some(pair) = self.pairs.iter().find(|t| t.token == token) else { return Ok(None) };
             let pair = IUniswapV2Pair::new(pair.pair, provider);
-            let token0 = pair.token0().call().await.map_err(|e| e.to_string())?;
-            let r = pair.getReserves().call().await.map_err(|e| e.to_string())?;
+            let token0 = pair.token0().call().await.map_err(PriceError::source)?;
+            let r = pair.getReserves().call().await.map_err(PriceError::source)?;
             let (r0, r1) = (U256::from(r.reserve0), U256::from(r.reserve1));
             let reserves =
                 if token0 == token { Reserves { asset: r0, weth: r1 } } else { Reserves { asset: r1, weth: r0 } };
@@ -156,6 +253,34 @@ pub struct Policy {
     pub poll_ms: u64,
     /// Gas the executor and a shielded payment take besides the action (told in quotes).
     pub payment_gas: u64,
+    /// The furthest a payment's deadline may lie ahead, seconds: a refused bundle can be resent
+    /// only until its deadline, so this bounds how long it can be replayed at all.
+    pub max_deadline_horizon_s: u64,
+    /// Seconds a refusal is remembered (a resent refused bundle is refused again with no proof
+    /// check and no chain call).
+    pub refusal_memory_s: u64,
+    /// Refusals remembered at most (oldest forgotten first).
+    pub refusal_memory_entries: usize,
+    /// Simulation rounds (pool views and two `eth_simulateV1` runs) per payment nullifier per
+    /// [`Policy::per_nullifier_window_s`].
+    pub per_nullifier_simulations: u32,
+    /// The per-nullifier window, seconds.
+    pub per_nullifier_window_s: u64,
+    /// Simulate-only requests per second, all clients together (the exit cannot tell clients
+    /// apart: a request carries no identity beyond its SURBs).
+    pub simulate_per_s: u32,
+    /// Simulate-only requests allowed in a burst.
+    pub simulate_burst: u32,
+    /// Simulate-only requests being worked on at once (their own budget: they never take the
+    /// slots of submissions, and quotes need none).
+    pub max_simulating: usize,
+    /// Milliseconds a quote is served from cache (one read of the chain per period, whatever the
+    /// number of clients asking).
+    pub quote_cache_ms: u64,
+    /// The time-weighted price window of token fees, seconds ([`TwapFeed`]).
+    pub twap_window_s: u64,
+    /// Seconds between the relayer's own readings of each pair's cumulative price.
+    pub price_sample_s: u64,
 }
 
 impl Default for Policy {
@@ -174,6 +299,17 @@ impl Default for Policy {
             wait_ms: 120_000,
             poll_ms: 250,
             payment_gas: 420_000,
+            max_deadline_horizon_s: 3_600,
+            refusal_memory_s: 300,
+            refusal_memory_entries: 16_384,
+            per_nullifier_simulations: 4,
+            per_nullifier_window_s: 60,
+            simulate_per_s: 4,
+            simulate_burst: 8,
+            max_simulating: 4,
+            quote_cache_ms: 1_000,
+            twap_window_s: 1_800,
+            price_sample_s: 30,
         }
     }
 }
@@ -223,7 +359,28 @@ pub struct Relayer {
     /// Nullifiers of bundles between admission and settlement here.
     in_flight: StdMutex<HashSet<U256>>,
     permits: Arc<Semaphore>,
+    /// Simulate-only requests' own concurrency budget.
+    simulating: Arc<Semaphore>,
     feed: Arc<dyn PriceFeed>,
+    /// Refusal memory, deadline horizon, per-nullifier and simulate-only budgets.
+    guard: StdMutex<Guard>,
+    /// The last quote and when it was made.
+    quote_cache: Mutex<Option<(Instant, Quote)>>,
+    /// Payment proofs verified (each costs one Groth16 check).
+    verifications: AtomicU64,
+    /// Simulation rounds run (each: pool views and up to two `eth_simulateV1`).
+    simulation_rounds: AtomicU64,
+}
+
+/// What a relayer has spent its work on since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RelayerStats {
+    /// Payment proofs verified.
+    pub verifications: u64,
+    /// Simulation rounds run.
+    pub simulation_rounds: u64,
+    /// What the guard refused, by rule.
+    pub guard: GuardStats,
 }
 
 /// Removes a nullifier from the in-flight set when dropped.
@@ -241,7 +398,36 @@ impl Drop for InFlight {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    unix_now_ms() / 1000
+}
+
+fn unix_now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| millis(d)).unwrap_or(0)
+}
+
+/// What identifies a request's bytes for the refusal memory: everything the answer depends on
+/// (flags, chain, executor, relayer, calldata).
+fn request_key(s: &Submission) -> B256 {
+    keccak256(RelayRequest::Submit(Box::new(s.clone())).encode())
+}
+
+/// The nullifier and deadline a payment claims (unproven), if its data decodes.
+fn claimed(s: &Submission) -> Option<(U256, u64)> {
+    use alloy::sol_types::SolValue;
+    let spend = crate::abi::Spend::abi_decode(&s.bundle.paymentData).ok()?;
+    Some((spend.nullifier, u64::try_from(spend.deadline).unwrap_or(u64::MAX)))
+}
+
+fn refused_by(d: Denied) -> Outcome {
+    Outcome::Refused { reason: d.reason, detail: d.detail, required_fee: d.required_fee }
+}
+
+/// A refusal for a token that has no price now.
+fn price_refusal(e: PriceError) -> Outcome {
+    match e {
+        PriceError::NotReady(why) => Outcome::refused(Reason::PriceUnavailable, format!("fees in this token: {why}")),
+        PriceError::Source(e) => chain_refusal(e),
+    }
 }
 
 /// A refusal for a failure on the relayer's side (its node, its journal). The cause goes to the
@@ -270,7 +456,7 @@ impl Relayer {
     /// opens the nonce journal and resumes tracking every transaction it lists (rebroadcast,
     /// then followed to a receipt).
     pub async fn start(config: RelayerConfig) -> Result<Arc<Self>, RelayerError> {
-        let feed = Arc::new(UniswapV2Feed::new(config.tokens.clone()));
+        let feed = Arc::new(TwapFeed::new(config.tokens.clone(), config.policy.twap_window_s));
         Self::start_with_feed(config, feed).await
     }
 
@@ -287,6 +473,23 @@ impl Relayer {
         if p.bump_bps < 1_000 || p.max_in_flight == 0 || p.poll_ms == 0 || p.gas_cap == 0 {
             return Err(RelayerError::Config("policy: bump_bps ≥ 1000, max_in_flight, poll_ms and gas_cap ≥ 1".into()));
         }
+        if p.max_simulating == 0 || p.twap_window_s == 0 || p.price_sample_s == 0 || p.per_nullifier_simulations < 2 {
+            return Err(RelayerError::Config(
+                "policy: max_simulating, twap_window_s and price_sample_s ≥ 1, per_nullifier_simulations ≥ 2 \
+                 (a simulation and the submission)"
+                    .into(),
+            ));
+        }
+        let guard = Guard::new(GuardConfig {
+            refusal_memory_ms: p.refusal_memory_s.saturating_mul(1000),
+            memory_entries: p.refusal_memory_entries,
+            max_deadline_horizon_s: p.max_deadline_horizon_s,
+            per_nullifier_rounds: p.per_nullifier_simulations,
+            per_nullifier_window_ms: p.per_nullifier_window_s.saturating_mul(1000),
+            nullifiers_tracked: p.refusal_memory_entries,
+            simulate_per_s: p.simulate_per_s,
+            simulate_burst: p.simulate_burst,
+        });
         let url =
             config.rpc_url.parse().map_err(|e| RelayerError::Config(format!("rpc_url {:?}: {e}", config.rpc_url)))?;
         let provider = ProviderBuilder::new().connect_http(url).erased();
@@ -315,6 +518,11 @@ impl Relayer {
         let resume: Vec<u64> = journal.pending().iter().map(|p| p.nonce).collect();
         let relayer = Arc::new(Self {
             permits: Arc::new(Semaphore::new(config.policy.max_in_flight)),
+            simulating: Arc::new(Semaphore::new(config.policy.max_simulating)),
+            guard: StdMutex::new(guard),
+            quote_cache: Mutex::new(None),
+            verifications: AtomicU64::new(0),
+            simulation_rounds: AtomicU64::new(0),
             config,
             provider,
             wallet: EthereumWallet::from(signer),
@@ -325,6 +533,25 @@ impl Relayer {
             in_flight: StdMutex::new(HashSet::new()),
             feed,
         });
+        let tokens = relayer.feed.tokens();
+        if !tokens.is_empty() {
+            // Reads each pair as blocks go by, so a time-weighted price has its observations
+            // when a fee arrives. Holds only the feed and the provider, not the relayer.
+            let (feed, provider) = (relayer.feed.clone(), relayer.provider.clone());
+            let every = Duration::from_secs(relayer.config.policy.price_sample_s);
+            tokio::spawn(async move {
+                loop {
+                    for token in &tokens {
+                        if let Err(e) = feed.price(&provider, *token).await
+                            && matches!(e, PriceError::Source(_))
+                        {
+                            tracing::debug!(%token, error = %e, "relayer: price sample failed");
+                        }
+                    }
+                    tokio::time::sleep(every).await;
+                }
+            });
+        }
         for nonce in resume {
             tracing::info!(nonce, "relayer: resuming a transaction from the journal");
             let r = relayer.clone();
@@ -345,6 +572,15 @@ impl Relayer {
     /// The transactions it has signed and not yet seen mined.
     pub async fn pending(&self) -> Vec<Pending> {
         self.journal.lock().await.pending().to_vec()
+    }
+
+    /// What it has spent its work on (proof checks, simulations, guard refusals).
+    pub fn stats(&self) -> RelayerStats {
+        RelayerStats {
+            verifications: self.verifications.load(Ordering::Relaxed),
+            simulation_rounds: self.simulation_rounds.load(Ordering::Relaxed),
+            guard: self.guard.lock().map(|g| g.stats()).unwrap_or_default(),
+        }
     }
 
     /// The next nonce it will use.
@@ -382,7 +618,7 @@ impl Relayer {
     }
 
     /// The value of `fee` of `asset` in wei (ETH: itself; a token: what selling it yields).
-    async fn value_wei(&self, asset: Address, fee: U256) -> Result<U256, String> {
+    async fn value_wei(&self, asset: Address, fee: U256) -> Result<U256, PriceError> {
         if asset == Address::ZERO {
             return Ok(fee);
         }
@@ -390,22 +626,40 @@ impl Relayer {
     }
 
     /// The smallest fee in `asset` worth `wei`.
-    async fn fee_for_wei(&self, asset: Address, wei: U256) -> Result<Option<U256>, String> {
+    async fn fee_for_wei(&self, asset: Address, wei: U256) -> Result<Option<U256>, PriceError> {
         if asset == Address::ZERO {
             return Ok(Some(wei));
         }
         Ok(self.feed.price(&self.provider, asset).await?.and_then(|p| p.asset_for_wei(wei)))
     }
 
-    /// The current price.
+    /// The current price: served from a cache refreshed at most every
+    /// [`Policy::quote_cache_ms`] (one refresh at a time; concurrent askers share it), so a
+    /// flood of quotes costs no chain reads and quotes never wait on simulations. A token
+    /// without a price now (its mean price window not filled) is left out.
     pub async fn quote(&self) -> Result<Quote, String> {
+        let mut cache = self.quote_cache.lock().await;
+        let ttl = Duration::from_millis(self.config.policy.quote_cache_ms);
+        if let Some((at, quote)) = cache.as_ref()
+            && at.elapsed() < ttl
+        {
+            return Ok(quote.clone());
+        }
+        let quote = self.fresh_quote().await?;
+        *cache = Some((Instant::now(), quote.clone()));
+        Ok(quote)
+    }
+
+    async fn fresh_quote(&self) -> Result<Quote, String> {
         let (block, plan) = self.fee_plan().await?;
         let p = &self.config.policy;
         let per_million_wei = required_wei(1_000_000, plan.max_fee_per_gas, p.margin_bps);
         let mut prices = Vec::new();
         for asset in &self.admission.assets {
-            if let Some(per_million_gas) = self.fee_for_wei(*asset, per_million_wei).await? {
-                prices.push(AssetPrice { asset: *asset, per_million_gas });
+            match self.fee_for_wei(*asset, per_million_wei).await {
+                Ok(Some(per_million_gas)) => prices.push(AssetPrice { asset: *asset, per_million_gas }),
+                Ok(None) | Err(PriceError::NotReady(_)) => {}
+                Err(e) => return Err(e.to_string()),
             }
         }
         Ok(Quote {
@@ -476,29 +730,65 @@ impl Relayer {
     /// waits for its receipt up to the policy's wait.
     pub async fn submit(self: &Arc<Self>, s: Submission) -> Outcome {
         let arrived = Instant::now();
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+        let key = request_key(&s);
+        // Before any proof check: remembered refusals, spent nullifiers, the deadline horizon.
+        let early = match self.guard.lock() {
+            Ok(mut g) => g.before_admission(&key, claimed(&s), unix_now_ms()),
+            Err(_) => return chain_refusal("relayer guard lock poisoned"),
+        };
+        if let Err(d) = early {
+            return refused_by(d);
+        }
+        // Simulate-only requests have their own small budget; submissions keep theirs.
+        let budget = if s.simulate_only { &self.simulating } else { &self.permits };
+        let Ok(permit) = budget.clone().try_acquire_owned() else {
             return Outcome::refused(Reason::Busy, "too many bundles in flight at this relayer");
         };
         let admission = self.admission.clone();
         let vk = self.vk.clone();
         let checked = {
             let s = s.clone();
+            self.verifications.fetch_add(1, Ordering::Relaxed);
             tokio::task::spawn_blocking(move || admit(&admission, &vk, &s, unix_now())).await
         };
         let admitted = match checked {
             Ok(Ok(a)) => a,
-            Ok(Err((reason, detail))) => return Outcome::refused(reason, detail),
+            Ok(Err((reason, detail))) => {
+                let d = Denied { reason, detail, required_fee: None };
+                self.remember(&key, None, &d);
+                return refused_by(d);
+            }
             Err(e) => return Outcome::refused(Reason::Malformed, format!("admission failed: {e}")),
         };
         let nullifier = admitted.spend.nullifier;
+        // The proof verified: the nullifier is this payment's. Its simulation budget, and the
+        // global one of simulate-only requests.
+        let budgeted = match self.guard.lock() {
+            Ok(mut g) => g.before_chain_work(nullifier, s.simulate_only, unix_now_ms()),
+            Err(_) => return chain_refusal("relayer guard lock poisoned"),
+        };
+        if let Err(d) = budgeted {
+            return refused_by(d);
+        }
         let fresh = self.in_flight.lock().map(|mut set| set.insert(nullifier)).unwrap_or(false);
         if !fresh {
             return Outcome::refused(Reason::Replayed, "a bundle with this payment is already in flight here");
         }
         let guard = InFlight { relayer: self.clone(), nullifier };
+        self.simulation_rounds.fetch_add(1, Ordering::Relaxed);
         let outcome = self.price_and_send(&s, &admitted, guard, arrived).await;
         drop(permit);
+        if let Outcome::Refused { reason, detail, required_fee } = &outcome {
+            let d = Denied { reason: *reason, detail: detail.clone(), required_fee: *required_fee };
+            self.remember(&key, Some(nullifier), &d);
+        }
         outcome
+    }
+
+    fn remember(&self, key: &B256, nullifier: Option<U256>, d: &Denied) {
+        if let Ok(mut g) = self.guard.lock() {
+            g.remember(key, nullifier, d, unix_now_ms());
+        }
     }
 
     async fn price_and_send(
@@ -550,11 +840,11 @@ impl Relayer {
         let required = required_wei(limit, plan.max_fee_per_gas, p.margin_bps);
         let value = match self.value_wei(a.asset, a.fee).await {
             Ok(v) => v,
-            Err(e) => return chain_refusal(e),
+            Err(e) => return price_refusal(e),
         };
         let required_fee = match self.fee_for_wei(a.asset, required).await {
             Ok(f) => f,
-            Err(e) => return chain_refusal(e),
+            Err(e) => return price_refusal(e),
         };
         if value < required {
             return Outcome::Refused {

@@ -249,6 +249,14 @@ pub enum Reason {
     Chain,
     /// Mined, but reverted on chain.
     Reverted,
+    /// The payment's deadline lies further ahead than the relayer's horizon (a refused bundle
+    /// would otherwise stay resendable for its whole life).
+    DeadlineTooFar,
+    /// Too many simulations of this payment, or of simulate-only requests at this relayer,
+    /// lately: retry later.
+    Throttled,
+    /// The fee asset has no usable price now (its time-weighted mean is not available yet).
+    PriceUnavailable,
 }
 
 /// The answer to a submission.
