@@ -162,16 +162,25 @@ pub struct TransferWitness {
 }
 
 /// The 2-in/2-out transfer circuit. With `witness == None` it only shapes the system (setup).
-pub struct TransferCircuit<'a> {
+/// `DEPTH` is the tree depth the paths are checked to: [`TREE_DEPTH`] for the pool; other depths
+/// exist only to measure what the depth costs (docs/design/zk-payment.md §9).
+pub struct TransferCircuit<'a, const DEPTH: usize = TREE_DEPTH> {
     /// Public inputs (any values for setup).
     pub public: TransferPublic,
     /// The witness, `None` for setup.
     pub witness: Option<&'a TransferWitness>,
 }
 
-impl TransferCircuit<'_> {
+impl TransferCircuit<'static> {
     /// The circuit for key generation and for the constraint matrices: zero inputs, no witness.
-    pub fn blank() -> TransferCircuit<'static> {
+    pub fn blank() -> Self {
+        TransferCircuit::<'static, TREE_DEPTH>::blank_at_depth()
+    }
+}
+
+impl<const DEPTH: usize> TransferCircuit<'static, DEPTH> {
+    /// [`TransferCircuit::blank`] with paths of `DEPTH` levels (measurements only).
+    pub fn blank_at_depth() -> Self {
         let z = Fr::from(0u64);
         TransferCircuit {
             public: TransferPublic {
@@ -217,7 +226,7 @@ fn range_check(
     Boolean::le_bits_to_fp(&vars)?.enforce_equal(x)
 }
 
-impl ConstraintSynthesizer<Fr> for TransferCircuit<'_> {
+impl<const DEPTH: usize> ConstraintSynthesizer<Fr> for TransferCircuit<'_, DEPTH> {
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
         let w = self.witness;
         let p = &self.public;
@@ -245,17 +254,18 @@ impl ConstraintSynthesizer<Fr> for TransferCircuit<'_> {
             let cm = hash_gadget(&[value.clone(), asset.clone(), inner])?;
 
             // 2. Membership, unless the input is a zero-value dummy.
-            let mut index_bits = Vec::with_capacity(TREE_DEPTH);
+            let mut index_bits = Vec::with_capacity(DEPTH);
             let mut cur = cm.clone();
-            for lvl in 0..TREE_DEPTH {
+            for lvl in 0..DEPTH {
                 let bit = Boolean::new_witness(cs.clone(), || {
                     inp.map(|s| (s.path.index >> lvl) & 1 == 1).ok_or_else(missing)
                 })?;
                 let sib = FpVar::new_witness(cs.clone(), || {
                     inp.and_then(|s| s.path.siblings.get(lvl).copied()).ok_or_else(missing)
                 })?;
+                // One select per level: left = bit ? sib : cur, right = cur + sib − left.
                 let left = FpVar::conditionally_select(&bit, &sib, &cur)?;
-                let right = FpVar::conditionally_select(&bit, &cur, &sib)?;
+                let right = &cur + &sib - &left;
                 cur = hash_gadget(&[left, right])?;
                 index_bits.push(bit);
             }
@@ -409,7 +419,7 @@ pub fn build<R: RngCore + CryptoRng>(
 /// Whether `witness` satisfies the statement for `public` (no proof is made).
 pub fn is_satisfied(public: &TransferPublic, witness: &TransferWitness) -> Result<bool, ZkError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
-    TransferCircuit { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
+    TransferCircuit::<'_, TREE_DEPTH> { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
     cs.is_satisfied().map_err(|e| ZkError::Snark(e.to_string()))
 }
 
@@ -463,6 +473,21 @@ impl Matrices {
         M.get_or_init(Matrices::build).as_ref().map_err(Clone::clone)
     }
 
+    /// The R1CS matrices `[A, B, C]`.
+    pub fn matrices(&self) -> &[Matrix<Fr>] {
+        &self.matrices
+    }
+
+    /// Number of instance variables (the constant 1 and the public inputs).
+    pub fn num_instance(&self) -> usize {
+        self.num_instance
+    }
+
+    /// Number of constraints.
+    pub fn num_constraints(&self) -> usize {
+        self.num_constraints
+    }
+
     /// Whether `z = (1, instance, witness)` satisfies every row `⟨A,z⟩·⟨B,z⟩ = ⟨C,z⟩`.
     fn satisfied_by(&self, z: &[Fr]) -> bool {
         let [a, b, c] = self.matrices.as_slice() else { return false };
@@ -480,7 +505,7 @@ pub fn assignment(public: &TransferPublic, witness: &TransferWitness) -> Result<
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
-    TransferCircuit { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
+    TransferCircuit::<'_, TREE_DEPTH> { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
     cs.finalize();
     let mut z = cs.instance_assignment()?;
     z.extend(cs.witness_assignment()?);

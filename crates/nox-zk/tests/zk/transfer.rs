@@ -259,7 +259,7 @@ fn constraint_count_is_what_the_docs_say() {
 }
 
 /// docs/design/zk-payment.md §9.
-const TRANSFER_CONSTRAINTS: usize = 18_470;
+const TRANSFER_CONSTRAINTS: usize = 18_406;
 
 fn keys() -> &'static (nox_zk::groth16::ProvingKey<ark_bn254::Bn254>, nox_zk::groth16::VerifyingKey<ark_bn254::Bn254>) {
     static K: OnceLock<(
