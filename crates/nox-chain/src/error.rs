@@ -34,6 +34,20 @@ pub enum ChainError {
     /// A configuration value is invalid.
     #[error("chain configuration: {0}")]
     Config(String),
+    /// Testnet Groth16 keys (public randomness: anyone can forge proofs) on a chain that is not
+    /// a local development chain, not explicitly allowed ([`crate::testnet_keys`]).
+    #[error(
+        "chain {chain_id} ({client:?}) is not a local development chain, and the testnet's Groth16 keys come from \
+         public randomness: anyone could forge spend proofs and drain the pool. Use keys from `nox zk setup`, or \
+         explicitly allow testnet keys on this chain (`--allow-testnet-keys-on-public-chain`, or \
+         NOX_ALLOW_TESTNET_KEYS_ON_PUBLIC_CHAIN=1 for the wallet and relayer) for a throwaway deployment"
+    )]
+    TestnetKeysOnPublicChain {
+        /// The chain's id.
+        chain_id: u64,
+        /// Its `web3_clientVersion` (empty if unknown).
+        client: String,
+    },
     /// This node is not (or no longer) registered.
     #[error("{0}")]
     NotRegistered(String),

@@ -12,6 +12,7 @@ pub mod pool_sync;
 pub mod reader;
 pub mod slash;
 pub mod snapshot;
+pub mod testnet_keys;
 pub mod view;
 
 pub use deploy::{Deployment, Registration, RegistryParams};

@@ -167,6 +167,44 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), K
     write_atomic_with(dir, name, bytes, |file, bytes| file.write_all(bytes))
 }
 
+/// Writes a secret file (a chain key, a wallet file, a relayer key…) at `path`, replacing any
+/// file there, so that it is never readable by anyone but its owner and never half-written: a
+/// temporary file beside it created new (`O_EXCL`, so never an existing file's mode) with mode
+/// 0600, written, fsynced, renamed over `path`, and the directory fsynced. On any error the
+/// temporary file is erased. Every key file NOX writes outside the node keystore goes through
+/// this (issue 29 item 7).
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), KeystoreError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| KeystoreError::io("name", path, std::io::Error::from(ErrorKind::InvalidInput)))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{n}{TMP_SUFFIX}", std::process::id()));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| KeystoreError::io("create", &tmp, e))?;
+    let written =
+        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| KeystoreError::io("write", &tmp, e)).and_then(
+            |()| {
+                drop(file);
+                fs::rename(&tmp, path).map_err(|e| KeystoreError::io("rename", path, e))
+            },
+        );
+    if let Err(e) = written {
+        let _ = erase_file(&tmp);
+        return Err(e);
+    }
+    sync_dir(dir)
+}
+
 /// [`write_atomic`] with the write step supplied (tests inject failures through it).
 pub(crate) fn write_atomic_with(
     dir: &Path,
@@ -242,6 +280,27 @@ pub(crate) fn erase_stale_temps(dir: &Path) -> Result<(), KeystoreError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn private_files_are_0600_and_replace_what_was_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("nox-keystore-private-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("deployer.key");
+        // A world-readable file already there (as the old writers left them).
+        fs::write(&path, b"old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        super::write_private_file(&path, b"new secret").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new secret");
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        super::write_private_file(&dir.join("fresh.key"), b"x").unwrap();
+        assert_eq!(fs::metadata(dir.join("fresh.key")).unwrap().mode() & 0o777, 0o600);
+        // Nothing left behind; a missing directory is an error, not a panic.
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2);
+        assert!(super::write_private_file(&dir.join("no/such/dir.key"), b"x").is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     fn temp_dir(name: &str) -> std::path::PathBuf {

@@ -12,7 +12,7 @@ mod identity;
 
 pub use epochs::{EpochKeyStore, Rotation, epoch_file_name, sphinx_dir};
 pub use error::KeystoreError;
-pub use file::{KEY_FILE_CONTEXT, KEY_FILE_LEN, KEY_FILE_MAGIC, KeyKind};
+pub use file::{KEY_FILE_CONTEXT, KEY_FILE_LEN, KEY_FILE_MAGIC, KeyKind, write_private_file};
 pub use identity::{
     IDENTITY_FILE, LINK_FILE, LinkSecret, NodeIdentity, PublicIdentity, generate_identity, load_identity,
     load_or_generate_identity,

@@ -4,7 +4,6 @@
 //! derive membership from the registry (docs/spec/registry.md).
 
 use std::{
-    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -106,6 +105,9 @@ pub enum ChainSource {
         rpc_url: String,
         /// Funded deployer key.
         deployer_key: String,
+        /// Deploy the testnet verifiers even if the chain is not a local development chain
+        /// (`--allow-testnet-keys-on-public-chain`; [`nox_chain::testnet_keys`]).
+        allow_testnet_keys: bool,
     },
 }
 
@@ -113,7 +115,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, TestnetError> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())
 }
 
-/// Starts (or connects to) the chain and deploys the contracts; writes `chain.json`.
+/// Starts (or connects to) the chain and deploys the contracts; writes `chain.json` and
+/// `deployer.key` (0600). The pool's verifiers use the TESTNET Groth16 keys (public randomness):
+/// refused on a chain that is not a local development chain unless the source allows it (then a
+/// warning is printed).
 pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError> {
     let (rpc_url, key, managed) = match source {
         ChainSource::Anvil { port, block_time } => {
@@ -130,7 +135,15 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
             std::fs::write(process.join("pid"), pid.to_string()).map_err(|e| e.to_string())?;
             (url, DEV_KEY.to_owned(), true)
         }
-        ChainSource::External { rpc_url, deployer_key } => (rpc_url.clone(), deployer_key.clone(), false),
+        ChainSource::External { rpc_url, deployer_key, allow_testnet_keys } => {
+            let checked = runtime()?
+                .block_on(nox_chain::testnet_keys::check_deploy(rpc_url, *allow_testnet_keys))
+                .map_err(|e| format!("{rpc_url}: {e}"))?;
+            if let Some(warning) = checked.warning() {
+                eprintln!("{warning}");
+            }
+            (rpc_url.clone(), deployer_key.clone(), false)
+        }
     };
     let deployer = deploy::signer(&key).map_err(|e| e.to_string())?;
     let params = RegistryParams {
@@ -160,7 +173,7 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
     let info = ChainInfo { rpc_url, deployment, managed, pool: Some(pool), defi: Some(defi) };
     let json = serde_json::to_vec_pretty(&info).map_err(|e| e.to_string())?;
     std::fs::write(chain_file(dir), json).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("deployer.key"), key).map_err(|e| e.to_string())?;
+    write_secret(&dir.join("deployer.key"), &key)?;
     Ok(info)
 }
 
@@ -248,15 +261,10 @@ pub fn role(layer: u8, layers: u8) -> u8 {
     if layer + 1 == layers { ROLE_RELAY | ROLE_EXIT } else { ROLE_RELAY }
 }
 
+/// Every key file the testnet writes (deployer, operator and relayer keys): 0600, atomically
+/// ([`nox_keystore::write_private_file`]).
 fn write_secret(path: &Path, text: &str) -> Result<(), TestnetError> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| e.to_string())
+    nox_keystore::write_private_file(path, text.as_bytes()).map_err(|e| e.to_string())
 }
 
 /// The operator key of a node registered by the testnet.

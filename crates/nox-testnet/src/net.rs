@@ -225,6 +225,11 @@ pub struct Layout {
     /// (default: Anvil's first development key).
     #[arg(long)]
     pub deployer_key: Option<String>,
+    /// Deploy the testnet verifiers on `--chain-rpc` even if it is not a local development
+    /// chain (chain id 31337 or 1337, or an Anvil or Hardhat node). Their Groth16 keys come from
+    /// public randomness: anyone can forge proofs and drain the pool. Throwaway chains only.
+    #[arg(long, requires = "chain_rpc")]
+    pub allow_testnet_keys_on_public_chain: bool,
     /// Anvil's seconds per block (default: a block per transaction).
     #[arg(long)]
     pub block_time: Option<u64>,
@@ -249,6 +254,7 @@ impl Layout {
             Some(rpc_url) => chain::ChainSource::External {
                 rpc_url: rpc_url.clone(),
                 deployer_key: self.deployer_key.clone().unwrap_or_else(|| nox_chain::anvil::DEV_KEY.to_owned()),
+                allow_testnet_keys: self.allow_testnet_keys_on_public_chain,
             },
             None => chain::ChainSource::Anvil { port: self.base_port.saturating_add(200), block_time: self.block_time },
         })
