@@ -1369,7 +1369,7 @@ def check_registry():
     check(evm.address(key) == h0x(e["operator"]), "registry: operator address from its key")
     check(evm.ecdsa_ok(key, digest, h0x(e["signature_rsv"])), "registry: EpochKeys signature (low s, v)")
     x = v["execution_hash"]
-    raw = k(h0x(x["target"]) + h0x(x["data"]) + evm.word(int(x["fee"])))
+    raw = k(h0x(x["target"]) + h0x(x["data"]) + evm.word(int(x["fee"])) + evm.word(int(x["gas"])))
     check(raw == h0x(x["raw"]), "registry: execution hash")
     check(int.from_bytes(raw, "big") % BN254_R == int(x["field"], 16), "registry: execution hash mod r")
     payment = b"Payment(address payer,address asset,uint256 fee,address relayer,bytes32 actionHash,uint256 nonce,uint256 deadline)"
@@ -1377,7 +1377,7 @@ def check_registry():
 
 
 # ------------------------------------------------------------------- relay
-EXECUTE = b"execute((address,bytes,uint256,(address,uint256,bytes)))"
+EXECUTE = b"execute((address,bytes,address,uint256,(address,uint256,uint256,bytes)))"
 
 
 def relay_decode(body):
@@ -1410,8 +1410,8 @@ def check_relay():
             b = c["bundle"]
             want = (c["flags"], c["chain_id"], h0x(c["executor"]), h0x(c["relayer"]), h0x(c["calldata"]))
             check((flags, chain, executor, relayer, calldata) == want, f"relay {c['name']}: header fields")
-            wb = (h0x(b["payment"]), h0x(b["payment_data"]), int(b["fee"], 16), h0x(b["target"]),
-                  int(b["value"], 16), h0x(b["data"]))
+            wb = (h0x(b["payment"]), h0x(b["payment_data"]), h0x(b["asset"]), int(b["fee"], 16), h0x(b["target"]),
+                  int(b["value"], 16), int(b["gas"], 16), h0x(b["data"]))
             check(bundle == wb, f"relay {c['name']}: bundle")
     for c in v["invalid"]:
         check(relay_decode(bytes.fromhex(c["body"])) is None, f"relay {c['name']}: accepted")
@@ -1419,8 +1419,9 @@ def check_relay():
     f = p["fee_plan"]
     max_fee = ceil_div(f["next_base_fee"] * (10000 + f["headroom_bps"]), 10000) + f["priority_fee"]
     check(max_fee == f["max_fee_per_gas"], "relay: fee plan (step 7)")
-    for g, extra, limit in p["gas_limit"]:
-        check(ceil_div(ceil_div(64 * g, 63) * (10000 + extra), 10000) + 10000 == limit, f"relay: L({g}) (step 9)")
+    for pay, action_gas, extra, limit in p["gas_limit"]:
+        want = ceil_div((pay + ceil_div(64 * action_gas, 63)) * (10000 + extra), 10000) + 10000
+        check(want == limit, f"relay: L({pay}, {action_gas}) (step 9)")
 
     def required(gas, fee, margin):
         return ceil_div(gas * fee * (10000 + margin), 10000)

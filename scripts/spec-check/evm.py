@@ -111,12 +111,12 @@ def pad_bytes(b):
     return word(len(b)) + b + bytes(-len(b) % 32)
 
 
-def encode_bundle(payment, payment_data, fee, target, value, data):
-    """abi.encode of Bundle(address, bytes, uint256, Action(address, uint256, bytes)) as the one
-    argument of a function: offset word, then the tuple."""
-    action = bytes(12) + target + word(value) + word(0x60) + pad_bytes(data)
+def encode_bundle(payment, payment_data, asset, fee, target, value, gas, data):
+    """abi.encode of Bundle(address, bytes, address, uint256, Action(address, uint256, uint256,
+    bytes)) as the one argument of a function: offset word, then the tuple."""
+    action = bytes(12) + target + word(value) + word(gas) + word(0x80) + pad_bytes(data)
     pd = pad_bytes(payment_data)
-    head = bytes(12) + payment + word(0x80) + word(fee) + word(0x80 + len(pd))
+    head = bytes(12) + payment + word(0xA0) + bytes(12) + asset + word(fee) + word(0xA0 + len(pd))
     return word(0x20) + head + pd + action
 
 
@@ -125,17 +125,19 @@ def decode_bundle(b):
     try:
         base = int.from_bytes(b[:32], "big")
         t = b[base:]
-        payment = t[12:32]
-        pd_off, fee, act_off = (int.from_bytes(t[32 * i : 32 * i + 32], "big") for i in (1, 2, 3))
+        payment, asset = t[12:32], t[76:96]
+        pd_off, fee, act_off = (int.from_bytes(t[32 * i : 32 * i + 32], "big") for i in (1, 3, 4))
         pd_len = int.from_bytes(t[pd_off : pd_off + 32], "big")
         payment_data = t[pd_off + 32 : pd_off + 32 + pd_len]
         a = t[act_off:]
-        target, value = a[12:32], int.from_bytes(a[32:64], "big")
-        d_off = int.from_bytes(a[64:96], "big")
+        target, value, gas = a[12:32], int.from_bytes(a[32:64], "big"), int.from_bytes(a[64:96], "big")
+        d_off = int.from_bytes(a[96:128], "big")
         d_len = int.from_bytes(a[d_off : d_off + 32], "big")
         data = a[d_off + 32 : d_off + 32 + d_len]
         if len(payment_data) != pd_len or len(data) != d_len or len(payment) != 20 or len(target) != 20:
             return None
-        return payment, payment_data, fee, target, value, data
+        if len(asset) != 20:
+            return None
+        return payment, payment_data, asset, fee, target, value, gas, data
     except (IndexError, ValueError):
         return None

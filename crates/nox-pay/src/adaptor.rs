@@ -98,9 +98,11 @@ impl Withdrawal {
         }
     }
 
-    /// The bundle's action: `adaptor.swapExactIn(spend, p)` with the proven withdrawal.
-    pub fn action(&self, prepared: &PreparedSpend, proof: &[u8; 256]) -> Action {
+    /// The bundle's action: `adaptor.swapExactIn(spend, p)` with the proven withdrawal, given
+    /// exactly `gas` gas (bound into the payment; the withdrawal's proof check and the swap
+    /// must fit in it).
+    pub fn action(&self, prepared: &PreparedSpend, proof: &[u8; 256], gas: u64) -> Action {
         let s = crate::bundle::spend_struct(proof, &prepared.public, self.asset, self.deadline);
-        Action { target: self.adaptor, data: swap_exact_in(&s, &self.swap) }
+        Action { target: self.adaptor, data: swap_exact_in(&s, &self.swap), gas }
     }
 }

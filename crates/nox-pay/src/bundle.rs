@@ -15,14 +15,20 @@ use rand_core_06::{CryptoRng, RngCore};
 
 use crate::PayError;
 
-/// What the relayer is paid to do: call `target` with `data` (no ETH value: relayers do not
-/// front value).
+/// What the relayer is paid to do: call `target` with `data`, giving it exactly `gas` gas (no
+/// ETH value: relayers do not front value).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Action {
     /// The called contract.
     pub target: Address,
     /// The calldata.
     pub data: Bytes,
+    /// The gas the executor must forward to the call (`BatchExecutor.Action.gas`). It is bound
+    /// into the execution hash the payment proves, and the executor reverts the whole bundle
+    /// (nothing paid) unless the relayer's gas limit lets it forward all of it, so a relayer
+    /// cannot be paid for a starved action. Price the fee for this same figure
+    /// ([`fee_from_quote`]).
+    pub gas: u64,
 }
 
 /// `uint160(asset)` as the field element the circuit and the wallet use (0 for ETH).
@@ -59,9 +65,10 @@ pub struct Payment<'a> {
 
 impl Payment<'_> {
     /// The spend the wallet must prove: `fee` of `asset` to the quote's relayer, bound to the
-    /// execution hash `keccak256(target ‖ data ‖ fee)` of this very action.
+    /// execution hash `keccak256(target ‖ data ‖ fee ‖ gas)` of this very action.
     pub fn spend_request(&self) -> SpendRequest {
-        let (action_hash, _) = field::execution_hash(&self.action.target.0.0, &self.action.data, self.fee);
+        let a = &self.action;
+        let (action_hash, _) = field::execution_hash(&a.target.0.0, &a.data, self.fee, a.gas);
         SpendRequest {
             asset: asset_word(self.asset),
             amount: self.fee,
@@ -83,8 +90,14 @@ impl Payment<'_> {
         let bundle = abi::Bundle {
             payment: self.quote.pool,
             paymentData: Bytes::from(spend.abi_encode()),
+            asset: self.asset,
             fee: U256::from(self.fee),
-            action: abi::Action { target: self.action.target, value: U256::ZERO, data: self.action.data.clone() },
+            action: abi::Action {
+                target: self.action.target,
+                value: U256::ZERO,
+                gas: U256::from(self.action.gas),
+                data: self.action.data.clone(),
+            },
         };
         PaidBundle {
             submission: Submission::new(self.quote.chain_id, self.quote.executor, self.quote.relayer, bundle),

@@ -83,7 +83,8 @@ fn payments_and_a_swap_withdrawal_built_here_pass_the_relayers_admission_and_not
     let a = admission(&q);
 
     // A plain paid action, at 125 % of the quote.
-    let action = Action { target: Address::repeat_byte(0x70), data: Bytes::from_static(&[0x18, 0x16, 0x0d, 0xdd]) };
+    let action =
+        Action { target: Address::repeat_byte(0x70), data: Bytes::from_static(&[0x18, 0x16, 0x0d, 0xdd]), gas: 50_000 };
     let fee = fee_from_quote(&q, Address::ZERO, 50_000, 125).expect("priced");
     let exact = fee_from_quote(&q, Address::ZERO, 50_000, 100).expect("priced");
     assert_eq!(fee, exact * 5 / 4, "125 % of the quote");
@@ -98,6 +99,7 @@ fn payments_and_a_swap_withdrawal_built_here_pass_the_relayers_admission_and_not
     let refusals = [
         with_bundle(&paid.submission, |b| b.action.data = Bytes::from_static(&[0x70, 0xa0, 0x82, 0x31])),
         with_bundle(&paid.submission, |b| b.action.target = Address::repeat_byte(0x71)),
+        with_bundle(&paid.submission, |b| b.action.gas -= U256::from(1u64)),
         Submission::new(CHAIN, q.executor, q.relayer, {
             let mut call = abi::executeCall::abi_decode(&paid.submission.calldata).expect("calldata");
             call.bundle.fee -= U256::from(1u64);
@@ -138,7 +140,7 @@ fn payments_and_a_swap_withdrawal_built_here_pass_the_relayers_admission_and_not
     };
     let prepared = view.prepare_spend(&seed, &w.spend_request()).expect("withdrawal");
     let proof = prove(&pk, &prepared, &mut rng).expect("proof");
-    let swap_action = w.action(&prepared, &proof);
+    let swap_action = w.action(&prepared, &proof, 450_000);
     let (spend, swap) = decode_swap_exact_in(&swap_action.data).expect("swapExactIn calldata");
     assert_eq!((spend.asset, spend.fee, swap), (Address::ZERO, U256::from(w.amount), w.swap.clone()));
     assert_eq!(spend.deadline, U256::from(NOW + 600));

@@ -6,19 +6,23 @@
 #![allow(missing_docs)]
 
 alloy_sol_types::sol! {
-    /// `BatchExecutor.Action`: call `target` with `data`, sending `value` wei.
+    /// `BatchExecutor.Action`: call `target` with `data`, sending `value` wei and exactly
+    /// `gas` gas (bound into the execution hash; the bundle reverts if the call could get less).
     #[derive(Debug, PartialEq, Eq)]
     struct Action {
         address target;
         uint256 value;
+        uint256 gas;
         bytes data;
     }
 
-    /// `BatchExecutor.Bundle`: a payment through the plugin `payment` of `fee`, and its action.
+    /// `BatchExecutor.Bundle`: a payment through the plugin `payment` of `fee` in `asset`
+    /// (zero: ETH), and its action.
     #[derive(Debug, PartialEq, Eq)]
     struct Bundle {
         address payment;
         bytes paymentData;
+        address asset;
         uint256 fee;
         Action action;
     }

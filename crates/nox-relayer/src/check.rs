@@ -50,7 +50,8 @@ fn refuse<T>(reason: Reason, detail: impl Into<String>) -> Result<T, Refusal> {
 
 /// Admits or refuses `s` at unix time `now`, verifying its payment proof off-chain with `vk`
 /// (the verifying key of the pool's spend verifier) for the public values the chain will use:
-/// this relayer as the relayer, the execution hash of the bundle's own action and fee.
+/// this relayer as the relayer, the execution hash of the bundle's own action (target, calldata,
+/// bound gas) and fee.
 pub fn admit(a: &Admission, vk: &VerifyingKey<Bn254>, s: &Submission, now: u64) -> Result<Admitted, Refusal> {
     if s.chain_id != a.chain_id {
         return refuse(Reason::WrongChain, format!("this relayer submits on chain {}, not {}", a.chain_id, s.chain_id));
@@ -75,6 +76,12 @@ pub fn admit(a: &Admission, vk: &VerifyingKey<Bn254>, s: &Submission, now: u64) 
         .map_err(|e| (Reason::Malformed, format!("payment data is not an encoded Spend: {e}")))?;
     if spend.fee != b.fee {
         return refuse(Reason::Malformed, "the spend's fee differs from the bundle's fee");
+    }
+    if spend.asset != b.asset {
+        return refuse(Reason::Malformed, "the spend's asset differs from the bundle's asset");
+    }
+    if u64::try_from(b.action.gas).is_err() {
+        return refuse(Reason::Malformed, "the action's gas is ≥ 2^64");
     }
     let fee = u128::try_from(spend.fee).map_err(|_| (Reason::Malformed, "fee ≥ 2^128".to_owned()))?;
     if !a.assets.contains(&spend.asset) {
@@ -102,7 +109,8 @@ fn scalar(x: U256, what: &str) -> Result<Fr, Refusal> {
 /// The public inputs the pool will feed its verifier for this bundle submitted by this relayer.
 fn public_inputs(a: &Admission, s: &Submission, spend: &Spend, fee: u128) -> Result<nox_zk::PublicInputs, Refusal> {
     let action = &s.bundle.action;
-    let (_, execution_hash) = field::execution_hash(&action.target.0.0, &action.data, fee);
+    let gas = u64::try_from(action.gas).map_err(|_| (Reason::Malformed, "the action's gas is ≥ 2^64".to_owned()))?;
+    let (_, execution_hash) = field::execution_hash(&action.target.0.0, &action.data, fee, gas);
     Ok(nox_zk::PublicInputs {
         root: scalar(spend.root, "root")?,
         nullifier: scalar(spend.nullifier, "nullifier")?,

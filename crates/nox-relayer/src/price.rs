@@ -41,15 +41,29 @@ impl FeePlan {
     }
 }
 
-/// The gas limit set for a bundle that used `simulated` gas with an unbounded limit. The
-/// executor runs the action with all the gas left (`call(gas(), …)`), so a limit cut to the
-/// simulated figure could starve the action while the payment still succeeds; the limit keeps
-/// the EIP-150 1/64 reserve plus `extra_bps` on top, and the exact transaction is simulated
-/// again at this limit before it is sent.
-pub fn gas_limit(simulated: u64, extra_bps: u32) -> u64 {
-    let with_reserve = (u128::from(simulated) * 64).div_ceil(63);
-    let limit = scale_up(with_reserve, extra_bps) + 10_000;
+/// The gas limit for a bundle whose gas apart from the action's call is `payment` (the
+/// executor, the payment plugin, the transaction's intrinsic gas) and whose action is bound to
+/// `action_gas`: `(payment + ⌈action_gas · 64/63⌉) · (1 + extra_bps) + 10 000`. The executor
+/// forwards exactly `action_gas` to the action and reverts the whole bundle unless it could
+/// (EIP-150 gives a call at most 63/64 of the gas left, so `action_gas · 64/63` must be left at
+/// the call); a quote prices this limit with the relayer's measured `payment_gas`.
+pub fn gas_limit(payment: u64, action_gas: u64, extra_bps: u32) -> u64 {
+    let action = (u128::from(action_gas) * 64).div_ceil(63);
+    let limit = scale_up(u128::from(payment) + action, extra_bps) + 10_000;
     u64::try_from(limit).unwrap_or(u64::MAX)
+}
+
+/// The gas limit a relayer sets for a bundle that used `simulated` gas (a simulation with an
+/// ample limit, in which the action was given all of its `action_gas`), given its quoted
+/// `payment_gas`: the larger of the quote's limit (`gas_limit(payment_gas, action_gas)`, right
+/// whatever part of its gas the action used) and `simulated + ⌈action_gas/63⌉` with the same
+/// margins (right when the action used all of it and the payment cost more than quoted). The
+/// exact transaction is simulated again at this limit before it is sent: a limit that starves
+/// the action reverts there (`ActionGasNotGiven`), never on chain with the fee credited.
+pub fn bundle_gas_limit(simulated: u64, payment_gas: u64, action_gas: u64, extra_bps: u32) -> u64 {
+    let reserve = u64::try_from(u128::from(action_gas).div_ceil(63)).unwrap_or(u64::MAX);
+    let measured = u64::try_from(scale_up(u128::from(simulated) + u128::from(reserve), extra_bps) + 10_000);
+    gas_limit(payment_gas, action_gas, extra_bps).max(measured.unwrap_or(u64::MAX))
 }
 
 /// The smallest fee value (wei) accepted for `gas_limit` at `max_fee_per_gas` with `margin_bps`:
@@ -144,9 +158,18 @@ mod tests {
     }
 
     #[test]
-    fn gas_limit_keeps_the_reserve() {
-        assert_eq!(gas_limit(63_000, 0), 74_000);
-        assert!(gas_limit(400_000, 2_000) > 400_000 * 64 / 63 * 12 / 10);
+    fn gas_limit_gives_the_action_its_bound_gas() {
+        // 63 000 bound gas needs 64 000 left at the call.
+        assert_eq!(gas_limit(100_000, 63_000, 0), 174_000);
+        assert!(gas_limit(400_000, 200_000, 2_000) >= (400_000 + 200_000 * 64 / 63) * 12 / 10);
+        // Whatever the action used of its bound gas, the limit leaves it all at the call.
+        for used in [0u64, 50_000, 200_000] {
+            let limit = bundle_gas_limit(300_000 + used, 320_000, 200_000, 0);
+            let payment = 300_000;
+            assert!(limit - payment >= 200_000 * 64 / 63 + 1, "used {used}: limit {limit}");
+        }
+        // A payment dearer than quoted still fits when the action uses all its gas.
+        assert!(bundle_gas_limit(700_000, 300_000, 200_000, 0) >= 700_000 + 200_000 / 63);
     }
 
     proptest! {

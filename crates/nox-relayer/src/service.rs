@@ -32,7 +32,7 @@ use tokio::sync::{Mutex, Semaphore, oneshot};
 use crate::check::{Admission, Admitted, admit};
 use crate::guard::{Denied, Guard, GuardConfig, GuardStats};
 use crate::journal::{Journal, JournalError, Pending};
-use crate::price::{FeePlan, Reserves, TokenPrice, gas_limit, required_wei};
+use crate::price::{FeePlan, Reserves, TokenPrice, bundle_gas_limit, required_wei};
 use crate::twap::{Conservative, Observation, PairState, TwapError, TwapOracle};
 use crate::wire::{AssetPrice, Outcome, Quote, Reason, RelayRequest, Submission};
 
@@ -818,7 +818,8 @@ impl Relayer {
             Ok(sim) => sim,
             Err(refusal) => return refusal,
         };
-        let limit = gas_limit(first.gas_used, p.gas_extra_bps);
+        let action_gas = u64::try_from(s.bundle.action.gas).unwrap_or(u64::MAX);
+        let limit = bundle_gas_limit(first.gas_used, p.payment_gas, action_gas, p.gas_extra_bps);
         // The exact transaction: same sender, calldata, fees and the gas limit it will carry.
         let exact = self.request(&s.calldata, limit, &plan);
         let sim = match self.simulate(&exact).await {

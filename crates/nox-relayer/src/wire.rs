@@ -173,7 +173,7 @@ pub struct Quote {
     /// Margin over cost, basis points.
     pub margin_bps: u32,
     /// Gas added above the simulated use (besides the 1/64 reserve), basis points: the gas
-    /// limit is [`crate::price::gas_limit`] of the simulated gas.
+    /// limit is [`crate::price::gas_limit`] of `payment_gas` and the action's bound gas.
     pub gas_extra_bps: u32,
     /// Fee asked per gas unit of the gas limit, per asset (cost × (1 + margin)).
     pub prices: Vec<AssetPrice>,
@@ -195,7 +195,7 @@ impl Quote {
     /// The fee (in `asset`) this quote asks for a bundle whose action takes `action_gas`, or
     /// `None` if the asset is not priced.
     pub fn fee_for_action(&self, asset: Address, action_gas: u64) -> Option<U256> {
-        self.fee_for(asset, crate::price::gas_limit(self.payment_gas.saturating_add(action_gas), self.gas_extra_bps))
+        self.fee_for(asset, crate::price::gas_limit(self.payment_gas, action_gas, self.gas_extra_bps))
     }
 
     /// The fee (in `asset`) this quote asks for a transaction with gas limit `gas`, or `None`
@@ -337,10 +337,12 @@ mod tests {
         abi::Bundle {
             payment: Address::repeat_byte(1),
             paymentData: Bytes::from(vec![7; 100]),
+            asset: Address::ZERO,
             fee: U256::from(5u64),
             action: abi::Action {
                 target: Address::repeat_byte(2),
                 value: U256::ZERO,
+                gas: U256::from(50_000u64),
                 data: Bytes::from(vec![1, 2, 3]),
             },
         }

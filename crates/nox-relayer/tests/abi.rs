@@ -13,16 +13,24 @@ fn execute_and_spend_match_the_artifacts() {
     let ours = abi::Bundle {
         payment: Address::repeat_byte(1),
         paymentData: Bytes::from(vec![9; 70]),
+        asset: Address::repeat_byte(6),
         fee: U256::from(12345u64),
-        action: abi::Action { target: Address::repeat_byte(2), value: U256::from(3u64), data: Bytes::from(vec![4, 5]) },
+        action: abi::Action {
+            target: Address::repeat_byte(2),
+            value: U256::from(3u64),
+            gas: U256::from(77_000u64),
+            data: Bytes::from(vec![4, 5]),
+        },
     };
     let theirs = BatchExecutor::Bundle {
         payment: ours.payment,
         paymentData: ours.paymentData.clone(),
+        asset: ours.asset,
         fee: ours.fee,
         action: BatchExecutor::Action {
             target: ours.action.target,
             value: ours.action.value,
+            gas: ours.action.gas,
             data: ours.action.data.clone(),
         },
     };

@@ -88,7 +88,7 @@ impl World {
     ) -> Submission {
         let now = self.provider.get_block_by_number(Default::default()).await.unwrap().unwrap().header.timestamp;
         let deadline = now + valid_for;
-        let (action_hash, _) = field::execution_hash(&target.0.0, &data, fee);
+        let (action_hash, _) = field::execution_hash(&target.0.0, &data, fee, ACTION_GAS);
         let req = SpendRequest {
             asset: Fr::from(0u64),
             amount: fee,
@@ -125,12 +125,16 @@ impl World {
         let bundle = Bundle {
             payment: self.pool.pool,
             paymentData: Bytes::from(spend.abi_encode()),
+            asset: ETH,
             fee: U256::from(fee),
-            action: Action { target, value: U256::ZERO, data: Bytes::from(data) },
+            action: Action { target, value: U256::ZERO, gas: U256::from(ACTION_GAS), data: Bytes::from(data) },
         };
         Submission::new(self.deployment.chain_id, self.deployment.executor, relayer, bundle)
     }
 }
+
+/// The gas every test action is bound to (`Action.gas`): ample for the test targets.
+const ACTION_GAS: u64 = 100_000;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("port")
@@ -209,7 +213,9 @@ async fn world() -> World {
         *x = U256::from_be_slice(c);
     }
     let new_root = U256::from_be_bytes(field::to_be32(&proof.1));
-    let receipt = contract.insertBatch(words, new_root).send().await.unwrap().get_receipt().await.expect("insertBatch");
+    let count = U256::from(queued.len());
+    let receipt =
+        contract.insertBatch(words, new_root, count).send().await.unwrap().get_receipt().await.expect("insertBatch");
     assert!(receipt.status());
     w.sync().await;
     assert_eq!(w.view.balance(&Fr::from(0u64)).spendable, 6 * 10u128.pow(18));

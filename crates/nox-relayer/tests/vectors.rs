@@ -16,10 +16,12 @@ fn submission() -> Submission {
     let bundle = Bundle {
         payment: Address::repeat_byte(0x11),
         paymentData: Bytes::from(vec![0xab; 36]),
+        asset: Address::repeat_byte(0x66),
         fee: U256::from(3_000_000_000_000_000u64),
         action: Action {
             target: Address::repeat_byte(0x22),
             value: U256::ZERO,
+            gas: U256::from(150_000u64),
             data: Bytes::from(vec![0x18, 0x16, 0x0d, 0xdd]),
         },
     };
@@ -100,9 +102,11 @@ fn vectors() -> Value {
                 "bundle": {
                     "payment": s.bundle.payment,
                     "payment_data": hex::encode(&s.bundle.paymentData),
+                    "asset": s.bundle.asset,
                     "fee": s.bundle.fee,
                     "target": s.bundle.action.target,
                     "value": s.bundle.action.value,
+                    "gas": s.bundle.action.gas,
                     "data": hex::encode(&s.bundle.action.data),
                 },
             },
@@ -112,7 +116,7 @@ fn vectors() -> Value {
         "outcomes": outcomes,
         "pricing": {
             "fee_plan": { "next_base_fee": 1_000_000_000u64, "priority_fee": 1_000_000_000u64, "headroom_bps": 2_500, "max_fee_per_gas": plan.max_fee_per_gas as u64 },
-            "gas_limit": [[63_000, 0, gas_limit(63_000, 0)], [480_000, 2_000, gas_limit(480_000, 2_000)]],
+            "gas_limit": [[63_000, 0, 0, gas_limit(63_000, 0, 0)], [420_000, 150_000, 2_000, gas_limit(420_000, 150_000, 2_000)]],
             "required_wei": { "gas_limit": 620_000, "max_fee_per_gas": plan.max_fee_per_gas as u64, "margin_bps": 1_000, "wei": required_wei(620_000, plan.max_fee_per_gas, 1_000) },
             "token": { "reserve_asset": reserves.asset, "reserve_weth": reserves.weth, "sell": U256::from(10u64).pow(U256::from(21u64)), "value_wei": reserves.value_in_wei(U256::from(10u64).pow(U256::from(21u64))), "wei": U256::from(10u64).pow(U256::from(15u64)), "asset_needed": reserves.asset_for_wei(U256::from(10u64).pow(U256::from(15u64))) },
         },

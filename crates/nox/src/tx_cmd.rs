@@ -137,7 +137,8 @@ pub struct SendArgs {
     /// ERC-20 token to pay the fee in; ETH without it.
     #[arg(long)]
     pub asset: Option<Address>,
-    /// Gas the action itself needs (the relayer adds the payment's and its margins).
+    /// Gas the action is given, exactly (bound into the payment: the relayer adds the payment's
+    /// gas and its margins, and cannot be paid for giving the action less).
     #[arg(long, default_value_t = 100_000)]
     pub action_gas: u64,
     #[command(flatten)]
@@ -321,7 +322,7 @@ async fn send(a: &SendArgs) -> CmdResult {
         avoid: &[],
         earlier_proofs: Duration::ZERO,
     };
-    pay_and_submit(&s, &a.chain.wallet, &o, Action { target: a.target, data: a.data.clone() }).await
+    pay_and_submit(&s, &a.chain.wallet, &o, Action { target: a.target, data: a.data.clone(), gas: a.action_gas }).await
 }
 
 /// What the adaptor delivers for the withdrawn ETH.
@@ -387,5 +388,5 @@ async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> C
         avoid: &[prepared.spent_commitment],
         earlier_proofs: proving.elapsed(),
     };
-    pay_and_submit(&s, &chain.wallet, &o, withdrawal.action(&prepared, &proof)).await
+    pay_and_submit(&s, &chain.wallet, &o, withdrawal.action(&prepared, &proof, action_gas)).await
 }

@@ -157,6 +157,10 @@ pub struct PayArgs {
     /// The action's calldata (hex).
     #[arg(long, default_value = "0x")]
     pub data: Bytes,
+    /// Gas the executor must forward to the action (bound into the execution hash; the bundle
+    /// reverts if the relayer's gas limit cannot give it).
+    #[arg(long, default_value_t = 200_000)]
+    pub action_gas: u64,
     /// Seconds the proof stays valid.
     #[arg(long, default_value_t = 600)]
     pub valid_for: u64,
@@ -615,7 +619,9 @@ pub struct BundleFile {
     pub target: Address,
     /// The action's calldata.
     pub data: Bytes,
-    /// The raw execution hash `keccak256(target ‖ data ‖ fee)`.
+    /// The gas the executor forwards to the action (`Action.gas`).
+    pub gas: u64,
+    /// The raw execution hash `keccak256(target ‖ data ‖ fee ‖ gas)`.
     pub action_hash: B256,
     /// The spent note's nullifier (the exit refuses a bundle whose nullifier is spent).
     pub nullifier: U256,
@@ -629,7 +635,7 @@ async fn pay(a: &PayArgs) -> CmdResult {
     let (chain_id, now) = chain_context(&provider).await?;
     let asset = a.asset.unwrap_or(Address::ZERO);
     let deadline = now + a.valid_for;
-    let (action_hash, _) = field::execution_hash(&a.target.0.0, &a.data, a.fee);
+    let (action_hash, _) = field::execution_hash(&a.target.0.0, &a.data, a.fee, a.action_gas);
     let req = SpendRequest {
         asset: asset_word(asset),
         amount: a.fee,
@@ -651,6 +657,7 @@ async fn pay(a: &PayArgs) -> CmdResult {
         relayer: a.relayer,
         target: a.target,
         data: a.data.clone(),
+        gas: a.action_gas,
         action_hash: B256::from(action_hash),
         nullifier: spend.nullifier,
         deadline,
@@ -697,7 +704,9 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     let signer = read_key_file(&a.key_file)?;
     let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &sender);
-    let tx = pool.insertBatch(words, new_root).into_transaction_request();
+    // The count the proof covers: a deposit queued meanwhile makes the pool refuse the call
+    // cheaply (CountMismatch) instead of after verifying the proof.
+    let tx = pool.insertBatch(words, new_root, U256::from(queued.len())).into_transaction_request();
     let receipt = send(&sender, tx, "insertBatch").await?;
     println!(
         "inserted {} leaves at leaf {start} in block {} (tx {})",

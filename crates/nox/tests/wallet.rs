@@ -131,8 +131,14 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
             let call = executor.execute(BatchExecutor::Bundle {
                 payment: bundle.payment,
                 paymentData: bundle.payment_data,
+                asset: bundle.asset,
                 fee: bundle.fee,
-                action: BatchExecutor::Action { target: bundle.target, value: U256::ZERO, data: bundle.data },
+                action: BatchExecutor::Action {
+                    target: bundle.target,
+                    value: U256::ZERO,
+                    gas: U256::from(bundle.gas),
+                    data: bundle.data,
+                },
             });
             let receipt = call
                 .send()
