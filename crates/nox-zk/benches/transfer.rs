@@ -32,6 +32,18 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     (m, v[0], v[n - 1])
 }
 
+/// CPU time (user + system, all threads) this process has used, from /proc/self/stat (Linux;
+/// clock ticks of 10 ms). On a shared machine, CPU time per proof / threads estimates the wall
+/// time the same proof would take on the idle machine.
+fn cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 of stat (utime, stime) are 12 and 13 after the command name.
+    (tick(11) + tick(12)) * 10.0
+}
+
 fn count<const D: usize>() -> usize {
     use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode};
     let cs = ConstraintSystem::<Fr>::new_ref();
@@ -103,6 +115,8 @@ fn main() {
     let mut tr_std_ms = Vec::new();
     let mut tr_verify = Vec::new();
     let mut tr_qap = Vec::new();
+    let mut gas_cpu = Vec::new();
+    let mut tr_cpu = Vec::new();
     let m = transfer::Matrices::get().expect("matrices");
     let z = transfer::assignment(&tp, &tw).expect("assignment");
     // The same circuit with shallower trees: what the depth costs (arkworks' standard path, so
@@ -130,13 +144,17 @@ fn main() {
         let _ = nox_zk::is_satisfied(&gp.public, &gp.witness).expect("check");
         gas_check_ms.push(ms(t.elapsed()));
         let t = Instant::now();
+        let c0 = cpu_ms();
         let p = prove(&gpk, &gp.public, &gp.witness, &mut rng).expect("prove");
         gas_ms.push(ms(t.elapsed()));
+        gas_cpu.push(cpu_ms() - c0);
         verify(&gvk, &gp.public, &p).expect("verify");
 
         let t = Instant::now();
+        let c0 = cpu_ms();
         let (p, times) = transfer::prove_timed(&pk, &tp, &tw, &mut rng).expect("prove");
         tr_ms.push(ms(t.elapsed()));
+        tr_cpu.push(cpu_ms() - c0);
         tr_syn.push(ms(times.synthesis));
         tr_chk.push(ms(times.check));
         tr_g16.push(ms(times.groth16));
@@ -145,8 +163,12 @@ fn main() {
         tr_verify.push(ms(t.elapsed()));
 
         let t = Instant::now();
-        let p = Groth16::<Bn254>::prove(&pk, TransferCircuit::<'_, 32> { public: tp.clone(), witness: Some(&tw) }, &mut rng)
-            .expect("prove");
+        let p = Groth16::<Bn254>::prove(
+            &pk,
+            TransferCircuit::<'_, 32> { public: tp.clone(), witness: Some(&tw) },
+            &mut rng,
+        )
+        .expect("prove");
         tr_std_ms.push(ms(t.elapsed()));
         transfer::verify(&vk, &tp, &p).expect("verify");
 
@@ -186,6 +208,8 @@ fn main() {
     let (stdm, stdmin, stdmax) = median(tr_std_ms.clone());
     let (vm, _, _) = median(tr_verify.clone());
     let (qm, _, _) = median(tr_qap.clone());
+    let (gcpu, _, _) = median(gas_cpu.clone());
+    let (tcpu, _, _) = median(tr_cpu.clone());
     let (d24, _, _) = median(depth_ms[0].clone());
     let (d27, _, _) = median(depth_ms[1].clone());
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -206,6 +230,7 @@ fn main() {
         depth_constraints[0], depth_constraints[1]
     );
     println!("ratio transfer / gas payment: {:.2}", tm / gm);
+    println!("CPU time per proof (all threads), median: gas payment {gcpu:.0} ms, transfer {tcpu:.0} ms");
     println!("threads {threads}; load average before: {}   after: {}", load_before.trim(), load_after.trim());
     if let Ok(path) = std::env::var("NOX_ZK_BENCH_JSON") {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path);
@@ -229,7 +254,7 @@ fn main() {
             "commit": commit,
             "machine": { "cpu": cpu, "threads": threads, "note": "development machine shared with other builds: not a clean run", "loadavg_before": load_before.trim(), "loadavg_after": load_after.trim() },
             "runs": runs,
-            "gas_payment": { "constraints": 9408, "prove_ms": { "median": gm, "min": gmin, "max": gmax, "samples": gas_ms }, "precheck_ms_median": gcm },
+            "gas_payment": { "constraints": 9408, "prove_ms": { "median": gm, "min": gmin, "max": gmax, "samples": gas_ms }, "precheck_ms_median": gcm, "cpu_ms_per_proof_median": gcpu },
             "transfer": {
                 "constraints": c, "witness_variables": wv, "instance_variables": iv, "setup_ms": setup_ms,
                 "prove_ms": { "median": tm, "min": tmin, "max": tmax, "samples": tr_ms },
@@ -237,6 +262,7 @@ fn main() {
                 "arkworks_standard_prove_ms": { "median": stdm, "min": stdmin, "max": stdmax, "samples": tr_std_ms },
                 "verify_native_ms_median": vm,
                 "qap_witness_map_ms_median": qm,
+                "cpu_ms_per_proof_median": tcpu,
                 "depth_variants_standard_prove_ms": { "24": { "constraints": depth_constraints[0], "median": d24, "samples": depth_ms[0] }, "27": { "constraints": depth_constraints[1], "median": d27, "samples": depth_ms[1] } },
             },
         });
