@@ -62,6 +62,29 @@ contract SelfFundedPayment is IPayment {
     }
 }
 
+/// A relayer that is also a plugin: inside its own `pay` it claims its earlier credit from the
+/// ledger and sends it straight back, hoping the executor counts the returning funds as a fee.
+contract ClaimAndReturn is IPayment {
+    BatchExecutor public immutable executor;
+    NoxStakeToken public immutable token;
+
+    constructor(BatchExecutor e, NoxStakeToken t) {
+        executor = e;
+        token = t;
+    }
+
+    function submit(BatchExecutor.Bundle calldata b) external returns (bool) {
+        return executor.execute(b);
+    }
+
+    function pay(bytes calldata, address, bytes32) external returns (address, uint256 amount) {
+        RewardLedger ledger = executor.ledger();
+        amount = ledger.claim(address(token), address(this));
+        token.transfer(address(ledger), amount);
+        return (address(token), amount);
+    }
+}
+
 /// Burns `n` gas (to within a loop iteration) and records that it finished.
 contract Burner {
     uint256 public done;
@@ -280,6 +303,24 @@ contract AttacksTest is Test {
         vm.prank(attacker);
         vm.expectRevert();
         executor.execute(_b(p, abi.encode(uint256(7)), address(usd), 7, V.TARGET, V.ACTION_DATA));
+    }
+
+    /// Review of RewardLedger.claim as an attacker would use it: a plugin that moves ledger funds
+    /// out and back during its own `pay` is measured as delivering nothing and refused; its
+    /// earlier credit stays exactly as it was.
+    function test_ledgerFundsMovedDuringPayAreNotAFee() public {
+        ClaimAndReturn sneaky = new ClaimAndReturn(executor, usd);
+        SelfFundedPayment p = new SelfFundedPayment(usd, address(ledger));
+        usd.transfer(address(p), FEE);
+        assertTrue(sneaky.submit(_b(p, abi.encode(FEE), address(usd), FEE, V.TARGET, V.ACTION_DATA)));
+        assertEq(ledger.balanceOf(address(sneaky), address(usd)), FEE);
+
+        BatchExecutor.Bundle memory b = _b(sneaky, "", address(usd), FEE, V.TARGET, V.ACTION_DATA);
+        vm.expectRevert(abi.encodeWithSelector(BatchExecutor.FeeNotReceived.selector, FEE, 0));
+        sneaky.submit(b);
+        assertEq(ledger.balanceOf(address(sneaky), address(usd)), FEE);
+        assertEq(ledger.liabilities(address(usd)), FEE);
+        assertEq(usd.balanceOf(address(ledger)), FEE);
     }
 
     // ---------------------------------------------------------------------------------------
