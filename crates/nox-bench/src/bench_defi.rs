@@ -511,8 +511,10 @@ async fn public_baselines(
 }
 
 /// Relayer economics from measured gas, with the relayer's pricing rule: the least fee it
-/// accepts is `(1 + margin) × gas_limit × max_fee`, with `gas_limit = gas × 64/63 × (1 + extra)
-/// + 10,000` and `max_fee = next base fee × (1 + headroom) + tip`; it then pays `gas × (base fee
+/// accepts is `(1 + margin) × gas_limit × max_fee`, with `gas_limit = (gas + ⌈64·action_gas/63⌉)
+/// × (1 + extra) + 10,000` (`price::gas_limit`; here the whole measured gas stands for the
+/// payment part and the action's bound gas for 0, which understates the limit by action_gas/63)
+/// and `max_fee = next base fee × (1 + headroom) + tip`; it then pays `gas × (base fee
 /// + tip)`.
 fn economics(ops: &[(&str, f64)]) -> Value {
     let policy = nox_relayer::Policy::default();
@@ -523,7 +525,7 @@ fn economics(ops: &[(&str, f64)]) -> Value {
     let costs_per_month = [50.0, 300.0];
     let mut grid = Vec::new();
     for (op, gas) in ops {
-        let gas_limit = nox_relayer::price::gas_limit(*gas as u64, policy.gas_extra_bps) as f64;
+        let gas_limit = nox_relayer::price::gas_limit(*gas as u64, 0, policy.gas_extra_bps) as f64;
         for eth_usd in [2_000.0, 3_000.0, 5_000.0] {
             for gas_gwei in [1.0, 10.0, 50.0] {
                 let base = (gas_gwei - tip_gwei).max(0.0);
