@@ -344,13 +344,13 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         })?;
     }
     let mut relayers = Vec::new();
+    let mut exit_lines = Vec::new();
     let mut registrations = Vec::new();
     let layer_count = LayerCount::new(layers).ok_or("layers must be between 1 and 16")?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
     let mut authority_seed = [0u8; 32];
     rng.fill_bytes(&mut authority_seed);
     let authority = SigningKey::from_bytes(&authority_seed);
-    let mut exit_lines = Vec::new();
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
     let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
         .map_err(|e| format!("epoch schedule: {e}"))?;
@@ -436,21 +436,23 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             },
             services = if layer + 1 == layers {
                 let mut services = exit_services(rpc_upstream.as_deref(), rpc_chain_id, &exit_allow);
+                let mut relayer = None;
                 if let Some(info) = relay_chain {
-                    relayers.push(chain::new_relayer(&node_dir)?);
+                    let account = chain::new_relayer(&node_dir)?;
+                    relayers.push(account);
+                    relayer = Some(account);
                     services.push_str(&relay_section(dir, &node_dir, info));
                 }
+                let name = node_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                exit_lines.push(exit_summary(&name, listen, rpc_upstream.as_deref(), rpc_chain_id, relayer));
                 services
             } else {
-                let mut relayer = None;
                 String::new()
             },
             keys = keys.display().to_string(),
             websocket_line = websocket.map(|w| format!("websocket_listen = \"{w}\"\n")).unwrap_or_default(),
         );
         configs.push((node_dir.join("node.toml"), config));
-                let name = node_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                exit_lines.push(exit_summary(&name, listen, rpc_upstream.as_deref(), rpc_chain_id, relayer));
         write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
         write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
         index += 1;
@@ -506,14 +508,6 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         geometry.header_len(),
         dir.display()
     );
-    Ok(())
-}
-
-/// Starts `nox node` for the node in `node_dir` (log appended to `node.log`, pid in `pid`).
-fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
     for line in &exit_lines {
         println!("  {line}");
     }
@@ -523,9 +517,9 @@ fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
             dir.display()
         );
     }
-        .open(node_dir.join("node.log"))
-        .map_err(|e| e.to_string())?;
-    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// One line of `testnet up` per exit: what it was wired to serve — its JSON-RPC service (the
 /// upstream, and whether it relays raw transactions for a chain) and its paid relayer account.
 fn exit_summary(
@@ -551,6 +545,14 @@ fn exit_summary(
     format!("exit {name} at {listen}: {rpc}; {relay}")
 }
 
+/// Starts `nox node` for the node in `node_dir` (log appended to `node.log`, pid in `pid`).
+fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(node_dir.join("node.log"))
+        .map_err(|e| e.to_string())?;
+    let log_err = log.try_clone().map_err(|e| e.to_string())?;
     let child = Command::new(exe)
         .arg("node")
         .arg("--config")
@@ -1137,14 +1139,6 @@ mod tests {
 
     /// The exit section names exactly the allowed services, never a network.
     #[test]
-    fn exit_services_allow_only_the_listed_services() {
-        let allow = ["127.0.0.1:8080".parse().unwrap(), "[::1]:8080".parse().unwrap()];
-        let section = super::exit_services(Some("http://127.0.0.1:8545"), Some(31337), &allow);
-        assert!(section.contains("allow = [\"127.0.0.1:8080\", \"[::1]:8080\"]\n"), "{section}");
-        assert!(section.contains("chain_id = 31337\n"), "{section}");
-        assert!(!section.contains("/8") && !section.contains("/128"), "{section}");
-        let none = super::exit_services(None, None, &[]);
-    #[test]
     fn exit_summaries_name_the_json_rpc_service_and_the_relayer() {
         let listen: std::net::SocketAddr = "127.0.0.1:9002".parse().unwrap();
         let account = alloy::primitives::Address::repeat_byte(0xab);
@@ -1159,6 +1153,14 @@ mod tests {
         assert_eq!(bare, "exit node-5 at 127.0.0.1:9002: no JSON-RPC service; no paid relayer");
     }
 
+    #[test]
+    fn exit_services_allow_only_the_listed_services() {
+        let allow = ["127.0.0.1:8080".parse().unwrap(), "[::1]:8080".parse().unwrap()];
+        let section = super::exit_services(Some("http://127.0.0.1:8545"), Some(31337), &allow);
+        assert!(section.contains("allow = [\"127.0.0.1:8080\", \"[::1]:8080\"]\n"), "{section}");
+        assert!(section.contains("chain_id = 31337\n"), "{section}");
+        assert!(!section.contains("/8") && !section.contains("/128"), "{section}");
+        let none = super::exit_services(None, None, &[]);
         assert!(none.contains("allow = []\n") && !none.contains("json_rpc"), "{none}");
         let document: toml::Table = toml::from_str(&section).unwrap();
         let config: nox_exit::ExitConfig = document["exit"]["services"].clone().try_into().unwrap();
