@@ -345,7 +345,7 @@ async fn a_paid_bundle_is_relayed_and_every_refusal_holds() {
     let Outcome::Included { action_success: true, fee: paid, block, .. } = included else {
         panic!("expected inclusion, got {included:?}")
     };
-    assert!(matches!(refused(&other_outcome), Reason::Replayed | Reason::Spent));
+    assert!(matches!(refused(&other_outcome), Reason::Replayed | Reason::Spent), "second copy: {other_outcome:?}");
     assert_eq!(paid, U256::from(fee));
     assert!(block > 0);
     assert_eq!(ledger.balanceOf(me, ETH).call().await.unwrap(), U256::from(fee), "the relayer is credited");
