@@ -1,5 +1,5 @@
-//! `nox client`: the client daemon (SOCKS5 and JSON-RPC endpoints) and the
-//! one-shot `nox client echo`.
+//! `nox client`: the client daemon (a SOCKS5 endpoint whose `CONNECT`s become streams through
+//! the mixnet, and a JSON-RPC endpoint) and the one-shot `nox client echo`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -65,10 +65,15 @@ pub struct ClientArgs {
     pub command: Option<ClientCommand>,
     #[command(flatten)]
     pub topology: Option<TopologyArgs>,
-    /// SOCKS5 endpoint (plain HTTP, one request per connection).
+    /// SOCKS5 endpoint, e.g. 127.0.0.1:1080: each `CONNECT` opens a TCP stream through the
+    /// mixnet to the server, relayed both ways (docs/spec/streams.md), so TLS runs end to end
+    /// from your program (`curl --socks5-hostname 127.0.0.1:1080 https://…`); host names are
+    /// resolved at the exit. The exit sees the destination and ciphertext, not who you are.
     #[arg(long)]
     pub socks: Option<SocketAddr>,
-    /// Ethereum JSON-RPC endpoint (HTTP/1.1, keep-alive).
+    /// Ethereum JSON-RPC endpoint, e.g. 127.0.0.1:8645 (HTTP/1.1, keep-alive): each POST goes
+    /// to an exit's JSON-RPC service through the mixnet. Point wallets (`nox wallet`/`nox tx
+    /// --rpc http://127.0.0.1:8645`, cast, viem) here.
     #[arg(long)]
     pub rpc: Option<SocketAddr>,
     /// Loopix λ_P cover rate in packets per second (each 32 KiB); 0 = off.

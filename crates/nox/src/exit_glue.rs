@@ -141,6 +141,9 @@ impl nox_node::ExitHandler for ExitAdapter {
     }
 
     fn render_metrics(&self) -> String {
-        self.streams.metrics().render()
+        let name = "nox_exit_json_rpc_mismatched_total";
+        let help = "JSON-RPC upstream answers not matching their request (answered -32603 instead).";
+        let count = self.services.json_rpc_mismatched();
+        format!("{}# HELP {name} {help}\n# TYPE {name} counter\n{name} {count}\n", self.streams.metrics().render())
     }
 }

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client_cmd;
+pub mod daemon_hint;
 pub mod dashboard;
 pub mod dashboard_metrics;
 pub mod dashboard_state;

@@ -345,7 +345,7 @@ pub(crate) fn asset_word(a: Address) -> Fr {
 async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolView) -> CmdResult<u64> {
     nox_chain::pool_sync::sync(provider, at.pool, at.from_block, seed, view)
         .await
-        .map_err(|e| format!("{}: {e}", at.rpc))
+        .map_err(|e| crate::daemon_hint::explain(&at.rpc, &e.to_string()))
 }
 
 pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
