@@ -1,17 +1,26 @@
 //! `nox tx`: an anonymous paid transaction. The client asks an exit's relayer for its price
 //! through the mixnet, proves a gas payment from the shielded pool to that relayer bound to the
 //! exact action, sends the bundle through the mixnet to the same exit, and waits for the
-//! receipt, which comes back through SURBs (docs/spec/relay.md). Chain reads (the wallet's pool
-//! view) go through `--rpc`, normally a `nox client --rpc` endpoint, so through the mixnet too.
+//! receipt, which comes back through SURBs (docs/spec/relay.md). Every chain read (the wallet's
+//! pool view, the fee reading, a swap's quote) goes through the mixnet too: `--rpc` (a `nox
+//! client --rpc` endpoint) or, without it, a local endpoint of this command's own mixnet client;
+//! only an explicit `--direct-rpc` reads directly, with a warning.
+//!
+//! The exit is untrusted (issue 29 item 3): before anything is proved, every figure of its quote
+//! is checked against this client's own reading of the chain (`nox_pay::bounds`), the fee against
+//! `--max-fee` (or a default derived from the client's own estimate), and on a terminal the user
+//! confirms. A refusal proves, spends, sends and writes nothing.
 //! The protocol is `nox_pay`'s; this is its command line: the wallet on disk, the testnet's
 //! addresses, progress and timings.
 
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use alloy::primitives::{Address, Bytes, U256};
 use clap::{Args, Subcommand};
 use nox_pay::adaptor::{Swap, Withdrawal};
+use nox_pay::bounds::{Ceiling, ChainReading};
 use nox_pay::{Action, PayError, RelayClient};
 use nox_relayer::{Outcome, Quote};
 
@@ -79,6 +88,18 @@ pub struct FeeArgs {
     /// Have the relayer simulate and price only.
     #[arg(long)]
     pub simulate_only: bool,
+    /// The most this command may pay, in the fee asset: base units (`300000000000000`), or for
+    /// ETH a decimal with a unit (`0.0003eth`, `300000gwei`). Without it: 3 × (600,000 + action
+    /// gas) × this client's own max fee per gas, read from the chain through the mixnet.
+    #[arg(long, value_parser = parse_max_fee)]
+    pub max_fee: Option<U256>,
+    /// Pay without asking for confirmation (asked only when stdin is a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+fn parse_max_fee(text: &str) -> Result<U256, String> {
+    nox_pay::bounds::parse_amount(text).map_err(|e| e.to_string())
 }
 
 pub use nox_pay::DEFAULT_FEE_PERCENT;
@@ -203,10 +224,12 @@ fn getrandom(out: &mut [u8]) {
     rand_chacha::ChaCha20Rng::from_os_rng().fill_bytes(out);
 }
 
-/// A connected session: the pinned exit's relayer, its quote, the wallet's synced view.
+/// A connected session: the pinned exit's relayer, its quote (checked), the fee chosen, the
+/// wallet's synced view.
 struct Session {
     relay: RelayClient,
     quote: Quote,
+    fee: u128,
     quoted_in: Duration,
     seed: nox_wallet::Seed,
     at: wallet_cmd::PoolAt,
@@ -216,13 +239,24 @@ struct Session {
     now: u64,
 }
 
-async fn session(chain: &ChainArgs, mix: &MixArgs) -> CmdResult<Session> {
+/// What the fee is for, known before the wallet is touched.
+struct FeeFor<'a> {
+    asset: Address,
+    action_gas: u64,
+    fee: &'a FeeArgs,
+    /// What the action is, for the confirmation.
+    what: String,
+}
+
+async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> CmdResult<Session> {
     let testnet = chain.pool.testnet.clone().ok_or("give --testnet (the mixnet and its pool)")?;
     let relay = connect(&testnet, mix).await?;
     let started = Instant::now();
     let quote = relay.quote().await.map_err(|e| e.to_string())?;
     let quoted_in = started.elapsed();
-    let (seed, at, provider, view) = wallet_cmd::synced(chain).await?;
+    // Reads through the mixnet: --rpc, or this command's own client (never chain.json's URL).
+    let at = wallet_cmd::resolve(&chain.pool, Some(relay.client())).await?;
+    let provider = wallet_cmd::read_provider(&at.rpc)?;
     let (chain_id, now) = wallet_cmd::chain_context(&provider).await?;
     if quote.chain_id != chain_id || quote.pool != at.pool {
         let e = PayError::OtherPool {
@@ -233,13 +267,133 @@ async fn session(chain: &ChainArgs, mix: &MixArgs) -> CmdResult<Session> {
         };
         return Err(e.to_string());
     }
-    Ok(Session { relay, quote, quoted_in, seed, at, provider, view, chain_id, now })
+    // Nothing is proved, spent or written (the wallet is synced only after this) unless the quote
+    // and the fee pass the client's own bounds and the user's ceiling.
+    let fee = checked_fee(&quote, &provider, &testnet, fee_for).await?;
+    let (seed, view) = wallet_cmd::synced_at(chain, &at, &provider).await?;
+    Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now })
+}
+
+/// This client's own reading of the chain's fees (through its own provider, so the mixnet):
+/// the latest block's base fee and the suggested priority fee.
+async fn fee_reading(provider: &alloy::providers::DynProvider) -> CmdResult<ChainReading> {
+    use alloy::providers::Provider;
+    let block = provider
+        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+        .await
+        .map_err(|e| format!("reading the base fee: {e}"))?
+        .ok_or("reading the base fee: no latest block")?;
+    let priority_fee =
+        provider.get_max_priority_fee_per_gas().await.map_err(|e| format!("reading the priority fee: {e}"))?;
+    Ok(ChainReading { base_fee: u128::from(block.header.base_fee_per_gas.unwrap_or(0)), priority_fee })
+}
+
+/// What `amount` of `token` is worth in wei by this client's own reading of the testnet's
+/// Uniswap v2 pair (`getAmountsOut`, through the mixnet); `None` when the client has no pair
+/// to read (the token fee is then refused).
+async fn token_value_wei(
+    provider: &alloy::providers::DynProvider,
+    testnet: &std::path::Path,
+    token: Address,
+    amount: U256,
+) -> CmdResult<Option<U256>> {
+    let Some(defi) = nox_testnet::chain::load(testnet).and_then(|c| c.defi) else { return Ok(None) };
+    if defi.token != token {
+        return Ok(None);
+    }
+    if amount.is_zero() {
+        return Ok(Some(U256::ZERO));
+    }
+    let router = nox_chain::defi::UniswapV2Router02::new(defi.router, provider);
+    let amounts = router
+        .getAmountsOut(amount, vec![token, defi.weth])
+        .call()
+        .await
+        .map_err(|e| format!("reading the token's price: {e}"))?;
+    Ok(amounts.last().copied())
+}
+
+fn refused(e: nox_pay::bounds::QuoteRefusal) -> String {
+    format!("{}; nothing was proved, spent or sent", PayError::from(e))
+}
+
+/// The fee to pay: the quote checked against this client's own reading of the chain, the fee
+/// (from the quote, or `--fee`) against the ceiling, and the user's confirmation on a terminal.
+async fn checked_fee(
+    quote: &Quote,
+    provider: &alloy::providers::DynProvider,
+    testnet: &std::path::Path,
+    f: &FeeFor<'_>,
+) -> CmdResult<u128> {
+    let reading = fee_reading(provider).await?;
+    let price = quote.prices.iter().find(|p| p.asset == f.asset).map(|p| p.per_million_gas);
+    let token_value = match (f.asset.is_zero(), price) {
+        (false, Some(price)) => token_value_wei(provider, testnet, f.asset, price).await?,
+        _ => None,
+    };
+    nox_pay::check_quote(quote, &reading, f.asset, token_value).map_err(refused)?;
+    let fee = match f.fee.fixed {
+        Some(fee) => fee,
+        None => nox_pay::fee_from_quote(quote, f.asset, f.action_gas, f.fee.fee_percent).map_err(|e| e.to_string())?,
+    };
+    let value_wei = if f.asset.is_zero() {
+        U256::from(fee)
+    } else {
+        token_value_wei(provider, testnet, f.asset, U256::from(fee))
+            .await?
+            .ok_or_else(|| refused(nox_pay::bounds::QuoteRefusal::UnreadToken(f.asset)))?
+    };
+    let ceiling = match f.fee.max_fee {
+        Some(max) => Ceiling::Explicit(max),
+        None => Ceiling::Default { wei: reading.default_ceiling_wei(f.action_gas) },
+    };
+    nox_pay::check_ceiling(U256::from(fee), value_wei, ceiling).map_err(refused)?;
+    println!(
+        "own reading: base fee {} wei, tip {} wei; the quote is within bounds; fee {fee} of {} (worth {} ETH) under \
+         the ceiling {}",
+        reading.base_fee,
+        reading.priority_fee,
+        asset_label(f.asset),
+        eth(value_wei),
+        match ceiling {
+            Ceiling::Explicit(max) => format!("{max} (--max-fee)"),
+            Ceiling::Default { wei } => format!("{} ETH (default)", eth(wei)),
+        }
+    );
+    if !f.fee.yes && std::io::stdin().is_terminal() {
+        print!(
+            "pay {fee} of {} (worth {} ETH) to relayer {} for {}? [y/N] ",
+            asset_label(f.asset),
+            eth(value_wei),
+            quote.relayer,
+            f.what
+        );
+        std::io::stdout().flush().map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer).map_err(|e| e.to_string())?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            return Err("not confirmed; nothing was proved, spent or sent".into());
+        }
+    }
+    Ok(fee)
+}
+
+fn asset_label(asset: Address) -> String {
+    if asset.is_zero() { "ETH (wei)".into() } else { format!("token {asset}") }
+}
+
+/// Wei as a decimal number of ETH.
+fn eth(wei: U256) -> String {
+    let unit = U256::from(10u64).pow(U256::from(18u64));
+    let frac = (wei % unit).to_string();
+    let frac = format!("{}{frac}", "0".repeat(18usize.saturating_sub(frac.len())));
+    let frac = frac.trim_end_matches('0');
+    if frac.is_empty() { format!("{}", wei / unit) } else { format!("{}.{frac}", wei / unit) }
 }
 
 /// How the fee is chosen and what the relayer is asked.
 struct PayOptions<'a> {
     asset: Address,
-    action_gas: u64,
     fee: &'a FeeArgs,
     valid_for: u64,
     pay_on_revert: bool,
@@ -252,12 +406,7 @@ struct PayOptions<'a> {
 /// Proves the gas payment for `action` to the session's relayer, sends the bundle through the
 /// mixnet and reports the outcome.
 async fn pay_and_submit(s: &Session, w: &wallet_cmd::WalletArgs, o: &PayOptions<'_>, action: Action) -> CmdResult {
-    let fee = match o.fee.fixed {
-        Some(fee) => fee,
-        None => {
-            nox_pay::fee_from_quote(&s.quote, o.asset, o.action_gas, o.fee.fee_percent).map_err(|e| e.to_string())?
-        }
-    };
+    let fee = s.fee;
     println!("relayer {} quoted in {:.1} s; paying {fee} of {}", s.quote.relayer, s.quoted_in.as_secs_f64(), o.asset);
     let payment = nox_pay::Payment {
         quote: &s.quote,
@@ -312,10 +461,15 @@ async fn pay_and_submit(s: &Session, w: &wallet_cmd::WalletArgs, o: &PayOptions<
 }
 
 async fn send(a: &SendArgs) -> CmdResult {
-    let s = session(&a.chain, &a.mix).await?;
-    let o = PayOptions {
+    let fee_for = FeeFor {
         asset: a.asset.unwrap_or(Address::ZERO),
         action_gas: a.action_gas,
+        fee: &a.fee,
+        what: format!("a call to {}", a.target),
+    };
+    let s = session(&a.chain, &a.mix, &fee_for).await?;
+    let o = PayOptions {
+        asset: a.asset.unwrap_or(Address::ZERO),
         fee: &a.fee,
         valid_for: a.valid_for,
         pay_on_revert: a.pay_on_revert,
@@ -343,7 +497,12 @@ async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> C
     let defi = nox_testnet::chain::load(&testnet)
         .and_then(|c| c.defi)
         .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
-    let s = session(chain, &a.mix).await?;
+    let what = match &out {
+        AdaptorOut::Swap { .. } => format!("a swap of {amount} wei to {to}"),
+        AdaptorOut::Same => format!("a withdrawal of {amount} wei to {to}"),
+    };
+    let fee_for = FeeFor { asset: Address::ZERO, action_gas, fee: &a.fee, what };
+    let s = session(chain, &a.mix, &fee_for).await?;
     let (token_out, min_out) = match out {
         AdaptorOut::Swap { slippage_bps } => {
             let router = UniswapV2Router02::new(defi.router, &s.provider);
@@ -381,7 +540,6 @@ async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> C
     let proof = wallet_cmd::prove_spend(&chain.wallet, &prepared)?;
     let o = PayOptions {
         asset: Address::ZERO,
-        action_gas,
         fee: &a.fee,
         valid_for,
         pay_on_revert: false,

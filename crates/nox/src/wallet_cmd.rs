@@ -3,8 +3,11 @@
 //! with the passphrase, written atomically with mode 0600), the chain (the pool's events read in
 //! pages, transactions sent with alloy) and the prover's progress.
 //!
-//! The chain may be reached through the mixnet: point `--rpc` at a `nox client --rpc` endpoint
-//! and every read (and a deposit's or withdrawal's raw transaction) leaves through an exit.
+//! Every chain read (and a deposit's or withdrawal's raw transaction) goes through the mixnet
+//! (issue 29 item 9, issue 35): through `--rpc`, a `nox client --rpc` endpoint, or, without it,
+//! through an in-process mixnet client of the `--testnet`'s topology. A direct read needs an
+//! explicit `--direct-rpc URL`, and the command then warns that it reads directly. The URL in
+//! the testnet's chain.json is never used for reads.
 
 use std::{
     io::{IsTerminal, Write},
@@ -68,13 +71,19 @@ pub struct WalletArgs {
 /// The pool to use.
 #[derive(Args, Clone)]
 pub struct PoolArgs {
-    /// A testnet directory (`nox testnet up --dir`): its chain.json names the RPC URL and pool.
+    /// A testnet directory (`nox testnet up --dir`): its chain.json names the pool, its
+    /// topology the mixnet the chain is read through when `--rpc` is not given.
     #[arg(long)]
     pub testnet: Option<PathBuf>,
-    /// JSON-RPC URL (overrides the testnet's): the chain directly, or a `nox client --rpc`
-    /// endpoint to read through the mixnet.
-    #[arg(long)]
+    /// The JSON-RPC endpoint of a `nox client --rpc` daemon: every chain read goes through the
+    /// mixnet. Without it (and without `--direct-rpc`), the command starts its own mixnet
+    /// client of the `--testnet`'s topology.
+    #[arg(long, conflicts_with = "direct_rpc")]
     pub rpc: Option<String>,
+    /// Read the chain directly from this JSON-RPC URL, NOT through the mixnet (its operator sees
+    /// every read and your IP address); the command warns when it does.
+    #[arg(long, value_name = "URL")]
+    pub direct_rpc: Option<String>,
     /// The ShieldedPool address (overrides the testnet's).
     #[arg(long)]
     pub pool: Option<Address>,
@@ -317,7 +326,55 @@ pub(crate) struct PoolAt {
     pub(crate) from_block: u64,
 }
 
-fn resolve(p: &PoolArgs) -> CmdResult<PoolAt> {
+/// The seconds an in-process mixnet client waits for each chain read's answer.
+const MIXNET_READ_TIMEOUT_S: u64 = 180;
+/// The cover rate of an in-process mixnet client started for chain reads (packets per second),
+/// `nox tx`'s default.
+const MIXNET_READ_COVER_RATE: f64 = 2.0;
+
+/// The JSON-RPC URL the command reads (and sends) through: `--rpc` (a mixnet daemon), an
+/// explicit `--direct-rpc` (with a warning on stderr), or a local endpoint served by a mixnet
+/// client — `mixnet` if the caller already runs one (`nox tx`), else one started here from the
+/// `--testnet`'s topology. Never the chain.json URL.
+pub(crate) async fn read_endpoint(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<String> {
+    if let Some(url) = &p.rpc {
+        return Ok(url.clone());
+    }
+    if let Some(url) = &p.direct_rpc {
+        eprintln!(
+            "warning: reading the chain directly from {url} (--direct-rpc), not through the mixnet: that node's \
+             operator sees every read of this wallet and your IP address"
+        );
+        return Ok(url.clone());
+    }
+    let client = match (mixnet, &p.testnet) {
+        (Some(client), _) => client.clone(),
+        (None, Some(dir)) => {
+            let topology = crate::client_cmd::TopologyArgs {
+                testnet: Some(dir.clone()),
+                topology: None,
+                directory: Vec::new(),
+                authority: None,
+                timeout_secs: MIXNET_READ_TIMEOUT_S,
+                transport: crate::client_cmd::LinkTransport::Tcp,
+            };
+            crate::client_cmd::start(&topology, MIXNET_READ_COVER_RATE).await?
+        }
+        (None, None) => {
+            return Err("no way to read the chain privately: give --testnet <dir> (the command reads through its own \
+                        mixnet client), or --rpc <URL> of a `nox client --rpc` daemon (start one with `nox client \
+                        --testnet <dir> --rpc 127.0.0.1:8645`); --direct-rpc <URL> reads directly, not privately"
+                .into());
+        }
+    };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| format!("local endpoint: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(nox_client::serve_rpc(listener, client, nox_client::RpcConfig::default()));
+    eprintln!("reading the chain through the mixnet (an in-process client; endpoint http://{addr})");
+    Ok(format!("http://{addr}"))
+}
+
+pub(crate) async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<PoolAt> {
     let info = match &p.testnet {
         Some(dir) => Some(
             nox_testnet::chain::load(dir)
@@ -326,13 +383,13 @@ fn resolve(p: &PoolArgs) -> CmdResult<PoolAt> {
         None => None,
     };
     let pools = info.as_ref().and_then(|i| i.pool.clone());
-    let rpc = p.rpc.clone().or_else(|| info.as_ref().map(|i| i.rpc_url.clone())).ok_or("give --rpc or --testnet")?;
     let pool = p.pool.or(pools.as_ref().map(|d| d.pool)).ok_or("give --pool or a --testnet with a pool")?;
+    let rpc = read_endpoint(p, mixnet).await?;
     let from_block = p.from_block.or(pools.as_ref().map(|d| d.block)).unwrap_or(0);
     Ok(PoolAt { rpc, pool, executor: info.map(|i| i.deployment.executor), from_block })
 }
 
-fn read_provider(rpc: &str) -> CmdResult<DynProvider> {
+pub(crate) fn read_provider(rpc: &str) -> CmdResult<DynProvider> {
     let url = rpc.parse().map_err(|e| format!("RPC URL {rpc:?}: {e}"))?;
     Ok(ProviderBuilder::new().connect_http(url).erased())
 }
@@ -349,13 +406,19 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
 }
 
 pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
-    let seed = open_seed(&c.wallet)?;
-    let at = resolve(&c.pool)?;
+    let at = resolve(&c.pool, None).await?;
     let provider = read_provider(&at.rpc)?;
-    let mut view = load_view(&c.wallet, &seed, at.from_block)?;
-    sync(&provider, &at, &seed, &mut view).await?;
-    save_view(&c.wallet, &seed, &view)?;
+    let (seed, view) = synced_at(c, &at, &provider).await?;
     Ok((seed, at, provider, view))
+}
+
+/// Opens the wallet and syncs its view through `provider` (the pool `at`), saving the state.
+pub(crate) async fn synced_at(c: &ChainArgs, at: &PoolAt, provider: &DynProvider) -> CmdResult<(Seed, PoolView)> {
+    let seed = open_seed(&c.wallet)?;
+    let mut view = load_view(&c.wallet, &seed, at.from_block)?;
+    sync(provider, at, &seed, &mut view).await?;
+    save_view(&c.wallet, &seed, &view)?;
+    Ok((seed, view))
 }
 
 pub(crate) fn asset_name(a: &Fr) -> String {
@@ -410,7 +473,7 @@ async fn send(
 
 async fn deposit(a: &DepositArgs) -> CmdResult {
     let seed = open_seed(&a.chain.wallet)?;
-    let at = resolve(&a.chain.pool)?;
+    let at = resolve(&a.chain.pool, None).await?;
     let to = match &a.to {
         Some(s) => s.parse().map_err(|e: nox_wallet::WalletError| e.to_string())?,
         None => seed.address().map_err(|e| e.to_string())?,

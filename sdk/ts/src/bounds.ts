@@ -157,14 +157,17 @@ export function checkQuote(quote: RelayQuote, reading: ChainReading, asset = ZER
   }
 }
 
-/** The relayer's gas limit for `simulated` gas (nox_relayer::price::gas_limit). */
-export function gasLimit(simulated: bigint, extraBps: number): bigint {
-  return scaleUp(divCeil(simulated * 64n, 63n), extraBps) + 10_000n;
+/**
+ * The gas limit a quote prices (nox_relayer::price::gas_limit):
+ * `(payment + ⌈action_gas · 64/63⌉) · (1 + extra) + 10 000`.
+ */
+export function gasLimit(payment: bigint, actionGas: bigint, extraBps: number): bigint {
+  return scaleUp(payment + divCeil(actionGas * 64n, 63n), extraBps) + 10_000n;
 }
 
 /** The fee `quote` asks in `asset` for an action of `actionGas`, at `percent` % (125 as `nox tx`). */
 export function feeFromQuote(quote: RelayQuote, asset: string, actionGas: bigint | number, percent = 125): bigint {
-  const gas = gasLimit(BigInt(quote.payment_gas) + BigInt(actionGas), quote.gas_extra_bps);
+  const gas = gasLimit(BigInt(quote.payment_gas), BigInt(actionGas), quote.gas_extra_bps);
   const priced = divCeil(priceOf(quote, asset) * gas, 1_000_000n);
   return (priced * BigInt(percent)) / 100n;
 }
