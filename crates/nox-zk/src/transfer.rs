@@ -87,7 +87,9 @@ pub struct TransferPublic {
     /// The asset (`uint160` of the token address, 0 for ETH).
     pub asset: Fr,
     /// `keccak256(abi.encode(publicIn, publicOut, fee, relayer, executionHash, recipient,
-    /// chainId, pool, deadline)) mod r`, computed by the pool from its own context.
+    /// chainId, pool, deadline)) mod r`, computed by the pool from its own context (the layout
+    /// proposed in docs/design/zk-payment.md §9; the circuit only binds it, so the exact
+    /// encoding is fixed when the pool is wired).
     pub context: Fr,
 }
 
@@ -419,7 +421,8 @@ pub fn build<R: RngCore + CryptoRng>(
 /// Whether `witness` satisfies the statement for `public` (no proof is made).
 pub fn is_satisfied(public: &TransferPublic, witness: &TransferWitness) -> Result<bool, ZkError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
-    TransferCircuit::<'_, TREE_DEPTH> { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
+    TransferCircuit::<'_, TREE_DEPTH> { public: public.clone(), witness: Some(witness) }
+        .generate_constraints(cs.clone())?;
     cs.is_satisfied().map_err(|e| ZkError::Snark(e.to_string()))
 }
 
@@ -505,7 +508,8 @@ pub fn assignment(public: &TransferPublic, witness: &TransferWitness) -> Result<
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
-    TransferCircuit::<'_, TREE_DEPTH> { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
+    TransferCircuit::<'_, TREE_DEPTH> { public: public.clone(), witness: Some(witness) }
+        .generate_constraints(cs.clone())?;
     cs.finalize();
     let mut z = cs.instance_assignment()?;
     z.extend(cs.witness_assignment()?);

@@ -87,9 +87,12 @@ fn sat(p: &TransferPublic, w: &TransferWitness) -> bool {
     is_satisfied(p, w).expect("synthesis")
 }
 
+/// (what, input values, output values, public in, public out, fee).
+type Case = (&'static str, &'static [u128], &'static [u128], u128, u128, u128);
+
 #[test]
 fn every_honest_shape_is_satisfied() {
-    let cases: [(&str, &[u128], &[u128], u128, u128, u128); 11] = [
+    let cases: [Case; 11] = [
         ("1→1", &[100], &[100], 0, 0, 0),
         ("1→2 (split)", &[100], &[60, 40], 0, 0, 0),
         ("2→1 (join)", &[60, 40], &[100], 0, 0, 0),
@@ -107,6 +110,15 @@ fn every_honest_shape_is_satisfied() {
         assert_eq!(p.public_amount, public_amount(pin, pout, fee).expect("amount"), "{what}");
         assert!(sat(&p, &w), "{what}: an honest transaction must be provable");
     }
+}
+
+#[test]
+fn the_public_amount_is_signed_and_bounded() {
+    assert_eq!(public_amount(100, 0, 0), Some(Fr::from(100u64)), "a deposit");
+    assert_eq!(public_amount(0, 97, 3), Some(-Fr::from(100u64)), "a withdrawal with its fee");
+    assert_eq!(public_amount(10, 0, 3), Some(Fr::from(7u64)), "a deposit paying its own fee");
+    assert_eq!(public_amount(0, u128::MAX, 0), Some(-Fr::from(u128::MAX)));
+    assert_eq!(public_amount(0, u128::MAX, 1), None, "|x| ≥ 2^128 is refused, not wrapped");
 }
 
 #[test]
