@@ -172,8 +172,9 @@ impl DirectoryServer {
                     continue;
                 }
             };
-            // The address and subnet caps come before the total: one host's or one network's
-            // connections never use up the slots.
+            // The address and subnet caps keep one host's or one network's connections from
+            // using up the total (a refusal counts the cap that was reached first: the total,
+            // then the address, then the subnet).
             let slot = match open.try_open(peer.ip()) {
                 Ok(slot) => slot,
                 Err(refused) => {
