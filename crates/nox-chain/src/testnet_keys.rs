@@ -184,10 +184,17 @@ pub async fn check_pool(rpc_url: &str, pool: Address, allow: bool) -> Result<Tes
 }
 
 /// [`check_pool`] with the permission read from [`ALLOW_ENV`] (`1`): the start-up check of the
-/// wallet and the relayer. Returns the warning to print, if forced.
+/// wallet and the relayer. On a development chain it stops after the chain's identity (two
+/// reads; the pool's code is only read elsewhere). Returns the warning to print, if forced.
 pub async fn guard_pool_from_env(rpc_url: &str, pool: Address) -> Result<Option<String>, ChainError> {
     let allow = std::env::var(ALLOW_ENV).is_ok_and(|v| v == "1");
-    Ok(check_pool(rpc_url, pool, allow).await?.warning())
+    let p = provider(rpc_url)?;
+    let identity = identify(&p).await?;
+    if identity.is_development() {
+        return Ok(None);
+    }
+    let testnet = pool_uses_testnet_keys(&p, pool).await?;
+    Ok(decide(&identity, testnet, allow)?.warning())
 }
 
 #[cfg(test)]

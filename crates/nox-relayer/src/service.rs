@@ -500,6 +500,14 @@ impl Relayer {
                 config.chain_id
             )));
         }
+        // A pool verifying with the public-randomness TESTNET keys on a chain that is not a
+        // development chain: refused (NOX_ALLOW_TESTNET_KEYS_ON_PUBLIC_CHAIN=1: a warning).
+        if let Some(warning) = nox_chain::testnet_keys::guard_pool_from_env(&config.rpc_url, config.pool)
+            .await
+            .map_err(|e| RelayerError::Config(e.to_string()))?
+        {
+            tracing::warn!("{warning}");
+        }
         let account = signer.address();
         let mut journal = Journal::open(&config.journal, config.chain_id, account)?;
         let count =

@@ -10,7 +10,7 @@
 //! the testnet's chain.json is never used for reads.
 
 use std::{
-    io::{IsTerminal, Write},
+    io::IsTerminal,
     path::{Path, PathBuf},
     sync::{
         Arc,
@@ -236,21 +236,8 @@ fn passphrase(w: &WalletArgs) -> CmdResult<Zeroizing<String>> {
 
 /// Writes `bytes` to `path` atomically, mode 0600 (temporary file, fsync, rename, fsync dir).
 fn write_private(path: &Path, bytes: &[u8]) -> CmdResult {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| format!("{}: {e}", tmp.display()))?;
-    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    Ok(())
+    // A fresh O_EXCL temporary file, never an existing file's mode (nox_keystore).
+    nox_keystore::write_private_file(path, bytes).map_err(|e| e.to_string())
 }
 
 fn key_path(w: &WalletArgs) -> PathBuf {
@@ -385,6 +372,14 @@ pub(crate) async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHand
     let pools = info.as_ref().and_then(|i| i.pool.clone());
     let pool = p.pool.or(pools.as_ref().map(|d| d.pool)).ok_or("give --pool or a --testnet with a pool")?;
     let rpc = read_endpoint(p, mixnet).await?;
+    // The wallet proves with the TESTNET keys: a pool verifying with them on a chain that is not
+    // a development chain is refused (NOX_ALLOW_TESTNET_KEYS_ON_PUBLIC_CHAIN=1: a warning).
+    if let Some(warning) = nox_chain::testnet_keys::guard_pool_from_env(&rpc, pool)
+        .await
+        .map_err(|e| crate::daemon_hint::explain(&rpc, &e.to_string()))?
+    {
+        eprintln!("{warning}");
+    }
     let from_block = p.from_block.or(pools.as_ref().map(|d| d.block)).unwrap_or(0);
     Ok(PoolAt { rpc, pool, executor: info.map(|i| i.deployment.executor), from_block })
 }
