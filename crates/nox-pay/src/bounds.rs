@@ -86,7 +86,9 @@ impl std::fmt::Display for Figure {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QuoteRefusal {
     /// A quoted figure is above what the client's own reading allows.
-    #[error("the exit's quote is refused: its {figure} is {quoted}, above the bound {bound} from this client's own reading of the chain")]
+    #[error(
+        "the exit's quote is refused: its {figure} is {quoted}, above the bound {bound} from this client's own reading of the chain"
+    )]
     Exceeds {
         /// The figure.
         figure: Figure,
@@ -150,7 +152,9 @@ impl ChainReading {
         FeeBounds {
             base_fee,
             priority_fee: tip.saturating_mul(QUOTE_TOLERANCE),
-            max_fee_per_gas: scale_up(base_fee, MAX_FEE_HEADROOM_BPS).saturating_add(tip).saturating_mul(QUOTE_TOLERANCE),
+            max_fee_per_gas: scale_up(base_fee, MAX_FEE_HEADROOM_BPS)
+                .saturating_add(tip)
+                .saturating_mul(QUOTE_TOLERANCE),
         }
     }
 
@@ -228,9 +232,7 @@ pub enum Ceiling {
 /// wei (the fee itself for ETH; the client's own valuation for a token).
 pub fn check_ceiling(fee: U256, fee_value_wei: U256, ceiling: Ceiling) -> Result<(), QuoteRefusal> {
     match ceiling {
-        Ceiling::Explicit(max) if fee > max => {
-            Err(QuoteRefusal::AboveCeiling { fee, ceiling: max, what: "--max-fee" })
-        }
+        Ceiling::Explicit(max) if fee > max => Err(QuoteRefusal::AboveCeiling { fee, ceiling: max, what: "--max-fee" }),
         Ceiling::Default { wei } if fee_value_wei > wei => Err(QuoteRefusal::AboveCeiling {
             fee: fee_value_wei,
             ceiling: wei,
@@ -282,8 +284,8 @@ pub fn parse_amount(text: &str) -> Result<U256, AmountError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nox_relayer::wire::AssetPrice;
     use nox_relayer::price::{FeePlan, required_wei};
+    use nox_relayer::wire::AssetPrice;
 
     const GWEI: u128 = 1_000_000_000;
     const TOKEN: Address = Address::repeat_byte(7);
@@ -304,7 +306,10 @@ mod tests {
             margin_bps: 1_000,
             gas_extra_bps: 2_000,
             prices: vec![
-                AssetPrice { asset: Address::ZERO, per_million_gas: required_wei(1_000_000, plan.max_fee_per_gas, 1_000) },
+                AssetPrice {
+                    asset: Address::ZERO,
+                    per_million_gas: required_wei(1_000_000, plan.max_fee_per_gas, 1_000),
+                },
                 AssetPrice { asset: TOKEN, per_million_gas: U256::from(5u64) },
             ],
             payment_gas: 420_000,
