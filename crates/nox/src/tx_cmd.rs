@@ -48,8 +48,9 @@ pub enum TxCommand {
 pub struct WithdrawArgs {
     #[command(flatten)]
     pub out: AdaptorArgs,
-    /// Gas of the withdrawal action (withdrawal proof check + transfer).
-    #[arg(long, default_value_t = 350_000)]
+    /// Gas the withdrawal action is given, exactly (withdrawal proof check ≈ 250 k + nullifier,
+    /// change note and transfer ≈ 100 k, cold accesses): bound into the payment.
+    #[arg(long, default_value_t = 450_000)]
     pub action_gas: u64,
 }
 
@@ -112,8 +113,9 @@ pub struct SwapArgs {
     /// Largest accepted slippage from the quoted output, basis points.
     #[arg(long, default_value_t = 100)]
     pub slippage_bps: u32,
-    /// Gas of the swap action (withdrawal proof check + swap).
-    #[arg(long, default_value_t = 450_000)]
+    /// Gas the swap action is given, exactly (the withdrawal ≈ 350 k + the Uniswap v2 swap ≈
+    /// 120 k, cold accesses): bound into the payment.
+    #[arg(long, default_value_t = 600_000)]
     pub action_gas: u64,
 }
 
