@@ -289,6 +289,12 @@ impl Guard {
         Ok(())
     }
 
+    /// Remembers `nullifier` as spent (its bundle was mined with the payment through): any
+    /// bundle claiming it is refused before its proof is checked.
+    pub fn spent(&mut self, nullifier: U256, now_ms: u64) {
+        self.spent.insert(nullifier, (), now_ms.saturating_add(self.config.refusal_memory_ms));
+    }
+
     /// Remembers a refusal of the request `request` (if [`remembered`]), and a spent
     /// `nullifier` (proven: only passed after the proof verified, or read from the chain).
     pub fn remember(&mut self, request: &B256, nullifier: Option<U256>, refusal: &Denied, now_ms: u64) {
@@ -343,6 +349,9 @@ mod tests {
         g.remember(&req(1), Some(n), &denied(Reason::Spent, "spent".into()), 0);
         assert_eq!(g.before_admission(&req(2), Some((n, 10)), 5).unwrap_err().reason, Reason::Spent);
         assert!(g.before_admission(&req(3), Some((U256::from(43u64), 10)), 5).is_ok());
+        // A nullifier seen spent by the relayer's own inclusion.
+        g.spent(U256::from(45u64), 0);
+        assert_eq!(g.before_admission(&req(6), Some((U256::from(45u64), 10)), 5).unwrap_err().reason, Reason::Spent);
         // Another refusal does not mark its nullifier: the owner may fix the action.
         g.remember(&req(4), Some(U256::from(44u64)), &denied(Reason::ActionReverts, String::new()), 0);
         assert!(g.before_admission(&req(5), Some((U256::from(44u64), 10)), 5).is_ok());

@@ -769,8 +769,13 @@ impl Relayer {
             Err(e) => return Outcome::refused(Reason::Malformed, format!("admission failed: {e}")),
         };
         let nullifier = admitted.spend.nullifier;
+        let fresh = self.in_flight.lock().map(|mut set| set.insert(nullifier)).unwrap_or(false);
+        if !fresh {
+            return Outcome::refused(Reason::Replayed, "a bundle with this payment is already in flight here");
+        }
+        let guard = InFlight { relayer: self.clone(), nullifier };
         // The proof verified: the nullifier is this payment's. Its simulation budget, and the
-        // global one of simulate-only requests.
+        // global one of simulate-only requests (a copy already in flight spent none).
         let budgeted = match self.guard.lock() {
             Ok(mut g) => g.before_chain_work(nullifier, s.simulate_only, unix_now_ms()),
             Err(_) => return chain_refusal("relayer guard lock poisoned"),
@@ -778,17 +783,21 @@ impl Relayer {
         if let Err(d) = budgeted {
             return refused_by(d);
         }
-        let fresh = self.in_flight.lock().map(|mut set| set.insert(nullifier)).unwrap_or(false);
-        if !fresh {
-            return Outcome::refused(Reason::Replayed, "a bundle with this payment is already in flight here");
-        }
-        let guard = InFlight { relayer: self.clone(), nullifier };
         self.simulation_rounds.fetch_add(1, Ordering::Relaxed);
         let outcome = self.price_and_send(&s, &admitted, guard, arrived).await;
         drop(permit);
-        if let Outcome::Refused { reason, detail, required_fee } = &outcome {
-            let d = Denied { reason: *reason, detail: detail.clone(), required_fee: *required_fee };
-            self.remember(&key, Some(nullifier), &d);
+        match &outcome {
+            Outcome::Refused { reason, detail, required_fee } => {
+                let d = Denied { reason: *reason, detail: detail.clone(), required_fee: *required_fee };
+                self.remember(&key, Some(nullifier), &d);
+            }
+            // Mined with its payment through: the nullifier is spent.
+            Outcome::Included { .. } => {
+                if let Ok(mut g) = self.guard.lock() {
+                    g.spent(nullifier, unix_now_ms());
+                }
+            }
+            _ => {}
         }
         outcome
     }
