@@ -124,6 +124,12 @@ async fn testnet_keys_are_detected_and_refused_off_development_chains() {
     assert!(matches!(forced, TestnetKeys::ForcedOnPublicChain(ref id) if id.chain_id == 8453));
     assert!(forced.warning().is_some_and(|w| w.contains("CHAIN 8453")));
     assert!(testnet_keys::check_deploy(&public, true).await.expect("forced").warning().is_some());
+    // The wallet's and relayer's start-up check (NOX_ALLOW_TESTNET_KEYS_ON_PUBLIC_CHAIN unset here).
+    assert_eq!(testnet_keys::guard_pool_from_env(anvil.url(), at.pool).await, Ok(None));
+    assert!(matches!(
+        testnet_keys::guard_pool_from_env(&public, at.pool).await,
+        Err(ChainError::TestnetKeysOnPublicChain { chain_id: 8453, .. })
+    ));
 
     // A pool whose verifiers are not testnet ones (any other code stands in for a ceremony
     // verifier here) is not flagged, even on the disguised chain.
