@@ -6,8 +6,8 @@
 //!   reads directly and says so; with neither `--rpc`, `--direct-rpc` nor `--testnet` the wallet
 //!   refuses and says how to start the daemon.
 //! - Item 3: the testnet's exit is made to lie through its relayer's ordinary policy settings (a
-//!   `payment_gas` of 42,000,000, 100× the shipped 420,000; a priority fee of 100 gwei, 100× the
-//!   shipped 1 gwei, which multiplies every price in its quote by about 100) and restarted. `nox
+//!   `payment_gas` of 42,000,000, 100× the shipped 420,000; a margin of 10,890 %, which makes every
+//!   price in its quote 100× the shipped 10 % margin's) and restarted. `nox
 //!   tx send` asks it through the mixnet, checks the quote against its own reading of the chain
 //!   (through the mixnet too) and refuses with the figure, the quoted value and the bound: the
 //!   wallet's files are byte for byte unchanged, the relayer's account sent nothing and was
@@ -15,15 +15,11 @@
 //!   `--max-fee` below its fee is refused by the ceiling.
 
 use std::{
-    io::Read,
-    net::TcpListener,
+    io::{Read, Write},
+    net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
     process::Command,
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
+    sync::{Arc, Mutex},
 };
 
 use alloy::{
@@ -50,22 +46,68 @@ fn ok(args: &[&str]) -> String {
     nox(args).unwrap_or_else(|e| panic!("nox {args:?} failed:\n{e}"))
 }
 
-/// A listener that counts the connections made to it (and answers none).
-fn recording_listener() -> (String, Arc<AtomicUsize>) {
+/// A JSON-RPC proxy in front of the chain that records every request body it forwards.
+fn recording_proxy(upstream: &str) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
+    let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
     std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            if let Ok(mut s) = stream {
-                let mut buf = [0u8; 1024];
-                let _ = s.read(&mut buf);
-            }
+        for stream in listener.incoming().flatten() {
+            let (upstream, log) = (upstream.clone(), log.clone());
+            std::thread::spawn(move || serve_proxied(stream, &upstream, &log));
         }
     });
-    (url, count)
+    (url, seen)
+}
+
+/// Forwards the HTTP/1.1 requests of one connection to `upstream`, one at a time.
+fn serve_proxied(mut client: TcpStream, upstream: &str, log: &Mutex<Vec<String>>) {
+    let mut buf = Vec::new();
+    loop {
+        let Some(end) = read_until_headers(&mut client, &mut buf) else { return };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < end + len {
+            let mut chunk = [0u8; 8192];
+            match client.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body = buf[end..end + len].to_vec();
+        buf.drain(..end + len);
+        log.lock().expect("log").push(String::from_utf8_lossy(&body).into_owned());
+        let Ok(mut up) = TcpStream::connect(upstream) else { return };
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: {upstream}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+        );
+        let mut response = Vec::new();
+        if up.write_all(request.as_bytes()).and_then(|()| up.write_all(&body)).is_err()
+            || up.read_to_end(&mut response).is_err()
+            || client.write_all(&response).is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn read_until_headers(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Some(i + 4);
+        }
+        let mut chunk = [0u8; 8192];
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
 }
 
 /// The testnet's exit with a relayer: its index and directory.
@@ -108,8 +150,10 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let chain_rpc = info.rpc_url.clone();
 
-    // chain.json now names a listener that records every connection: nothing may read there.
-    let (trap, connections) = recording_listener();
+    // chain.json now names a proxy that records every request. The mixnet client itself reads
+    // the node registry there to verify the topology (public data, the same for every client);
+    // nothing of the wallet's may go there: no read of the pool, no fee reading, no transaction.
+    let (trap, requests) = recording_proxy(&chain_rpc);
     let chain_json = dir.join("chain.json");
     let original = std::fs::read_to_string(&chain_json).expect("chain.json");
     let mut doc: serde_json::Value = serde_json::from_str(&original).expect("chain.json parses");
@@ -158,7 +202,7 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     let send = ["tx", "send", "--wallet", w, "--testnet", t, "--exit", "0", "--target", &token, "--data", "0x18160ddd"];
     for (lie, figure, quoted) in [
         ("payment_gas = 42000000", "payment_gas", "42000000"),
-        ("priority_fee_wei = 100000000000", "priority_fee", "100000000000"),
+        ("margin_bps = 1089000", "margin_bps", "1089000"),
     ] {
         std::fs::write(exit_dir.join("node.toml"), format!("{honest_config}\n[exit.services.relay.policy]\n{lie}\n"))
             .expect("write node.toml");
@@ -188,7 +232,15 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     assert!(err.contains("above the ceiling 1000000000 (--max-fee)"), "{err}");
     assert_eq!(wallet_files(&wdir), before, "the wallet's files must be unchanged");
 
-    assert_eq!(connections.load(Ordering::SeqCst), 0, "something read chain.json's URL directly");
+    let pool = info.pool.as_ref().expect("a pool").pool.to_string().to_lowercase();
+    let seen = requests.lock().expect("log").clone();
+    assert!(!seen.is_empty(), "the proxy saw the topology's registry reads");
+    for body in &seen {
+        let lower = body.to_lowercase();
+        for wallet_only in [pool.as_str(), "eth_sendrawtransaction", "eth_maxpriorityfeepergas", "eth_getlogs"] {
+            assert!(!lower.contains(wallet_only), "a wallet request went to chain.json's URL directly: {body}");
+        }
+    }
     std::fs::write(&chain_json, original).expect("restore chain.json");
     drop(net);
 }
