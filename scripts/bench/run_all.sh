@@ -48,9 +48,11 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # defi: an anonymous paid transaction, a private Uniswap swap and a gas-paid withdrawal through
 # the mixnet and an exit's relayer, users at once, public baselines, economics (real processes,
 # Anvil; ~2 min in quick mode, so a doubled timeout).
+# relayer-flood: a relayer on Anvil flooded with forged and simulate-only bundles while an honest
+# client asks for quotes (in process; ~1 min, quick ~30 s).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq registry defi soak"
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq registry defi relayer-flood soak"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {

@@ -90,6 +90,10 @@ pub enum BenchCommand {
     /// private Uniswap swap through the mixnet and an exit's relayer, latency by part, gas and
     /// the relayer's realised margin (bench/data/defi.json).
     Defi(crate::bench_defi::DefiArgs),
+    /// A relayer flooded with bundles that cost it work, while an honest client asks for
+    /// quotes: quote latency and answered fraction with and without the flood
+    /// (bench/data/relayer-flood.json).
+    RelayerFlood(crate::bench_relayer_flood::RelayerFloodArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -151,6 +155,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
         BenchCommand::Registry(args) => crate::bench_registry::run(args),
         BenchCommand::Defi(args) => crate::bench_defi::run(args),
+        BenchCommand::RelayerFlood(args) => crate::bench_relayer_flood::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()

@@ -13,6 +13,7 @@ pub mod bench_attacks;
 pub mod bench_common;
 pub mod bench_cover;
 pub mod bench_defi;
+pub mod bench_relayer_flood;
 pub mod bench_gate;
 pub mod bench_http;
 pub mod bench_inprocess;
