@@ -200,10 +200,9 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     let ledger = RewardLedger::new(info.deployment.ledger, &provider);
     let token = info.deployment.stake_token.to_string();
     let send = ["tx", "send", "--wallet", w, "--testnet", t, "--exit", "0", "--target", &token, "--data", "0x18160ddd"];
-    for (lie, figure, quoted) in [
-        ("payment_gas = 42000000", "payment_gas", "42000000"),
-        ("margin_bps = 1089000", "margin_bps", "1089000"),
-    ] {
+    for (lie, figure, quoted) in
+        [("payment_gas = 42000000", "payment_gas", "42000000"), ("margin_bps = 1089000", "margin_bps", "1089000")]
+    {
         std::fs::write(exit_dir.join("node.toml"), format!("{honest_config}\n[exit.services.relay.policy]\n{lie}\n"))
             .expect("write node.toml");
         restart(&dir, exit);
