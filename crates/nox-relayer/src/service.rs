@@ -402,7 +402,7 @@ fn unix_now() -> u64 {
 }
 
 fn unix_now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| millis(d)).unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(millis).unwrap_or(0)
 }
 
 /// What identifies a request's bytes for the refusal memory: everything the answer depends on
