@@ -167,6 +167,21 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), K
     write_atomic_with(dir, name, bytes, |file, bytes| file.write_all(bytes))
 }
 
+/// A fresh temporary file beside `dir/name`, created new (`O_EXCL`) with mode 0600: the first
+/// step of both atomic writers below.
+fn create_private_temp(dir: &Path, name: &str) -> Result<(std::path::PathBuf, File), KeystoreError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{n}{TMP_SUFFIX}", std::process::id()));
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| KeystoreError::io("create", &tmp, e))?;
+    Ok((tmp, file))
+}
+
 /// Writes a secret file (a chain key, a wallet file, a relayer key…) at `path`, replacing any
 /// file there, so that it is never readable by anyone but its owner and never half-written: a
 /// temporary file beside it created new (`O_EXCL`, so never an existing file's mode) with mode
@@ -174,7 +189,6 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), K
 /// temporary file is erased. Every key file NOX writes outside the node keystore goes through
 /// this (issue 29 item 7).
 pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), KeystoreError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -183,14 +197,7 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), KeystoreError
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.{}.{n}{TMP_SUFFIX}", std::process::id()));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| KeystoreError::io("create", &tmp, e))?;
+    let (tmp, mut file) = create_private_temp(dir, name)?;
     let written =
         file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| KeystoreError::io("write", &tmp, e)).and_then(
             |()| {
@@ -212,19 +219,11 @@ pub(crate) fn write_atomic_with(
     bytes: &[u8],
     write: impl FnOnce(&mut File, &[u8]) -> std::io::Result<()>,
 ) -> Result<(), KeystoreError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let target = dir.join(name);
     if fs::symlink_metadata(&target).is_ok() {
         return Err(KeystoreError::AlreadyExists(target));
     }
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.{}.{n}{TMP_SUFFIX}", std::process::id()));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| KeystoreError::io("create", &tmp, e))?;
+    let (tmp, mut file) = create_private_temp(dir, name)?;
     let written = write(&mut file, bytes)
         .and_then(|()| file.sync_all())
         .map_err(|e| KeystoreError::io("write", &tmp, e))
