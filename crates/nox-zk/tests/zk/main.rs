@@ -8,3 +8,4 @@ mod insert;
 mod pool_vectors;
 mod poseidon;
 mod transfer;
+mod transfer_vectors;

@@ -16,7 +16,6 @@ use nox_zk::{
         build, is_satisfied, public_amount,
     },
 };
-use std::sync::OnceLock;
 
 const TOKEN: [u8; 20] = [0x70; 20];
 
@@ -274,11 +273,7 @@ fn constraint_count_is_what_the_docs_say() {
 const TRANSFER_CONSTRAINTS: usize = 18_406;
 
 fn keys() -> &'static (nox_zk::groth16::ProvingKey<ark_bn254::Bn254>, nox_zk::groth16::VerifyingKey<ark_bn254::Bn254>) {
-    static K: OnceLock<(
-        nox_zk::groth16::ProvingKey<ark_bn254::Bn254>,
-        nox_zk::groth16::VerifyingKey<ark_bn254::Bn254>,
-    )> = OnceLock::new();
-    K.get_or_init(|| transfer::testnet_setup().expect("setup"))
+    transfer::testnet_keys().expect("setup")
 }
 
 #[test]
