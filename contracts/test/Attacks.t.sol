@@ -7,10 +7,10 @@ import {RewardLedger} from "../src/RewardLedger.sol";
 import {Erc20Payment} from "../src/Erc20Payment.sol";
 import {IPayment} from "../src/interfaces/IPayment.sol";
 import {NoxStakeToken} from "../src/NoxStakeToken.sol";
-import {GasPaymentVerifier} from "../src/zk/GasPaymentVerifier.sol";
 import {InsertVerifier} from "../src/zk/InsertVerifier.sol";
 import {ShieldedPool} from "../src/zk/ShieldedPool.sol";
 import {PoolVectors as V} from "./zk/PoolVectors.sol";
+import {ExpectingTransferVerifier, TransferInputs} from "./zk/PoolHarness.sol";
 
 /// The victims' action: `increment()` at V.TARGET.
 contract Counting {
@@ -104,6 +104,8 @@ contract AttacksTest is Test {
     RewardLedger ledger;
     Erc20Payment erc20;
     ShieldedPool pool;
+    ExpectingTransferVerifier transferVerifier;
+    ShieldedPool.Transaction victimTx;
     NoxStakeToken usd;
     NoxStakeToken token;
     uint256 payerKey = 0xB0B;
@@ -127,7 +129,7 @@ contract AttacksTest is Test {
         deployCodeTo(
             "ShieldedPool.sol:ShieldedPool",
             abi.encode(
-                new GasPaymentVerifier(),
+                transferVerifier = new ExpectingTransferVerifier(),
                 new InsertVerifier(),
                 deployCode("PoseidonT4.sol:PoseidonT4"),
                 address(executor),
@@ -140,6 +142,19 @@ contract AttacksTest is Test {
         pool.deposit(V.TOKEN, V.DEPOSIT, V.INNER0, "");
         vm.deal(address(this), 10 ether);
         pool.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER1, "");
+
+        // The victim's private transaction paying PAY_FEE of TOKEN to V.RELAYER for the vectors'
+        // action, proved against INSERT1_ROOT (a verifier that accepts exactly its inputs:
+        // test/zk/PoolHarness.sol; real proofs in test/zk).
+        victimTx.root = V.INSERT1_ROOT;
+        victimTx.nullifiers = [V.PAY_NULLIFIER, uint256(77)];
+        victimTx.commitments = [V.PAY_CHANGE, uint256(78)];
+        victimTx.asset = V.TOKEN;
+        victimTx.fee = V.PAY_FEE;
+        victimTx.deadline = DEADLINE;
+        victimTx.notes = [bytes(hex"aa"), bytes(hex"bb")];
+        (bytes32 h,) = executor.executionHash(V.TARGET, V.ACTION_DATA, V.PAY_FEE, V.ACTION_GAS);
+        transferVerifier.expect(TransferInputs.inputs(victimTx, V.RELAYER, h, block.chainid, V.POOL));
     }
 
     // ---------------------------------------------------------------------------------------
@@ -153,10 +168,9 @@ contract AttacksTest is Test {
             abi.encode(Erc20Payment.PaymentData(payer, address(usd), FEE, nonce, DEADLINE, abi.encodePacked(r, s, v)));
     }
 
-    /// The victim's ZK gas payment (real proof): PAY_FEE of TOKEN to V.RELAYER for the vectors' action.
-    function _victimSpend() internal pure returns (bytes memory) {
-        uint256[10] memory x = V.payInputs();
-        return abi.encode(ShieldedPool.Spend(V.payProof(), x[0], x[1], x[2], V.TOKEN, x[3], x[9]));
+    /// The victim's private transaction: PAY_FEE of TOKEN to V.RELAYER for the vectors' action.
+    function _victimSpend() internal view returns (bytes memory) {
+        return abi.encode(victimTx);
     }
 
     function _b(IPayment pay, bytes memory data, address asset, uint256 fee, address target, bytes memory call)
@@ -172,7 +186,7 @@ contract AttacksTest is Test {
         return _b(erc20, _victimErc20(h, 1), address(usd), FEE, V.TARGET, V.ACTION_DATA);
     }
 
-    function _victimPoolBundle() internal pure returns (BatchExecutor.Bundle memory) {
+    function _victimPoolBundle() internal view returns (BatchExecutor.Bundle memory) {
         return _b(IPayment(V.POOL), _victimSpend(), V.TOKEN, V.PAY_FEE, V.TARGET, V.ACTION_DATA);
     }
 

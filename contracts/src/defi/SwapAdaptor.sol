@@ -24,11 +24,11 @@ interface IUniswapV2Router02 {
 }
 
 /// @title SwapAdaptor — a private swap: withdraw from the shielded pool and swap atomically
-/// @notice A user proves a withdrawal of `s.fee` of `s.asset` to this adaptor bound to
-/// `swapHash(p)`; the adaptor withdraws, swaps exactly that amount on Uniswap v2 and sends the
-/// output to `p.recipient` (a fresh address). Submitted as the action of a BatchExecutor bundle,
-/// the whole thing is paid by a separate gas-payment proof, so neither the depositor nor any
-/// account of the user appears on chain. With `p.tokenOut` equal to the withdrawn asset there is
+/// @notice A user proves a transaction withdrawing `t.publicOut` of `t.asset` to this adaptor,
+/// bound to `swapHash(p)`; the adaptor submits it (`ShieldedPool.transact`), swaps exactly that
+/// amount on Uniswap v2 and sends the output to `p.recipient` (a fresh address). Submitted as the
+/// action of a BatchExecutor bundle, paid by a separate payment, no account of the user appears
+/// on chain. With `p.tokenOut` equal to the withdrawn asset there is
 /// no swap: the amount goes to `p.recipient` as it is (a gas-paid withdrawal — the pool itself
 /// cannot be a bundle's action, since it is the executor's payment plugin).
 /// @dev The withdrawal proof binds the swap's every parameter through `swapHash` (the pool only
@@ -80,46 +80,48 @@ contract SwapAdaptor is ReentrancyGuardTransient {
             keccak256(abi.encode(address(this), block.chainid, p.tokenOut, p.amountOutMin, p.swapDeadline, p.recipient));
     }
 
-    /// @notice Withdraw `s.fee` of `s.asset` from the pool (the proof bound to `swapHash(p)`) and
-    /// swap it for `p.tokenOut`, at least `p.amountOutMin`, delivered to `p.recipient`. ETH →
-    /// token and token → ETH, through the token's pair with WETH; `p.tokenOut == s.asset` sends
-    /// the amount unswapped (at least `p.amountOutMin` of it, as for a swap). Any failure reverts
-    /// the whole call, withdrawal included: the note stays unspent.
-    function swapExactIn(ShieldedPool.Spend calldata s, Swap calldata p)
+    /// @notice Withdraw `t.publicOut` of `t.asset` from the pool (a transaction whose recipient is
+    /// this adaptor, bound to `swapHash(p)`) and swap it for `p.tokenOut`, at least
+    /// `p.amountOutMin`, delivered to `p.recipient`. ETH → token and token → ETH, through the
+    /// token's pair with WETH; `p.tokenOut == t.asset` sends the amount unswapped (at least
+    /// `p.amountOutMin` of it, as for a swap). Any failure reverts the whole call, withdrawal
+    /// included: the notes stay unspent.
+    function swapExactIn(ShieldedPool.Transaction calldata t, Swap calldata p)
         external
         nonReentrant
         returns (uint256 amountOut)
     {
         if (p.recipient == address(0)) revert ZeroAddress();
         bytes32 h = swapHash(p);
-        pool.withdraw(s, address(this), h);
-        uint256 amountIn = s.fee;
+        pool.transact(t, h);
+        uint256 amountIn = t.publicOut;
+        address asset = t.asset;
         address[] memory path = new address[](2);
         uint256[] memory amounts;
-        if (p.tokenOut == s.asset) {
+        if (p.tokenOut == asset) {
             if (amountIn < p.amountOutMin) revert BelowMinimum(amountIn, p.amountOutMin);
-            if (s.asset == address(0)) {
+            if (asset == address(0)) {
                 Address.sendValue(payable(p.recipient), amountIn);
             } else {
-                IERC20(s.asset).safeTransfer(p.recipient, amountIn);
+                IERC20(asset).safeTransfer(p.recipient, amountIn);
             }
-            emit Swapped(h, s.asset, p.tokenOut, amountIn, amountIn, p.recipient);
+            emit Swapped(h, asset, p.tokenOut, amountIn, amountIn, p.recipient);
             return amountIn;
         }
-        if (s.asset == address(0) && p.tokenOut != address(0) && p.tokenOut != weth) {
+        if (asset == address(0) && p.tokenOut != address(0) && p.tokenOut != weth) {
             path[0] = weth;
             path[1] = p.tokenOut;
             amounts = router.swapExactETHForTokens{value: amountIn}(p.amountOutMin, path, p.recipient, p.swapDeadline);
-        } else if (s.asset != address(0) && s.asset != weth && p.tokenOut == address(0)) {
-            path[0] = s.asset;
+        } else if (asset != address(0) && asset != weth && p.tokenOut == address(0)) {
+            path[0] = asset;
             path[1] = weth;
-            IERC20(s.asset).forceApprove(address(router), amountIn);
+            IERC20(asset).forceApprove(address(router), amountIn);
             amounts = router.swapExactTokensForETH(amountIn, p.amountOutMin, path, p.recipient, p.swapDeadline);
         } else {
-            revert UnsupportedPair(s.asset, p.tokenOut);
+            revert UnsupportedPair(asset, p.tokenOut);
         }
         amountOut = amounts[amounts.length - 1];
-        emit Swapped(h, s.asset, p.tokenOut, amountIn, amountOut, p.recipient);
+        emit Swapped(h, asset, p.tokenOut, amountIn, amountOut, p.recipient);
     }
 
     /// @dev ETH arrives from the pool (a withdrawal) only; the router sends swap output straight

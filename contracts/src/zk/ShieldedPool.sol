@@ -9,9 +9,9 @@ import {IPayment} from "../interfaces/IPayment.sol";
 import {BatchExecutor} from "../BatchExecutor.sol";
 import {IPoseidon3} from "./Poseidon.sol";
 
-/// @notice The Groth16 verifier of the gas-payment circuit (generated: GasPaymentVerifier.sol).
-interface ISpendVerifier {
-    function verifyProof(uint256[8] calldata proof, uint256[10] calldata input) external view returns (bool);
+/// @notice The Groth16 verifier of the 2-in/2-out transfer circuit (generated: TransferVerifier.sol).
+interface ITransferVerifier {
+    function verifyProof(uint256[8] calldata proof, uint256[8] calldata input) external view returns (bool);
 }
 
 /// @notice The Groth16 verifier of the batch-insertion circuit (generated: InsertVerifier.sol).
@@ -19,36 +19,50 @@ interface IInsertVerifier {
     function verifyProof(uint256[8] calldata proof, uint256[19] calldata input) external view returns (bool);
 }
 
-/// @title ShieldedPool — notes, nullifiers and the anonymous gas payment (issue 12)
+/// @title ShieldedPool — notes, nullifiers and private transactions (issues 12, 30)
 /// @notice A pool of notes in a depth-32 Poseidon Merkle tree (docs/design/zk-payment.md).
 /// - `deposit` takes ETH or an ERC-20 and queues the note commitment
 ///   `Poseidon(amount, asset, inner)`, computed here from what actually arrived.
 /// - `insertBatch` (anyone) moves the next ≤ 16 queued commitments into the tree as one aligned
 ///   subtree, checked by a Groth16 proof, so the chain never hashes a Merkle path.
-/// - `pay` (the IPayment plugin, only from the BatchExecutor) spends a note with a gas-payment
-///   proof bound to the relayer that submitted the bundle, the action hash the executor
-///   recomputed, the fee, the asset, this chain, this pool and a deadline; the fee goes to the
-///   executor's ledger; the change note is queued.
-/// - `withdraw` spends a note to any address, bound to an action hash (nonzero: only the
-///   recipient itself may submit it, so an adaptor can withdraw-and-act atomically).
+/// - Every private operation (transfer, split, join, withdrawal, a deposit into notes, the
+///   relayer's fee) is one `Transaction` of the 2-in/2-out statement (§9): two nullifiers, two
+///   output commitments (both always queued, zero-value ones too, so every transaction looks
+///   alike), a public amount in, a public amount out to `recipient`, and a fee. It enters by
+///   `transact` (direct: the caller pays gas, no relayer) or by `pay` (the IPayment plugin, only
+///   from the BatchExecutor in its payment phase: the fee goes to the executor's ledger for the
+///   relayer that submitted the bundle).
 /// @dev No owner, no admin, no upgrade. A root is accepted while fewer than `rootWindow` newer
-/// roots exist (O(1): a sequence number per root). Every value the proof speaks about is fed to
-/// the verifier by this contract from its own context or checked against its own state, never
-/// taken on trust from the caller; Groth16 proofs are malleable, so nothing keys on proof bytes:
-/// the nullifier is the replay guard.
+/// roots exist (O(1): a sequence number per root). Every public input of the proof is fed to the
+/// verifier by this contract from its own context or checked against its own state, never taken
+/// on trust from the caller: `publicAmount` is computed from the three amounts, `context` hashes
+/// the amounts, the relayer, the action hash, the recipient, the chain, this pool, the deadline
+/// and the two note ciphertexts. Groth16 proofs are malleable, so nothing keys on proof bytes:
+/// the nullifiers are the replay guard.
 contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
 
-    /// @notice A spend: the proof and the public values the caller states (each checked).
-    /// `fee` is the fee of a payment or the amount of a withdrawal.
-    struct Spend {
+    /// @notice One private transaction: the proof and the public values the caller states (each
+    /// checked or bound through `context`).
+    struct Transaction {
         uint256[8] proof;
         uint256 root;
-        uint256 nullifier;
-        uint256 changeCommitment;
+        uint256[2] nullifiers;
+        uint256[2] commitments;
+        /// One asset per transaction, address(0) = ETH.
         address asset;
+        /// < 2^128; direct `transact` only (pulled from msg.sender / msg.value).
+        uint256 publicIn;
+        /// < 2^128; sent to `recipient`.
+        uint256 publicOut;
+        /// < 2^128; `pay` only (to the ledger); 0 in a direct `transact`.
         uint256 fee;
+        /// Receiver of `publicOut`; address(0) iff `publicOut == 0`.
+        address recipient;
+        /// The proof is refused after this timestamp.
         uint256 deadline;
+        /// The output notes' ciphertexts (docs/spec/notes.md), each at most MAX_NOTE bytes.
+        bytes[2] notes;
     }
 
     /// @notice Order of the BN254 scalar field: every tree value and public input is below it.
@@ -59,21 +73,20 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     uint256 public constant BATCH_SIZE = 16;
     /// @notice Values are below 2^128 (the circuit's range checks).
     uint256 public constant MAX_VALUE = 1 << 128;
-    /// @notice A withdrawal's recipient input is `WITHDRAW_DOMAIN + uint160(recipient)`: never a
-    /// payment's relayer input (`< 2^160`), so neither proof can be used as the other.
-    uint256 public constant WITHDRAW_DOMAIN = 1 << 160;
     /// @notice Longest memo (the note ciphertext for the owner's viewing key) a deposit publishes.
     uint256 public constant MAX_MEMO = 256;
+    /// @notice Longest output-note ciphertext a transaction publishes.
+    uint256 public constant MAX_NOTE = 256;
     /// @notice Root of the empty depth-32 tree (`nox_zk::merkle::zeros()[32]`).
     uint256 public constant EMPTY_ROOT = 0x2f68a1c58e257e42a17a6c61dff5551ed560b9922ab119d5ac8e184c9734ead9;
 
-    ISpendVerifier public immutable spendVerifier;
+    ITransferVerifier public immutable transferVerifier;
     IInsertVerifier public immutable insertVerifier;
     /// @notice Poseidon with three inputs (npm poseidon-solidity's PoseidonT4, deployed apart).
     IPoseidon3 public immutable poseidon;
     /// @notice The only caller of `pay`.
     address public immutable executor;
-    /// @notice Where payments go: the executor's reward ledger.
+    /// @notice Where fees go: the executor's reward ledger.
     address public immutable ledger;
     /// @notice How many roots are accepted: the current one and `rootWindow - 1` before it.
     uint256 public immutable rootWindow;
@@ -94,13 +107,19 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     mapping(uint256 nullifier => bool) private _spent;
 
     event Deposited(uint256 indexed queueIndex, uint256 commitment, address indexed asset, uint256 amount, bytes memo);
-    event Spent(
-        uint256 indexed nullifier,
-        uint256 indexed queueIndex,
-        uint256 changeCommitment,
-        address asset,
+    /// @notice A private transaction: its two commitments were queued at `firstQueueIndex` and
+    /// `firstQueueIndex + 1`. `relayer` is address(0) for a direct `transact`.
+    event Transacted(
+        uint256 firstQueueIndex,
+        uint256[2] nullifiers,
+        uint256[2] commitments,
+        bytes[2] notes,
+        address indexed asset,
+        uint256 publicIn,
+        uint256 publicOut,
         uint256 fee,
         address recipient,
+        address indexed relayer,
         bytes32 actionHash
     );
     event BatchInserted(uint256 indexed startLeafIndex, uint256 firstQueueIndex, uint256 count, uint256 newRoot);
@@ -121,21 +140,30 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     error UnknownRoot(uint256 root);
     error Expired(uint256 deadline);
     error AlreadySpent(uint256 nullifier);
+    error DuplicateNullifier(uint256 nullifier);
     error NotRecipient(address caller, address recipient);
+    /// @notice `recipient` must be address(0) exactly when `publicOut` is 0.
+    error BadRecipient(address recipient, uint256 publicOut);
+    /// @notice A direct `transact` pays no fee (there is no relayer to receive it).
+    error FeeInDirectTransaction(uint256 fee);
+    /// @notice A paid transaction (`pay`) cannot pull public value in (the executor sends none).
+    error PublicInInPayment(uint256 publicIn);
+    /// @notice `|publicIn − publicOut − fee|` must be below 2^128.
+    error PublicAmountTooLarge();
 
     constructor(
-        ISpendVerifier spendVerifier_,
+        ITransferVerifier transferVerifier_,
         IInsertVerifier insertVerifier_,
         IPoseidon3 poseidon_,
         address executor_,
         uint256 rootWindow_
     ) {
         if (
-            address(spendVerifier_) == address(0) || address(insertVerifier_) == address(0)
+            address(transferVerifier_) == address(0) || address(insertVerifier_) == address(0)
                 || address(poseidon_) == address(0) || executor_ == address(0)
         ) revert ZeroAddress();
         if (rootWindow_ == 0) revert BadRootWindow();
-        spendVerifier = spendVerifier_;
+        transferVerifier = transferVerifier_;
         insertVerifier = insertVerifier_;
         poseidon = poseidon_;
         executor = executor_;
@@ -161,16 +189,7 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         if (amount == 0 || amount >= MAX_VALUE) revert BadAmount(amount);
         if (inner >= R) revert NotAScalar(inner);
         if (memo.length > MAX_MEMO) revert MemoTooLong(memo.length);
-        if (asset == address(0)) {
-            if (msg.value != amount) revert ValueMismatch(msg.value, amount);
-        } else {
-            if (msg.value != 0) revert ValueMismatch(msg.value, 0);
-            IERC20 token = IERC20(asset);
-            uint256 before = token.balanceOf(address(this));
-            token.safeTransferFrom(msg.sender, address(this), amount);
-            uint256 received = token.balanceOf(address(this)) - before;
-            if (received != amount) revert TransferShortfall(received, amount);
-        }
+        _pull(asset, amount);
         uint256 commitment = poseidon.hash([amount, uint256(uint160(asset)), inner]);
         queueIndex = _enqueue(commitment);
         emit Deposited(queueIndex, commitment, asset, amount, memo);
@@ -179,8 +198,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     /// @notice Insert the next min(queued, 16) commitments, then zeros, as the aligned subtree at
     /// `nextLeafIndex`, moving the root to `newRoot`; `proof` shows that `newRoot` is exactly the
     /// current tree with those 16 leaves in those slots. Anyone may call it. `expectedCount` is
-    /// the number of commitments the proof covers: if another deposit has been queued since the
-    /// proof was made (so this call would insert a different number), the call is refused
+    /// the number of commitments the proof covers: if another commitment has been queued since
+    /// the proof was made (so this call would insert a different number), the call is refused
     /// before the proof is verified, for a few thousand gas instead of ~300 k.
     function insertBatch(uint256[8] calldata proof, uint256 newRoot, uint256 expectedCount) external nonReentrant {
         uint256 first = firstUninsertedQueueIndex;
@@ -209,14 +228,30 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Spends
+    // Private transactions
+
+    /// @notice A private transaction submitted directly (no relayer: the context's relayer is
+    /// address(0), and the fee must be 0). `publicIn` of `t.asset` is pulled from the caller
+    /// (msg.value for ETH, exactly; a token must arrive in full). `publicOut` goes to
+    /// `t.recipient`. `actionHash` is bound through the context; when it is nonzero only
+    /// `t.recipient` may submit (an adaptor withdraws and acts in one call, and a copy of its
+    /// proof taken from the mempool is useless to anyone else).
+    function transact(Transaction calldata t, bytes32 actionHash) external payable nonReentrant {
+        if (t.fee != 0) revert FeeInDirectTransaction(t.fee);
+        if (actionHash != bytes32(0) && msg.sender != t.recipient) revert NotRecipient(msg.sender, t.recipient);
+        _transact(t, address(0), actionHash);
+        _pull(t.asset, t.publicIn);
+        _send(t.asset, t.recipient, t.publicOut);
+    }
 
     /// @inheritdoc IPayment
     /// @dev Only the executor, and only inside the payment phase of a bundle paying through this
     /// pool for this relayer and action hash (`BatchExecutor.paymentInProgress`): an action, whose
-    /// calls also come from the executor, cannot spend a captured proof. `payment` is `abi.encode(Spend)`. The proof's relayer input is `relayer` (the
-    /// bundle's submitter, passed by the executor) and its execution-hash input is
-    /// `actionHash mod r` (recomputed by the executor from the action it runs).
+    /// calls also come from the executor, cannot spend a captured proof. `payment` is
+    /// `abi.encode(Transaction)`. The context's relayer is `relayer` (the bundle's submitter,
+    /// passed by the executor) and its execution hash is `actionHash` (recomputed by the executor
+    /// from the action it runs). `publicIn` must be 0; the fee goes to the ledger, `publicOut`
+    /// to `recipient` (a withdrawal paid through a relayer).
     function pay(bytes calldata payment, address relayer, bytes32 actionHash)
         external
         nonReentrant
@@ -225,19 +260,12 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         if (msg.sender != executor) revert NotExecutor();
         (address plugin, address r, bytes32 h) = BatchExecutor(executor).paymentInProgress();
         if (plugin != address(this) || r != relayer || h != actionHash) revert NotInPaymentPhase();
-        Spend memory s = abi.decode(payment, (Spend));
-        _spend(s, uint256(uint160(relayer)), relayer, actionHash);
-        _send(s.asset, ledger, s.fee);
-        return (s.asset, s.fee);
-    }
-
-    /// @notice Withdraw `s.fee` of `s.asset` to `recipient`, bound to `actionHash` (zero for a
-    /// plain withdrawal, which anyone may submit; otherwise only `recipient` may).
-    function withdraw(Spend calldata s, address recipient, bytes32 actionHash) external nonReentrant {
-        if (recipient == address(0)) revert ZeroAddress();
-        if (actionHash != bytes32(0) && msg.sender != recipient) revert NotRecipient(msg.sender, recipient);
-        _spend(s, WITHDRAW_DOMAIN + uint160(recipient), recipient, actionHash);
-        _send(s.asset, recipient, s.fee);
+        Transaction memory t = abi.decode(payment, (Transaction));
+        if (t.publicIn != 0) revert PublicInInPayment(t.publicIn);
+        _transact(t, relayer, actionHash);
+        _send(t.asset, ledger, t.fee);
+        _send(t.asset, t.recipient, t.publicOut);
+        return (t.asset, t.fee);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -248,7 +276,7 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         return _spent[nullifier];
     }
 
-    /// @notice Whether a spend may use `root` now.
+    /// @notice Whether a transaction may use `root` now.
     function isKnownRoot(uint256 root) public view returns (bool) {
         uint256 seq = rootSeq[root];
         return seq != 0 && rootCount - seq < rootWindow;
@@ -259,33 +287,107 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         return _queue[queueIndex];
     }
 
+    /// @notice The proof's `context` input for `t` submitted by `relayer` (address(0) for a
+    /// direct `transact`) bound to `actionHash`, on this chain and pool (docs/design/zk-payment.md
+    /// §9; `nox_zk::transfer::TransferContext::hash` computes the same).
+    function context(Transaction calldata t, address relayer, bytes32 actionHash) external view returns (uint256) {
+        return _context(t, relayer, actionHash);
+    }
+
+    /// @notice The proof's `publicAmount` input: `publicIn − publicOut − fee` as `x`, or `R − |x|`
+    /// when negative (`nox_zk::transfer::public_amount`). Reverts unless each amount and `|x|`
+    /// are below 2^128.
+    function publicAmount(uint256 publicIn, uint256 publicOut, uint256 fee) external pure returns (uint256) {
+        return _publicAmount(publicIn, publicOut, fee);
+    }
+
     // ---------------------------------------------------------------------------------------
     // Internals
 
-    function _spend(Spend memory s, uint256 recipientInput, address recipient, bytes32 actionHash) private {
-        if (block.timestamp > s.deadline) revert Expired(s.deadline);
-        if (!isKnownRoot(s.root)) revert UnknownRoot(s.root);
-        if (s.nullifier >= R) revert NotAScalar(s.nullifier);
-        if (s.changeCommitment >= R) revert NotAScalar(s.changeCommitment);
-        if (s.fee >= MAX_VALUE) revert BadAmount(s.fee);
-        if (_spent[s.nullifier]) revert AlreadySpent(s.nullifier);
+    /// @dev Every check, the proof, the nullifiers, the queue and the event; the caller moves
+    /// the value. Checks are ordered cheapest first and all come before the verifier.
+    function _transact(Transaction memory t, address relayer, bytes32 actionHash) private {
+        if (block.timestamp > t.deadline) revert Expired(t.deadline);
+        if (!isKnownRoot(t.root)) revert UnknownRoot(t.root);
+        uint256 n0 = t.nullifiers[0];
+        uint256 n1 = t.nullifiers[1];
+        if (n0 >= R) revert NotAScalar(n0);
+        if (n1 >= R) revert NotAScalar(n1);
+        if (t.commitments[0] >= R) revert NotAScalar(t.commitments[0]);
+        if (t.commitments[1] >= R) revert NotAScalar(t.commitments[1]);
+        if (n0 == n1) revert DuplicateNullifier(n0);
+        if (_spent[n0]) revert AlreadySpent(n0);
+        if (_spent[n1]) revert AlreadySpent(n1);
+        if ((t.recipient == address(0)) != (t.publicOut == 0)) revert BadRecipient(t.recipient, t.publicOut);
+        if (t.notes[0].length > MAX_NOTE) revert MemoTooLong(t.notes[0].length);
+        if (t.notes[1].length > MAX_NOTE) revert MemoTooLong(t.notes[1].length);
 
-        uint256[10] memory input;
-        input[0] = s.root;
-        input[1] = s.nullifier;
-        input[2] = s.changeCommitment;
-        input[3] = s.fee;
-        input[4] = uint160(s.asset);
-        input[5] = recipientInput;
-        input[6] = uint256(actionHash) % R;
-        input[7] = block.chainid;
-        input[8] = uint160(address(this));
-        input[9] = s.deadline;
-        if (!spendVerifier.verifyProof(s.proof, input)) revert InvalidProof();
+        uint256[8] memory input;
+        input[0] = t.root;
+        input[1] = n0;
+        input[2] = n1;
+        input[3] = t.commitments[0];
+        input[4] = t.commitments[1];
+        input[5] = _publicAmount(t.publicIn, t.publicOut, t.fee);
+        input[6] = uint160(t.asset);
+        input[7] = _context(t, relayer, actionHash);
+        if (!transferVerifier.verifyProof(t.proof, input)) revert InvalidProof();
 
-        _spent[s.nullifier] = true;
-        uint256 queueIndex = _enqueue(s.changeCommitment);
-        emit Spent(s.nullifier, queueIndex, s.changeCommitment, s.asset, s.fee, recipient, actionHash);
+        _spent[n0] = true;
+        _spent[n1] = true;
+        uint256 first = _enqueue(t.commitments[0]);
+        _enqueue(t.commitments[1]);
+        _emitTransacted(first, t, relayer, actionHash);
+    }
+
+    function _emitTransacted(uint256 first, Transaction memory t, address relayer, bytes32 actionHash) private {
+        emit Transacted(
+            first,
+            t.nullifiers,
+            t.commitments,
+            t.notes,
+            t.asset,
+            t.publicIn,
+            t.publicOut,
+            t.fee,
+            t.recipient,
+            relayer,
+            actionHash
+        );
+    }
+
+    function _publicAmount(uint256 publicIn, uint256 publicOut, uint256 fee) private pure returns (uint256) {
+        if (publicIn >= MAX_VALUE) revert BadAmount(publicIn);
+        if (publicOut >= MAX_VALUE) revert BadAmount(publicOut);
+        if (fee >= MAX_VALUE) revert BadAmount(fee);
+        uint256 debit = publicOut + fee; // < 2^129: no overflow
+        if (publicIn >= debit) return publicIn - debit; // < 2^128
+        uint256 m = debit - publicIn;
+        if (m >= MAX_VALUE) revert PublicAmountTooLarge();
+        return R - m;
+    }
+
+    /// @dev `keccak256(abi.encode(publicIn, publicOut, fee, relayer, executionHash, recipient,
+    /// chainId, pool, deadline, notesHash)) mod R`, with `notesHash = keccak256(abi.encode(
+    /// keccak256(notes[0]), keccak256(notes[1])))` (docs/design/zk-payment.md §9).
+    function _context(Transaction memory t, address relayer, bytes32 actionHash) private view returns (uint256) {
+        bytes32 notesHash = keccak256(abi.encode(keccak256(t.notes[0]), keccak256(t.notes[1])));
+        return uint256(
+            keccak256(
+                abi.encode(
+                    t.publicIn,
+                    t.publicOut,
+                    t.fee,
+                    relayer,
+                    actionHash,
+                    t.recipient,
+                    block.chainid,
+                    address(this),
+                    t.deadline,
+                    notesHash
+                )
+            )
+        ) % R;
     }
 
     function _enqueue(uint256 commitment) private returns (uint256 queueIndex) {
@@ -297,6 +399,22 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         currentRoot = root;
         uint256 seq = ++rootCount;
         rootSeq[root] = seq;
+    }
+
+    /// @dev Take exactly `amount` of `asset` from msg.sender: msg.value for ETH (and no ETH with
+    /// a token); a token must arrive in full (a fee-on-transfer token would leave notes unbacked).
+    function _pull(address asset, uint256 amount) private {
+        if (asset == address(0)) {
+            if (msg.value != amount) revert ValueMismatch(msg.value, amount);
+            return;
+        }
+        if (msg.value != 0) revert ValueMismatch(msg.value, 0);
+        if (amount == 0) return;
+        IERC20 token = IERC20(asset);
+        uint256 before = token.balanceOf(address(this));
+        token.safeTransferFrom(msg.sender, address(this), amount);
+        uint256 received = token.balanceOf(address(this)) - before;
+        if (received != amount) revert TransferShortfall(received, amount);
     }
 
     function _send(address asset, address to, uint256 amount) private {

@@ -6,7 +6,8 @@ import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 import {BatchExecutor} from "../../src/BatchExecutor.sol";
 import {IPayment} from "../../src/interfaces/IPayment.sol";
 import {IPoseidon3} from "../../src/zk/Poseidon.sol";
-import {ShieldedPool, ISpendVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
+import {ShieldedPool, ITransferVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
+import {ExpectingTransferVerifier, AcceptingInsertVerifier, TransferInputs} from "../zk/PoolHarness.sol";
 import {SwapAdaptor, IUniswapV2Router02} from "../../src/defi/SwapAdaptor.sol";
 
 /// @dev The gas every action of this file is bound to (`Action.gas`).
@@ -30,29 +31,6 @@ contract SwapTestToken is ERC20 {
     }
 }
 
-/// Accepts any proof whose withdrawal inputs are the expected ones: recipient input
-/// `2^160 + adaptor` and action input `swapHash mod r` (the real verifier's soundness is tested
-/// with real proofs in test/zk; here the point is what the adaptor makes the pool check).
-contract ExpectingSpendVerifier {
-    uint256 public recipientInput;
-    uint256 public actionInput;
-
-    function expect(uint256 recipient, uint256 action) external {
-        recipientInput = recipient;
-        actionInput = action;
-    }
-
-    function verifyProof(uint256[8] calldata, uint256[10] calldata input) external view returns (bool) {
-        return input[5] == recipientInput && input[6] == actionInput;
-    }
-}
-
-contract AcceptingInsertVerifier {
-    function verifyProof(uint256[8] calldata, uint256[19] calldata) external pure returns (bool) {
-        return true;
-    }
-}
-
 /// A payment plugin that pays nothing: the bundle's fee is 0 (the ZK payment is tested apart).
 contract FreePayment is IPayment {
     function pay(bytes calldata, address, bytes32) external pure returns (address, uint256) {
@@ -67,7 +45,7 @@ contract SwapAdaptorTest is Test {
 
     address internal user = makeAddr("user");
     address internal fresh = makeAddr("fresh");
-    ExpectingSpendVerifier internal verifier;
+    ExpectingTransferVerifier internal verifier;
     BatchExecutor internal executor;
     ShieldedPool internal pool;
     SwapAdaptor internal adaptor;
@@ -86,11 +64,11 @@ contract SwapAdaptorTest is Test {
             address(token), 200_000e18, 0, 0, address(this), block.timestamp
         );
 
-        verifier = new ExpectingSpendVerifier();
+        verifier = new ExpectingTransferVerifier();
         executor = new BatchExecutor();
         IPoseidon3 poseidon = IPoseidon3(deployCode("PoseidonT4.sol:PoseidonT4"));
         pool = new ShieldedPool(
-            ISpendVerifier(address(verifier)),
+            ITransferVerifier(address(verifier)),
             IInsertVerifier(address(new AcceptingInsertVerifier())),
             poseidon,
             address(executor),
@@ -112,17 +90,20 @@ contract SwapAdaptorTest is Test {
 
     receive() external payable {}
 
+    /// A withdrawal of `amount` of `asset` to the adaptor (both nullifiers derived from `nullifier`).
     function _spend(address asset, uint256 amount, uint256 nullifier)
         internal
         view
-        returns (ShieldedPool.Spend memory s)
+        returns (ShieldedPool.Transaction memory t)
     {
-        s.root = ROOT;
-        s.nullifier = nullifier;
-        s.changeCommitment = 7;
-        s.asset = asset;
-        s.fee = amount;
-        s.deadline = block.timestamp + 600;
+        t.root = ROOT;
+        t.nullifiers = [nullifier, nullifier + 1_000_000];
+        t.commitments = [uint256(7), 8];
+        t.asset = asset;
+        t.publicOut = amount;
+        t.recipient = address(adaptor);
+        t.deadline = block.timestamp + 600;
+        t.notes = [bytes(hex"01"), bytes(hex"02")];
     }
 
     function _swap(address tokenOut, uint256 min) internal view returns (SwapAdaptor.Swap memory) {
@@ -131,9 +112,10 @@ contract SwapAdaptorTest is Test {
         });
     }
 
-    /// The verifier accepts exactly the withdrawal of `p` to the adaptor.
-    function _expect(SwapAdaptor.Swap memory p) internal {
-        verifier.expect((1 << 160) + uint160(address(adaptor)), uint256(adaptor.swapHash(p)) % R);
+    /// The verifier accepts exactly `t` submitted directly with the action hash of swap `p` (on
+    /// this adaptor).
+    function _expect(ShieldedPool.Transaction memory t, SwapAdaptor.Swap memory p) internal {
+        verifier.expect(TransferInputs.inputs(t, address(0), adaptor.swapHash(p), block.chainid, address(pool)));
     }
 
     function _quote(address a, address b, uint256 amount) internal view returns (uint256) {
@@ -146,8 +128,9 @@ contract SwapAdaptorTest is Test {
     function test_ethForTokensToAFreshAddress() public {
         uint256 expected = _quote(weth, address(token), 1 ether);
         SwapAdaptor.Swap memory p = _swap(address(token), expected);
-        _expect(p);
-        uint256 out = adaptor.swapExactIn(_spend(address(0), 1 ether, 11), p);
+        ShieldedPool.Transaction memory t = _spend(address(0), 1 ether, 11);
+        _expect(t, p);
+        uint256 out = adaptor.swapExactIn(t, p);
         assertEq(out, expected);
         assertEq(token.balanceOf(fresh), expected);
         assertTrue(pool.isSpent(11));
@@ -159,89 +142,107 @@ contract SwapAdaptorTest is Test {
     function test_tokensForEth() public {
         uint256 expected = _quote(address(token), weth, 1000e18);
         SwapAdaptor.Swap memory p = _swap(address(0), expected);
-        _expect(p);
-        adaptor.swapExactIn(_spend(address(token), 1000e18, 12), p);
+        ShieldedPool.Transaction memory t = _spend(address(token), 1000e18, 12);
+        _expect(t, p);
+        adaptor.swapExactIn(t, p);
         assertEq(fresh.balance, expected);
         assertEq(token.allowance(address(adaptor), router), 0);
     }
 
     function test_minimumNotMetRevertsAndTheNoteStaysUnspent() public {
         SwapAdaptor.Swap memory p = _swap(address(token), _quote(weth, address(token), 1 ether) + 1);
-        _expect(p);
+        ShieldedPool.Transaction memory t = _spend(address(0), 1 ether, 13);
+        _expect(t, p);
         vm.expectRevert(bytes("UniswapV2Router: INSUFFICIENT_OUTPUT_AMOUNT"));
-        adaptor.swapExactIn(_spend(address(0), 1 ether, 13), p);
+        adaptor.swapExactIn(t, p);
         assertFalse(pool.isSpent(13));
         assertEq(address(pool).balance, 10 ether);
     }
 
     function test_theProofBindsEverySwapParameter() public {
         SwapAdaptor.Swap memory p = _swap(address(token), 1);
-        _expect(p);
-        SwapAdaptor.Swap[4] memory changed = [p, p, p, p];
+        ShieldedPool.Transaction memory t = _spend(address(0), 1 ether, 14);
+        _expect(t, p);
+        SwapAdaptor.Swap[4] memory changed =
+            [_swap(address(token), 1), _swap(address(token), 1), _swap(address(token), 1), _swap(address(token), 1)];
         changed[0].amountOutMin = 0;
         changed[1].recipient = makeAddr("thief");
         changed[2].swapDeadline = p.swapDeadline + 1;
         changed[3].tokenOut = weth;
         for (uint256 i = 0; i < 3; ++i) {
             vm.expectRevert(ShieldedPool.InvalidProof.selector);
-            adaptor.swapExactIn(_spend(address(0), 1 ether, 14), changed[i]);
+            adaptor.swapExactIn(t, changed[i]);
         }
         // (tokenOut = WETH is refused before the swap; the proof would not match either.)
         vm.expectRevert(ShieldedPool.InvalidProof.selector);
-        adaptor.swapExactIn(_spend(address(0), 1 ether, 14), changed[3]);
-        // Another adaptor (same code, other address) computes another hash.
+        adaptor.swapExactIn(t, changed[3]);
+        // Another adaptor (same code, other address) computes another hash, and is not the
+        // transaction's recipient.
         SwapAdaptor other = new SwapAdaptor(pool, IUniswapV2Router02(router), weth);
+        vm.expectRevert(abi.encodeWithSelector(ShieldedPool.NotRecipient.selector, address(other), address(adaptor)));
+        other.swapExactIn(t, p);
+        ShieldedPool.Transaction memory toOther = abi.decode(abi.encode(t), (ShieldedPool.Transaction));
+        toOther.recipient = address(other);
         vm.expectRevert(ShieldedPool.InvalidProof.selector);
-        other.swapExactIn(_spend(address(0), 1 ether, 14), p);
+        other.swapExactIn(toOther, p);
         assertFalse(pool.isSpent(14));
+        adaptor.swapExactIn(t, p);
+        assertTrue(pool.isSpent(14));
     }
 
     function test_onlyTheAdaptorSubmitsItsBoundWithdrawal() public {
         SwapAdaptor.Swap memory p = _swap(address(token), 1);
-        _expect(p);
+        ShieldedPool.Transaction memory t = _spend(address(0), 1 ether, 15);
+        _expect(t, p);
         bytes32 h = adaptor.swapHash(p);
         vm.expectRevert(abi.encodeWithSelector(ShieldedPool.NotRecipient.selector, user, address(adaptor)));
         vm.prank(user);
-        pool.withdraw(_spend(address(0), 1 ether, 15), address(adaptor), h);
+        pool.transact(t, h);
+        assertFalse(pool.isSpent(15));
     }
 
-    function test_sameAssetOutIsAGasPaidWithdrawalToTheRecipient() public {
+    function test_sameAssetOutIsAWithdrawalToTheRecipient() public {
         SwapAdaptor.Swap memory p = _swap(address(0), 1 ether);
-        _expect(p);
-        uint256 out = adaptor.swapExactIn(_spend(address(0), 1 ether, 18), p);
+        ShieldedPool.Transaction memory t = _spend(address(0), 1 ether, 18);
+        _expect(t, p);
+        uint256 out = adaptor.swapExactIn(t, p);
         assertEq(out, 1 ether);
         assertEq(fresh.balance, 1 ether);
         assertTrue(pool.isSpent(18));
         assertEq(address(adaptor).balance, 0);
-        SwapAdaptor.Swap memory t = _swap(address(token), 500e18);
-        _expect(t);
-        adaptor.swapExactIn(_spend(address(token), 500e18, 19), t);
+        SwapAdaptor.Swap memory q = _swap(address(token), 500e18);
+        t = _spend(address(token), 500e18, 19);
+        _expect(t, q);
+        adaptor.swapExactIn(t, q);
         assertEq(token.balanceOf(fresh), 500e18);
         assertEq(token.balanceOf(address(adaptor)), 0);
         // A minimum above the amount reverts, and the note stays unspent.
         SwapAdaptor.Swap memory greedy = _swap(address(0), 1 ether + 1);
-        _expect(greedy);
+        t = _spend(address(0), 1 ether, 20);
+        _expect(t, greedy);
         vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.BelowMinimum.selector, 1 ether, 1 ether + 1));
-        adaptor.swapExactIn(_spend(address(0), 1 ether, 20), greedy);
+        adaptor.swapExactIn(t, greedy);
         assertFalse(pool.isSpent(20));
         // A recipient that refuses ETH reverts the withdrawal too.
         SwapAdaptor.Swap memory refusing = _swap(address(0), 0);
         refusing.recipient = address(verifier);
-        _expect(refusing);
+        t = _spend(address(0), 1 ether, 21);
+        _expect(t, refusing);
         vm.expectRevert();
-        adaptor.swapExactIn(_spend(address(0), 1 ether, 21), refusing);
+        adaptor.swapExactIn(t, refusing);
         assertFalse(pool.isSpent(21));
     }
 
     function test_unsupportedPairsAndStrangersAreRefused() public {
         SwapAdaptor.Swap memory p = _swap(weth, 0);
-        _expect(p);
+        ShieldedPool.Transaction memory t = _spend(address(0), 1 ether, 16);
+        _expect(t, p);
         vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.UnsupportedPair.selector, address(0), weth));
-        adaptor.swapExactIn(_spend(address(0), 1 ether, 16), p);
+        adaptor.swapExactIn(t, p);
         SwapAdaptor.Swap memory none = _swap(address(token), 0);
         none.recipient = address(0);
         vm.expectRevert(SwapAdaptor.ZeroAddress.selector);
-        adaptor.swapExactIn(_spend(address(0), 1 ether, 16), none);
+        adaptor.swapExactIn(t, none);
         vm.expectRevert(abi.encodeWithSelector(SwapAdaptor.UnexpectedSender.selector, user));
         vm.prank(user);
         (bool ok,) = address(adaptor).call{value: 1}("");
@@ -251,8 +252,9 @@ contract SwapAdaptorTest is Test {
     function test_asTheActionOfABundle() public {
         uint256 expected = _quote(weth, address(token), 2 ether);
         SwapAdaptor.Swap memory p = _swap(address(token), expected);
-        _expect(p);
-        bytes memory data = abi.encodeCall(SwapAdaptor.swapExactIn, (_spend(address(0), 2 ether, 17), p));
+        ShieldedPool.Transaction memory t = _spend(address(0), 2 ether, 17);
+        _expect(t, p);
+        bytes memory data = abi.encodeCall(SwapAdaptor.swapExactIn, (t, p));
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({
             payment: IPayment(address(new FreePayment())),
             paymentData: "",

@@ -5,11 +5,11 @@ import {Test} from "forge-std/Test.sol";
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 import {BatchExecutor} from "../../src/BatchExecutor.sol";
 import {IPayment} from "../../src/interfaces/IPayment.sol";
-import {GasPaymentVerifier} from "../../src/zk/GasPaymentVerifier.sol";
 import {InsertVerifier} from "../../src/zk/InsertVerifier.sol";
 import {IPoseidon3} from "../../src/zk/Poseidon.sol";
-import {ShieldedPool, ISpendVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
+import {ShieldedPool, ITransferVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
 import {PoolVectors as V} from "./PoolVectors.sol";
+import {ExpectingTransferVerifier} from "./PoolHarness.sol";
 
 /// @dev The gas every action of this file is bound to (`Action.gas`).
 uint256 constant ACTION_GAS = V.ACTION_GAS;
@@ -24,13 +24,13 @@ contract ShieldedPoolGasScenarioTest is Test {
     ERC20 internal token;
 
     function setUp() public {
-        ISpendVerifier sv = ISpendVerifier(address(new GasPaymentVerifier()));
+        ITransferVerifier sv = ITransferVerifier(address(new ExpectingTransferVerifier()));
         IInsertVerifier iv = IInsertVerifier(address(new InsertVerifier()));
         IPoseidon3 poseidon = IPoseidon3(deployCode("PoseidonT4.sol:PoseidonT4"));
         executor = new BatchExecutor();
-        deployCodeTo("ShieldedPool.t.sol:PoolTestToken", abi.encode(user, 100e18), V.TOKEN);
+        deployCodeTo("PoolHarness.sol:PoolTestToken", abi.encode(user, 100e18), V.TOKEN);
         token = ERC20(V.TOKEN);
-        deployCodeTo("ShieldedPool.t.sol:Counter", V.TARGET);
+        deployCodeTo("PoolHarness.sol:Counter", V.TARGET);
         deployCodeTo("ShieldedPool.sol:ShieldedPool", abi.encode(sv, iv, poseidon, address(executor), 64), V.POOL);
         pool = ShieldedPool(payable(V.POOL));
         vm.deal(user, 100 ether);
@@ -39,26 +39,6 @@ contract ShieldedPoolGasScenarioTest is Test {
         pool.deposit(V.TOKEN, V.DEPOSIT, V.INNER0, new bytes(96));
         pool.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER1, new bytes(96));
         vm.stopPrank();
-    }
-
-    function _spend(uint256[8] memory proof, uint256[10] memory x) internal pure returns (ShieldedPool.Spend memory s) {
-        s.proof = proof;
-        s.root = x[0];
-        s.nullifier = x[1];
-        s.changeCommitment = x[2];
-        s.fee = x[3];
-        s.asset = address(uint160(x[4]));
-        s.deadline = x[9];
-    }
-
-    function _payBundle() internal pure returns (BatchExecutor.Bundle memory) {
-        return BatchExecutor.Bundle({
-            payment: IPayment(V.POOL),
-            paymentData: abi.encode(_spend(V.payProof(), V.payInputs())),
-            asset: V.TOKEN,
-            fee: V.PAY_FEE,
-            action: BatchExecutor.Action({target: V.TARGET, value: 0, gas: ACTION_GAS, data: V.ACTION_DATA})
-        });
     }
 
     /// A deposit of an ERC-20 with a 96-byte memo (the wallet's size).
@@ -82,27 +62,12 @@ contract ShieldedPoolGasScenarioTest is Test {
         // A second deployment whose queue is empty (deployed with `new`, so that the gas
         // report lists its functions): the full batch's 16 deposits of 1 wei.
         ShieldedPool p =
-            new ShieldedPool(pool.spendVerifier(), pool.insertVerifier(), pool.poseidon(), address(executor), 64);
+            new ShieldedPool(pool.transferVerifier(), pool.insertVerifier(), pool.poseidon(), address(executor), 64);
         for (uint256 i = 1; i <= 16; ++i) {
             vm.prank(user);
             p.deposit{value: 1}(address(0), 1, i, "");
         }
         p.insertBatch(V.fullProof(), V.FULL_ROOT, 16);
         assertEq(p.nextLeafIndex(), 16);
-    }
-
-    /// The whole gas payment: BatchExecutor.execute with the ZK payment (verify, nullifier,
-    /// change queued, fee to the ledger, credit) and the action (one SSTORE).
-    function test_gas_zkPay() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
-        BatchExecutor.Bundle memory b = _payBundle();
-        vm.prank(V.RELAYER);
-        executor.execute(b);
-    }
-
-    function test_gas_zkWithdraw() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
-        ShieldedPool.Spend memory s = _spend(V.withdrawProof(), V.withdrawInputs());
-        pool.withdraw(s, V.RECIPIENT, bytes32(0));
     }
 }
