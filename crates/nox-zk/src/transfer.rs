@@ -534,6 +534,63 @@ pub fn testnet_keys() -> Result<&'static (ProvingKey<Bn254>, VerifyingKey<Bn254>
     K.get_or_init(testnet_setup).as_ref().map_err(Clone::clone)
 }
 
+/// Reads a transfer proving key in arkworks' compressed encoding: the `proving.key` that
+/// `nox zk setup finalize --circuit transfer` writes, or a copy of the testnet key a wallet caches
+/// ([`proving_key_to_bytes`]). Refuses a key of another circuit (the insertion key, the retired
+/// gas-payment key) by its shape: 8 public inputs, and query lengths matching this circuit's
+/// variables. The points are not subgroup-checked here (seconds for ~90,000 points on every
+/// start); [`prove_evm`] instead verifies each proof against the key's own verifying key before
+/// returning it, so a corrupted key never yields a proof that reaches the chain.
+pub fn proving_key_from_bytes(bytes: &[u8]) -> Result<ProvingKey<Bn254>, ZkError> {
+    use ark_serialize::CanonicalDeserialize;
+    let mut reader = bytes;
+    let pk = ProvingKey::<Bn254>::deserialize_compressed_unchecked(&mut reader)
+        .map_err(|_| ZkError::Encoding("not an arkworks compressed Groth16 proving key"))?;
+    if !reader.is_empty() {
+        return Err(ZkError::Encoding("trailing bytes after the proving key"));
+    }
+    check_shape(&pk)?;
+    Ok(pk)
+}
+
+/// `pk` in the encoding [`proving_key_from_bytes`] reads.
+pub fn proving_key_to_bytes(pk: &ProvingKey<Bn254>) -> Result<Vec<u8>, ZkError> {
+    use ark_serialize::CanonicalSerialize;
+    let mut out = Vec::with_capacity(pk.compressed_size());
+    pk.serialize_compressed(&mut out).map_err(|_| ZkError::Encoding("proving key does not serialise"))?;
+    Ok(out)
+}
+
+/// Whether `pk` has the transfer circuit's shape (see [`proving_key_from_bytes`]).
+pub fn check_shape(pk: &ProvingKey<Bn254>) -> Result<(), ZkError> {
+    let m = Matrices::get()?;
+    let vars = m.num_instance + m.num_witness;
+    if pk.vk.gamma_abc_g1.len() != m.num_instance
+        || pk.a_query.len() != vars
+        || pk.b_g1_query.len() != vars
+        || pk.b_g2_query.len() != vars
+        || pk.l_query.len() != m.num_witness
+        || pk.h_query.len() < m.num_constraints
+    {
+        return Err(ZkError::Encoding("not a proving key of the 2-in/2-out transfer circuit"));
+    }
+    Ok(())
+}
+
+/// Proves a transaction and returns the proof as the pool takes it (`uint256[8]`, 256 bytes),
+/// after checking it against `pk`'s verifying key: what a wallet calls. Errors as [`prove`],
+/// and [`ZkError::ProofRejected`] if the key is inconsistent (a corrupted key file).
+pub fn prove_evm<R: RngCore + CryptoRng>(
+    pk: &ProvingKey<Bn254>,
+    public: &TransferPublic,
+    witness: &TransferWitness,
+    rng: &mut R,
+) -> Result<[u8; crate::groth16::PROOF_BYTES], ZkError> {
+    let proof = prove(pk, public, witness, rng)?;
+    verify(&pk.vk, public, &proof)?;
+    Ok(crate::groth16::proof_to_evm(&proof))
+}
+
 /// The circuit's constraint matrices (A, B, C), built once per process and shared by every
 /// proof: they depend on the circuit alone, not on the witness.
 pub struct Matrices {

@@ -303,6 +303,29 @@ fn a_real_proof_verifies_and_is_bound_to_every_input() {
     assert!(transfer::prove(pk, &bad, &w2, &mut rng(9)).is_err());
 }
 
+/// The key a wallet loads (a ceremony's `proving.key` or its cached testnet key) round-trips;
+/// a key of another circuit, a truncated file or trailing bytes are refused; a corrupted key
+/// never yields a proof (`prove_evm` checks each proof against the key's verifying key).
+#[test]
+fn proving_keys_load_and_a_wrong_or_corrupted_key_is_refused() {
+    let (pk, _) = keys();
+    let bytes = transfer::proving_key_to_bytes(pk).expect("serialise");
+    let back = transfer::proving_key_from_bytes(&bytes).expect("load");
+    assert!(back == *pk);
+    assert!(transfer::proving_key_from_bytes(&bytes[..bytes.len() - 1]).is_err(), "truncated");
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    assert!(transfer::proving_key_from_bytes(&trailing).is_err(), "trailing bytes");
+    assert!(transfer::check_shape(&crate::common::insert_keys().0).is_err(), "the insertion key");
+
+    let (p, w) = tx(52, &[60], &[50, 10], 0, 0, 0).expect("honest");
+    let proof = transfer::prove_evm(&back, &p, &w, &mut rng(9)).expect("prove");
+    transfer::verify(&pk.vk, &p, &proof_from_evm(&proof).expect("decode")).expect("verifies");
+    let mut corrupt = back.clone();
+    corrupt.h_query[5] = corrupt.h_query[6];
+    assert_eq!(transfer::prove_evm(&corrupt, &p, &w, &mut rng(9)), Err(ZkError::ProofRejected));
+}
+
 /// Measurement, not a check: writes a throwaway forge project to `$NOX_ZK_GAS_PROBE` with the
 /// generated transfer verifier (8 inputs, the real key and a real proof) and verifiers of the
 /// same key's shape widened to 9 and 14 inputs (the layouts of docs/design/zk-payment.md §9:
