@@ -152,61 +152,71 @@ fn phase2_contributions_give_a_working_key_and_tampering_is_refused() {
     assert!(!q2.key.delta_g1.is_zero());
 }
 
-/// The real gas-payment circuit (9,408 constraints, 10 inputs: a 2^14 domain) through one
-/// contribution in each phase: the honest payment proves, verifies with the ceremony's key, and
-/// a changed input does not; the Solidity verifier is generated from the key. Minutes of group
-/// arithmetic at this size, so not in the CI run: `cargo test -p nox-zk-setup -- --ignored`
-/// (docs/spec/ceremony.md §6 records a run). The toy-circuit test above runs the same code.
+/// The real transfer circuit (18,406 constraints, 8 inputs: a 2^15 domain) through one
+/// contribution in each phase: an honest 2-in/2-out transaction proves with the prover the
+/// wallet uses (`transfer::prove_evm`, which checks the proof against the key), verifies with the
+/// ceremony's key, and a changed input does not; the testnet key is another key; the Solidity
+/// verifier is generated from the key. Minutes of group arithmetic at this size, so not in the CI
+/// run: `cargo test -p nox-zk-setup -- --ignored` (docs/spec/ceremony.md §6 records a run). The
+/// toy-circuit test above runs the same code.
 #[test]
-#[ignore = "minutes at 2^14; run with --ignored"]
-fn the_gas_payment_circuit_through_a_ceremony() {
-    use nox_zk::{GasPaymentCircuit, Note, PublicInputs, SpendingKey, Tree, Witness, field::address, note};
-    let p0 = Phase1::new(1 << 14).expect("new");
+#[ignore = "minutes at 2^15; run with --ignored"]
+fn the_transfer_circuit_through_a_ceremony() {
+    use nox_zk::{
+        Note, SpendingKey, Tree,
+        field::address,
+        groth16::proof_from_evm,
+        transfer::{self, OutputNote, SpentNote, TransferCircuit, TransferRequest},
+    };
+    let p0 = Phase1::new(1 << 15).expect("new");
     let p1 = p0.contribute(&mut rng(30)).expect("contribute");
     Phase1::verify(&p0, &p1, &mut rng(4)).expect("phase 1");
-    let initial = Phase2::new(&p1, GasPaymentCircuit::blank()).expect("phase 2");
+    let initial = Phase2::new(&p1, TransferCircuit::blank()).expect("phase 2");
     let q1 = initial.contribute(&mut rng(31)).expect("contribute");
     Phase2::verify(&initial, &initial, &q1, &mut rng(4)).expect("phase 2 verifies");
+    let pk = q1.finalize(&initial, &mut rng(5)).expect("finalize");
 
     let mut r = rng(32);
     let sk = SpendingKey::random(&mut r);
     let owner = sk.owner().expect("owner");
-    let n = Note::new(1_000, address(&[0x70; 20]), owner, &mut r);
+    let asset = address(&[0x70; 20]);
     let mut tree = Tree::new();
-    let cm = n.commitment().expect("cm");
-    let index = tree.push(cm).expect("push");
-    let nullifier = sk.nullifier(&cm, index).expect("nf");
-    let change = note::change_note(&sk, &nullifier, 750, n.asset).expect("change");
-    let public = PublicInputs {
-        root: tree.root(),
-        nullifier,
-        change_commitment: change.commitment().expect("cm"),
-        fee: Fr::from(250u64),
-        asset: n.asset,
-        relayer: address(&[0x5e; 20]),
-        execution_hash: Fr::from(99u64),
-        chain_id: Fr::from(31337u64),
-        pool: address(&[0xb0; 20]),
-        deadline: Fr::from(1_900_000_000u64),
-    };
-    let witness = Witness {
-        sk,
-        note: n,
-        path: tree.path(index).expect("path"),
-        change_inner: change.inner().expect("inner"),
-        change: 750,
-    };
-    let pk = q1.proving_key();
-    let proof = nox_zk::groth16::prove(pk, &public, &witness, &mut rng(33)).expect("prove");
-    nox_zk::groth16::verify(&pk.vk, &public, &proof).expect("verifies with the ceremony key");
-    let mut other = public.clone();
-    other.relayer = address(&[0x5f; 20]);
-    assert!(nox_zk::groth16::verify(&pk.vk, &other, &proof).is_err());
+    let notes = [Note::new(600, asset, owner, &mut r), Note::new(400, asset, owner, &mut r)];
+    let leaves = notes.each_ref().map(|n| tree.push(n.commitment().expect("cm")).expect("push"));
+    let other = SpendingKey::random(&mut r).owner().expect("owner");
+    let (public, witness) = transfer::build(
+        TransferRequest {
+            sk,
+            root: tree.root(),
+            inputs: notes
+                .iter()
+                .zip(leaves)
+                .map(|(n, i)| SpentNote { note: n.clone(), path: tree.path(i).expect("path") })
+                .collect(),
+            outputs: vec![
+                OutputNote::new(700, nox_zk::poseidon::hash(&[other, Fr::from(7u64)]).expect("inner")),
+                OutputNote::new(250, nox_zk::poseidon::hash(&[owner, Fr::from(8u64)]).expect("inner")),
+            ],
+            asset,
+            public_in: 0,
+            public_out: 0,
+            fee: 50,
+            context: Fr::from(99u64),
+        },
+        &mut r,
+    )
+    .expect("balanced");
+    let proof = transfer::prove_evm(&pk, &public, &witness, &mut rng(33)).expect("prove");
+    let proof = proof_from_evm(&proof).expect("decode");
+    transfer::verify(&pk.vk, &public, &proof).expect("verifies with the ceremony key");
+    let mut changed = public.clone();
+    changed.context = Fr::from(100u64);
+    assert!(transfer::verify(&pk.vk, &changed, &proof).is_err());
     // The testnet key is another key: the proof does not verify under it.
-    let (_, testnet_vk) = nox_zk::groth16::testnet_setup().expect("testnet");
-    assert!(nox_zk::groth16::verify(&testnet_vk, &public, &proof).is_err());
-    let sol = nox_zk::solidity::verifier_contract(&pk.vk, "CeremonyVerifier", "test ceremony").expect("10 inputs");
-    assert!(sol.contains("contract CeremonyVerifier"));
+    let (_, testnet_vk) = transfer::testnet_keys().expect("testnet");
+    assert!(transfer::verify(testnet_vk, &public, &proof).is_err());
+    let sol = nox_zk::solidity::transfer_verifier(&pk.vk, "test ceremony").expect("8 inputs");
+    assert!(sol.contains("contract TransferVerifier"));
 }
 
 /// The fuzz target's seed corpus (fuzz/corpus/zk_setup_files): regenerated with

@@ -52,6 +52,44 @@ pub fn verifier_contract(vk: &VerifyingKey<Bn254>, name: &str, provenance: &str)
     )
 }
 
+/// The verifier contract `TransferVerifier` for the 2-in/2-out transfer circuit's `vk`
+/// (docs/design/zk-payment.md §9), with `provenance` (one line) in its header. Returns `None` if
+/// `vk` does not have exactly [`crate::transfer::TRANSFER_NUM_PUBLIC_INPUTS`] inputs.
+pub fn transfer_verifier(vk: &VerifyingKey<Bn254>, provenance: &str) -> Option<String> {
+    verifier_contract_for(
+        vk,
+        &ContractDoc {
+            name: "TransferVerifier",
+            circuit: "2-in/2-out transfer",
+            inputs: &[
+                "Public inputs, in order: root, nullifier0, nullifier1, commitment0, commitment1,",
+                "publicAmount, asset, context (docs/design/zk-payment.md §9).",
+            ],
+            provenance,
+            num_inputs: crate::transfer::TRANSFER_NUM_PUBLIC_INPUTS,
+        },
+    )
+}
+
+/// The verifier contract `InsertVerifier` for the batch-insertion circuit's `vk`
+/// (docs/design/zk-payment.md §4.3), with `provenance` (one line) in its header. Returns `None`
+/// if `vk` does not have exactly [`crate::insert::INSERT_NUM_PUBLIC_INPUTS`] inputs.
+pub fn insert_verifier(vk: &VerifyingKey<Bn254>, provenance: &str) -> Option<String> {
+    verifier_contract_for(
+        vk,
+        &ContractDoc {
+            name: "InsertVerifier",
+            circuit: "batch-insertion",
+            inputs: &[
+                "Public inputs, in order: oldRoot, newRoot, startIndex, leaf[0..16]",
+                "(docs/design/zk-payment.md §4.3).",
+            ],
+            provenance,
+            num_inputs: crate::insert::INSERT_NUM_PUBLIC_INPUTS,
+        },
+    )
+}
+
 /// The verifier contract for any of our circuits' `vk`, described by `doc`. Returns `None` if
 /// `vk` does not have exactly `doc.num_inputs` inputs.
 pub fn verifier_contract_for(vk: &VerifyingKey<Bn254>, doc: &ContractDoc<'_>) -> Option<String> {

@@ -15,7 +15,6 @@ use nox_zk::{
     insert,
     merkle::zeros,
     note::change_note,
-    solidity::{ContractDoc, verifier_contract_for},
 };
 use std::fmt::Write;
 
@@ -25,20 +24,7 @@ pub const INSERT_PROVENANCE: &str = "TESTNET ARTIFACT: keys from `nox_zk::insert
 #[test]
 fn committed_insert_verifier_matches_the_testnet_key() {
     let (_, vk) = insert_keys();
-    let sol = verifier_contract_for(
-        vk,
-        &ContractDoc {
-            name: "InsertVerifier",
-            circuit: "batch-insertion",
-            inputs: &[
-                "Public inputs, in order: oldRoot, newRoot, startIndex, leaf[0..16]",
-                "(docs/design/zk-payment.md §4.3).",
-            ],
-            provenance: INSERT_PROVENANCE,
-            num_inputs: insert::INSERT_NUM_PUBLIC_INPUTS,
-        },
-    )
-    .expect("19 inputs");
+    let sol = nox_zk::solidity::insert_verifier(vk, INSERT_PROVENANCE).expect("19 inputs");
     check_or_write(INSERT_VERIFIER, &sol);
 }
 

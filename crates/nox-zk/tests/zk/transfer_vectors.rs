@@ -15,9 +15,9 @@ use nox_zk::{
     groth16::proof_to_evm,
     insert,
     merkle::zeros,
-    solidity::{ContractDoc, verifier_contract_for},
+    solidity::transfer_verifier,
     transfer::{
-        self, OutputNote, SpentNote, TRANSFER_NUM_PUBLIC_INPUTS, TransferContext, TransferPublic, TransferRequest,
+        self, OutputNote, SpentNote, TransferContext, TransferPublic, TransferRequest,
         notes_hash,
     },
 };
@@ -27,27 +27,10 @@ use std::fmt::Write;
 pub const TRANSFER_VERIFIER: &str = "contracts/src/zk/TransferVerifier.sol";
 pub const TRANSFER_PROVENANCE: &str = "TESTNET ARTIFACT: keys from `nox_zk::transfer::testnet_setup()`, whose randomness is public; anyone can forge proofs for it. Never deploy it with value.";
 
-/// The doc lines of the generated transfer verifier (shared with the ceremony's generator).
-pub const TRANSFER_INPUTS_DOC: &[&str] = &[
-    "Public inputs, in order: root, nullifier0, nullifier1, commitment0, commitment1,",
-    "publicAmount, asset, context (docs/design/zk-payment.md §9).",
-];
-
 #[test]
 fn committed_transfer_verifier_matches_the_testnet_key() {
     let (_, vk) = transfer::testnet_keys().expect("setup");
-    let sol = verifier_contract_for(
-        vk,
-        &ContractDoc {
-            name: "TransferVerifier",
-            circuit: "2-in/2-out transfer",
-            inputs: TRANSFER_INPUTS_DOC,
-            provenance: TRANSFER_PROVENANCE,
-            num_inputs: TRANSFER_NUM_PUBLIC_INPUTS,
-        },
-    )
-    .expect("8 inputs");
-    check_or_write(TRANSFER_VERIFIER, &sol);
+    check_or_write(TRANSFER_VERIFIER, &transfer_verifier(vk, TRANSFER_PROVENANCE).expect("8 inputs"));
 }
 
 fn addr(low: u32) -> [u8; 20] {
