@@ -1,8 +1,13 @@
-//! The swap adaptor (`contracts/src/defi/SwapAdaptor.sol`): a withdrawal from the shielded pool
-//! to the adaptor, bound to `swapHash(p)`, which the adaptor then swaps on Uniswap v2 — or, with
-//! `p.tokenOut` equal to the withdrawn asset, delivers as it is (a gas-paid withdrawal). Sent as
-//! the action of a paid bundle, the user appears nowhere: the withdrawal is a proof over the
-//! pool's notes, the gas is a second proof to the relayer, the output goes to a fresh address.
+//! The swap adaptor (`contracts/src/defi/SwapAdaptor.sol`): a withdrawal transaction from the
+//! shielded pool to the adaptor (`publicOut` to the adaptor, bound to `swapHash(p)` as its
+//! execution hash), which the adaptor submits itself (`ShieldedPool.transact(t, swapHash(p))`,
+//! only the recipient may submit a bound withdrawal) and then swaps on Uniswap v2 — or, with
+//! `p.tokenOut` equal to the withdrawn asset, delivers as it is. Sent as the action of a paid
+//! bundle, the user appears nowhere: the withdrawal is one proof over the pool's notes, the gas is
+//! a second transaction paying the relayer (from other notes), the output goes to a fresh address.
+//!
+//! A plain withdrawal needs no adaptor: one payment-only transaction with `publicOut` to the
+//! recipient and the fee to the relayer ([`crate::Payment`] with [`crate::Action::none`]).
 //!
 //! The ABI is declared here (no chain client needed); `tests/abi.rs` checks it against the
 //! bindings generated from the committed artifact.
@@ -10,10 +15,10 @@
 
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_sol_types::SolValue;
-use nox_relayer::abi::Spend;
-use nox_wallet::{PreparedSpend, SpendKind, SpendRequest};
+use nox_relayer::abi::Transaction;
+use nox_wallet::{PreparedTransaction, TxRequest};
 
-use crate::bundle::{Action, asset_word};
+use crate::bundle::{Action, asset_word, transaction_struct};
 
 alloy_sol_types::sol! {
     /// `SwapAdaptor.Swap`: what to receive and where. ETH is `address(0)`.
@@ -26,11 +31,10 @@ alloy_sol_types::sol! {
     }
 }
 
-/// The signature of `SwapAdaptor.swapExactIn(ShieldedPool.Spend s, Swap p)`; its arguments are
-/// encoded with the relayer's own `Spend` ([`nox_relayer::abi::Spend`]), so the pool's struct is
-/// declared once.
-pub const SWAP_EXACT_IN: &str =
-    "swapExactIn((uint256[8],uint256,uint256,uint256,address,uint256,uint256),(address,uint256,uint256,address))";
+/// The signature of `SwapAdaptor.swapExactIn(ShieldedPool.Transaction t, Swap p)`; its arguments
+/// are encoded with the relayer's own `Transaction` ([`nox_relayer::abi::Transaction`]), so the
+/// pool's struct is declared once.
+pub const SWAP_EXACT_IN: &str = "swapExactIn((uint256[8],uint256,uint256[2],uint256[2],address,uint256,uint256,uint256,address,uint256,bytes[2]),(address,uint256,uint256,address))";
 
 /// The selector of [`SWAP_EXACT_IN`].
 pub fn swap_exact_in_selector() -> [u8; 4] {
@@ -38,20 +42,20 @@ pub fn swap_exact_in_selector() -> [u8; 4] {
     [h[0], h[1], h[2], h[3]]
 }
 
-/// `swapExactIn(s, p)` calldata.
-pub fn swap_exact_in(s: &Spend, p: &Swap) -> Bytes {
+/// `swapExactIn(t, p)` calldata.
+pub fn swap_exact_in(t: &Transaction, p: &Swap) -> Bytes {
     let mut data = swap_exact_in_selector().to_vec();
-    data.extend((s.clone(), p.clone()).abi_encode_params());
+    data.extend((t.clone(), p.clone()).abi_encode_params());
     Bytes::from(data)
 }
 
 /// The arguments of `swapExactIn` calldata, or `None` if it is not exactly that.
-pub fn decode_swap_exact_in(data: &[u8]) -> Option<(Spend, Swap)> {
+pub fn decode_swap_exact_in(data: &[u8]) -> Option<(Transaction, Swap)> {
     let (selector, args) = data.split_at_checked(4)?;
     if selector != swap_exact_in_selector() {
         return None;
     }
-    <(Spend, Swap)>::abi_decode_params_validate(args).ok()
+    <(Transaction, Swap)>::abi_decode_params_validate(args).ok()
 }
 
 /// `SwapAdaptor.swapHash(p)` off chain: `keccak256(abi.encode(adaptor, chainid, tokenOut,
@@ -81,28 +85,32 @@ pub struct Withdrawal {
 }
 
 impl Withdrawal {
-    /// The spend the wallet must prove: a withdrawal to the adaptor bound to `swapHash(p)`. Only
-    /// the adaptor may submit a withdrawal bound to a nonzero hash, and the hash fixes every
-    /// field of `p`: a copy taken from the mempool can only do what the user asked.
-    pub fn spend_request(&self) -> SpendRequest {
-        SpendRequest {
+    /// The transaction the wallet must prove: `publicOut = amount` to the adaptor, bound to
+    /// `swapHash(p)`, no relayer and no fee (the adaptor submits it directly), the change back to
+    /// the sender. Only the adaptor may submit a withdrawal bound to a nonzero hash, and the hash
+    /// fixes every field of `p`: a copy taken from the mempool can only do what the user asked.
+    pub fn request(&self) -> TxRequest {
+        TxRequest {
             asset: asset_word(self.asset),
-            amount: self.amount,
-            kind: SpendKind::Withdraw {
-                recipient: self.adaptor.0.0,
-                action_hash: swap_hash(self.adaptor, self.chain_id, &self.swap).0,
-            },
+            outputs: Vec::new(),
+            public_in: 0,
+            public_out: self.amount,
+            fee: 0,
+            recipient: self.adaptor.0.0,
+            relayer: [0; 20],
+            execution_hash: swap_hash(self.adaptor, self.chain_id, &self.swap).0,
             chain_id: self.chain_id,
             pool: self.pool.0.0,
             deadline: self.deadline,
+            avoid: Vec::new(),
         }
     }
 
-    /// The bundle's action: `adaptor.swapExactIn(spend, p)` with the proven withdrawal, given
+    /// The bundle's action: `adaptor.swapExactIn(t, p)` with the proven withdrawal, given
     /// exactly `gas` gas (bound into the payment; the withdrawal's proof check and the swap
     /// must fit in it).
-    pub fn action(&self, prepared: &PreparedSpend, proof: &[u8; 256], gas: u64) -> Action {
-        let s = crate::bundle::spend_struct(proof, &prepared.public, self.asset, self.deadline);
-        Action { target: self.adaptor, data: swap_exact_in(&s, &self.swap), gas }
+    pub fn action(&self, prepared: &PreparedTransaction, proof: &[u8; 256], gas: u64) -> Action {
+        let t = transaction_struct(proof, prepared);
+        Action { target: self.adaptor, data: swap_exact_in(&t, &self.swap), gas }
     }
 }

@@ -9,6 +9,6 @@ mod error;
 pub mod relay;
 
 pub use bounds::{Ceiling, ChainReading, QuoteRefusal, check_ceiling, check_quote};
-pub use bundle::{Action, PaidBundle, Payment, asset_word, fee_from_quote, prove};
+pub use bundle::{Action, PaidBundle, Payee, Payment, asset_word, fee_from_quote, prove, transaction_struct};
 pub use error::PayError;
 pub use relay::{DEFAULT_FEE_PERCENT, RelayClient};

@@ -1,7 +1,9 @@
 //! `nox tx`: an anonymous paid transaction. The client asks an exit's relayer for its price
-//! through the mixnet, proves a gas payment from the shielded pool to that relayer bound to the
-//! exact action, sends the bundle through the mixnet to the same exit, and waits for the
-//! receipt, which comes back through SURBs (docs/spec/relay.md). Every chain read (the wallet's
+//! through the mixnet, proves one private transaction from the shielded pool that pays that
+//! relayer's fee, bound to the exact action (or to no action: a payment-only bundle — `nox
+//! wallet send/split/join/withdraw` pay through [`paid`]), sends the bundle through the mixnet
+//! to the same exit, and waits for the receipt, which comes back through SURBs
+//! (docs/spec/relay.md). Every chain read (the wallet's
 //! pool view, the fee reading, a swap's quote) goes through the mixnet too: `--rpc` (a `nox
 //! client --rpc` endpoint) or, without it, a local endpoint of this command's own mixnet client;
 //! only an explicit `--direct-rpc` reads directly, with a warning.
@@ -20,12 +22,13 @@ use std::time::{Duration, Instant};
 use alloy::primitives::{Address, Bytes, U256};
 use clap::{Args, Subcommand};
 use nox_pay::adaptor::{Swap, Withdrawal};
+use nox_wallet::PreparedTransaction;
 use nox_pay::bounds::{Ceiling, ChainReading};
 use nox_pay::{Action, PayError, RelayClient};
 use nox_relayer::{Outcome, Quote};
 
 use crate::client_cmd::TopologyArgs;
-use crate::wallet_cmd::{self, ChainArgs, CmdResult, Ticker};
+use crate::wallet_cmd::{self, ChainArgs, CmdResult, Landed, Plan, PrivateArgs, Stop, Ticker, Unit};
 
 /// `nox tx …`
 #[derive(Subcommand)]
@@ -35,27 +38,18 @@ pub enum TxCommand {
     /// Pay a relayer from the shielded pool for one action and have it submit the bundle.
     Send(Box<SendArgs>),
     /// A private swap of ETH from the shielded pool for the testnet's NOX token on Uniswap v2,
-    /// delivered to a fresh address; the gas is paid from another note.
+    /// delivered to a fresh address: a withdrawal transaction to the adaptor inside the action,
+    /// the gas paid by a second transaction from other notes.
     Swap(Box<SwapArgs>),
-    /// A gas-paid withdrawal of ETH from the shielded pool to a fresh address: the withdrawal goes
-    /// through the testnet's adaptor (the pool cannot be a bundle's action) and the gas is paid
-    /// from another note, so the recipient needs no ETH and nothing links it to the depositor.
-    Withdraw(Box<WithdrawArgs>),
+    /// A paid withdrawal of ETH from the shielded pool to a fresh address: one transaction whose
+    /// proof sends `amount` to the address and the fee to the exit's relayer (no action), so
+    /// the recipient needs no ETH and nothing links it to the depositor. The same as `nox wallet
+    /// withdraw` (which also takes tokens and decimal amounts).
+    Withdraw(Box<AdaptorArgs>),
 }
 
-/// `nox tx withdraw`
-#[derive(Args)]
-pub struct WithdrawArgs {
-    #[command(flatten)]
-    pub out: AdaptorArgs,
-    /// Gas the withdrawal action is given, exactly (withdrawal proof check ≈ 250 k + nullifier,
-    /// change note and transfer ≈ 100 k, cold accesses): bound into the payment.
-    #[arg(long, default_value_t = 450_000)]
-    pub action_gas: u64,
-}
-
-/// What `nox tx swap` and `nox tx withdraw` share: a withdrawal of `amount` wei from one note
-/// through the testnet's adaptor to `to`, the gas paid from another note.
+/// What `nox tx swap` and `nox tx withdraw` share: `amount` wei of ETH from the pool to `to`,
+/// paid through the mixnet.
 #[derive(Args)]
 pub struct AdaptorArgs {
     /// Wallet and pool; `--testnet` also names the mixnet, the adaptor and Uniswap.
@@ -63,11 +57,11 @@ pub struct AdaptorArgs {
     pub chain: ChainArgs,
     #[command(flatten)]
     pub mix: MixArgs,
-    /// Wei of ETH withdrawn (from one note; the fee comes from another).
+    /// Wei of ETH withdrawn (for a swap, the fee comes from other notes).
     #[arg(long)]
     pub amount: u128,
     /// Where the output goes (a fresh address keeps it unlinked).
-    #[arg(long)]
+    #[arg(long, value_parser = wallet_cmd::parse_eth_address)]
     pub to: Address,
     #[command(flatten)]
     pub fee: FeeArgs,
@@ -113,8 +107,8 @@ pub struct SwapArgs {
     /// Largest accepted slippage from the quoted output, basis points.
     #[arg(long, default_value_t = 100)]
     pub slippage_bps: u32,
-    /// Gas the swap action is given, exactly (the withdrawal ≈ 350 k + the Uniswap v2 swap ≈
-    /// 120 k, cold accesses): bound into the payment.
+    /// Gas the swap action is given, exactly (the withdrawal transaction ≈ 400 k + the Uniswap
+    /// v2 swap ≈ 120 k, cold accesses): bound into the payment.
     #[arg(long, default_value_t = 600_000)]
     pub action_gas: u64,
 }
@@ -152,13 +146,13 @@ pub struct SendArgs {
     #[command(flatten)]
     pub mix: MixArgs,
     /// The action's target.
-    #[arg(long)]
+    #[arg(long, value_parser = wallet_cmd::parse_eth_address)]
     pub target: Address,
     /// The action's calldata (hex).
     #[arg(long, default_value = "0x")]
     pub data: Bytes,
     /// ERC-20 token to pay the fee in; ETH without it.
-    #[arg(long)]
+    #[arg(long, value_parser = wallet_cmd::parse_eth_address)]
     pub asset: Option<Address>,
     /// Gas the action is given, exactly (bound into the payment: the relayer adds the payment's
     /// gas and its margins, and cannot be paid for giving the action less).
@@ -190,10 +184,8 @@ pub fn run(command: TxCommand) -> CmdResult {
                 Ok(())
             }
             TxCommand::Send(a) => send(&a).await,
-            TxCommand::Swap(a) => {
-                through_adaptor(&a.out, AdaptorOut::Swap { slippage_bps: a.slippage_bps }, a.action_gas).await
-            }
-            TxCommand::Withdraw(a) => through_adaptor(&a.out, AdaptorOut::Same, a.action_gas).await,
+            TxCommand::Swap(a) => swap(&a.out, a.slippage_bps, a.action_gas).await,
+            TxCommand::Withdraw(a) => withdraw(&a).await,
         }
     })
 }
@@ -426,28 +418,55 @@ struct PayOptions<'a> {
     fee: &'a FeeArgs,
     valid_for: u64,
     pay_on_revert: bool,
-    /// Notes already used by a spend inside the action (a withdrawal).
+    /// Nullifiers of notes already spent inside the action (a swap's withdrawal).
     avoid: &'a [ark_bn254::Fr],
     /// Proof time spent before the payment (the action's own proof).
     earlier_proofs: Duration,
 }
 
-/// Proves the gas payment for `action` to the session's relayer, sends the bundle through the
-/// mixnet and reports the outcome.
-async fn pay_and_submit(s: &Session, w: &wallet_cmd::WalletArgs, o: &PayOptions<'_>, action: Action) -> CmdResult {
+/// What the paid transaction makes besides the fee.
+#[derive(Default)]
+struct Makes {
+    outputs: Vec<(nox_wallet::PaymentAddress, u128)>,
+    join: bool,
+    public_out: u128,
+    recipient: Address,
+}
+
+/// Proves the transaction paying the session's relayer for `action` (and making `makes`), sends
+/// the bundle through the mixnet and reports the outcome.
+async fn pay_and_submit(
+    s: &Session,
+    w: &wallet_cmd::WalletArgs,
+    o: &PayOptions<'_>,
+    action: Action,
+    makes: Makes,
+) -> Result<Landed, Stop> {
     let fee = s.fee;
-    println!("relayer {} quoted in {:.1} s; paying {fee} of {}", s.quote.relayer, s.quoted_in.as_secs_f64(), o.asset);
+    println!(
+        "relayer {} quoted in {:.1} s; paying {fee} base units of {}",
+        s.quote.relayer,
+        s.quoted_in.as_secs_f64(),
+        asset_label(o.asset)
+    );
     let payment = nox_pay::Payment {
-        quote: &s.quote,
+        payee: nox_pay::Payee::of(&s.quote),
         asset: o.asset,
         fee,
         action,
+        outputs: makes.outputs,
+        join: makes.join,
+        public_out: makes.public_out,
+        recipient: makes.recipient,
         deadline: s.now + o.valid_for,
         avoid: o.avoid,
     };
-    let prepared = payment.prepare(&s.view, &s.seed).map_err(|e| e.to_string())?;
+    let prepared = payment.prepare(&s.view, &s.seed, &mut wallet_rng()).map_err(|e| match e {
+        PayError::Wallet(e) => Stop::wallet(e),
+        e => Stop::Failed(e.to_string()),
+    })?;
     let proving = Instant::now();
-    let proof = wallet_cmd::prove_spend(w, &prepared)?;
+    let proof = wallet_cmd::prove_transaction(w, &prepared)?;
     let proved_in = proving.elapsed() + o.earlier_proofs;
     let mut paid = payment.bundle(&prepared, &proof);
     paid.submission.pay_on_revert = o.pay_on_revert;
@@ -472,84 +491,139 @@ async fn pay_and_submit(s: &Session, w: &wallet_cmd::WalletArgs, o: &PayOptions<
         waited.as_secs_f64()
     );
     match outcome {
-        Outcome::Included { action_success, tx_hash, block, .. } => {
-            println!(
-                "included in block {block} (tx {tx_hash}); the action {}; change {} after it is inserted",
-                if action_success { "succeeded" } else { "reverted (the fee was paid)" },
-                paid.change_value
-            );
-            Ok(())
+        Outcome::Included { action_success, tx_hash, block, gas_used, .. } => {
+            if !payment.action.is_none() {
+                println!(
+                    "the action {}",
+                    if action_success { "succeeded" } else { "reverted (the fee was paid)" }
+                );
+            }
+            Ok(Landed {
+                tx_hash,
+                block,
+                gas_used,
+                fee,
+                outputs: paid.outputs,
+                spent: paid.inputs.iter().map(|i| i.value).collect(),
+            })
         }
-        Outcome::Simulated { .. } => Ok(()),
-        Outcome::Pending { tx_hash, detail } => Err(format!("not yet mined: {tx_hash} ({detail})")),
-        Outcome::Refused { reason, detail, required_fee } => Err(format!(
+        Outcome::Simulated { .. } => Err(Stop::Failed("simulated only (--simulate-only): nothing was sent".into())),
+        Outcome::Pending { tx_hash, detail } => Err(Stop::Failed(format!("not yet mined: {tx_hash} ({detail})"))),
+        Outcome::Refused { reason, detail, required_fee } => Err(Stop::Failed(format!(
             "refused ({reason:?}): {detail}{}",
             required_fee.map(|f| format!("; a fee of at least {f} would be accepted now")).unwrap_or_default()
-        )),
+        ))),
     }
 }
 
-async fn send(a: &SendArgs) -> CmdResult {
-    let fee_for = FeeFor {
-        asset: a.asset.unwrap_or(Address::ZERO),
-        action_gas: a.action_gas,
-        fee: &a.fee,
-        what: format!("a call to {}", a.target),
-    };
-    let s = session(&a.chain, &a.mix, &fee_for).await?;
+fn wallet_rng() -> rand_chacha_03::ChaCha20Rng {
+    use rand_core_06::SeedableRng;
+    rand_chacha_03::ChaCha20Rng::from_entropy()
+}
+
+/// A private transaction (`nox wallet send/split/join/withdraw`) paid through the mixnet: a
+/// payment-only bundle (no action) whose one proof makes the plan's notes and pays the fee.
+pub(crate) async fn paid(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
+    let asset = plan.asset;
+    let fee_for = FeeFor { asset, action_gas: 0, fee: &p.submit.fee, what: plan.what.clone() };
+    let s = session(&p.chain, &p.submit.mix, &fee_for).await?;
+    let unit = wallet_cmd::unit_of(&s.provider, asset).await;
     let o = PayOptions {
-        asset: a.asset.unwrap_or(Address::ZERO),
+        asset,
+        fee: &p.submit.fee,
+        valid_for: p.submit.valid_for,
+        pay_on_revert: false,
+        avoid: &[],
+        earlier_proofs: Duration::ZERO,
+    };
+    let makes = Makes {
+        outputs: plan.outputs.clone(),
+        join: plan.join,
+        public_out: plan.public_out,
+        recipient: plan.recipient,
+    };
+    let landed = pay_and_submit(&s, &p.chain.wallet, &o, Action::none(), makes).await?;
+    Ok((landed, unit))
+}
+
+async fn send(a: &SendArgs) -> CmdResult {
+    let started = Instant::now();
+    let asset = a.asset.unwrap_or(Address::ZERO);
+    let fee_for = FeeFor { asset, action_gas: a.action_gas, fee: &a.fee, what: format!("a call to {}", a.target) };
+    let s = session(&a.chain, &a.mix, &fee_for).await?;
+    let unit = wallet_cmd::unit_of(&s.provider, asset).await;
+    let o = PayOptions {
+        asset,
         fee: &a.fee,
         valid_for: a.valid_for,
         pay_on_revert: a.pay_on_revert,
         avoid: &[],
         earlier_proofs: Duration::ZERO,
     };
-    pay_and_submit(&s, &a.chain.wallet, &o, Action { target: a.target, data: a.data.clone(), gas: a.action_gas }).await
+    let action = Action { target: a.target, data: a.data.clone(), gas: a.action_gas };
+    let landed = pay_and_submit(&s, &a.chain.wallet, &o, action, Makes::default()).await.map_err(stop_message)?;
+    wallet_cmd::report(&landed, &unit, started);
+    Ok(())
 }
 
-/// What the adaptor delivers for the withdrawn ETH.
-enum AdaptorOut {
-    /// The testnet's NOX token, swapped on Uniswap v2, at most `slippage_bps` below the quote.
-    Swap { slippage_bps: u32 },
-    /// The ETH itself (a gas-paid withdrawal).
-    Same,
+fn stop_message(s: Stop) -> String {
+    match s {
+        Stop::NeedsJoin(why) => format!("your notes must be joined first (`nox wallet join`): {why}"),
+        Stop::Failed(e) => e,
+    }
 }
 
-/// A private swap or a gas-paid withdrawal through the testnet's adaptor: a withdrawal proof to
-/// the adaptor bound to the output's parameters (`swapHash`), and a gas payment from another
-/// note for the bundle whose action is the adaptor's `swapExactIn`.
-async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> CmdResult {
+/// `nox tx withdraw`: one paid transaction, `publicOut` to the address (no adaptor, no action).
+async fn withdraw(a: &AdaptorArgs) -> CmdResult {
+    let started = Instant::now();
+    let private = PrivateArgs {
+        chain: a.chain.clone(),
+        submit: wallet_cmd::SubmitArgs {
+            direct: false,
+            key_file: None,
+            mix: a.mix.clone(),
+            fee: a.fee.clone(),
+            valid_for: a.valid_for,
+        },
+        asset: None,
+    };
+    let unit = Unit::eth();
+    let plan = Plan {
+        asset: Address::ZERO,
+        outputs: Vec::new(),
+        join: false,
+        public_out: a.amount,
+        recipient: a.to,
+        what: format!("a withdrawal of {} to {}", unit.show(a.amount), a.to),
+    };
+    let (landed, unit) = paid(&private, &plan).await.map_err(stop_message)?;
+    wallet_cmd::report(&landed, &unit, started);
+    Ok(())
+}
+
+/// A private swap through the testnet's adaptor: a withdrawal transaction to the adaptor bound
+/// to the swap's parameters (`swapHash`) inside the action, and a second transaction paying the
+/// relayer from other notes for the bundle whose action is the adaptor's `swapExactIn`.
+async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> CmdResult {
+    let started = Instant::now();
     let (chain, amount, to, valid_for) = (&a.chain, a.amount, a.to, a.valid_for);
     use nox_chain::defi::UniswapV2Router02;
     let testnet = chain.pool.testnet.clone().ok_or("give --testnet")?;
     let defi = nox_testnet::chain::load(&testnet)
         .and_then(|c| c.defi)
         .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
-    let what = match &out {
-        AdaptorOut::Swap { .. } => format!("a swap of {amount} wei to {to}"),
-        AdaptorOut::Same => format!("a withdrawal of {amount} wei to {to}"),
-    };
+    let what = format!("a swap of {amount} wei to {to}");
     let fee_for = FeeFor { asset: Address::ZERO, action_gas, fee: &a.fee, what };
     let s = session(chain, &a.mix, &fee_for).await?;
-    let (token_out, min_out) = match out {
-        AdaptorOut::Swap { slippage_bps } => {
-            let router = UniswapV2Router02::new(defi.router, &s.provider);
-            let amounts = router
-                .getAmountsOut(U256::from(amount), vec![defi.weth, defi.token])
-                .call()
-                .await
-                .map_err(|e| format!("quoting the swap: {e}"))?;
-            let expected = *amounts.last().ok_or("empty quote")?;
-            let min_out = expected * U256::from(10_000 - slippage_bps.min(10_000)) / U256::from(10_000u64);
-            println!("swapping {amount} wei for at least {min_out} NOX (quoted {expected}) to {to}");
-            (defi.token, min_out)
-        }
-        AdaptorOut::Same => {
-            println!("withdrawing {amount} wei to {to}");
-            (Address::ZERO, U256::from(amount))
-        }
-    };
+    let router = UniswapV2Router02::new(defi.router, &s.provider);
+    let amounts = router
+        .getAmountsOut(U256::from(amount), vec![defi.weth, defi.token])
+        .call()
+        .await
+        .map_err(|e| format!("quoting the swap: {e}"))?;
+    let expected = *amounts.last().ok_or("empty quote")?;
+    let min_out = expected * U256::from(10_000 - slippage_bps.min(10_000)) / U256::from(10_000u64);
+    println!("swapping {amount} wei for at least {min_out} NOX (quoted {expected}) to {to}");
     let withdrawal = Withdrawal {
         adaptor: defi.adaptor,
         chain_id: s.chain_id,
@@ -557,23 +631,45 @@ async fn through_adaptor(a: &AdaptorArgs, out: AdaptorOut, action_gas: u64) -> C
         asset: Address::ZERO,
         amount,
         swap: Swap {
-            tokenOut: token_out,
+            tokenOut: defi.token,
             amountOutMin: min_out,
             swapDeadline: U256::from(s.now + valid_for),
             recipient: to,
         },
         deadline: s.now + valid_for,
     };
-    let prepared = s.view.prepare_spend(&s.seed, &withdrawal.spend_request()).map_err(|e| e.to_string())?;
+    let prepared: PreparedTransaction = s
+        .view
+        .prepare_transaction(&s.seed, &withdrawal.request(), &mut wallet_rng())
+        .map_err(|e| e.to_string())?;
     let proving = Instant::now();
-    let proof = wallet_cmd::prove_spend(&chain.wallet, &prepared)?;
+    let proof = wallet_cmd::prove_transaction(&chain.wallet, &prepared)?;
+    let avoid: Vec<ark_bn254::Fr> = prepared.inputs.iter().map(|i| i.nullifier).collect();
     let o = PayOptions {
         asset: Address::ZERO,
         fee: &a.fee,
         valid_for,
         pay_on_revert: false,
-        avoid: &[prepared.spent_commitment],
+        avoid: &avoid,
         earlier_proofs: proving.elapsed(),
     };
-    pay_and_submit(&s, &chain.wallet, &o, withdrawal.action(&prepared, &proof, action_gas)).await
+    let action = withdrawal.action(&prepared, &proof, action_gas);
+    let unit = Unit::eth();
+    let landed = pay_and_submit(&s, &chain.wallet, &o, action, Makes::default()).await.map_err(stop_message)?;
+    println!("the withdrawal inside the action:");
+    wallet_cmd::report(
+        &Landed {
+            tx_hash: landed.tx_hash,
+            block: landed.block,
+            gas_used: 0,
+            fee: 0,
+            outputs: prepared.outputs.clone(),
+            spent: prepared.inputs.iter().map(|i| i.value).collect(),
+        },
+        &unit,
+        started,
+    );
+    println!("the payment:");
+    wallet_cmd::report(&landed, &unit, started);
+    Ok(())
 }

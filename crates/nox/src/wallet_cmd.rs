@@ -1,16 +1,22 @@
-//! `nox wallet`: the shielded-pool wallet on the command line (issue 12; formats in
+//! `nox wallet`: the shielded-pool wallet on the command line (issues 12, 30, 35; formats in
 //! docs/spec/notes.md). The core is `nox-wallet` (pure); this file adds the disk (files sealed
 //! with the passphrase, written atomically with mode 0600), the chain (the pool's events read in
 //! pages, transactions sent with alloy) and the prover's progress.
 //!
-//! Every chain read (and a deposit's or withdrawal's raw transaction) goes through the mixnet
-//! (issue 29 item 9, issue 35): through `--rpc`, a `nox client --rpc` endpoint, or, without it,
-//! through an in-process mixnet client of the `--testnet`'s topology. A direct read needs an
-//! explicit `--direct-rpc URL`, and the command then warns that it reads directly. The URL in
-//! the testnet's chain.json is never used for reads.
+//! Every private operation — `send` to a shielded address, `split`, `join`, `withdraw` — is one
+//! 2-in/2-out transaction with one proof (docs/design/zk-payment.md §9). By default it is paid
+//! through the mixnet: an exit's relayer submits it and takes its fee from the same proof
+//! (`nox_pay`, shared with `nox tx`); `--direct` submits it from an Ethereum account of the
+//! wallet's (`--key-file`), which pays the gas and appears on chain.
+//!
+//! Every chain read (and a deposit's or direct transaction's raw transaction) goes through the
+//! mixnet (issue 29 item 9, issue 35): through `--rpc`, a `nox client --rpc` endpoint, or,
+//! without it, through an in-process mixnet client of the `--testnet`'s topology. A direct read
+//! needs an explicit `--direct-rpc URL`, and the command then warns that it reads directly. The
+//! URL in the testnet's chain.json is never used for reads.
 
 use std::{
-    io::IsTerminal,
+    io::{BufRead, IsTerminal, Write},
     path::{Path, PathBuf},
     sync::{
         Arc,
@@ -27,33 +33,53 @@ use alloy::{
 };
 use ark_bn254::Fr;
 use clap::{Args, Subcommand};
-use nox_chain::pool::{IERC20, ShieldedPool, Spend};
+use nox_chain::pool::{IERC20, ShieldedPool};
 use nox_wallet::{
-    PoolView, Seed, SpendKind, SpendRequest,
+    PaymentAddress, PoolView, Seed, WalletError,
     file::{self, KdfParams},
 };
 use nox_zk::field;
 use rand_core_06::SeedableRng;
 use zeroize::Zeroizing;
 
+use crate::tx_cmd::{FeeArgs, MixArgs};
+
 /// `nox wallet …`
 #[derive(Subcommand)]
 pub enum WalletCommand {
-    /// Create a wallet: a fresh seed sealed under the passphrase; prints the payment address.
+    /// Create a wallet: a fresh seed sealed under the passphrase; prints the shielded address.
     New(WalletArgs),
-    /// Print the wallet's payment address (`noxpay:…`), what a payer needs.
+    /// Restore a wallet from a copy of its `wallet.key` (the seed, sealed under its passphrase)
+    /// and find its notes on the chain again.
+    Restore(RestoreArgs),
+    /// Print the wallet's shielded address (`nox1…`): what a payer needs.
     Address(WalletArgs),
-    /// Read the pool's new events and print the balance of every asset.
+    /// Print the wallet's viewing key (`noxview1…`): it shows every note of this wallet (for an
+    /// auditor) but cannot spend.
+    ViewingKey(WalletArgs),
+    /// Read the pool's new events (through the mixnet), with progress: the notes found, and any
+    /// note addressed to this wallet that does not open (tampered) is reported.
+    Sync(ChainArgs),
+    /// Sync, then print the balance of every asset (spendable, pending insertion).
     Balance(ChainArgs),
     /// Deposit into the pool from an Ethereum account (public: the account, asset and amount
     /// are visible; the note it creates is not linkable to its later spends).
     Deposit(DepositArgs),
-    /// Withdraw from the pool to an address, proving ownership of a note in zero knowledge.
+    /// Pay a shielded address (`nox1…`) privately: one proof, paid through the mixnet unless
+    /// `--direct`.
+    Send(SendArgs),
+    /// Split one note into two of this wallet's (e.g. a payment-sized note and the rest).
+    Split(SplitArgs),
+    /// Join two of this wallet's notes of an asset (the two smallest) into one.
+    Join(PrivateArgs),
+    /// Withdraw from the pool to an Ethereum address: one proof, paid through the mixnet unless
+    /// `--direct` (a fresh recipient then needs no ETH and nothing links it to the depositor).
     Withdraw(WithdrawArgs),
-    /// Prove a gas payment for one action and write the BatchExecutor bundle for a relayer.
+    /// Prove a payment for one action and write the BatchExecutor bundle for a relayer.
     Pay(PayArgs),
     /// Insert the pool's queued commitments into its tree (a batch of up to 16, proved here):
-    /// needed before new notes are spendable. Anyone may do it; it costs gas.
+    /// needed before new notes are spendable. The testnet's relayers do it on their own; anyone
+    /// may do it, it costs gas and shows the account that sends it.
     Insert(InsertArgs),
 }
 
@@ -66,6 +92,17 @@ pub struct WalletArgs {
     /// File holding the passphrase (first line). Without it, `NOX_WALLET_PASSPHRASE`.
     #[arg(long)]
     pub passphrase_file: Option<PathBuf>,
+}
+
+/// `nox wallet restore`
+#[derive(Args, Clone)]
+pub struct RestoreArgs {
+    /// The new wallet's directory and passphrase (the copy's passphrase).
+    #[command(flatten)]
+    pub wallet: WalletArgs,
+    /// A copy of the backed-up `wallet.key`.
+    #[arg(long)]
+    pub from: PathBuf,
 }
 
 /// The pool to use.
@@ -85,7 +122,7 @@ pub struct PoolArgs {
     #[arg(long, value_name = "URL")]
     pub direct_rpc: Option<String>,
     /// The ShieldedPool address (overrides the testnet's).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_eth_address)]
     pub pool: Option<Address>,
     /// First block to scan when the wallet has no state yet (the pool's deployment block).
     #[arg(long)]
@@ -101,46 +138,102 @@ pub struct ChainArgs {
     pub pool: PoolArgs,
 }
 
+/// How a private transaction is submitted and paid.
+#[derive(Args, Clone)]
+pub struct SubmitArgs {
+    /// Submit from an Ethereum account of yours (`--key-file`), which pays the gas and is seen
+    /// sending the transaction; without it an exit's relayer submits it, paid from the
+    /// transaction itself, and you appear nowhere.
+    #[arg(long, requires = "key_file")]
+    pub direct: bool,
+    /// With `--direct`: file with the hex private key of the submitting account.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub mix: MixArgs,
+    #[command(flatten)]
+    pub fee: FeeArgs,
+    /// Seconds the proof stays valid.
+    #[arg(long, default_value_t = 600)]
+    pub valid_for: u64,
+}
+
+/// What every private transaction command takes.
+#[derive(Args, Clone)]
+pub struct PrivateArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub submit: SubmitArgs,
+    /// ERC-20 token address; ETH without it.
+    #[arg(long, value_parser = parse_eth_address)]
+    pub asset: Option<Address>,
+}
+
+/// `nox wallet send`
+#[derive(Args, Clone)]
+pub struct SendArgs {
+    #[command(flatten)]
+    pub private: PrivateArgs,
+    /// The recipient's shielded address (`nox1…`; `nox wallet address` prints it).
+    #[arg(long)]
+    pub to: String,
+    /// Amount in the asset's unit (`0.05` ETH; a token by its decimals), or base units with a
+    /// `wei` suffix (`50000000000000000wei`).
+    #[arg(long)]
+    pub amount: String,
+    /// When no two notes cover the amount but the balance does, join notes first (one more
+    /// paid transaction), wait for the joined note to be inserted, then send. Without it the
+    /// command asks on a terminal and otherwise stops and says to run `nox wallet join`.
+    #[arg(long)]
+    pub auto_join: bool,
+    /// Seconds `--auto-join` waits for the joined note to be inserted.
+    #[arg(long, default_value_t = 300)]
+    pub join_wait_secs: u64,
+}
+
+/// `nox wallet split`
+#[derive(Args, Clone)]
+pub struct SplitArgs {
+    #[command(flatten)]
+    pub private: PrivateArgs,
+    /// The new notes' amounts (asset units, as `send --amount`): one amount `a` makes a note of
+    /// `a` and one of the rest; two amounts `a,b` make exactly those two notes (the inputs must
+    /// then hold `a + b + fee`, the rest stays as change — refused if it would need a third note).
+    #[arg(long, value_delimiter = ',', num_args = 1..=2, required = true)]
+    pub amounts: Vec<String>,
+}
+
+/// `nox wallet withdraw`
+#[derive(Args, Clone)]
+pub struct WithdrawArgs {
+    #[command(flatten)]
+    pub private: PrivateArgs,
+    /// Amount in the asset's unit (as `send --amount`).
+    #[arg(long)]
+    pub amount: String,
+    /// The Ethereum address that receives it (a fresh address keeps it unlinked).
+    #[arg(long, value_parser = parse_eth_address)]
+    pub to: Address,
+}
+
 /// `nox wallet deposit`
 #[derive(Args)]
 pub struct DepositArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
-    /// Amount in the asset's base unit (wei for ETH).
+    /// Amount in the asset's unit (as `send --amount`).
     #[arg(long)]
-    pub amount: u128,
+    pub amount: String,
     /// ERC-20 token address; ETH without it.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_eth_address)]
     pub asset: Option<Address>,
-    /// Make the note for another wallet (`noxpay:…`); this wallet's own address without it.
+    /// Make the note for another wallet (`nox1…`); this wallet's own address without it.
     #[arg(long)]
     pub to: Option<String>,
     /// File with the hex private key of the paying Ethereum account.
     #[arg(long)]
     pub key_file: PathBuf,
-}
-
-/// `nox wallet withdraw`
-#[derive(Args)]
-pub struct WithdrawArgs {
-    #[command(flatten)]
-    pub chain: ChainArgs,
-    /// Amount in the asset's base unit.
-    #[arg(long)]
-    pub amount: u128,
-    /// ERC-20 token address; ETH without it.
-    #[arg(long)]
-    pub asset: Option<Address>,
-    /// Recipient address.
-    #[arg(long)]
-    pub to: Address,
-    /// File with the hex private key of the account that submits (and pays gas for) the
-    /// withdrawal; a fresh account keeps the withdrawal unlinked from the depositor.
-    #[arg(long)]
-    pub key_file: PathBuf,
-    /// Seconds the proof stays valid.
-    #[arg(long, default_value_t = 600)]
-    pub valid_for: u64,
 }
 
 /// `nox wallet pay`
@@ -149,20 +242,20 @@ pub struct PayArgs {
     #[command(flatten)]
     pub chain: ChainArgs,
     /// The BatchExecutor the bundle goes to (the testnet's without it).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_eth_address)]
     pub executor: Option<Address>,
     /// The relayer that will submit the bundle (its `msg.sender`): the payment credits it only.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_eth_address)]
     pub relayer: Address,
     /// Fee in the asset's base unit.
     #[arg(long)]
     pub fee: u128,
     /// ERC-20 token address for the fee; ETH without it.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_eth_address)]
     pub asset: Option<Address>,
-    /// The action's target.
-    #[arg(long)]
-    pub target: Address,
+    /// The action's target (without it, no action: a payment-only bundle).
+    #[arg(long, value_parser = parse_eth_address)]
+    pub target: Option<Address>,
     /// The action's calldata (hex).
     #[arg(long, default_value = "0x")]
     pub data: Bytes,
@@ -199,17 +292,159 @@ pub fn run(command: WalletCommand) -> CmdResult {
         .map_err(|e| e.to_string())?;
     match command {
         WalletCommand::New(w) => new(&w),
+        WalletCommand::Restore(r) => restore(&r),
         WalletCommand::Address(w) => {
             let seed = open_seed(&w)?;
             println!("{}", seed.address().map_err(|e| e.to_string())?);
             Ok(())
         }
+        WalletCommand::ViewingKey(w) => {
+            let seed = open_seed(&w)?;
+            eprintln!(
+                "the viewing key below shows every note of this wallet, sent and received, to whoever holds it; it \
+                 cannot spend"
+            );
+            let vk = seed.viewing_key().map_err(|e| e.to_string())?;
+            println!("{}", vk.export().map_err(|e| e.to_string())?.as_str());
+            Ok(())
+        }
+        WalletCommand::Sync(c) => runtime.block_on(async {
+            let (_, at, _, view) = synced(&c).await?;
+            println!("pool {} synced to block {}", at.pool, view.last_block);
+            Ok(())
+        }),
         WalletCommand::Balance(c) => runtime.block_on(balance(&c)),
         WalletCommand::Deposit(a) => runtime.block_on(deposit(&a)),
-        WalletCommand::Withdraw(a) => runtime.block_on(withdraw(&a)),
+        WalletCommand::Send(a) => runtime.block_on(send_cmd(&a)),
+        WalletCommand::Split(a) => runtime.block_on(split_cmd(&a)),
+        WalletCommand::Join(a) => runtime.block_on(join_cmd(&a)),
+        WalletCommand::Withdraw(a) => runtime.block_on(withdraw_cmd(&a)),
         WalletCommand::Pay(a) => runtime.block_on(pay(&a)),
         WalletCommand::Insert(a) => runtime.block_on(insert(&a)),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Addresses and amounts
+
+/// An Ethereum address as a command-line value: a shielded address says it is one, and a
+/// mixed-case address must carry a valid EIP-55 checksum (a typo is refused, not sent to).
+pub fn parse_eth_address(text: &str) -> Result<Address, String> {
+    let t = text.trim();
+    if t.to_ascii_lowercase().starts_with("nox1") || t.starts_with("noxpay:") {
+        return Err(format!(
+            "{t:.12}… is a shielded address, not an Ethereum address: pay it privately with `nox wallet send --to {t:.12}…`"
+        ));
+    }
+    if t.to_ascii_lowercase().starts_with("noxview1") {
+        return Err("this is a viewing key, not an Ethereum address".into());
+    }
+    let hex_part = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    if hex_part.len() != 40 || !hex_part.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!("{t:?} is not an Ethereum address (0x followed by 40 hexadecimal digits)"));
+    }
+    let mixed = hex_part.bytes().any(|c| c.is_ascii_uppercase()) && hex_part.bytes().any(|c| c.is_ascii_lowercase());
+    if mixed {
+        return Address::parse_checksummed(format!("0x{hex_part}"), None).map_err(|_| {
+            format!("{t}: the EIP-55 checksum (the mix of upper and lower case) does not match: a typo?")
+        });
+    }
+    hex_part.parse().map_err(|e| format!("{t}: {e}"))
+}
+
+/// A shielded address as a command-line value (an Ethereum address says it is one).
+pub fn parse_shielded(text: &str) -> CmdResult<PaymentAddress> {
+    text.trim().parse().map_err(|e: nox_wallet::error::AddressError| format!("--to {}: {e}", text.trim()))
+}
+
+/// An asset's display unit: symbol and decimals (ETH: `ETH`, 18).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    /// The symbol.
+    pub symbol: String,
+    /// Decimal places of one whole unit.
+    pub decimals: u8,
+}
+
+impl Unit {
+    /// Ether.
+    pub fn eth() -> Self {
+        Unit { symbol: "ETH".into(), decimals: 18 }
+    }
+
+    /// `value` base units as a decimal with the symbol (`0.05 ETH`).
+    pub fn show(&self, value: u128) -> String {
+        format!("{} {}", format_units(value, self.decimals), self.symbol)
+    }
+
+    /// Parses `0.05` (whole units), or `123wei` (base units, any asset).
+    pub fn parse(&self, text: &str) -> CmdResult<u128> {
+        let t = text.trim().to_ascii_lowercase();
+        let sym = self.symbol.to_ascii_lowercase();
+        let (number, decimals) = match t.strip_suffix("wei") {
+            Some(n) => (n.trim().to_owned(), 0),
+            None => (t.strip_suffix(sym.as_str()).unwrap_or(&t).trim().to_owned(), self.decimals),
+        };
+        let (whole, frac) = number.split_once('.').unwrap_or((number.as_str(), ""));
+        let digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+        if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
+            return Err(format!("amount {text:?}: not a number (e.g. 0.05, or 50000wei for base units)"));
+        }
+        let frac = frac.trim_end_matches('0');
+        if frac.len() > usize::from(decimals) {
+            return Err(format!("amount {text:?}: more than {decimals} decimals"));
+        }
+        let padded = format!("{whole}{frac}{}", "0".repeat(usize::from(decimals) - frac.len()));
+        let value: u128 = padded.trim_start_matches('0').parse().or_else(|e| {
+            if padded.trim_start_matches('0').is_empty() { Ok(0) } else { Err(format!("amount {text:?}: {e}")) }
+        })?;
+        if value == 0 {
+            return Err(format!("amount {text:?}: must be positive"));
+        }
+        Ok(value)
+    }
+}
+
+/// `value` with `decimals` decimal places, trailing zeros dropped (`50000000000000000`, 18 →
+/// `0.05`).
+pub fn format_units(value: u128, decimals: u8) -> String {
+    let unit = 10u128.checked_pow(u32::from(decimals));
+    let Some(unit) = unit else { return value.to_string() };
+    let whole = value / unit;
+    let frac = value % unit;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let frac = format!("{frac:0width$}", width = usize::from(decimals));
+    format!("{whole}.{}", frac.trim_end_matches('0'))
+}
+
+alloy::sol! {
+    /// The ERC-20 metadata a wallet shows.
+    #[sol(rpc)]
+    interface IERC20Metadata {
+        function symbol() external view returns (string);
+        function decimals() external view returns (uint8);
+    }
+}
+
+/// The unit of `asset`, read from the token (`symbol()`, `decimals()`) through `provider` — the
+/// mixnet. A token that does not answer shows its address and base units.
+pub(crate) async fn unit_of(provider: &DynProvider, asset: Address) -> Unit {
+    if asset.is_zero() {
+        return Unit::eth();
+    }
+    let token = IERC20Metadata::new(asset, provider);
+    let symbol = token.symbol().call().await.ok();
+    let decimals = token.decimals().call().await.ok();
+    match (symbol, decimals) {
+        (Some(symbol), Some(decimals)) if !symbol.trim().is_empty() => Unit { symbol, decimals },
+        _ => Unit { symbol: format!("(token {asset}, base units)"), decimals: 0 },
+    }
+}
+
+pub(crate) fn fr_address(a: &Fr) -> Address {
+    Address::from_slice(&field::to_be32(a)[12..])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,23 +483,46 @@ fn state_path(w: &WalletArgs) -> PathBuf {
     w.wallet.join("wallet.state")
 }
 
+fn make_wallet_dir(w: &WalletArgs) -> CmdResult {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(&w.wallet).map_err(|e| format!("{}: {e}", w.wallet.display()))?;
+    std::fs::set_permissions(&w.wallet, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())
+}
+
 fn new(w: &WalletArgs) -> CmdResult {
     let path = key_path(w);
     if path.exists() {
         return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
     }
     let pass = passphrase(w)?;
-    std::fs::create_dir_all(&w.wallet).map_err(|e| format!("{}: {e}", w.wallet.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&w.wallet, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())?;
-    }
+    make_wallet_dir(w)?;
     let mut rng = os_rng();
     let seed = Seed::random(&mut rng);
     let sealed = file::seal_seed(&seed, pass.as_bytes(), KdfParams::default(), &mut rng).map_err(|e| e.to_string())?;
     write_private(&path, &sealed)?;
     println!("wrote {}", path.display());
-    println!("{}", seed.address().map_err(|e| e.to_string())?);
+    println!("your shielded address: {}", seed.address().map_err(|e| e.to_string())?);
+    println!(
+        "BACKUP: {} holds the wallet's seed, sealed under your passphrase; it is the ONLY backup of your notes. Keep \
+         a copy of it elsewhere and remember the passphrase: `nox wallet restore --from <copy> --wallet <dir>` \
+         restores the wallet, and `nox wallet sync` then finds every note on the chain again.",
+        path.display()
+    );
+    Ok(())
+}
+
+fn restore(r: &RestoreArgs) -> CmdResult {
+    let path = key_path(&r.wallet);
+    if path.exists() {
+        return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
+    }
+    let bytes = std::fs::read(&r.from).map_err(|e| format!("{}: {e}", r.from.display()))?;
+    let seed = file::open_seed(&bytes, passphrase(&r.wallet)?.as_bytes())
+        .map_err(|e| format!("{}: {e}", r.from.display()))?;
+    make_wallet_dir(&r.wallet)?;
+    write_private(&path, &bytes)?;
+    println!("restored {} ({})", path.display(), seed.address().map_err(|e| e.to_string())?);
+    println!("run `nox wallet sync --wallet {}` to find its notes on the chain", r.wallet.wallet.display());
     Ok(())
 }
 
@@ -393,11 +651,57 @@ pub(crate) fn asset_word(a: Address) -> Fr {
     field::address(&a.0.0)
 }
 
-/// Applies the pool's events since the view's last block (nox_chain::pool_sync).
+/// Applies the pool's events since the view's last block, page by page (the decoding is
+/// `nox_chain::pool_sync`'s), with progress on stderr: blocks and events scanned, this wallet's
+/// notes found, and a warning for every ciphertext addressed to it that does not open or does
+/// not match its commitment (tampered or re-targeted: reported, never silently dropped).
 async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolView) -> CmdResult<u64> {
-    nox_chain::pool_sync::sync(provider, at.pool, at.from_block, seed, view)
-        .await
-        .map_err(|e| crate::daemon_hint::explain(&at.rpc, &e.to_string()))
+    use alloy::rpc::types::Filter;
+    let explain = |e: String| crate::daemon_hint::explain(&at.rpc, &e);
+    let started = Instant::now();
+    let head = provider.get_block_number().await.map_err(|e| explain(e.to_string()))?;
+    let first = (view.last_block + 1).max(at.from_block);
+    let (notes_before, corrupt_before) = (view.notes().len(), view.corrupt_notes().len());
+    let mut from = first;
+    let mut events = 0usize;
+    while from <= head {
+        let to = (from + nox_chain::pool_sync::LOG_PAGE - 1).min(head);
+        let filter = Filter::new().address(at.pool).from_block(from).to_block(to);
+        let logs =
+            provider.get_logs(&filter).await.map_err(|e| explain(format!("reading pool events {from}..{to}: {e}")))?;
+        for log in &logs {
+            if log.removed {
+                return Err("the RPC endpoint returned a removed (reorganised) log; retry".into());
+            }
+            if let Some(event) = nox_chain::pool_sync::decode(log).map_err(|e| e.to_string())? {
+                view.apply(seed, &event).map_err(|e| format!("block {:?}: {e}", log.block_number))?;
+                events += 1;
+            }
+        }
+        view.last_block = to;
+        eprintln!(
+            "sync: blocks {first}..{to} of {head} scanned, {events} pool events, {} new note(s) of this wallet",
+            view.notes().len() - notes_before
+        );
+        from = to + 1;
+    }
+    for c in &view.corrupt_notes()[corrupt_before..] {
+        eprintln!(
+            "WARNING: a note addressed to this wallet at queue index {} (commitment {}) does not open or does not \
+             match its commitment ({:?}{}): it was tampered with or re-targeted and cannot be spent; tell the sender",
+            c.queue_index,
+            format!("0x{}", hex::encode(field::to_be32(&c.commitment))),
+            c.reason,
+            c.claimed_value.map(|v| format!(", claims {v} base units")).unwrap_or_default()
+        );
+    }
+    eprintln!(
+        "sync: done in {:.2} s ({} note(s) found, {} corrupt)",
+        started.elapsed().as_secs_f64(),
+        view.notes().len() - notes_before,
+        view.corrupt_notes().len() - corrupt_before
+    );
+    Ok(head)
 }
 
 pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
@@ -416,40 +720,34 @@ pub(crate) async fn synced_at(c: &ChainArgs, at: &PoolAt, provider: &DynProvider
     Ok((seed, view))
 }
 
-pub(crate) fn asset_name(a: &Fr) -> String {
-    if *a == Fr::from(0u64) {
-        "ETH".into()
-    } else {
-        let w = field::to_be32(a);
-        format!("token 0x{}", hex::encode(&w[12..]))
-    }
-}
-
 async fn balance(c: &ChainArgs) -> CmdResult {
-    let (_, at, _, view) = synced(c).await?;
+    let (_, at, provider, view) = synced(c).await?;
     println!("pool {} synced to block {}", at.pool, view.last_block);
     let assets = view.assets();
     if assets.is_empty() {
         println!("no notes");
     }
     for a in assets {
+        let unit = unit_of(&provider, fr_address(&a)).await;
         let b = view.balance(&a);
         println!(
-            "{}: spendable {} (largest note {}), pending insertion {}",
-            asset_name(&a),
-            b.spendable,
-            b.largest,
-            b.pending
+            "{}: spendable {} in {} note(s) (largest {}, largest two {}), pending insertion {}",
+            unit.symbol,
+            unit.show(b.spendable),
+            b.notes,
+            unit.show(b.largest),
+            unit.show(b.largest_pair),
+            unit.show(b.pending),
         );
     }
     let queued = view.queued().count();
     if queued > 0 {
-        println!("{queued} commitment(s) queued for the next batch insertion (`nox wallet insert`)");
+        println!("{queued} commitment(s) queued for the next batch insertion (a relayer inserts them)");
     }
     Ok(())
 }
 
-async fn send(
+async fn send_tx(
     provider: &DynProvider,
     tx: TransactionRequest,
     what: &str,
@@ -467,34 +765,36 @@ async fn send(
 }
 
 async fn deposit(a: &DepositArgs) -> CmdResult {
+    let started = Instant::now();
     let seed = open_seed(&a.chain.wallet)?;
     let at = resolve(&a.chain.pool, None).await?;
     let to = match &a.to {
-        Some(s) => s.parse().map_err(|e: nox_wallet::WalletError| e.to_string())?,
+        Some(s) => parse_shielded(s)?,
         None => seed.address().map_err(|e| e.to_string())?,
     };
-    if a.amount == 0 {
-        return Err("the amount must be positive".into());
-    }
     let asset = a.asset.unwrap_or(Address::ZERO);
+    let reader = read_provider(&at.rpc)?;
+    let unit = unit_of(&reader, asset).await;
+    let amount = unit.parse(&a.amount)?;
     let asset_fr = asset_word(asset);
     let mut rng = os_rng();
-    let note = nox_zk::Note::new(a.amount, asset_fr, to.owner, &mut rng);
-    let memo = nox_wallet::memo::seal(&to.viewing, &asset_fr, a.amount, &note.blinding, &mut rng)
-        .ok_or("the recipient's viewing key is invalid")?;
+    let note = nox_zk::Note::new(amount, asset_fr, to.owner(), &mut rng);
+    let memo = nox_wallet::memo::seal(&to, &asset_fr, amount, &note.blinding, &mut rng);
     let inner = U256::from_be_bytes(field::to_be32(&note.inner().map_err(|e| e.to_string())?));
     let signer = read_key_file(&a.key_file)?;
     let provider = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &provider);
-    let amount = U256::from(a.amount);
+    let value = U256::from(amount);
+    let mut gas = 0u64;
     if asset != Address::ZERO {
         let token = IERC20::new(asset, &provider);
-        let tx = token.approve(at.pool, amount).into_transaction_request();
-        send(&provider, tx, "approving the pool").await?;
+        let tx = token.approve(at.pool, value).into_transaction_request();
+        gas += send_tx(&provider, tx, "approving the pool").await?.gas_used;
     }
-    let call = pool.deposit(asset, amount, inner, Bytes::from(memo.to_vec()));
-    let tx = if asset == Address::ZERO { call.value(amount) } else { call }.into_transaction_request();
-    let receipt = send(&provider, tx, "deposit").await?;
+    let call = pool.deposit(asset, value, inner, Bytes::from(memo));
+    let tx = if asset == Address::ZERO { call.value(value) } else { call }.into_transaction_request();
+    let receipt = send_tx(&provider, tx, "deposit").await?;
+    gas += receipt.gas_used;
     let queue_index = receipt
         .inner
         .logs()
@@ -502,14 +802,15 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
         .find_map(|l| l.log_decode::<ShieldedPool::Deposited>().ok())
         .map(|l| l.inner.data.queueIndex);
     println!(
-        "deposited {} of {} in block {} (tx {}), queue index {}",
-        a.amount,
-        asset_name(&asset_fr),
+        "deposited {} from {} in block {} (tx {}), queue index {}; gas {gas}; {:.1} s",
+        unit.show(amount),
+        signer.address(),
         receipt.block_number.unwrap_or_default(),
         receipt.transaction_hash,
-        queue_index.map_or("?".into(), |q| q.to_string())
+        queue_index.map_or("?".into(), |q| q.to_string()),
+        started.elapsed().as_secs_f64()
     );
-    println!("the note is spendable once its batch is inserted (`nox wallet insert`)");
+    println!("new note: {} to {to}; spendable once a relayer inserts its batch", unit.show(amount));
     Ok(())
 }
 
@@ -578,39 +879,24 @@ fn cached_key(w: &WalletArgs, file: &str, what: &str, setup: KeySetup) -> CmdRes
     Ok(pk)
 }
 
-fn spend_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
-    cached_key(w, "testnet-spend.pk", "spend", nox_zk::groth16::testnet_setup)
+fn transfer_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
+    cached_key(w, "testnet-transfer.pk", "transfer", nox_zk::transfer::testnet_setup)
 }
 
 fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
     cached_key(w, "testnet-insert.pk", "insertion", nox_zk::insert::testnet_setup)
 }
 
-/// Proves a prepared spend (checked locally before it is sent anywhere).
-pub(crate) fn prove_spend(w: &WalletArgs, prepared: &nox_wallet::PreparedSpend) -> CmdResult<[u8; 256]> {
-    let pk = spend_keys(w)?;
-    let t = Ticker::start(&format!("proving the spend ({} constraints)", nox_zk_constraints()));
-    let proof = nox_zk::groth16::prove(&pk, &prepared.public, &prepared.witness, &mut os_rng())
-        .map_err(|e| format!("proving: {e}"))?;
+/// Proves a prepared transaction (checked locally before it is sent anywhere).
+pub(crate) fn prove_transaction(
+    w: &WalletArgs,
+    prepared: &nox_wallet::PreparedTransaction,
+) -> CmdResult<[u8; 256]> {
+    let pk = transfer_keys(w)?;
+    let t = Ticker::start("proving the transaction (2 inputs, 2 outputs)");
+    let proof = nox_pay::prove(&pk, prepared, &mut os_rng()).map_err(|e| e.to_string())?;
     t.finish();
-    nox_zk::groth16::verify(&pk.vk, &prepared.public, &proof)
-        .map_err(|e| format!("the new proof does not verify: {e}"))?;
-    Ok(nox_zk::groth16::proof_to_evm(&proof))
-}
-
-fn nox_zk_constraints() -> String {
-    nox_zk::constraint_count().map_or("?".into(), |(c, _, _)| c.to_string())
-}
-
-pub(crate) fn spend_struct(
-    proof: &[u8; 256],
-    p: &nox_zk::PublicInputs,
-    asset: Address,
-    deadline: u64,
-) -> CmdResult<Spend> {
-    // nox_pay's Spend and the pool binding's are the same ABI type (nox-relayer's tests/abi.rs).
-    let spend = nox_pay::bundle::spend_struct(proof, p, asset, deadline);
-    Spend::abi_decode(&spend.abi_encode()).map_err(|e| format!("re-encoding the spend: {e}"))
+    Ok(proof)
 }
 
 pub(crate) async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
@@ -623,38 +909,303 @@ pub(crate) async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64
     Ok((chain_id, block.header.timestamp))
 }
 
-async fn withdraw(a: &WithdrawArgs) -> CmdResult {
-    let (seed, at, provider, view) = synced(&a.chain).await?;
+// ---------------------------------------------------------------------------------------------
+// Private transactions: send, split, join, withdraw
+
+/// What a private transaction makes, before the fee is known.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// The asset (and the fee's).
+    pub(crate) asset: Address,
+    /// Shielded outputs besides the change.
+    pub(crate) outputs: Vec<(PaymentAddress, u128)>,
+    /// A join: the wallet's two smallest spendable notes become one, less the fee.
+    pub(crate) join: bool,
+    /// Value leaving the pool to `recipient`.
+    pub(crate) public_out: u128,
+    /// Its receiver (`Address::ZERO` iff `public_out` is 0).
+    pub(crate) recipient: Address,
+    /// What it does, for the confirmation and the report.
+    pub(crate) what: String,
+}
+
+/// Why a private transaction did not land.
+pub(crate) enum Stop {
+    /// The balance covers it but no two notes do: join first.
+    NeedsJoin(String),
+    /// Anything else (nothing was sent, or the message says what was).
+    Failed(String),
+}
+
+impl From<String> for Stop {
+    fn from(e: String) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+impl From<&str> for Stop {
+    fn from(e: &str) -> Self {
+        Stop::Failed(e.to_owned())
+    }
+}
+
+impl Stop {
+    /// A wallet error, with `NeedsJoin` kept apart.
+    pub(crate) fn wallet(e: WalletError) -> Self {
+        match e {
+            e @ WalletError::NeedsJoin { .. } => Stop::NeedsJoin(e.to_string()),
+            e => Stop::Failed(e.to_string()),
+        }
+    }
+
+    fn message(self) -> String {
+        match self {
+            Stop::NeedsJoin(m) | Stop::Failed(m) => m,
+        }
+    }
+}
+
+/// What a landed private transaction did.
+pub(crate) struct Landed {
+    /// Its transaction hash.
+    pub(crate) tx_hash: B256,
+    /// Its block.
+    pub(crate) block: u64,
+    /// Gas used by the whole transaction (a bundle's: payment and action).
+    pub(crate) gas_used: u64,
+    /// The relayer's fee (0 direct).
+    pub(crate) fee: u128,
+    /// The two notes it made.
+    pub(crate) outputs: [nox_wallet::PreparedOutput; 2],
+    /// The values of the notes it spent.
+    pub(crate) spent: Vec<u128>,
+}
+
+/// Reports a landed transaction: every note it spent and made, the fee, the gas and the time.
+pub(crate) fn report(landed: &Landed, unit: &Unit, started: Instant) {
+    println!(
+        "included in block {} (tx {}); gas {}; fee {}; {:.1} s",
+        landed.block,
+        landed.tx_hash,
+        landed.gas_used,
+        unit.show(landed.fee),
+        started.elapsed().as_secs_f64()
+    );
+    let spent: Vec<String> = landed.spent.iter().map(|v| unit.show(*v)).collect();
+    println!("spent note(s): {}", if spent.is_empty() { "none".to_owned() } else { spent.join(", ") });
+    for o in &landed.outputs {
+        use nox_wallet::OutputRole;
+        match o.role {
+            OutputRole::Requested => println!("new note: {} to {}", unit.show(o.value), o.to),
+            OutputRole::Change => println!("change note: {} to this wallet", unit.show(o.value)),
+            OutputRole::Padding => println!("padding note: 0 to this wallet (every transaction makes two notes)"),
+        }
+    }
+    println!("new notes are spendable once a relayer inserts their batch");
+}
+
+/// Makes `plan` as one private transaction, paid through the mixnet or (`--direct`) submitted
+/// from the key file's account.
+pub(crate) async fn private(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
+    if p.submit.direct {
+        direct(p, plan).await
+    } else {
+        crate::tx_cmd::paid(p, plan).await
+    }
+}
+
+async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
+    let key_file = p.submit.key_file.as_ref().ok_or("--direct needs --key-file")?;
+    let (seed, at, provider, view) = synced(&p.chain).await?;
+    let unit = unit_of(&provider, plan.asset).await;
     let (chain_id, now) = chain_context(&provider).await?;
-    let asset = a.asset.unwrap_or(Address::ZERO);
-    let deadline = now + a.valid_for;
-    let req = SpendRequest {
-        asset: asset_word(asset),
-        amount: a.amount,
-        kind: SpendKind::Withdraw { recipient: a.to.0.0, action_hash: [0; 32] },
+    let req = nox_wallet::TxRequest {
+        asset: asset_word(plan.asset),
+        outputs: plan.outputs.clone(),
+        public_in: 0,
+        public_out: plan.public_out,
+        fee: 0,
+        recipient: plan.recipient.0.0,
+        relayer: [0; 20],
+        execution_hash: [0; 32],
         chain_id,
         pool: at.pool.0.0,
-        deadline,
+        deadline: now + p.submit.valid_for,
+        avoid: Vec::new(),
     };
-    let prepared = view.prepare_spend(&seed, &req).map_err(|e| e.to_string())?;
-    let proof = prove_spend(&a.chain.wallet, &prepared)?;
-    let spend = spend_struct(&proof, &prepared.public, asset, deadline)?;
-    let signer = read_key_file(&a.key_file)?;
+    let prepared = if plan.join {
+        view.prepare_join(&seed, &req, &mut os_rng())
+    } else {
+        view.prepare_transaction(&seed, &req, &mut os_rng())
+    }
+    .map_err(Stop::wallet)?;
+    let proof = prove_transaction(&p.chain.wallet, &prepared)?;
+    let t = nox_pay::bundle::transaction_struct(&proof, &prepared);
+    let t = ShieldedPool::Transaction::abi_decode(&t.abi_encode()).map_err(|e| format!("re-encoding: {e}"))?;
+    let signer = read_key_file(key_file)?;
+    eprintln!(
+        "submitting directly from {} (--direct): that account pays the gas and is seen sending this transaction",
+        signer.address()
+    );
     let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &sender);
-    let tx = pool.withdraw(spend, a.to, B256::ZERO).into_transaction_request();
-    let receipt = send(&sender, tx, "withdraw").await?;
-    println!(
-        "withdrew {} of {} to {} in block {} (tx {}); change {} pending insertion",
-        a.amount,
-        asset_name(&req.asset),
-        a.to,
-        receipt.block_number.unwrap_or_default(),
-        receipt.transaction_hash,
-        prepared.change_value
-    );
+    let tx = pool.transact(t, B256::ZERO).into_transaction_request();
+    let receipt = send_tx(&sender, tx, "transact").await?;
+    let landed = Landed {
+        tx_hash: receipt.transaction_hash,
+        block: receipt.block_number.unwrap_or_default(),
+        gas_used: receipt.gas_used,
+        fee: 0,
+        outputs: prepared.outputs.clone(),
+        spent: prepared.inputs.iter().map(|i| i.value).collect(),
+    };
+    Ok((landed, unit))
+}
+
+/// Runs `plan`, reports it; `NeedsJoin` is passed up.
+async fn make(p: &PrivateArgs, plan: &Plan) -> Result<(), Stop> {
+    let started = Instant::now();
+    eprintln!("{}", plan.what);
+    let (landed, unit) = private(p, plan).await?;
+    report(&landed, &unit, started);
     Ok(())
 }
+
+fn confirm(question: &str) -> CmdResult<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    print!("{question} [y/N] ");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).map_err(|e| e.to_string())?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
+}
+
+/// The unit of the command's asset (read through the mixnet).
+async fn unit_for(p: &PrivateArgs) -> CmdResult<Unit> {
+    let asset = p.asset.unwrap_or(Address::ZERO);
+    if asset.is_zero() {
+        return Ok(Unit::eth());
+    }
+    let at = resolve(&p.chain.pool, None).await?;
+    Ok(unit_of(&read_provider(&at.rpc)?, asset).await)
+}
+
+async fn send_cmd(a: &SendArgs) -> CmdResult {
+    let to = parse_shielded(&a.to)?;
+    let unit = unit_for(&a.private).await?;
+    let amount = unit.parse(&a.amount)?;
+    let plan = Plan {
+        asset: a.private.asset.unwrap_or(Address::ZERO),
+        outputs: vec![(to, amount)],
+        join: false,
+        public_out: 0,
+        recipient: Address::ZERO,
+        what: format!("a private payment of {} to {to}", unit.show(amount)),
+    };
+    match make(&a.private, &plan).await {
+        Ok(()) => Ok(()),
+        Err(Stop::Failed(e)) => Err(e),
+        Err(Stop::NeedsJoin(why)) => {
+            eprintln!("your notes must be joined first: {why}");
+            if !(a.auto_join || confirm("join two of your notes now (one more transaction, paid the same way)?")?) {
+                return Err("not sent: run `nox wallet join` (same options) first, or pass --auto-join".into());
+            }
+            // Each join makes one note of two; repeat until a pair covers the payment.
+            for _ in 0..MAX_AUTO_JOINS {
+                join_then_wait(&a.private, a.join_wait_secs).await?;
+                match make(&a.private, &plan).await {
+                    Err(Stop::NeedsJoin(why)) => eprintln!("still too many notes: {why}"),
+                    other => return other.map_err(Stop::message),
+                }
+            }
+            Err(format!("not sent: still no pair of notes covers it after {MAX_AUTO_JOINS} joins"))
+        }
+    }
+}
+
+/// The joins `send --auto-join` makes before giving up.
+const MAX_AUTO_JOINS: usize = 4;
+
+/// Joins two notes and waits until nothing of the asset is pending insertion (the joined note
+/// is spendable).
+async fn join_then_wait(p: &PrivateArgs, wait_secs: u64) -> CmdResult {
+    make(p, &join_plan(p)).await.map_err(Stop::message)?;
+    let asset = asset_word(p.asset.unwrap_or(Address::ZERO));
+    let deadline = Instant::now() + Duration::from_secs(wait_secs);
+    let at = resolve(&p.chain.pool, None).await?;
+    let provider = read_provider(&at.rpc)?;
+    loop {
+        let (_, view) = synced_at(&p.chain, &at, &provider).await?;
+        if view.balance(&asset).pending == 0 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the joined note was not inserted within {wait_secs} s: run the send again once `nox wallet balance` \
+                 shows it spendable"
+            ));
+        }
+        eprintln!("waiting for the joined note's insertion…");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+}
+
+fn join_plan(p: &PrivateArgs) -> Plan {
+    Plan {
+        asset: p.asset.unwrap_or(Address::ZERO),
+        outputs: Vec::new(),
+        join: true,
+        public_out: 0,
+        recipient: Address::ZERO,
+        what: "joining two of this wallet's notes into one".into(),
+    }
+}
+
+async fn join_cmd(p: &PrivateArgs) -> CmdResult {
+    make(p, &join_plan(p)).await.map_err(Stop::message)
+}
+
+async fn split_cmd(a: &SplitArgs) -> CmdResult {
+    let unit = unit_for(&a.private).await?;
+    let seed = open_seed(&a.private.chain.wallet)?;
+    let own = seed.address().map_err(|e| e.to_string())?;
+    let amounts = a.amounts.iter().map(|t| unit.parse(t)).collect::<CmdResult<Vec<u128>>>()?;
+    let shown: Vec<String> = amounts.iter().map(|v| unit.show(*v)).collect();
+    let plan = Plan {
+        asset: a.private.asset.unwrap_or(Address::ZERO),
+        outputs: amounts.iter().map(|v| (own, *v)).collect(),
+        join: false,
+        public_out: 0,
+        recipient: Address::ZERO,
+        what: format!("splitting into notes of {} (and the rest as change)", shown.join(" and ")),
+    };
+    make(&a.private, &plan).await.map_err(|e| match e {
+        Stop::NeedsJoin(why) => format!("no note holds the split's amounts: {why}"),
+        Stop::Failed(e) => e,
+    })
+}
+
+async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
+    let unit = unit_for(&a.private).await?;
+    let amount = unit.parse(&a.amount)?;
+    let plan = Plan {
+        asset: a.private.asset.unwrap_or(Address::ZERO),
+        outputs: Vec::new(),
+        join: false,
+        public_out: amount,
+        recipient: a.to,
+        what: format!("withdrawing {} to {}", unit.show(amount), a.to),
+    };
+    make(&a.private, &plan).await.map_err(|e| match e {
+        Stop::NeedsJoin(why) => format!("your notes must be joined first (`nox wallet join`): {why}"),
+        Stop::Failed(e) => e,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// A bundle for a relayer, and insertion
 
 /// The bundle a relayer submits: `BatchExecutor.execute(bundle)` from the `relayer` account.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -665,7 +1216,7 @@ pub struct BundleFile {
     pub executor: Address,
     /// The payment plugin (the pool).
     pub payment: Address,
-    /// `abi.encode(Spend)`.
+    /// `abi.encode(Transaction)`.
     pub payment_data: Bytes,
     /// The fee.
     pub fee: U256,
@@ -673,7 +1224,7 @@ pub struct BundleFile {
     pub asset: Address,
     /// The only account whose submission the payment pays.
     pub relayer: Address,
-    /// The action.
+    /// The action (zero: none).
     pub target: Address,
     /// The action's calldata.
     pub data: Bytes,
@@ -681,8 +1232,8 @@ pub struct BundleFile {
     pub gas: u64,
     /// The raw execution hash `keccak256(target ‖ data ‖ fee ‖ gas)`.
     pub action_hash: B256,
-    /// The spent note's nullifier (the exit refuses a bundle whose nullifier is spent).
-    pub nullifier: U256,
+    /// The transaction's two nullifiers (the exit refuses a bundle whose nullifier is spent).
+    pub nullifiers: [U256; 2],
     /// Unix second after which the payment is refused.
     pub deadline: u64,
 }
@@ -692,44 +1243,52 @@ async fn pay(a: &PayArgs) -> CmdResult {
     let executor = a.executor.or(at.executor).ok_or("give --executor (or --testnet)")?;
     let (chain_id, now) = chain_context(&provider).await?;
     let asset = a.asset.unwrap_or(Address::ZERO);
+    let unit = unit_of(&provider, asset).await;
     let deadline = now + a.valid_for;
-    let (action_hash, _) = field::execution_hash(&a.target.0.0, &a.data, a.fee, a.action_gas);
-    let req = SpendRequest {
-        asset: asset_word(asset),
-        amount: a.fee,
-        kind: SpendKind::Pay { relayer: a.relayer.0.0, action_hash },
-        chain_id,
-        pool: at.pool.0.0,
-        deadline,
+    let action = match a.target {
+        Some(target) => nox_pay::Action { target, data: a.data.clone(), gas: a.action_gas },
+        None => nox_pay::Action::none(),
     };
-    let prepared = view.prepare_spend(&seed, &req).map_err(|e| e.to_string())?;
-    let proof = prove_spend(&a.chain.wallet, &prepared)?;
-    let spend = spend_struct(&proof, &prepared.public, asset, deadline)?;
+    let payee = nox_pay::Payee { chain_id, executor, relayer: a.relayer, pool: at.pool };
+    let payment = nox_pay::Payment {
+        payee,
+        asset,
+        fee: a.fee,
+        action: action.clone(),
+        outputs: Vec::new(),
+        join: false,
+        public_out: 0,
+        recipient: Address::ZERO,
+        deadline,
+        avoid: &[],
+    };
+    let prepared = payment.prepare(&view, &seed, &mut os_rng()).map_err(|e| e.to_string())?;
+    let proof = prove_transaction(&a.chain.wallet, &prepared)?;
+    let paid = payment.bundle(&prepared, &proof);
     let bundle = BundleFile {
         chain_id,
         executor,
         payment: at.pool,
-        payment_data: Bytes::from(spend.abi_encode()),
+        payment_data: paid.submission.bundle.paymentData.clone(),
         fee: U256::from(a.fee),
         asset,
         relayer: a.relayer,
-        target: a.target,
-        data: a.data.clone(),
-        gas: a.action_gas,
-        action_hash: B256::from(action_hash),
-        nullifier: spend.nullifier,
+        target: action.target,
+        data: action.data.clone(),
+        gas: action.gas,
+        action_hash: B256::from(action.execution_hash(a.fee)),
+        nullifiers: paid.nullifiers,
         deadline,
     };
     let json = serde_json::to_vec_pretty(&bundle).map_err(|e| e.to_string())?;
     std::fs::write(&a.out, json).map_err(|e| format!("{}: {e}", a.out.display()))?;
     println!(
-        "wrote {}: fee {} of {} to relayer {} for the action on {}; change {} after it lands",
+        "wrote {}: fee {} to relayer {} for {}; change note {} to this wallet once it lands",
         a.out.display(),
-        a.fee,
-        asset_name(&req.asset),
+        unit.show(a.fee),
         a.relayer,
-        a.target,
-        prepared.change_value
+        if action.is_none() { "no action (payment only)".to_owned() } else { format!("the action on {}", action.target) },
+        unit.show(paid.change)
     );
     Ok(())
 }
@@ -743,6 +1302,7 @@ fn proof_words(proof: &[u8; 256]) -> [U256; 8] {
 }
 
 async fn insert(a: &InsertArgs) -> CmdResult {
+    let started = Instant::now();
     let (_seed, at, _, view) = synced(&a.chain).await?;
     let queued: Vec<Fr> = view.queued().map(|(_, c)| c).take(nox_wallet::state::BATCH_SIZE as usize).collect();
     if queued.is_empty() {
@@ -765,12 +1325,50 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     // The count the proof covers: a deposit queued meanwhile makes the pool refuse the call
     // cheaply (CountMismatch) instead of after verifying the proof.
     let tx = pool.insertBatch(words, new_root, U256::from(queued.len())).into_transaction_request();
-    let receipt = send(&sender, tx, "insertBatch").await?;
+    let receipt = send_tx(&sender, tx, "insertBatch").await?;
     println!(
-        "inserted {} leaves at leaf {start} in block {} (tx {})",
+        "inserted {} leaves at leaf {start} in block {} (tx {}); gas {}; {:.1} s",
         queued.len(),
         receipt.block_number.unwrap_or_default(),
-        receipt.transaction_hash
+        receipt.transaction_hash,
+        receipt.gas_used,
+        started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_in_units_and_base_units() {
+        let eth = Unit::eth();
+        assert_eq!(eth.parse("0.05").unwrap(), 50_000_000_000_000_000);
+        assert_eq!(eth.parse("1").unwrap(), 1_000_000_000_000_000_000);
+        assert_eq!(eth.parse("0.05 ETH").unwrap(), 50_000_000_000_000_000);
+        assert_eq!(eth.parse("123wei").unwrap(), 123);
+        assert!(eth.parse("0.0000000000000000001").is_err(), "19 decimals");
+        assert!(eth.parse("0").is_err() && eth.parse("abc").is_err() && eth.parse("").is_err());
+        assert_eq!(eth.show(50_000_000_000_000_000), "0.05 ETH");
+        assert_eq!(eth.show(0), "0 ETH");
+        let usdc = Unit { symbol: "USDC".into(), decimals: 6 };
+        assert_eq!(usdc.parse("12.5").unwrap(), 12_500_000);
+        assert_eq!(usdc.show(12_500_000), "12.5 USDC");
+        assert_eq!(format_units(1, 18), "0.000000000000000001");
+    }
+
+    #[test]
+    fn ethereum_address_checks() {
+        let lower = "0x52908400098527886e0f7030069857d2e4169ee7";
+        assert!(parse_eth_address(lower).is_ok());
+        // EIP-55's own example, then one letter's case flipped: a typo.
+        assert!(parse_eth_address("0x52908400098527886E0F7030069857D2E4169EE7").is_ok(), "all upper case");
+        assert!(parse_eth_address("0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed").is_ok());
+        let typo = parse_eth_address("0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD").unwrap_err();
+        assert!(typo.contains("checksum"), "{typo}");
+        let shielded = parse_eth_address("nox1qqqqqqqqqqqqqqqqqqqq").unwrap_err();
+        assert!(shielded.contains("shielded address"), "{shielded}");
+        assert!(parse_eth_address("0x1234").unwrap_err().contains("not an Ethereum address"));
+    }
 }
