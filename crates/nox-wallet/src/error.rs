@@ -25,18 +25,56 @@ pub enum WalletError {
     /// endpoint, or a bug): the wallet refuses to build on them.
     #[error("inconsistent pool events: {0}")]
     Inconsistent(String),
-    /// No unspent, inserted note of this asset can pay the amount.
+    /// The wallet's spendable notes of this asset do not add up to the amount (inputs cannot
+    /// cover it even after joining).
     #[error(
-        "no spendable note of this asset holds {needed} (largest spendable: {largest}; pending insertion: {pending})"
+        "not enough funds: {have} spendable, {need} needed ({pending} more pending insertion, spendable after the next batch)"
     )]
     InsufficientFunds {
-        /// Amount asked for.
-        needed: u128,
-        /// The largest single spendable note.
-        largest: u128,
-        /// Value queued but not yet inserted in the tree (spendable after the next batch).
+        /// Total of the spendable notes (not in flight).
+        have: u128,
+        /// What the transaction needs from the notes.
+        need: u128,
+        /// Value queued but not yet inserted in the tree.
         pending: u128,
     },
+    /// The spendable notes add up to the amount, but no two of them do (a transaction spends at
+    /// most two): join notes first (`nox wallet join`), then retry.
+    #[error(
+        "the notes must be joined first: {total} spendable in all, but the largest two hold {largest_pair} and {needed} is needed"
+    )]
+    NeedsJoin {
+        /// Total of the spendable notes.
+        total: u128,
+        /// The largest sum of two of them.
+        largest_pair: u128,
+        /// What the transaction needs from the notes.
+        needed: u128,
+    },
+    /// A join needs two spendable notes.
+    #[error("nothing to join: {notes} spendable note(s) of this asset, a join needs two")]
+    NothingToJoin {
+        /// Spendable notes of the asset (not in flight).
+        notes: usize,
+    },
+    /// A transaction makes at most two notes.
+    #[error("{outputs} outputs asked for: a transaction makes at most two notes")]
+    TooManyOutputs {
+        /// Outputs asked for.
+        outputs: usize,
+    },
+    /// Both outputs are taken by the request and the inputs leave change: the change would be lost.
+    #[error("two outputs asked for and {change} of change left: no room for it (make the amounts exact)")]
+    NoRoomForChange {
+        /// The change that had no output.
+        change: u128,
+    },
+    /// The request breaks a rule of the pool (recipient, fee, public input, asset, amounts).
+    #[error("invalid transaction request: {0}")]
+    BadRequest(&'static str),
+    /// The view was made for other keys (a full view and a viewing-only view are fed differently).
+    #[error("wrong keys for this view: {0}")]
+    ViewMode(&'static str),
     /// The wallet state file does not parse.
     #[error("wallet state: {0}")]
     State(String),

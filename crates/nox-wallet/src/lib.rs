@@ -10,6 +10,9 @@ pub mod spend;
 pub mod state;
 
 pub use error::WalletError;
-pub use keys::{PaymentAddress, Seed, ViewingSecret};
-pub use spend::{PreparedSpend, SpendKind, SpendRequest};
-pub use state::{Balance, OwnedNote, PoolEvent, PoolView};
+pub use keys::{PaymentAddress, Seed, ViewingKey};
+pub use spend::{
+    OutputRole, PreparedOutput, PreparedSpend, PreparedTransaction, SpendKind, SpendRequest, SpentInput,
+    TransactionFields, TxRequest,
+};
+pub use state::{Balance, CorruptNote, CorruptReason, Origin, OwnedNote, PoolEvent, PoolView};

@@ -1,25 +1,35 @@
 //! The wallet's view of the pool, rebuilt from the pool's events alone (docs/spec/notes.md §5).
 //!
-//! Events are applied in chain order. Every commitment the pool queues (a deposit, or the change
-//! of a spend) gets a queue index; a `BatchInserted` event moves the next `count` queued
-//! commitments into the tree as one aligned subtree of 16 leaves (the rest of the subtree stays
-//! zero). The view keeps every leaf, so it can produce the Merkle path of any of its notes, and
-//! recognises its own notes two ways:
+//! Events are applied in chain order. Every commitment the pool queues (a deposit's, or either
+//! output of a transaction) gets a queue index; a `BatchInserted` event moves the next `count`
+//! queued commitments into the tree as one aligned subtree of 16 leaves (the rest of the subtree
+//! stays zero). The view keeps every leaf, so it can produce the Merkle path of any of its notes.
 //!
-//! - a deposit whose memo opens with the viewing key and whose opened note hashes to the
-//!   published commitment (a memo that opens but does not match is ignored: someone else's
-//!   note, or a forgery);
-//! - the change of its own spend: when a `Spent` event carries the nullifier of one of its
-//!   notes, the change note `(value − fee, asset, owner, Poseidon(sk, nullifier))` is derived and
-//!   checked against the published change commitment.
+//! It recognises its notes by opening every published ciphertext with the viewing key
+//! ([`memo::open`]): a deposit's memo and both output ciphertexts of every `Transacted` event. A
+//! ciphertext that opens is accepted only if the opened note hashes to the published commitment
+//! (and, for a deposit, its value is the deposited amount). One that the view tag marks as ours
+//! but that does not open (tampered, or re-targeted to another asset), or that opens to a note
+//! the commitment does not hold, is recorded as a [`CorruptNote`] addressed to this wallet — with
+//! its queue index — never silently dropped. Zero-value notes (the padding output every
+//! transaction carries) are recognised and not kept.
+//!
+//! A note is spent when a `Transacted` event carries its nullifier `Poseidon(sk, commitment,
+//! leafIndex)`. Only the spending key computes nullifiers: a view built from a
+//! [`ViewingKey`] alone ([`PoolView::new_viewing_only`]) sees incoming notes and their values but
+//! never their spends, so its balances are "received", not "held" ([`PoolView::viewing_only`]).
 //!
 //! Events that contradict the view (a queue index out of sequence, a batch that does not start
 //! where the tree ends, a root the leaves do not produce) are refused with
 //! [`WalletError::Inconsistent`]; the caller then discards the view instead of persisting it.
 
-use crate::{error::WalletError, keys::Seed, memo};
+use crate::{
+    error::WalletError,
+    keys::{Seed, ViewingKey},
+    memo::{self, Opened},
+};
 use ark_bn254::Fr;
-use nox_zk::{Tree, field, note};
+use nox_zk::{SpendingKey, Tree, field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -39,20 +49,28 @@ pub enum PoolEvent {
         asset: Fr,
         /// Deposited amount.
         amount: u128,
-        /// The memo for the owner's viewing key.
+        /// The note ciphertext for the owner (docs/spec/notes.md).
         memo: Vec<u8>,
     },
-    /// `Spent(nullifier, queueIndex, changeCommitment, asset, fee, …)`.
-    Spent {
-        /// The spent note's nullifier.
-        nullifier: Fr,
-        /// Queue position of the change note.
-        queue_index: u64,
-        /// The change note's commitment.
-        change_commitment: Fr,
-        /// `uint160(asset)`.
+    /// `Transacted(firstQueueIndex, nullifiers, commitments, notes, asset, publicIn, publicOut,
+    /// fee, …)`: one private transaction. Both commitments are queued, at `first_queue_index`
+    /// and `first_queue_index + 1`.
+    Transacted {
+        /// Queue position of the first output.
+        first_queue_index: u64,
+        /// The two inputs' nullifiers (a zero-value dummy's is random).
+        nullifiers: [Fr; 2],
+        /// The two output commitments.
+        commitments: [Fr; 2],
+        /// The two output ciphertexts, in the order of `commitments`.
+        notes: [Vec<u8>; 2],
+        /// `uint160(asset)`, 0 for ETH.
         asset: Fr,
-        /// Amount paid (fee of a payment, or amount withdrawn).
+        /// Value that entered the pool with the transaction.
+        public_in: u128,
+        /// Value sent to the withdrawal recipient.
+        public_out: u128,
+        /// Value credited to the relayer.
         fee: u128,
     },
     /// `BatchInserted(startLeafIndex, firstQueueIndex, count, newRoot)`.
@@ -73,14 +91,17 @@ pub enum PoolEvent {
 pub enum Origin {
     /// A deposit (ours or a payer's) whose memo opened with our viewing key.
     Deposit,
-    /// The change of one of our spends.
-    Change,
+    /// An output of somebody else's transaction: a payment to this wallet.
+    Received,
+    /// An output of one of this wallet's own transactions (change, a split's or a join's
+    /// output): the same event spent one of our notes.
+    Own,
 }
 
 /// One of the wallet's notes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OwnedNote {
-    /// Value in the asset's smallest unit.
+    /// Value in the asset's smallest unit (never 0: zero-value notes are not kept).
     pub value: u128,
     /// `uint160(asset)` as a word, 0 for ETH.
     #[serde(with = "word")]
@@ -95,10 +116,49 @@ pub struct OwnedNote {
     pub queue_index: u64,
     /// Position in the tree, once inserted.
     pub leaf_index: Option<u64>,
-    /// Whether a `Spent` event carried its nullifier.
+    /// Its nullifier, once inserted (a full view only: it needs the spending key).
+    #[serde(with = "opt_word")]
+    pub nullifier: Option<Fr>,
+    /// Whether a `Transacted` event carried its nullifier.
     pub spent: bool,
-    /// Deposit or change.
+    /// Deposit, payment received, or own output.
     pub origin: Origin,
+}
+
+impl OwnedNote {
+    /// Inserted and unspent: a transaction can spend it now.
+    pub fn is_spendable(&self) -> bool {
+        self.leaf_index.is_some() && !self.spent
+    }
+}
+
+/// Why a ciphertext addressed to this wallet was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CorruptReason {
+    /// The view tag says "ours" but the authenticated decryption failed: the ciphertext was
+    /// modified, or made for another asset.
+    Undecryptable,
+    /// It opened, but the note it describes does not hash to the published commitment (or a
+    /// deposit's value is not the deposited amount): a lying sender; the value is not ours.
+    CommitmentMismatch,
+}
+
+/// A ciphertext addressed to this wallet that does not give a spendable note: reported so the
+/// user can ask the sender, never silently dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorruptNote {
+    /// Queue index of the commitment it was published with.
+    pub queue_index: u64,
+    /// That commitment.
+    #[serde(with = "word")]
+    pub commitment: Fr,
+    /// `uint160(asset)` of the event.
+    #[serde(with = "word")]
+    pub asset: Fr,
+    /// What was wrong.
+    pub reason: CorruptReason,
+    /// The value the ciphertext claimed, when it opened.
+    pub claimed_value: Option<u128>,
 }
 
 /// Balance of one asset.
@@ -108,29 +168,106 @@ pub struct Balance {
     pub spendable: u128,
     /// Unspent notes still queued: spendable after their batch is inserted.
     pub pending: u128,
-    /// The largest single spendable note (one spend uses one note).
+    /// The largest single spendable note.
     pub largest: u128,
+    /// The largest sum of two spendable notes (one transaction spends at most two).
+    pub largest_pair: u128,
+    /// Number of unspent notes, spendable or pending.
+    pub notes: usize,
+}
+
+/// Which keys the view was built with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+enum Mode {
+    /// The seed: sees notes and their spends.
+    #[default]
+    Full,
+    /// A viewing key: sees incoming notes only.
+    ViewingOnly,
+}
+
+/// The keys one scan works with, derived once per [`PoolView::apply_all`] call.
+struct Keys<'a> {
+    vk: KeyRef<'a>,
+    sk: Option<SpendingKey>,
+}
+
+/// A viewing key derived for the scan, or the caller's.
+enum KeyRef<'a> {
+    Derived(ViewingKey),
+    Given(&'a ViewingKey),
+}
+
+impl<'a> Keys<'a> {
+    fn full(seed: &Seed) -> Result<Self, WalletError> {
+        let sk = seed.spending_key();
+        Ok(Keys { vk: KeyRef::Derived(seed.viewing_key()?), sk: Some(sk) })
+    }
+
+    fn viewing(vk: &'a ViewingKey) -> Self {
+        Keys { vk: KeyRef::Given(vk), sk: None }
+    }
+
+    fn vk(&self) -> &ViewingKey {
+        match &self.vk {
+            KeyRef::Derived(k) => k,
+            KeyRef::Given(k) => k,
+        }
+    }
 }
 
 /// The wallet's view of one pool.
-#[derive(Clone, Debug, Default)]
+///
+/// Feed it every pool event in chain order ([`PoolView::apply`] / [`PoolView::apply_all`]);
+/// read balances ([`PoolView::balance`]), notes and corrupt notes; prepare transactions
+/// ([`PoolView::prepare_transaction`], [`PoolView::prepare_join`], in [`crate::spend`]).
+#[derive(Clone, Debug)]
 pub struct PoolView {
     /// Last block whose events were applied (the caller's bookkeeping).
     pub last_block: u64,
+    mode: Mode,
     queue: BTreeMap<u64, Fr>,
     next_queue: u64,
     tree: Tree,
     leaves: Vec<Fr>,
     root: Fr,
     notes: Vec<OwnedNote>,
+    corrupt: Vec<CorruptNote>,
+}
+
+impl Default for PoolView {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl PoolView {
-    /// An empty view (the pool at deployment).
+    /// An empty full view (the pool at deployment), to be fed with the seed.
     pub fn new() -> Self {
         let tree = Tree::new();
         let root = tree.root();
-        PoolView { tree, root, ..Default::default() }
+        PoolView {
+            last_block: 0,
+            mode: Mode::Full,
+            queue: BTreeMap::new(),
+            next_queue: 0,
+            tree,
+            leaves: Vec::new(),
+            root,
+            notes: Vec::new(),
+            corrupt: Vec::new(),
+        }
+    }
+
+    /// An empty view fed with a [`ViewingKey`] only ([`PoolView::apply_viewing`]): it finds
+    /// every note sent to the address, but cannot tell which were spent.
+    pub fn new_viewing_only() -> Self {
+        PoolView { mode: Mode::ViewingOnly, ..Self::new() }
+    }
+
+    /// Whether this view was built from a viewing key alone (no spends seen; nothing spendable).
+    pub fn viewing_only(&self) -> bool {
+        self.mode == Mode::ViewingOnly
     }
 
     /// The pool root after the last applied batch.
@@ -143,9 +280,15 @@ impl PoolView {
         &self.tree
     }
 
-    /// The wallet's notes, spent or not.
+    /// The wallet's notes, spent or not, in queue order.
     pub fn notes(&self) -> &[OwnedNote] {
         &self.notes
+    }
+
+    /// Ciphertexts addressed to this wallet that gave no note (tampered, re-targeted, or lying
+    /// about their value), in queue order.
+    pub fn corrupt_notes(&self) -> &[CorruptNote] {
+        &self.corrupt
     }
 
     /// Commitments queued but not yet inserted, in queue order.
@@ -153,22 +296,35 @@ impl PoolView {
         self.queue.iter().map(|(i, c)| (*i, *c))
     }
 
+    /// Number of commitments the pool has queued so far (the next queue index).
+    pub fn queue_len(&self) -> u64 {
+        self.next_queue
+    }
+
     /// Tree position where the next batch starts.
     pub fn next_leaf(&self) -> u64 {
         self.tree.len()
     }
 
-    /// Balance of `asset`.
+    /// Balance of `asset`. In a viewing-only view, "spendable" means received and inserted.
     pub fn balance(&self, asset: &Fr) -> Balance {
         let mut b = Balance::default();
+        let mut top = [0u128; 2];
         for n in self.notes.iter().filter(|n| !n.spent && n.asset == *asset) {
+            b.notes += 1;
             if n.leaf_index.is_some() {
                 b.spendable = b.spendable.saturating_add(n.value);
-                b.largest = b.largest.max(n.value);
+                if n.value > top[0] {
+                    top = [n.value, top[0]];
+                } else if n.value > top[1] {
+                    top[1] = n.value;
+                }
             } else {
                 b.pending = b.pending.saturating_add(n.value);
             }
         }
+        b.largest = top[0];
+        b.largest_pair = top[0].saturating_add(top[1]);
         b
     }
 
@@ -195,67 +351,121 @@ impl PoolView {
         Ok(())
     }
 
-    /// Applies one event. On error the view must be discarded (it may be half-updated).
+    /// Applies one event with the seed's keys. On error the view must be discarded (it may be
+    /// half-updated). Prefer [`PoolView::apply_all`] for many events: it derives the keys once.
     pub fn apply(&mut self, seed: &Seed, event: &PoolEvent) -> Result<(), WalletError> {
+        self.apply_all(seed, std::slice::from_ref(event))
+    }
+
+    /// Applies events in chain order with the seed's keys (a full view only).
+    pub fn apply_all<'a>(
+        &mut self,
+        seed: &Seed,
+        events: impl IntoIterator<Item = &'a PoolEvent>,
+    ) -> Result<(), WalletError> {
+        if self.mode != Mode::Full {
+            return Err(WalletError::ViewMode("a viewing-only view is fed with the viewing key, not the seed"));
+        }
+        let keys = Keys::full(seed)?;
+        events.into_iter().try_for_each(|e| self.apply_with(&keys, e))
+    }
+
+    /// Applies events in chain order with a viewing key (a view made by
+    /// [`PoolView::new_viewing_only`]): incoming notes, no spends.
+    pub fn apply_viewing<'a>(
+        &mut self,
+        vk: &ViewingKey,
+        events: impl IntoIterator<Item = &'a PoolEvent>,
+    ) -> Result<(), WalletError> {
+        if self.mode != Mode::ViewingOnly {
+            return Err(WalletError::ViewMode("a full view is fed with the seed: a viewing key would miss spends"));
+        }
+        let keys = Keys::viewing(vk);
+        events.into_iter().try_for_each(|e| self.apply_with(&keys, e))
+    }
+
+    fn apply_with(&mut self, keys: &Keys<'_>, event: &PoolEvent) -> Result<(), WalletError> {
         match event {
             PoolEvent::Deposited { queue_index, commitment, asset, amount, memo } => {
                 self.enqueue(*queue_index, *commitment)?;
-                if let Some((value, blinding)) = memo::open(&seed.viewing_secret(), asset, memo) {
-                    let owner = seed.spending_key().owner()?;
-                    let inner = nox_zk::poseidon::hash(&[owner, blinding])?;
-                    if value == *amount && note::commitment(value, *asset, inner)? == *commitment {
-                        self.notes.push(OwnedNote {
-                            value,
-                            asset: *asset,
-                            blinding,
-                            commitment: *commitment,
-                            queue_index: *queue_index,
-                            leaf_index: None,
-                            spent: false,
-                            origin: Origin::Deposit,
-                        });
-                    }
-                }
+                self.recognise(keys, *queue_index, *commitment, *asset, memo, Some(*amount), Origin::Deposit)?;
             }
-            PoolEvent::Spent { nullifier, queue_index, change_commitment, asset, fee } => {
-                self.enqueue(*queue_index, *change_commitment)?;
-                let sk = seed.spending_key();
-                let mut change = None;
-                for n in self.notes.iter_mut().filter(|n| !n.spent && n.asset == *asset) {
-                    let Some(leaf) = n.leaf_index else { continue };
-                    if sk.nullifier(&n.commitment, leaf)? != *nullifier {
-                        continue;
-                    }
-                    n.spent = true;
-                    if let Some(rest) = n.value.checked_sub(*fee) {
-                        let c = note::change_note(&sk, nullifier, rest, *asset)?;
-                        if c.commitment()? == *change_commitment {
-                            change = Some((rest, c.blinding));
+            PoolEvent::Transacted { first_queue_index, nullifiers, commitments, notes, asset, .. } => {
+                let mut ours = false;
+                if let Some(sk) = &keys.sk {
+                    for n in self.notes.iter_mut().filter(|n| !n.spent && n.asset == *asset) {
+                        let Some(leaf) = n.leaf_index else { continue };
+                        let nf = match n.nullifier {
+                            Some(nf) => nf,
+                            None => {
+                                let nf = sk.nullifier(&n.commitment, leaf)?;
+                                n.nullifier = Some(nf);
+                                nf
+                            }
+                        };
+                        if nullifiers.contains(&nf) {
+                            n.spent = true;
+                            ours = true;
                         }
                     }
-                    break;
                 }
-                if let Some((value, blinding)) = change {
-                    self.notes.push(OwnedNote {
-                        value,
-                        asset: *asset,
-                        blinding,
-                        commitment: *change_commitment,
-                        queue_index: *queue_index,
-                        leaf_index: None,
-                        spent: false,
-                        origin: Origin::Change,
-                    });
+                let origin = if ours { Origin::Own } else { Origin::Received };
+                for j in 0..2 {
+                    let q = first_queue_index.checked_add(j as u64).ok_or(WalletError::Inconsistent(
+                        "queue index overflows".into(),
+                    ))?;
+                    self.enqueue(q, commitments[j])?;
+                    self.recognise(keys, q, commitments[j], *asset, &notes[j], None, origin)?;
                 }
             }
             PoolEvent::BatchInserted { start_leaf, first_queue, count, new_root } => {
-                self.insert_batch(*start_leaf, *first_queue, *count, *new_root)?;
+                self.insert_batch(keys, *start_leaf, *first_queue, *count, *new_root)?;
             }
         }
         Ok(())
     }
 
-    fn insert_batch(&mut self, start: u64, first: u64, count: u64, new_root: Fr) -> Result<(), WalletError> {
+    /// Opens one ciphertext; keeps the note if it is ours and matches, records it as corrupt if it
+    /// is addressed to us and does not.
+    #[allow(clippy::too_many_arguments)]
+    fn recognise(
+        &mut self,
+        keys: &Keys<'_>,
+        queue_index: u64,
+        commitment: Fr,
+        asset: Fr,
+        ct: &[u8],
+        amount: Option<u128>,
+        origin: Origin,
+    ) -> Result<(), WalletError> {
+        let corrupt = |reason, claimed_value| CorruptNote { queue_index, commitment, asset, reason, claimed_value };
+        match memo::open(keys.vk(), ct, &asset) {
+            Opened::NotMine => {}
+            Opened::Corrupt(_) => self.corrupt.push(corrupt(CorruptReason::Undecryptable, None)),
+            Opened::Mine { value, blinding } => {
+                let matches =
+                    amount.is_none_or(|a| a == value) && keys.vk().commitment(value, asset, blinding)? == commitment;
+                if !matches {
+                    self.corrupt.push(corrupt(CorruptReason::CommitmentMismatch, Some(value)));
+                } else if value != 0 {
+                    self.notes.push(OwnedNote {
+                        value,
+                        asset,
+                        blinding,
+                        commitment,
+                        queue_index,
+                        leaf_index: None,
+                        nullifier: None,
+                        spent: false,
+                        origin,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_batch(&mut self, keys: &Keys<'_>, start: u64, first: u64, count: u64, new_root: Fr) -> Result<(), WalletError> {
         let bad = |m: String| Err(WalletError::Inconsistent(m));
         if start != self.tree.len() {
             return bad(format!("batch starts at leaf {start}, the tree ends at {}", self.tree.len()));
@@ -277,6 +487,9 @@ impl PoolView {
             self.leaves.push(*leaf);
             for n in self.notes.iter_mut().filter(|n| n.queue_index == q) {
                 n.leaf_index = Some(index);
+                if let Some(sk) = &keys.sk {
+                    n.nullifier = Some(sk.nullifier(&n.commitment, index)?);
+                }
             }
         }
         while !self.tree.len().is_multiple_of(BATCH_SIZE) {
@@ -293,25 +506,37 @@ impl PoolView {
     /// Serialises the view (the wallet encrypts it before writing it to disk).
     pub fn to_json(&self) -> Result<Vec<u8>, WalletError> {
         let file = ViewFile {
-            version: 1,
+            version: VIEW_VERSION,
+            mode: self.mode,
             last_block: self.last_block,
             next_queue: self.next_queue,
             queue: self.queue.iter().map(|(i, c)| (*i, hex::encode(field::to_be32(c)))).collect(),
             leaves: self.leaves.iter().map(|l| hex::encode(field::to_be32(l))).collect(),
             root: hex::encode(field::to_be32(&self.root)),
             notes: self.notes.clone(),
+            corrupt: self.corrupt.clone(),
         };
         serde_json::to_vec(&file).map_err(|e| WalletError::State(e.to_string()))
     }
 
     /// Restores a view written by [`PoolView::to_json`], rebuilding the tree from its leaves and
-    /// checking it reaches the recorded root.
+    /// checking it reaches the recorded root. A view of an older format (the pool before
+    /// private transfers) is refused: the wallet resynchronises from the chain instead.
     pub fn from_json(bytes: &[u8]) -> Result<Self, WalletError> {
-        let file: ViewFile = serde_json::from_slice(bytes).map_err(|e| WalletError::State(e.to_string()))?;
-        if file.version != 1 {
-            return Err(WalletError::State(format!("unknown view version {}", file.version)));
+        #[derive(Deserialize)]
+        struct Version {
+            version: u32,
         }
+        let v: Version = serde_json::from_slice(bytes).map_err(|e| WalletError::State(e.to_string()))?;
+        if v.version != VIEW_VERSION {
+            return Err(WalletError::State(format!(
+                "view version {} (this wallet writes {VIEW_VERSION}): resynchronise from the chain",
+                v.version
+            )));
+        }
+        let file: ViewFile = serde_json::from_slice(bytes).map_err(|e| WalletError::State(e.to_string()))?;
         let mut view = PoolView::new();
+        view.mode = file.mode;
         view.last_block = file.last_block;
         view.next_queue = file.next_queue;
         for (i, c) in file.queue {
@@ -327,19 +552,25 @@ impl PoolView {
             return Err(WalletError::State("the stored leaves do not produce the stored root".into()));
         }
         view.notes = file.notes;
+        view.corrupt = file.corrupt;
         Ok(view)
     }
 }
 
+/// The view file's format: 2 since the 2-in/2-out pool (issue 30).
+const VIEW_VERSION: u32 = 2;
+
 #[derive(Serialize, Deserialize)]
 struct ViewFile {
     version: u32,
+    mode: Mode,
     last_block: u64,
     next_queue: u64,
     queue: BTreeMap<u64, String>,
     leaves: Vec<String>,
     root: String,
     notes: Vec<OwnedNote>,
+    corrupt: Vec<CorruptNote>,
 }
 
 /// Serde for scalars as 64 hex digits (a big-endian word).
@@ -360,5 +591,22 @@ mod word {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Fr, D::Error> {
         let s = String::deserialize(d)?;
         parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde for optional scalars.
+mod opt_word {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &Option<Fr>, s: S) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => s.serialize_some(&hex::encode(field::to_be32(x))),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Fr>, D::Error> {
+        Option::<String>::deserialize(d)?.map(|s| word::parse(&s).map_err(serde::de::Error::custom)).transpose()
     }
 }

@@ -1,57 +1,135 @@
-//! The wallet core against a simulated pool: every event is built the way the pool contract
-//! builds it (commitment computed from the amount, leaves inserted by aligned batches of 16).
+//! The wallet core against a simulated pool. Every event is built the way `ShieldedPool` builds
+//! it: a deposit's commitment from the amount; a transaction's `Transacted` event from the
+//! `Transaction` it executes, after the pool's own checks (root known, nullifiers unseen, the
+//! context recomputed from the transaction, the statement satisfied — checked with
+//! `transfer::is_satisfied`, no proof is made); leaves inserted by aligned batches of 16.
 
 use ark_bn254::Fr;
 use nox_wallet::{
-    PoolEvent, PoolView, Seed, SpendKind, SpendRequest, WalletError,
+    CorruptReason, Origin, OutputRole, PaymentAddress, PoolEvent, PoolView, PreparedTransaction, Seed, TxRequest,
+    WalletError,
     file::{self, KdfParams},
     memo,
-    spend::withdraw_domain,
 };
-use nox_zk::{Tree, note};
+use nox_zk::{
+    Tree, field, note,
+    transfer::{self, TransferContext},
+};
 use rand_chacha_03::{ChaCha20Rng, rand_core::SeedableRng};
 
 fn rng() -> ChaCha20Rng {
     ChaCha20Rng::from_seed([7; 32])
 }
 
-/// A pool simulator: queue, tree, events.
+const CHAIN: u64 = 31337;
+const POOL: [u8; 20] = [0x33; 20];
+const DEADLINE: u64 = 4_102_444_800;
+const RELAYER: [u8; 20] = [0x11; 20];
+const ACTION: [u8; 32] = [0x22; 32];
+
+fn eth() -> Fr {
+    Fr::from(0u64)
+}
+
+/// What the pool refused, in the simulator.
+#[derive(Debug, PartialEq, Eq)]
+enum Refused {
+    UnknownRoot,
+    SpentNullifier,
+    Context,
+    PublicAmount,
+    Statement,
+}
+
+/// A pool simulator: queue, tree, known roots, spent nullifiers, events.
 struct Pool {
     queue: Vec<Fr>,
     inserted: usize,
     tree: Tree,
+    roots: Vec<Fr>,
+    nullifiers: Vec<Fr>,
     events: Vec<PoolEvent>,
 }
 
 impl Pool {
     fn new() -> Self {
-        Pool { queue: vec![], inserted: 0, tree: Tree::new(), events: vec![] }
+        let tree = Tree::new();
+        Pool { queue: vec![], inserted: 0, roots: vec![tree.root()], tree, nullifiers: vec![], events: vec![] }
     }
 
-    /// A deposit of `amount` of `asset` to `to`, with a memo, as `ShieldedPool.deposit` emits it.
-    fn deposit(&mut self, to: &nox_wallet::PaymentAddress, asset: Fr, amount: u128, rng: &mut ChaCha20Rng) {
-        let n = nox_zk::Note::new(amount, asset, to.owner, rng);
-        let memo = memo::seal(&to.viewing, &asset, amount, &n.blinding, rng).expect("memo");
+    /// A deposit of `amount` of `asset` to `to`, with its note ciphertext, as `deposit` emits it.
+    fn deposit(&mut self, to: &PaymentAddress, asset: Fr, amount: u128, rng: &mut ChaCha20Rng) {
+        let n = nox_zk::Note::new(amount, asset, to.owner(), rng);
+        let memo = memo::seal(to, &asset, amount, &n.blinding, rng);
         let commitment = note::commitment(amount, asset, n.inner().unwrap()).unwrap();
         self.events.push(PoolEvent::Deposited {
             queue_index: self.queue.len() as u64,
             commitment,
             asset,
             amount,
-            memo: memo.to_vec(),
+            memo,
         });
         self.queue.push(commitment);
     }
 
-    fn spend(&mut self, nullifier: Fr, change_commitment: Fr, asset: Fr, fee: u128) {
-        self.events.push(PoolEvent::Spent {
-            nullifier,
-            queue_index: self.queue.len() as u64,
-            change_commitment,
-            asset,
-            fee,
+    /// `transact` / `pay` of a prepared transaction, submitted by `relayer` (zero: direct) for
+    /// `action`: the pool's checks, then the `Transacted` event built from the `Transaction`.
+    fn transact(&mut self, p: &PreparedTransaction, relayer: [u8; 20], action: [u8; 32]) -> Result<(), Refused> {
+        let t = &p.fields;
+        let root = field::from_be32(&t.root).unwrap();
+        if !self.roots.contains(&root) {
+            return Err(Refused::UnknownRoot);
+        }
+        let nullifiers = t.nullifiers.map(|n| field::from_be32(&n).unwrap());
+        if nullifiers.iter().any(|n| self.nullifiers.contains(n)) || nullifiers[0] == nullifiers[1] {
+            return Err(Refused::SpentNullifier);
+        }
+        let context = TransferContext {
+            public_in: t.public_in,
+            public_out: t.public_out,
+            fee: t.fee,
+            relayer,
+            execution_hash: action,
+            recipient: t.recipient,
+            chain_id: CHAIN,
+            pool: POOL,
+            deadline: t.deadline,
+            notes_hash: transfer::notes_hash(&t.notes[0], &t.notes[1]),
+        };
+        if context.hash() != p.public.context {
+            return Err(Refused::Context);
+        }
+        if transfer::public_amount(t.public_in, t.public_out, t.fee) != Some(p.public.public_amount) {
+            return Err(Refused::PublicAmount);
+        }
+        let mut asset = [0u8; 32];
+        asset[12..].copy_from_slice(&t.asset);
+        let commitments = t.commitments.map(|c| field::from_be32(&c).unwrap());
+        // The verifier's inputs are the pool's own values: the proof is for exactly these.
+        let public = transfer::TransferPublic {
+            root,
+            nullifiers,
+            commitments,
+            public_amount: p.public.public_amount,
+            asset: field::from_be32(&asset).unwrap(),
+            context: context.hash(),
+        };
+        if !transfer::is_satisfied(&public, &p.witness).unwrap() {
+            return Err(Refused::Statement);
+        }
+        self.nullifiers.extend(nullifiers);
+        self.events.push(PoolEvent::Transacted {
+            first_queue_index: self.queue.len() as u64,
+            nullifiers,
+            commitments,
+            notes: t.notes.clone(),
+            asset: public.asset,
+            public_in: t.public_in,
+            public_out: t.public_out,
+            fee: t.fee,
         });
-        self.queue.push(change_commitment);
+        self.queue.extend(commitments);
+        Ok(())
     }
 
     /// Inserts up to 16 queued leaves, padding the subtree with zeros.
@@ -70,64 +148,520 @@ impl Pool {
             count: count as u64,
             new_root: self.tree.root(),
         });
+        self.roots.push(self.tree.root());
         self.inserted += count;
     }
 
-    fn sync(&self, seed: &Seed, view: &mut PoolView, from: usize) -> Result<(), WalletError> {
-        for e in &self.events[from..] {
-            view.apply(seed, e)?;
+    /// Inserts everything queued.
+    fn insert_all(&mut self) {
+        while self.inserted < self.queue.len() {
+            self.insert();
         }
-        Ok(())
     }
 }
 
-const ETH: u64 = 0;
+/// A wallet: its seed and its view, synchronised with the pool by applying the events it has
+/// not seen.
+struct Wallet {
+    seed: Seed,
+    view: PoolView,
+    seen: usize,
+}
 
-fn pay_request(amount: u128) -> SpendRequest {
-    SpendRequest {
-        asset: Fr::from(ETH),
-        amount,
-        kind: SpendKind::Pay { relayer: [0x11; 20], action_hash: [0x22; 32] },
-        chain_id: 31337,
-        pool: [0x33; 20],
-        deadline: 4_102_444_800,
+impl Wallet {
+    fn new(rng: &mut ChaCha20Rng) -> Self {
+        Wallet { seed: Seed::random(rng), view: PoolView::new(), seen: 0 }
+    }
+
+    fn address(&self) -> PaymentAddress {
+        self.seed.address().unwrap()
+    }
+
+    fn sync(&mut self, pool: &Pool) {
+        self.view.apply_all(&self.seed, &pool.events[self.seen..]).unwrap();
+        self.seen = pool.events.len();
+    }
+
+    /// (spendable, pending) of ETH.
+    fn eth(&self) -> (u128, u128) {
+        let b = self.view.balance(&eth());
+        (b.spendable, b.pending)
+    }
+
+    /// Unspent note values of ETH, sorted.
+    fn note_values(&self) -> Vec<u128> {
+        let mut v: Vec<u128> = self.view.notes().iter().filter(|n| !n.spent).map(|n| n.value).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// A request paid through the mixnet: relayer and action bound, no public input.
+fn paid(outputs: Vec<(PaymentAddress, u128)>, fee: u128) -> TxRequest {
+    TxRequest {
+        asset: eth(),
+        outputs,
+        public_in: 0,
+        public_out: 0,
+        fee,
+        recipient: [0; 20],
+        relayer: RELAYER,
+        execution_hash: ACTION,
+        chain_id: CHAIN,
+        pool: POOL,
+        deadline: DEADLINE,
+        avoid: vec![],
+    }
+}
+
+/// A direct request (the wallet submits `transact` itself): no relayer, no fee.
+fn direct(outputs: Vec<(PaymentAddress, u128)>) -> TxRequest {
+    TxRequest { relayer: [0; 20], execution_hash: [0; 32], fee: 0, ..paid(outputs, 0) }
+}
+
+#[test]
+fn two_wallets_deposit_split_join_transfer_and_spend_with_exact_balances() {
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let mut b = Wallet::new(&mut r);
+    let (a_addr, b_addr) = (a.address(), b.address());
+
+    // A deposits 1000. Queued: pending, not spendable; B sees nothing.
+    pool.deposit(&a_addr, eth(), 1000, &mut r);
+    a.sync(&pool);
+    b.sync(&pool);
+    assert_eq!(a.eth(), (0, 1000));
+    assert!(matches!(
+        a.view.prepare_transaction(&a.seed, &paid(vec![(b_addr, 1)], 1), &mut r),
+        Err(WalletError::InsufficientFunds { have: 0, need: 2, pending: 1000 })
+    ));
+    pool.insert_all();
+    a.sync(&pool);
+    assert_eq!(a.eth(), (1000, 0));
+
+    // Split 1000 into 600 + 390, paying a fee of 10 through the mixnet: exact, no change.
+    let split = a.view.prepare_transaction(&a.seed, &paid(vec![(a_addr, 600), (a_addr, 390)], 10), &mut r).unwrap();
+    assert_eq!((split.inputs.len(), split.change), (1, 0));
+    assert_eq!(split.outputs.clone().map(|o| (o.value, o.role)), [(600, OutputRole::Requested), (390, OutputRole::Requested)]);
+    assert_eq!(pool.transact(&split, RELAYER, ACTION), Ok(()));
+    a.sync(&pool);
+    assert_eq!(a.eth(), (0, 990), "the 1000 note is spent, both outputs pending");
+    pool.insert_all();
+    a.sync(&pool);
+    assert_eq!(a.eth(), (990, 0));
+    assert_eq!(a.note_values(), [390, 600]);
+    assert!(a.view.notes().iter().filter(|n| !n.spent).all(|n| n.origin == Origin::Own));
+
+    // Join the two (fee 5): one note of 985 (+ a zero-value padding note, not kept).
+    let join = a.view.prepare_join(&a.seed, &paid(vec![], 5), &mut r).unwrap();
+    assert_eq!((join.inputs.len(), join.change), (2, 985));
+    assert_eq!(join.outputs.clone().map(|o| (o.value, o.role)), [(985, OutputRole::Change), (0, OutputRole::Padding)]);
+    pool.transact(&join, RELAYER, ACTION).unwrap();
+    pool.insert_all();
+    a.sync(&pool);
+    assert_eq!(a.eth(), (985, 0));
+    assert_eq!(a.note_values(), [985]);
+
+    // A pays B 700 (fee 5): change 280 back to A.
+    let pay = a.view.prepare_transaction(&a.seed, &paid(vec![(b_addr, 700)], 5), &mut r).unwrap();
+    assert_eq!(pay.change, 280);
+    assert_eq!(pay.outputs[0].to, b_addr);
+    assert_eq!((pay.outputs[1].to, pay.outputs[1].value, pay.outputs[1].role), (a_addr, 280, OutputRole::Change));
+    pool.transact(&pay, RELAYER, ACTION).unwrap();
+    a.sync(&pool);
+    b.sync(&pool);
+    assert_eq!((a.eth(), b.eth()), ((0, 280), (0, 700)), "both outputs queued");
+    pool.insert_all();
+    a.sync(&pool);
+    b.sync(&pool);
+    assert_eq!((a.eth(), b.eth()), ((280, 0), (700, 0)));
+    let received = b.view.notes().iter().find(|n| !n.spent).unwrap();
+    assert_eq!((received.value, received.origin), (700, Origin::Received));
+
+    // B withdraws 300 to a fresh address, directly: change 400.
+    let mut w = direct(vec![]);
+    w.public_out = 300;
+    w.recipient = [0x44; 20];
+    let withdrawal = b.view.prepare_transaction(&b.seed, &w, &mut r).unwrap();
+    assert_eq!(withdrawal.change, 400);
+    assert_eq!((withdrawal.fields.public_out, withdrawal.fields.recipient), (300, [0x44; 20]));
+    pool.transact(&withdrawal, [0; 20], [0; 32]).unwrap();
+    // B pays A 100 through the mixnet from the 400 change, once inserted.
+    pool.insert_all();
+    b.sync(&pool);
+    assert_eq!(b.eth(), (400, 0));
+    let back = b.view.prepare_transaction(&b.seed, &paid(vec![(a_addr, 100)], 3), &mut r).unwrap();
+    pool.transact(&back, RELAYER, ACTION).unwrap();
+    pool.insert_all();
+    a.sync(&pool);
+    b.sync(&pool);
+    assert_eq!((a.eth(), b.eth()), ((380, 0), (297, 0)));
+    // Conservation: deposits = balances + withdrawals + fees.
+    assert_eq!(1000, 380 + 297 + 300 + (10 + 5 + 5 + 3));
+    assert!(a.view.corrupt_notes().is_empty() && b.view.corrupt_notes().is_empty());
+
+    // A replay of any of these transactions is refused (its nullifiers are spent).
+    assert_eq!(pool.transact(&pay, RELAYER, ACTION), Err(Refused::SpentNullifier));
+
+    // Restored wallets (seed only, every event replayed) reach the same state.
+    for w in [&a, &b] {
+        let mut restored = PoolView::new();
+        restored.apply_all(&w.seed, &pool.events).unwrap();
+        assert_eq!(restored.notes(), w.view.notes());
+        assert_eq!(restored.balance(&eth()), w.view.balance(&eth()));
+        assert_eq!(restored.root(), pool.tree.root());
+        // One event at a time gives the same view as all at once.
+        let mut one_by_one = PoolView::new();
+        for e in &pool.events {
+            one_by_one.apply(&w.seed, e).unwrap();
+        }
+        assert_eq!(one_by_one.notes(), w.view.notes());
+        // And the view survives serialisation.
+        let back = PoolView::from_json(&w.view.to_json().unwrap()).unwrap();
+        assert_eq!((back.notes(), back.root()), (w.view.notes(), w.view.root()));
     }
 }
 
 #[test]
-fn memo_opens_only_for_its_viewing_key_and_asset() {
+fn a_viewing_key_sees_incoming_notes_but_not_spends_and_cannot_spend() {
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let b = Wallet::new(&mut r);
+    pool.deposit(&a.address(), eth(), 500, &mut r);
+    pool.insert_all();
+    a.sync(&pool);
+    let pay = a.view.prepare_transaction(&a.seed, &paid(vec![(b.address(), 200)], 0), &mut r).unwrap();
+    pool.transact(&pay, RELAYER, ACTION).unwrap();
+    pool.insert_all();
+    a.sync(&pool);
+    assert_eq!(a.eth(), (300, 0));
+
+    // An auditor with A's viewing key: both of A's notes (the deposit and the change), neither
+    // spend — the 500 note still looks unspent, so "spendable" reads 800 received.
+    let vk = a.seed.viewing_key().unwrap();
+    let mut audit = PoolView::new_viewing_only();
+    audit.apply_viewing(&vk, &pool.events).unwrap();
+    assert!(audit.viewing_only());
+    let mut seen: Vec<u128> = audit.notes().iter().map(|n| n.value).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, [300, 500]);
+    assert!(audit.notes().iter().all(|n| !n.spent && n.nullifier.is_none()));
+    assert_eq!(audit.balance(&eth()).spendable, 800);
+    assert!(matches!(
+        audit.prepare_transaction(&a.seed, &paid(vec![(b.address(), 1)], 0), &mut r),
+        Err(WalletError::ViewMode(_))
+    ));
+    // The two kinds of view are not mixed up.
+    assert!(matches!(audit.apply_all(&a.seed, &pool.events), Err(WalletError::ViewMode(_))));
+    assert!(matches!(PoolView::new().apply_viewing(&vk, &pool.events), Err(WalletError::ViewMode(_))));
+    let back = PoolView::from_json(&audit.to_json().unwrap()).unwrap();
+    assert!(back.viewing_only());
+}
+
+#[test]
+fn note_selection_fewest_notes_smallest_cover_and_joins() {
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let to = Wallet::new(&mut r).address();
+    for v in [100, 120, 200, 250] {
+        pool.deposit(&a.address(), eth(), v, &mut r);
+    }
+    pool.insert_all();
+    a.sync(&pool);
+    let spent = |p: &PreparedTransaction| {
+        let mut v: Vec<u128> = p.inputs.iter().map(|i| i.value).collect();
+        v.sort_unstable();
+        v
+    };
+    let pay = |v: u128| direct(vec![(to, v)]);
+    // One note when one covers: the smallest that does (exact first).
+    assert_eq!(spent(&a.view.prepare_transaction(&a.seed, &pay(250), &mut r).unwrap()), [250]);
+    assert_eq!(spent(&a.view.prepare_transaction(&a.seed, &pay(150), &mut r).unwrap()), [200]);
+    // Else two: the smallest covering pair (260: 100 + 200, not 120 + 200; 320: exactly 120 + 200).
+    let two = a.view.prepare_transaction(&a.seed, &pay(260), &mut r).unwrap();
+    assert_eq!((spent(&two), two.change), (vec![100, 200], 40));
+    let exact = a.view.prepare_transaction(&a.seed, &pay(320), &mut r).unwrap();
+    assert_eq!((spent(&exact), exact.change), (vec![120, 200], 0));
+    assert_eq!(exact.outputs[1].role, OutputRole::Padding);
+    assert_eq!(spent(&a.view.prepare_transaction(&a.seed, &pay(450), &mut r).unwrap()), [200, 250]);
+    // A note in flight is skipped.
+    let first = a.view.prepare_transaction(&a.seed, &pay(250), &mut r).unwrap();
+    let mut req = pay(250);
+    req.avoid = first.inputs.iter().map(|i| i.nullifier).collect();
+    assert_eq!(spent(&a.view.prepare_transaction(&a.seed, &req, &mut r).unwrap()), [100, 200]);
+    // Enough in all (670) but no pair covers 500: join first. More than all: insufficient.
+    assert!(matches!(
+        a.view.prepare_transaction(&a.seed, &pay(500), &mut r),
+        Err(WalletError::NeedsJoin { total: 670, largest_pair: 450, needed: 500 })
+    ));
+    assert!(matches!(
+        a.view.prepare_transaction(&a.seed, &pay(671), &mut r),
+        Err(WalletError::InsufficientFunds { have: 670, need: 671, pending: 0 })
+    ));
+    assert_eq!(a.view.balance(&eth()).largest_pair, 450);
+
+    // The CLI's loop: join the two smallest until a pair covers, then pay.
+    let mut joins = 0;
+    let prepared = loop {
+        match a.view.prepare_transaction(&a.seed, &pay(500), &mut r) {
+            Err(WalletError::NeedsJoin { .. }) => {
+                let j = a.view.prepare_join(&a.seed, &direct(vec![]), &mut r).unwrap();
+                assert_eq!(j.inputs.len(), 2);
+                pool.transact(&j, [0; 20], [0; 32]).unwrap();
+                pool.insert_all();
+                a.sync(&pool);
+                joins += 1;
+            }
+            other => break other.unwrap(),
+        }
+    };
+    assert_eq!(joins, 2, "100 + 120 → 220; 200 + 220 → 420; then 250 + 420 ≥ 500");
+    assert_eq!((spent(&prepared), prepared.change), (vec![250, 420], 170));
+    assert_eq!(a.eth(), (670, 0));
+
+    // A join needs two notes.
+    let mut b = Wallet::new(&mut r);
+    pool.deposit(&b.address(), eth(), 5, &mut r);
+    pool.insert_all();
+    b.sync(&pool);
+    assert!(matches!(
+        b.view.prepare_join(&b.seed, &direct(vec![]), &mut r),
+        Err(WalletError::NothingToJoin { notes: 1 })
+    ));
+}
+
+#[test]
+fn requests_the_pool_would_refuse_are_refused_before_any_work() {
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let me = a.address();
+    pool.deposit(&me, eth(), 100, &mut r);
+    pool.insert_all();
+    a.sync(&pool);
+    let bad = |req: TxRequest, a: &Wallet, r: &mut ChaCha20Rng| a.view.prepare_transaction(&a.seed, &req, r).err();
+
+    let mut w = direct(vec![]);
+    w.public_out = 10; // a withdrawal with no recipient
+    assert!(matches!(bad(w, &a, &mut r), Some(WalletError::BadRequest(_))));
+    let mut w = direct(vec![(me, 10)]);
+    w.recipient = [0x44; 20]; // a recipient with nothing withdrawn
+    assert!(matches!(bad(w, &a, &mut r), Some(WalletError::BadRequest(_))));
+    let mut w = direct(vec![(me, 10)]);
+    w.fee = 1; // a fee with no relayer
+    assert!(matches!(bad(w, &a, &mut r), Some(WalletError::BadRequest(_))));
+    let mut w = paid(vec![(me, 10)], 1);
+    w.public_in = 5; // value in through a relayer
+    assert!(matches!(bad(w, &a, &mut r), Some(WalletError::BadRequest(_))));
+    let mut w = paid(vec![(me, 10)], 1);
+    w.asset = Fr::from(2u64).pow_u64(160); // not an address
+    assert!(matches!(bad(w, &a, &mut r), Some(WalletError::BadRequest(_))));
+    assert!(matches!(bad(paid(vec![(me, 0)], 1), &a, &mut r), Some(WalletError::BadRequest(_))));
+    assert!(matches!(bad(paid(vec![(me, u128::MAX)], 1), &a, &mut r), Some(WalletError::BadRequest(_))));
+    assert!(matches!(
+        bad(paid(vec![(me, 1), (me, 1), (me, 1)], 1), &a, &mut r),
+        Some(WalletError::TooManyOutputs { outputs: 3 })
+    ));
+    // A split that leaves change has no output for it.
+    assert!(matches!(bad(paid(vec![(me, 50), (me, 40)], 1), &a, &mut r), Some(WalletError::NoRoomForChange { change: 9 })));
+
+    // A deposit into notes through `transact` spends nothing: the public input is the change.
+    let mut d = direct(vec![]);
+    d.public_in = 40;
+    let dep = a.view.prepare_transaction(&a.seed, &d, &mut r).unwrap();
+    assert_eq!((dep.inputs.len(), dep.change), (0, 40));
+    pool.transact(&dep, [0; 20], [0; 32]).unwrap();
+    pool.insert_all();
+    a.sync(&pool);
+    assert_eq!(a.eth(), (140, 0));
+    // Withdrawing everything leaves two padding outputs.
+    let mut all = direct(vec![]);
+    all.public_out = 100;
+    all.recipient = [0x44; 20];
+    let out = a.view.prepare_transaction(&a.seed, &all, &mut r).unwrap();
+    assert_eq!(out.outputs.clone().map(|o| (o.value, o.role)), [(0, OutputRole::Padding), (0, OutputRole::Padding)]);
+    assert_eq!(out.change, 0);
+}
+
+/// Helper: `Fr::pow` for a small exponent without importing `Field` in every test.
+trait PowU64 {
+    fn pow_u64(self, e: u64) -> Fr;
+}
+impl PowU64 for Fr {
+    fn pow_u64(self, e: u64) -> Fr {
+        (0..e).fold(Fr::from(1u64), |acc, _| acc * self)
+    }
+}
+
+#[test]
+fn the_proof_binds_the_relayer_action_chain_pool_fee_and_both_ciphertexts() {
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let b = Wallet::new(&mut r);
+    pool.deposit(&a.address(), eth(), 100, &mut r);
+    pool.insert_all();
+    a.sync(&pool);
+    let p = a.view.prepare_transaction(&a.seed, &paid(vec![(b.address(), 60)], 4), &mut r).unwrap();
+    // Another relayer or action: the pool's context differs from the proof's.
+    assert_eq!(pool.transact(&p, [0x99; 20], ACTION), Err(Refused::Context));
+    assert_eq!(pool.transact(&p, RELAYER, [0x98; 32]), Err(Refused::Context));
+    // A relayer that swaps the two ciphertexts, or alters one (to re-target B's note).
+    let mut swapped = a.view.prepare_transaction(&a.seed, &paid(vec![(b.address(), 60)], 4), &mut r).unwrap();
+    swapped.fields.notes.swap(0, 1);
+    assert_eq!(pool.transact(&swapped, RELAYER, ACTION), Err(Refused::Context));
+    let mut altered = a.view.prepare_transaction(&a.seed, &paid(vec![(b.address(), 60)], 4), &mut r).unwrap();
+    altered.fields.notes[0][50] ^= 1;
+    assert_eq!(pool.transact(&altered, RELAYER, ACTION), Err(Refused::Context));
+    // Another fee: the context (and the public amount) differ.
+    let mut fee = a.view.prepare_transaction(&a.seed, &paid(vec![(b.address(), 60)], 4), &mut r).unwrap();
+    fee.fields.fee = 40;
+    assert_eq!(pool.transact(&fee, RELAYER, ACTION), Err(Refused::Context));
+    // The honest one passes.
+    assert_eq!(pool.transact(&p, RELAYER, ACTION), Ok(()));
+}
+
+#[test]
+fn corrupt_or_retargeted_notes_addressed_to_the_wallet_are_reported() {
+    let mut r = rng();
+    let b = Wallet::new(&mut r);
+    let b_addr = b.address();
+    let asset = eth();
+    let other_asset = Fr::from(0xdeadu64);
+    let mut events = Vec::new();
+    let mut q = 0u64;
+    let mut push_tx = |notes: [Vec<u8>; 2], commitments: [Fr; 2], asset: Fr, events: &mut Vec<PoolEvent>| {
+        events.push(PoolEvent::Transacted {
+            first_queue_index: q,
+            nullifiers: [Fr::from(q + 1000), Fr::from(q + 2000)],
+            commitments,
+            notes,
+            asset,
+            public_in: 0,
+            public_out: 0,
+            fee: 0,
+        });
+        q += 2;
+    };
+    let filler = |r: &mut ChaCha20Rng| {
+        let stranger = Seed::random(r).address().unwrap();
+        let n = nox_zk::Note::new(1, asset, stranger.owner(), r);
+        (memo::seal(&stranger, &asset, 1, &n.blinding, r), n.commitment().unwrap())
+    };
+
+    // 1. A lying sender: a ciphertext promising B 1,000,000 beside a commitment to 1.
+    let n = nox_zk::Note::new(1, asset, b_addr.owner(), &mut r);
+    let lie = memo::seal(&b_addr, &asset, 1_000_000, &n.blinding, &mut r);
+    let (f, fc) = filler(&mut r);
+    push_tx([lie, f], [n.commitment().unwrap(), fc], asset, &mut events);
+    // 2. A note for B of asset X published under asset Y (re-targeted): does not authenticate.
+    let n2 = nox_zk::Note::new(7, other_asset, b_addr.owner(), &mut r);
+    let moved = memo::seal(&b_addr, &other_asset, 7, &n2.blinding, &mut r);
+    let (f, fc) = filler(&mut r);
+    push_tx([f, moved], [fc, n2.commitment().unwrap()], asset, &mut events);
+    // 3. A note for B with a flipped byte in its sealed part.
+    let n3 = nox_zk::Note::new(9, asset, b_addr.owner(), &mut r);
+    let mut flipped = memo::seal(&b_addr, &asset, 9, &n3.blinding, &mut r);
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    let (f, fc) = filler(&mut r);
+    push_tx([flipped, f], [n3.commitment().unwrap(), fc], asset, &mut events);
+    // 4. A deposit whose ciphertext claims more than was deposited.
+    let n4 = nox_zk::Note::new(5, asset, b_addr.owner(), &mut r);
+    events.push(PoolEvent::Deposited {
+        queue_index: q,
+        commitment: n4.commitment().unwrap(),
+        asset,
+        amount: 5,
+        memo: memo::seal(&b_addr, &asset, 500, &n4.blinding, &mut r),
+    });
+    // 5. An honest note of 9 for B, for comparison.
+    let good = nox_zk::Note::new(9, asset, b_addr.owner(), &mut r);
+    let (f, fc) = filler(&mut r);
+    let mut q2 = q + 1;
+    events.push(PoolEvent::Transacted {
+        first_queue_index: q2,
+        nullifiers: [Fr::from(1u64), Fr::from(2u64)],
+        commitments: [fc, good.commitment().unwrap()],
+        notes: [f, memo::seal(&b_addr, &asset, 9, &good.blinding, &mut r)],
+        asset,
+        public_in: 0,
+        public_out: 0,
+        fee: 0,
+    });
+    q2 += 2;
+
+    let mut view = PoolView::new();
+    view.apply_all(&b.seed, &events).unwrap();
+    assert_eq!(view.queue_len(), q2);
+    let c: Vec<(u64, CorruptReason, Option<u128>)> =
+        view.corrupt_notes().iter().map(|c| (c.queue_index, c.reason, c.claimed_value)).collect();
+    assert_eq!(
+        c,
+        [
+            (0, CorruptReason::CommitmentMismatch, Some(1_000_000)),
+            (3, CorruptReason::Undecryptable, None),
+            (4, CorruptReason::Undecryptable, None),
+            (6, CorruptReason::CommitmentMismatch, Some(500)),
+        ]
+    );
+    // Only the honest note counts.
+    assert_eq!(view.notes().len(), 1);
+    assert_eq!(view.balance(&asset).pending, 9);
+    // A stranger sees none of it.
+    let stranger = Seed::random(&mut r);
+    let mut sv = PoolView::new();
+    sv.apply_all(&stranger, &events).unwrap();
+    assert!(sv.notes().is_empty() && sv.corrupt_notes().is_empty());
+    // The report survives serialisation.
+    assert_eq!(PoolView::from_json(&view.to_json().unwrap()).unwrap().corrupt_notes(), view.corrupt_notes());
+}
+
+#[test]
+fn inconsistent_events_are_refused() {
     let mut r = rng();
     let alice = Seed::random(&mut r);
-    let bob = Seed::random(&mut r);
-    let a = alice.address().unwrap();
-    let blinding = note::random_scalar(&mut r);
-    let asset = Fr::from(5u64);
-    let m = memo::seal(&a.viewing, &asset, 1234, &blinding, &mut r).unwrap();
-    assert_eq!(m.len(), memo::MEMO_LEN);
-    assert_eq!(memo::open(&alice.viewing_secret(), &asset, &m), Some((1234, blinding)));
-    assert_eq!(memo::open(&bob.viewing_secret(), &asset, &m), None, "another wallet's key");
-    assert_eq!(memo::open(&alice.viewing_secret(), &Fr::from(6u64), &m), None, "the asset is authenticated");
-    for i in 0..m.len() {
-        let mut t = m;
-        t[i] ^= 1;
-        assert_eq!(memo::open(&alice.viewing_secret(), &asset, &t), None, "byte {i} flipped");
-    }
-    assert_eq!(memo::open(&alice.viewing_secret(), &asset, &m[..95]), None);
-    // A low-order viewing key (all zero) is refused when sealing.
-    assert!(memo::seal(&[0u8; 32], &asset, 1, &blinding, &mut r).is_none());
-}
+    let mut pool = Pool::new();
+    pool.deposit(&alice.address().unwrap(), eth(), 10, &mut r);
+    pool.deposit(&alice.address().unwrap(), eth(), 20, &mut r);
+    pool.insert();
 
-#[test]
-fn payment_address_round_trips_and_refuses_garbage() {
-    let mut r = rng();
-    let a = Seed::random(&mut r).address().unwrap();
-    let s = a.to_string();
-    assert!(s.starts_with("noxpay:") && s.len() == 7 + 128);
-    assert_eq!(s.parse::<nox_wallet::PaymentAddress>().unwrap(), a);
-    for bad in ["", "noxpay:", &s[..s.len() - 2], &s.replace("noxpay:", "nox:"), &format!("noxpay:{}", "f".repeat(128))]
-    {
-        assert!(bad.parse::<nox_wallet::PaymentAddress>().is_err(), "{bad:?} accepted");
-    }
+    // A skipped event (queue index out of sequence).
+    let mut view = PoolView::new();
+    let err = view.apply(&alice, &pool.events[1]).unwrap_err();
+    assert!(matches!(err, WalletError::Inconsistent(_)), "{err}");
+
+    // A batch whose root the leaves do not produce.
+    let mut view = PoolView::new();
+    view.apply_all(&alice, &pool.events[..2]).unwrap();
+    let PoolEvent::BatchInserted { start_leaf, first_queue, count, .. } = pool.events[2].clone() else { panic!() };
+    let forged = PoolEvent::BatchInserted { start_leaf, first_queue, count, new_root: Fr::from(99u64) };
+    assert!(matches!(view.apply(&alice, &forged), Err(WalletError::Inconsistent(_))));
+
+    // A batch that does not start where the tree ends.
+    let mut view = PoolView::new();
+    view.apply_all(&alice, &pool.events[..2]).unwrap();
+    let skewed = PoolEvent::BatchInserted { start_leaf: 16, first_queue, count, new_root: Fr::from(0u64) };
+    assert!(matches!(view.apply(&alice, &skewed), Err(WalletError::Inconsistent(_))));
+
+    // A transaction whose outputs do not follow the queue (a repeated event).
+    let mut view = PoolView::new();
+    view.apply_all(&alice, &pool.events[..2]).unwrap();
+    let z = Fr::from(0u64);
+    let repeated = PoolEvent::Transacted {
+        first_queue_index: 1,
+        nullifiers: [z, Fr::from(1u64)],
+        commitments: [z, z],
+        notes: [vec![], vec![]],
+        asset: eth(),
+        public_in: 0,
+        public_out: 0,
+        fee: 0,
+    };
+    assert!(matches!(view.apply(&alice, &repeated), Err(WalletError::Inconsistent(_))));
 }
 
 #[test]
@@ -154,128 +688,4 @@ fn seed_file_needs_the_passphrase_and_an_untouched_header() {
     assert_eq!(file::open_state(&seed, &state).unwrap(), b"{\"x\":1}");
     let other = Seed::random(&mut r);
     assert!(matches!(file::open_state(&other, &state), Err(WalletError::Decrypt)));
-}
-
-#[test]
-fn wallet_recovers_deposits_change_and_spends_from_events_alone() {
-    let mut r = rng();
-    let alice = Seed::random(&mut r);
-    let bob = Seed::random(&mut r);
-    let eth = Fr::from(ETH);
-    let mut pool = Pool::new();
-    pool.deposit(&bob.address().unwrap(), eth, 50, &mut r);
-    pool.deposit(&alice.address().unwrap(), eth, 1000, &mut r);
-    pool.deposit(&alice.address().unwrap(), eth, 300, &mut r);
-
-    let mut view = PoolView::new();
-    pool.sync(&alice, &mut view, 0).unwrap();
-    let b = view.balance(&eth);
-    assert_eq!((b.spendable, b.pending), (0, 1300), "queued, not yet spendable");
-    assert!(matches!(view.prepare_spend(&alice, &pay_request(10)), Err(WalletError::InsufficientFunds { .. })));
-
-    let seen = pool.events.len();
-    pool.insert();
-    pool.sync(&alice, &mut view, seen).unwrap();
-    let b = view.balance(&eth);
-    assert_eq!((b.spendable, b.pending, b.largest), (1300, 0, 1000));
-    assert_eq!(view.notes().len(), 2, "bob's deposit is not alice's");
-    assert_eq!(view.root(), pool.tree.root());
-
-    // Pay 250 from the smallest note that covers it (300), and check the statement holds.
-    let prepared = view.prepare_spend(&alice, &pay_request(250)).unwrap();
-    assert_eq!(prepared.change_value, 50);
-    // A second spend for the same transaction avoids that note: the 1000 one, another nullifier.
-    let other = view.prepare_spend_avoiding(&alice, &pay_request(250), &[prepared.spent_commitment]).unwrap();
-    assert_eq!(other.change_value, 750);
-    assert_ne!(other.public.nullifier, prepared.public.nullifier);
-    let both = [prepared.spent_commitment, other.spent_commitment];
-    assert!(matches!(
-        view.prepare_spend_avoiding(&alice, &pay_request(1), &both),
-        Err(WalletError::InsufficientFunds { .. })
-    ));
-    assert!(nox_zk::is_satisfied(&prepared.public, &prepared.witness).unwrap());
-    assert!(prepared.public.relayer < withdraw_domain());
-
-    // The pool accepts it: alice sees her note spent and her change, with no memo at all.
-    let seen = pool.events.len();
-    pool.spend(prepared.public.nullifier, prepared.public.change_commitment, eth, 250);
-    pool.deposit(&bob.address().unwrap(), eth, 7, &mut r);
-    pool.insert();
-    pool.sync(&alice, &mut view, seen).unwrap();
-    let b = view.balance(&eth);
-    assert_eq!((b.spendable, b.pending), (1050, 0));
-
-    // A fresh wallet restored from the seed alone reaches the same view.
-    let mut restored = PoolView::new();
-    pool.sync(&alice, &mut restored, 0).unwrap();
-    assert_eq!(restored.notes(), view.notes());
-    assert_eq!(restored.balance(&eth), view.balance(&eth));
-
-    // The change (50, at leaf 16) is spendable: withdraw 40 of it.
-    let req = SpendRequest {
-        amount: 40,
-        kind: SpendKind::Withdraw { recipient: [0x44; 20], action_hash: [0; 32] },
-        ..pay_request(40)
-    };
-    let w = view.prepare_spend(&alice, &req).unwrap();
-    assert!(nox_zk::is_satisfied(&w.public, &w.witness).unwrap());
-    assert!(w.public.relayer >= withdraw_domain(), "withdrawals are in their own domain");
-
-    // The view survives serialisation.
-    let json = view.to_json().unwrap();
-    let back = PoolView::from_json(&json).unwrap();
-    assert_eq!(back.notes(), view.notes());
-    assert_eq!(back.root(), view.root());
-}
-
-#[test]
-fn inconsistent_events_are_refused() {
-    let mut r = rng();
-    let alice = Seed::random(&mut r);
-    let eth = Fr::from(ETH);
-    let mut pool = Pool::new();
-    pool.deposit(&alice.address().unwrap(), eth, 10, &mut r);
-    pool.deposit(&alice.address().unwrap(), eth, 20, &mut r);
-    pool.insert();
-
-    // A skipped event (queue index out of sequence).
-    let mut view = PoolView::new();
-    let err = view.apply(&alice, &pool.events[1]).unwrap_err();
-    assert!(matches!(err, WalletError::Inconsistent(_)), "{err}");
-
-    // A batch whose root the leaves do not produce.
-    let mut view = PoolView::new();
-    view.apply(&alice, &pool.events[0]).unwrap();
-    view.apply(&alice, &pool.events[1]).unwrap();
-    let PoolEvent::BatchInserted { start_leaf, first_queue, count, .. } = pool.events[2].clone() else { panic!() };
-    let forged = PoolEvent::BatchInserted { start_leaf, first_queue, count, new_root: Fr::from(99u64) };
-    assert!(matches!(view.apply(&alice, &forged), Err(WalletError::Inconsistent(_))));
-
-    // A batch that does not start where the tree ends.
-    let mut view = PoolView::new();
-    view.apply(&alice, &pool.events[0]).unwrap();
-    view.apply(&alice, &pool.events[1]).unwrap();
-    let skewed = PoolEvent::BatchInserted { start_leaf: 16, first_queue, count, new_root: Fr::from(0u64) };
-    assert!(matches!(view.apply(&alice, &skewed), Err(WalletError::Inconsistent(_))));
-}
-
-#[test]
-fn a_memo_that_opens_but_does_not_match_its_commitment_is_ignored() {
-    let mut r = rng();
-    let alice = Seed::random(&mut r);
-    let a = alice.address().unwrap();
-    let eth = Fr::from(ETH);
-    // A forger publishes a memo promising 1,000,000 with a commitment to 1.
-    let n = nox_zk::Note::new(1, eth, a.owner, &mut r);
-    let memo = memo::seal(&a.viewing, &eth, 1_000_000, &n.blinding, &mut r).unwrap();
-    let ev = PoolEvent::Deposited {
-        queue_index: 0,
-        commitment: note::commitment(1, eth, n.inner().unwrap()).unwrap(),
-        asset: eth,
-        amount: 1,
-        memo: memo.to_vec(),
-    };
-    let mut view = PoolView::new();
-    view.apply(&alice, &ev).unwrap();
-    assert!(view.notes().is_empty());
 }
