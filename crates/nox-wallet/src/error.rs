@@ -9,9 +9,9 @@ pub enum WalletError {
     /// The ZK layer refused (bad scalar, unsatisfied statement, proof failure).
     #[error(transparent)]
     Zk(#[from] nox_zk::ZkError),
-    /// A payment address string is malformed.
-    #[error("malformed payment address: {0}")]
-    BadAddress(&'static str),
+    /// A payment address or viewing key string is malformed.
+    #[error(transparent)]
+    BadAddress(#[from] AddressError),
     /// A wallet file is not one this version reads.
     #[error("not a NOX wallet file: {0}")]
     BadFile(&'static str),
@@ -78,4 +78,59 @@ pub enum WalletError {
     /// The wallet state file does not parse.
     #[error("wallet state: {0}")]
     State(String),
+}
+
+/// What is wrong with a `nox1…` payment address or a `noxview1…` viewing key string; each
+/// message says what the person most likely did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum AddressError {
+    /// Nothing was given.
+    #[error("empty: a shielded address starts with nox1")]
+    Empty,
+    /// `0x…` and 40 hex digits.
+    #[error("this is an Ethereum address, not a shielded address (a shielded address starts with nox1)")]
+    EthereumAddress,
+    /// The `noxpay:<hex>` form of the first wallet version, no longer read.
+    #[error("this is the old noxpay: address form, which is no longer accepted: ask for the nox1… address")]
+    RetiredForm,
+    /// A `noxview1…` viewing key where a payment address was expected.
+    #[error("this is a viewing key (noxview1…), not a payment address; keep it private and ask for the nox1… address")]
+    ViewingKeyNotAddress,
+    /// A `nox1…` payment address where a viewing key was expected.
+    #[error("this is a payment address (nox1…), not a viewing key (noxview1…)")]
+    AddressNotViewingKey,
+    /// Another bech32 prefix (another coin's address, or a truncated string).
+    #[error("wrong prefix: it must start with {expected}")]
+    WrongPrefix {
+        /// The prefix that was expected, separator included.
+        expected: &'static str,
+    },
+    /// Not a bech32 string at all (no `1` separator, or nothing after it).
+    #[error("not a shielded address: expected nox1 followed by 110 letters and digits")]
+    NotBech32,
+    /// Upper and lower case mixed (bech32 allows one or the other).
+    #[error("mixed upper and lower case: write the address in one case")]
+    MixedCase,
+    /// A character outside bech32's alphabet (`1`, `b`, `i`, `o` cannot appear after the prefix).
+    #[error("the character {0:?} cannot appear in an address (typo? bech32 has no 1, b, i or o after the prefix)")]
+    InvalidCharacter(char),
+    /// The checksum does not match: at least one character is wrong.
+    #[error("typo: the checksum does not match")]
+    Checksum,
+    /// A valid checksum over the wrong number of characters (a string of another kind).
+    #[error("wrong length: {chars} characters (an address has 114, a viewing key 118)")]
+    WrongLength {
+        /// Characters given.
+        chars: usize,
+    },
+    /// A version this software does not know (made by a newer wallet).
+    #[error("address version {0} is not supported by this wallet (upgrade)")]
+    UnknownVersion(u8),
+    /// The owner word is not below the BN254 scalar field order.
+    #[error("the owner tag is not a BN254 scalar: not a NOX address")]
+    OwnerOutOfRange,
+    /// The viewing public key has small order: no one could read notes sent to it.
+    #[error("the viewing key in this address is invalid (small order): notes sent to it could never be read")]
+    LowOrderViewingKey,
 }
