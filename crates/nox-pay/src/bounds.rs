@@ -313,6 +313,7 @@ mod tests {
                 AssetPrice { asset: TOKEN, per_million_gas: U256::from(5u64) },
             ],
             payment_gas: 420_000,
+            insertion_gas: 0,
         }
     }
 

@@ -27,7 +27,38 @@ alloy_sol_types::sol! {
         Action action;
     }
 
-    /// `ShieldedPool.Spend`: a proof and the public values it states.
+    /// `ShieldedPool.Transaction` (docs/design/zk-payment.md §9): one 2-in/2-out private
+    /// transaction — a proof and the public values the pool checks or recomputes before
+    /// verifying it. A relayer's payment data is `abi.encode(Transaction)` with `publicIn = 0`;
+    /// the wallet and the CLI encode it with this same struct.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct Transaction {
+        /// The Groth16 proof, EVM words (`a`, `b`, `c`).
+        uint256[8] proof;
+        /// A root in the pool's window.
+        uint256 root;
+        /// The two inputs' nullifiers (distinct, unspent).
+        uint256[2] nullifiers;
+        /// The two output commitments (both queued for insertion).
+        uint256[2] commitments;
+        /// One asset per transaction (0: ETH).
+        address asset;
+        /// Value pulled into the pool (a direct `transact` only; 0 in a payment).
+        uint256 publicIn;
+        /// Value sent to `recipient`.
+        uint256 publicOut;
+        /// The relayer's fee (0 in a direct `transact`).
+        uint256 fee;
+        /// Receiver of `publicOut`; zero iff `publicOut` is zero.
+        address recipient;
+        /// Unix second after which the pool refuses it.
+        uint256 deadline;
+        /// The two output-note ciphertexts (docs/spec/notes.md).
+        bytes[2] notes;
+    }
+
+    /// The old `ShieldedPool.Spend` (gas payment, removed by issue 30): kept only until
+    /// `nox-pay` and the bench stop encoding it; the relayer no longer accepts it.
     #[derive(Debug, PartialEq, Eq)]
     struct Spend {
         uint256[8] proof;

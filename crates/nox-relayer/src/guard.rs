@@ -9,13 +9,19 @@
 //!    horizon is refused (otherwise a refused bundle stays resendable for its whole life).
 //! 2. **After the proof verified, before any chain call** ([`Guard::before_chain_work`]): each
 //!    nullifier gets a few simulation rounds per window (a round is two `eth_simulateV1` runs
-//!    and the pool views), and simulate-only requests draw from one global token bucket. The
+//!    and the pool views) — a payment spends two notes, and every round counts against **both**
+//!    of its nullifiers, so neither swapping the inputs' order nor pairing one real note with a
+//!    fresh dummy each time buys another round — and simulate-only requests draw from one
+//!    global token bucket. The
 //!    exit hands the relayer only the request body (docs/spec/messages.md §2.4): an anonymous
 //!    client has no identity beyond its SURBs, so no per-client budget is possible; the bucket
 //!    is global, and the service also gives simulate-only requests their own small concurrency
 //!    budget so that submissions and quotes keep theirs.
 //! 3. **After the work** ([`Guard::remember`]): a refusal that the same bytes would get again
 //!    is remembered for a while, so resending costs nothing.
+//!
+//! Every rule that names a nullifier applies to each of a payment's two nullifiers: the spent
+//! memory refuses a payment if either is remembered spent.
 //!
 //! Every memory is bounded (oldest entries go first) and expires.
 
@@ -216,12 +222,12 @@ impl Guard {
     }
 
     /// Checks made before the proof: `request` identifies the request's bytes (a hash of the
-    /// whole body), `nullifier` and `deadline` (unix seconds) are the ones the payment claims
-    /// (not yet proven), `now_ms` is unix time in milliseconds.
+    /// whole body), `claimed` holds the two nullifiers and the deadline (unix seconds) the
+    /// payment claims (not yet proven), `now_ms` is unix time in milliseconds.
     pub fn before_admission(
         &mut self,
         request: &B256,
-        claimed: Option<(U256, u64)>,
+        claimed: Option<([U256; 2], u64)>,
         now_ms: u64,
     ) -> Result<(), Denied> {
         if let Some(d) = self.refused.get(request, now_ms) {
@@ -232,8 +238,8 @@ impl Guard {
                 required_fee: d.required_fee,
             });
         }
-        if let Some((nullifier, deadline)) = claimed {
-            if self.spent.get(&nullifier, now_ms).is_some() {
+        if let Some((nullifiers, deadline)) = claimed {
+            if nullifiers.iter().any(|n| self.spent.get(n, now_ms).is_some()) {
                 self.stats.remembered += 1;
                 return Err(denied(Reason::Spent, "the payment's note is already spent".into()));
             }
@@ -253,25 +259,32 @@ impl Guard {
         Ok(())
     }
 
-    /// Checks made after the proof verified for `nullifier`, before the pool views and
-    /// simulations: one simulation round of the nullifier's budget, and for a simulate-only
-    /// request a token from the global bucket.
-    pub fn before_chain_work(&mut self, nullifier: U256, simulate_only: bool, now_ms: u64) -> Result<(), Denied> {
+    /// Checks made after the proof verified for `nullifiers` (the payment's two), before the
+    /// pool views and simulations: one simulation round of each nullifier's budget — refused if
+    /// either has none left — and for a simulate-only request a token from the global bucket.
+    pub fn before_chain_work(
+        &mut self,
+        nullifiers: [U256; 2],
+        simulate_only: bool,
+        now_ms: u64,
+    ) -> Result<(), Denied> {
         let window = self.config.per_nullifier_window_ms;
         let limit = self.config.per_nullifier_rounds;
-        let fresh = Rounds { window_start_ms: now_ms, used: 0 };
-        let used = match self.rounds.get_mut(&nullifier, now_ms) {
-            Some(r) if r.used >= limit => {
+        for n in &nullifiers {
+            if let Some(r) = self.rounds.get(n, now_ms)
+                && r.used >= limit
+            {
                 self.stats.nullifier_throttled += 1;
                 let wait = (r.window_start_ms + window).saturating_sub(now_ms).div_ceil(1000);
                 return Err(denied(
                     Reason::Throttled,
-                    format!("this payment was simulated {limit} times in {} s; retry in {wait} s", window / 1000),
+                    format!(
+                        "a note of this payment was simulated {limit} times in {} s; retry in {wait} s",
+                        window / 1000
+                    ),
                 ));
             }
-            Some(r) => r.used,
-            None => 0,
-        };
+        }
         if simulate_only && !self.simulate.take(now_ms) {
             self.stats.simulate_throttled += 1;
             return Err(denied(
@@ -282,27 +295,36 @@ impl Guard {
                 ),
             ));
         }
-        match self.rounds.get_mut(&nullifier, now_ms) {
-            Some(r) => r.used = used + 1,
-            None => self.rounds.insert(nullifier, Rounds { used: 1, ..fresh }, now_ms.saturating_add(window)),
+        for n in nullifiers {
+            match self.rounds.get_mut(&n, now_ms) {
+                Some(r) => r.used += 1,
+                None => self.rounds.insert(
+                    n,
+                    Rounds { window_start_ms: now_ms, used: 1 },
+                    now_ms.saturating_add(window),
+                ),
+            }
         }
         Ok(())
     }
 
-    /// Remembers `nullifier` as spent (its bundle was mined with the payment through): any
-    /// bundle claiming it is refused before its proof is checked.
-    pub fn spent(&mut self, nullifier: U256, now_ms: u64) {
-        self.spent.insert(nullifier, (), now_ms.saturating_add(self.config.refusal_memory_ms));
+    /// Remembers `nullifiers` as spent (their bundle was mined with the payment through): any
+    /// bundle claiming either is refused before its proof is checked.
+    pub fn spent(&mut self, nullifiers: &[U256], now_ms: u64) {
+        for n in nullifiers {
+            self.spent.insert(*n, (), now_ms.saturating_add(self.config.refusal_memory_ms));
+        }
     }
 
-    /// Remembers a refusal of the request `request` (if [`remembered`]), and a spent
-    /// `nullifier` (proven: only passed after the proof verified, or read from the chain).
-    pub fn remember(&mut self, request: &B256, nullifier: Option<U256>, refusal: &Denied, now_ms: u64) {
+    /// Remembers a refusal of the request `request` (if [`remembered`]), and for a `spent`
+    /// refusal the nullifiers found spent (proven: only passed after the proof verified, or
+    /// read from the chain).
+    pub fn remember(&mut self, request: &B256, spent: &[U256], refusal: &Denied, now_ms: u64) {
         let expiry = now_ms.saturating_add(self.config.refusal_memory_ms);
-        if refusal.reason == Reason::Spent
-            && let Some(n) = nullifier
-        {
-            self.spent.insert(n, (), expiry);
+        if refusal.reason == Reason::Spent {
+            for n in spent {
+                self.spent.insert(*n, (), expiry);
+            }
         }
         if remembered(refusal.reason) {
             self.refused.insert(*request, refusal.clone(), expiry);
@@ -318,13 +340,18 @@ mod tests {
         B256::repeat_byte(i)
     }
 
+    /// A payment's two nullifiers: `i` and a partner no other test uses.
+    fn pair(i: u64) -> [U256; 2] {
+        [U256::from(i), U256::from(i) + (U256::from(1u64) << 200)]
+    }
+
     #[test]
     fn a_refusal_is_remembered_until_it_expires() {
         let mut g = Guard::new(GuardConfig { refusal_memory_ms: 1_000, ..Default::default() });
         assert!(g.before_admission(&req(1), None, 0).is_ok());
         let unprofitable =
             Denied { reason: Reason::Unprofitable, detail: "nope".into(), required_fee: Some(U256::from(9u64)) };
-        g.remember(&req(1), None, &unprofitable, 0);
+        g.remember(&req(1), &[], &unprofitable, 0);
         let d = g.before_admission(&req(1), None, 999).unwrap_err();
         assert_eq!((d.reason, d.required_fee), (Reason::Unprofitable, Some(U256::from(9u64))));
         assert!(d.detail.contains("refused recently") && d.detail.contains("nope"), "{}", d.detail);
@@ -337,7 +364,7 @@ mod tests {
     fn the_relayers_own_troubles_are_not_remembered() {
         let mut g = Guard::new(GuardConfig::default());
         for reason in [Reason::Busy, Reason::Chain, Reason::Replayed, Reason::Throttled, Reason::PriceUnavailable] {
-            g.remember(&req(1), None, &denied(reason, String::new()), 0);
+            g.remember(&req(1), &[], &denied(reason, String::new()), 0);
             assert!(g.before_admission(&req(1), None, 1).is_ok(), "{reason:?}");
         }
     }
@@ -346,22 +373,27 @@ mod tests {
     fn a_spent_nullifier_is_refused_for_any_bundle() {
         let mut g = Guard::new(GuardConfig::default());
         let n = U256::from(42u64);
-        g.remember(&req(1), Some(n), &denied(Reason::Spent, "spent".into()), 0);
-        assert_eq!(g.before_admission(&req(2), Some((n, 10)), 5).unwrap_err().reason, Reason::Spent);
-        assert!(g.before_admission(&req(3), Some((U256::from(43u64), 10)), 5).is_ok());
-        // A nullifier seen spent by the relayer's own inclusion.
-        g.spent(U256::from(45u64), 0);
-        assert_eq!(g.before_admission(&req(6), Some((U256::from(45u64), 10)), 5).unwrap_err().reason, Reason::Spent);
-        // Another refusal does not mark its nullifier: the owner may fix the action.
-        g.remember(&req(4), Some(U256::from(44u64)), &denied(Reason::ActionReverts, String::new()), 0);
-        assert!(g.before_admission(&req(5), Some((U256::from(44u64), 10)), 5).is_ok());
+        let other = U256::from(1_000u64);
+        g.remember(&req(1), &[n], &denied(Reason::Spent, "spent".into()), 0);
+        // Refused whichever input it is.
+        assert_eq!(g.before_admission(&req(2), Some(([n, other], 10)), 5).unwrap_err().reason, Reason::Spent);
+        assert_eq!(g.before_admission(&req(2), Some(([other, n], 10)), 5).unwrap_err().reason, Reason::Spent);
+        assert!(g.before_admission(&req(3), Some(([U256::from(43u64), other], 10)), 5).is_ok());
+        // Both nullifiers of a bundle seen included by the relayer itself.
+        g.spent(&[U256::from(45u64), U256::from(46u64)], 0);
+        for pair in [[U256::from(45u64), other], [other, U256::from(46u64)]] {
+            assert_eq!(g.before_admission(&req(6), Some((pair, 10)), 5).unwrap_err().reason, Reason::Spent);
+        }
+        // Another refusal does not mark its nullifiers: the owner may fix the action.
+        g.remember(&req(4), &[U256::from(44u64)], &denied(Reason::ActionReverts, String::new()), 0);
+        assert!(g.before_admission(&req(5), Some(([U256::from(44u64), other], 10)), 5).is_ok());
     }
 
     #[test]
     fn memory_is_bounded_oldest_first() {
         let mut g = Guard::new(GuardConfig { memory_entries: 10, ..Default::default() });
         for i in 0..100u8 {
-            g.remember(&req(i), None, &denied(Reason::BadProof, String::new()), 0);
+            g.remember(&req(i), &[], &denied(Reason::BadProof, String::new()), 0);
         }
         assert!(g.remembered_len() <= 10);
         assert!(g.before_admission(&req(99), None, 1).is_err());
@@ -372,11 +404,11 @@ mod tests {
     fn deadline_beyond_the_horizon_is_refused() {
         let mut g = Guard::new(GuardConfig { max_deadline_horizon_s: 3_600, ..Default::default() });
         let now_ms = 1_000_000_000;
-        assert!(g.before_admission(&req(1), Some((U256::from(1u64), 1_000_000 + 3_600)), now_ms).is_ok());
-        let d = g.before_admission(&req(1), Some((U256::from(1u64), 1_000_000 + 3_601)), now_ms).unwrap_err();
+        assert!(g.before_admission(&req(1), Some((pair(1), 1_000_000 + 3_600)), now_ms).is_ok());
+        let d = g.before_admission(&req(1), Some((pair(1), 1_000_000 + 3_601)), now_ms).unwrap_err();
         assert_eq!(d.reason, Reason::DeadlineTooFar);
         assert!(d.detail.contains("3601 s away"), "{}", d.detail);
-        assert!(g.before_admission(&req(1), Some((U256::from(1u64), u64::MAX)), now_ms).is_err());
+        assert!(g.before_admission(&req(1), Some((pair(1), u64::MAX)), now_ms).is_err());
     }
 
     #[test]
@@ -388,7 +420,7 @@ mod tests {
             simulate_burst: 1_000,
             ..Default::default()
         });
-        let n = U256::from(7u64);
+        let n = pair(7);
         let passed = (0..1_000u64).filter(|i| g.before_chain_work(n, true, *i).is_ok()).count();
         assert_eq!(passed, 3);
         assert_eq!(g.stats().nullifier_throttled, 997);
@@ -396,7 +428,7 @@ mod tests {
         assert_eq!(d.reason, Reason::Throttled);
         assert!(d.detail.contains("retry in 59 s"), "{}", d.detail);
         // Another nullifier is unaffected; the window ends.
-        assert!(g.before_chain_work(U256::from(8u64), true, 1_000).is_ok());
+        assert!(g.before_chain_work(pair(8), true, 1_000).is_ok());
         assert!(g.before_chain_work(n, true, 60_000).is_ok());
     }
 
@@ -409,12 +441,12 @@ mod tests {
             ..Default::default()
         });
         // A flood over many nullifiers in one instant: the burst passes, then nothing.
-        let passed = (0..100u64).filter(|i| g.before_chain_work(U256::from(*i), true, 0).is_ok()).count();
+        let passed = (0..100u64).filter(|i| g.before_chain_work(pair(*i), true, 0).is_ok()).count();
         assert_eq!(passed, 4);
         // Submissions (not simulate-only) do not draw from the bucket.
-        assert!(g.before_chain_work(U256::from(1_000u64), false, 0).is_ok());
+        assert!(g.before_chain_work(pair(1_000), false, 0).is_ok());
         // Two per second come back.
-        let later = (0..100u64).filter(|i| g.before_chain_work(U256::from(200 + *i), true, 1_000).is_ok()).count();
+        let later = (0..100u64).filter(|i| g.before_chain_work(pair(200 + *i), true, 1_000).is_ok()).count();
         assert_eq!(later, 2);
     }
 
@@ -426,10 +458,47 @@ mod tests {
             per_nullifier_rounds: 2,
             ..Default::default()
         });
-        let n = U256::from(1u64);
+        let n = pair(1);
         assert!(g.before_chain_work(n, true, 0).is_ok());
         assert!(g.before_chain_work(n, true, 0).is_err()); // bucket empty
         assert!(g.before_chain_work(n, false, 0).is_ok()); // the second round is still there
         assert!(g.before_chain_work(n, false, 0).is_err());
+    }
+
+    /// The attack: one note's budget bought again by reordering the inputs, or by pairing the
+    /// note with a fresh dummy input (whose nullifier is random) in each new proof. Every round
+    /// counts against both nullifiers, so the note's budget is the limit either way.
+    #[test]
+    fn a_notes_budget_cannot_be_bought_again_by_swapping_or_new_dummies() {
+        let limit = 3;
+        let mut g = Guard::new(GuardConfig {
+            per_nullifier_rounds: limit,
+            simulate_per_s: 1_000,
+            simulate_burst: 1_000,
+            ..Default::default()
+        });
+        let note = U256::from(77u64);
+        let dummy = U256::from(78u64);
+        // Rounds alternate the order of the same two inputs.
+        let swapped = (0..100u64)
+            .filter(|i| {
+                let order = if i % 2 == 0 { [note, dummy] } else { [dummy, note] };
+                g.before_chain_work(order, false, *i).is_ok()
+            })
+            .count();
+        assert_eq!(swapped, limit as usize);
+        // A fresh dummy per proof, the note first or second: no round left for the note.
+        let mut g = Guard::new(GuardConfig { per_nullifier_rounds: limit, ..Default::default() });
+        let fresh = (0..100u64)
+            .filter(|i| {
+                let d = U256::from(10_000 + i);
+                let order = if i % 2 == 0 { [note, d] } else { [d, note] };
+                g.before_chain_work(order, false, *i).is_ok()
+            })
+            .count();
+        assert_eq!(fresh, limit as usize);
+        assert_eq!(g.stats().nullifier_throttled, 100 - u64::from(limit));
+        // The dummies refused with the note did not spend their own budgets.
+        assert!(g.before_chain_work([U256::from(10_099u64), U256::from(5u64)], false, 100).is_ok());
     }
 }

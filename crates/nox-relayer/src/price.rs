@@ -66,6 +66,15 @@ pub fn bundle_gas_limit(simulated: u64, payment_gas: u64, action_gas: u64, extra
     gas_limit(payment_gas, action_gas, extra_bps).max(measured.unwrap_or(u64::MAX))
 }
 
+/// The insertion share of one private transaction: the gas of inserting its **two** output
+/// notes when `batch_gas` inserts `batch_notes` notes at once, `⌈batch_gas × 2 / batch_notes⌉`
+/// (rounded up: against the relayer's loss). The relayer adds it to the gas it prices, because its
+/// inserter pays `insertBatch` so that the user never touches the chain (issue 35).
+pub fn insertion_gas(batch_gas: u64, batch_notes: u32) -> u64 {
+    let share = (u128::from(batch_gas) * 2).div_ceil(u128::from(batch_notes.max(1)));
+    u64::try_from(share).unwrap_or(u64::MAX)
+}
+
 /// The smallest fee value (wei) accepted for `gas_limit` at `max_fee_per_gas` with `margin_bps`:
 /// `ceil(gas_limit × max_fee × (1 + margin))`. The margin holds at the most the relayer can pay.
 pub fn required_wei(gas_limit: u64, max_fee_per_gas: u128, margin_bps: u32) -> U256 {
@@ -133,6 +142,15 @@ impl Reserves {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_insertion_share_is_two_notes_of_a_batch_rounded_up() {
+        assert_eq!(insertion_gas(432_620, 16), 54_078); // 2 × 27,038.75, rounded up
+        assert_eq!(insertion_gas(419_832, 2), 419_832); // a batch of two: the whole batch
+        assert_eq!(insertion_gas(433_000, 1), 866_000);
+        assert_eq!(insertion_gas(1, 0), 2); // a zero batch size is read as one
+        assert_eq!(insertion_gas(u64::MAX, 1), u64::MAX);
+    }
 
     #[test]
     fn plan_and_requirement() {

@@ -57,8 +57,8 @@ pub struct RelayerConfig {
     pub key_file: PathBuf,
     /// The nonce journal (created if missing).
     pub journal: PathBuf,
-    /// The spend circuit's verifying key ([`encode_verifying_key`] hex), the key of the pool's
-    /// spend verifier contract.
+    /// The transfer circuit's verifying key ([`encode_verifying_key`] hex), the key of the
+    /// pool's transfer verifier contract (on the testnet: `nox_zk::transfer::testnet_setup`'s).
     pub verifying_key: PathBuf,
     /// Chain id (checked against the endpoint at start).
     pub chain_id: u64,
@@ -253,6 +253,14 @@ pub struct Policy {
     pub poll_ms: u64,
     /// Gas the executor and a shielded payment take besides the action (told in quotes).
     pub payment_gas: u64,
+    /// Gas of one `insertBatch` (the insertion proof's verification and the queue), which the
+    /// relayer's inserter pays to make a payment's two output notes spendable.
+    pub insert_batch_gas: u64,
+    /// Notes per insertion batch the insertion share is priced at (the pool's batch holds at
+    /// most 16): each payment is charged `⌈insert_batch_gas × 2 / insert_batch_notes⌉` gas on
+    /// top of its gas limit ([`Policy::insertion_gas`]). An inserter that often inserts smaller
+    /// batches (a short wait on a quiet pool) should set it lower, or it pays the difference.
+    pub insert_batch_notes: u32,
     /// The furthest a payment's deadline may lie ahead, seconds: a refused bundle can be resent
     /// only until its deadline, so this bounds how long it can be replayed at all.
     pub max_deadline_horizon_s: u64,
@@ -299,6 +307,8 @@ impl Default for Policy {
             wait_ms: 120_000,
             poll_ms: 250,
             payment_gas: 420_000,
+            insert_batch_gas: 433_000,
+            insert_batch_notes: 16,
             max_deadline_horizon_s: 3_600,
             refusal_memory_s: 300,
             refusal_memory_entries: 16_384,
@@ -311,6 +321,14 @@ impl Default for Policy {
             twap_window_s: 1_800,
             price_sample_s: 30,
         }
+    }
+}
+
+impl Policy {
+    /// The insertion share of one payment: the gas of inserting its two output notes,
+    /// `⌈insert_batch_gas × 2 / insert_batch_notes⌉` (docs/design/relayer.md, pricing).
+    pub fn insertion_gas(&self) -> u64 {
+        crate::price::insertion_gas(self.insert_batch_gas, self.insert_batch_notes)
     }
 }
 
@@ -356,7 +374,7 @@ pub struct Relayer {
     vk: Arc<VerifyingKey<Bn254>>,
     admission: Admission,
     journal: Mutex<Journal>,
-    /// Nullifiers of bundles between admission and settlement here.
+    /// Nullifiers (both of each payment) of bundles between admission and settlement here.
     in_flight: StdMutex<HashSet<U256>>,
     permits: Arc<Semaphore>,
     /// Simulate-only requests' own concurrency budget.
@@ -383,16 +401,18 @@ pub struct RelayerStats {
     pub guard: GuardStats,
 }
 
-/// Removes a nullifier from the in-flight set when dropped.
+/// Removes a payment's nullifiers from the in-flight set when dropped.
 struct InFlight {
     relayer: Arc<Relayer>,
-    nullifier: U256,
+    nullifiers: [U256; 2],
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         if let Ok(mut set) = self.relayer.in_flight.lock() {
-            set.remove(&self.nullifier);
+            for n in &self.nullifiers {
+                set.remove(n);
+            }
         }
     }
 }
@@ -411,11 +431,11 @@ fn request_key(s: &Submission) -> B256 {
     keccak256(RelayRequest::Submit(Box::new(s.clone())).encode())
 }
 
-/// The nullifier and deadline a payment claims (unproven), if its data decodes.
-fn claimed(s: &Submission) -> Option<(U256, u64)> {
-    use alloy::sol_types::SolValue;
-    let spend = crate::abi::Spend::abi_decode(&s.bundle.paymentData).ok()?;
-    Some((spend.nullifier, u64::try_from(spend.deadline).unwrap_or(u64::MAX)))
+/// Whether `a` is a precompile's address (0x01 ..= 0x1ff, room for future ones): it has no code
+/// but a call to it with calldata does something.
+fn precompile(a: Address) -> bool {
+    let x = U256::from_be_slice(a.as_slice());
+    !x.is_zero() && x <= U256::from(0x1ffu64)
 }
 
 fn refused_by(d: Denied) -> Outcome {
@@ -470,6 +490,9 @@ impl Relayer {
         let vk = decode_verifying_key(&read_text(&config.verifying_key, "verifying key")?)
             .map_err(|e| RelayerError::Config(format!("verifying key {}: {e}", config.verifying_key.display())))?;
         let p = &config.policy;
+        if p.insert_batch_notes == 0 || p.insert_batch_notes > 16 {
+            return Err(RelayerError::Config("policy: insert_batch_notes between 1 and 16".into()));
+        }
         if p.bump_bps < 1_000 || p.max_in_flight == 0 || p.poll_ms == 0 || p.gas_cap == 0 {
             return Err(RelayerError::Config("policy: bump_bps ≥ 1000, max_in_flight, poll_ms and gas_cap ≥ 1".into()));
         }
@@ -683,6 +706,7 @@ impl Relayer {
             gas_extra_bps: p.gas_extra_bps,
             prices,
             payment_gas: p.payment_gas,
+            insertion_gas: p.insertion_gas(),
         })
     }
 
@@ -741,7 +765,7 @@ impl Relayer {
         let key = request_key(&s);
         // Before any proof check: remembered refusals, spent nullifiers, the deadline horizon.
         let early = match self.guard.lock() {
-            Ok(mut g) => g.before_admission(&key, claimed(&s), unix_now_ms()),
+            Ok(mut g) => g.before_admission(&key, crate::check::claimed(&s.bundle.paymentData), unix_now_ms()),
             Err(_) => return chain_refusal("relayer guard lock poisoned"),
         };
         if let Err(d) = early {
@@ -763,38 +787,51 @@ impl Relayer {
             Ok(Ok(a)) => a,
             Ok(Err((reason, detail))) => {
                 let d = Denied { reason, detail, required_fee: None };
-                self.remember(&key, None, &d);
+                self.remember(&key, &[], &d);
                 return refused_by(d);
             }
             Err(e) => return Outcome::refused(Reason::Malformed, format!("admission failed: {e}")),
         };
-        let nullifier = admitted.spend.nullifier;
-        let fresh = self.in_flight.lock().map(|mut set| set.insert(nullifier)).unwrap_or(false);
+        let nullifiers = admitted.nullifiers;
+        // Both nullifiers: a payment spending either note of one in flight is a replay, whatever
+        // the order of its inputs.
+        let fresh = self
+            .in_flight
+            .lock()
+            .map(|mut set| {
+                let free = nullifiers.iter().all(|n| !set.contains(n));
+                if free {
+                    set.extend(nullifiers);
+                }
+                free
+            })
+            .unwrap_or(false);
         if !fresh {
-            return Outcome::refused(Reason::Replayed, "a bundle with this payment is already in flight here");
+            return Outcome::refused(Reason::Replayed, "a bundle spending this payment's notes is already in flight here");
         }
-        let guard = InFlight { relayer: self.clone(), nullifier };
-        // The proof verified: the nullifier is this payment's. Its simulation budget, and the
-        // global one of simulate-only requests (a copy already in flight spent none).
+        let guard = InFlight { relayer: self.clone(), nullifiers };
+        // The proof verified: the nullifiers are this payment's. Their simulation budgets, and
+        // the global one of simulate-only requests (a copy already in flight spent none).
         let budgeted = match self.guard.lock() {
-            Ok(mut g) => g.before_chain_work(nullifier, s.simulate_only, unix_now_ms()),
+            Ok(mut g) => g.before_chain_work(nullifiers, s.simulate_only, unix_now_ms()),
             Err(_) => return chain_refusal("relayer guard lock poisoned"),
         };
         if let Err(d) = budgeted {
             return refused_by(d);
         }
         self.simulation_rounds.fetch_add(1, Ordering::Relaxed);
-        let outcome = self.price_and_send(&s, &admitted, guard, arrived).await;
+        let mut found_spent = Vec::new();
+        let outcome = self.price_and_send(&s, &admitted, guard, arrived, &mut found_spent).await;
         drop(permit);
         match &outcome {
             Outcome::Refused { reason, detail, required_fee } => {
                 let d = Denied { reason: *reason, detail: detail.clone(), required_fee: *required_fee };
-                self.remember(&key, Some(nullifier), &d);
+                self.remember(&key, &found_spent, &d);
             }
-            // Mined with its payment through: the nullifier is spent.
+            // Mined with its payment through: both nullifiers are spent.
             Outcome::Included { .. } => {
                 if let Ok(mut g) = self.guard.lock() {
-                    g.spent(nullifier, unix_now_ms());
+                    g.spent(&nullifiers, unix_now_ms());
                 }
             }
             _ => {}
@@ -802,29 +839,54 @@ impl Relayer {
         outcome
     }
 
-    fn remember(&self, key: &B256, nullifier: Option<U256>, d: &Denied) {
+    fn remember(&self, key: &B256, spent: &[U256], d: &Denied) {
         if let Ok(mut g) = self.guard.lock() {
-            g.remember(key, nullifier, d, unix_now_ms());
+            g.remember(key, spent, d, unix_now_ms());
         }
     }
 
+    /// The pool views (both nullifiers unspent, the root known), the action's target, both
+    /// simulations, pricing, then the transaction. `found_spent` receives the nullifiers the
+    /// pool says are spent (the guard remembers them).
     async fn price_and_send(
         self: &Arc<Self>,
         s: &Submission,
         a: &Admitted,
         guard: InFlight,
         arrived: Instant,
+        found_spent: &mut Vec<U256>,
     ) -> Outcome {
         let pool = ShieldedPool::new(self.config.pool, &self.provider);
-        match pool.isSpent(a.spend.nullifier).call().await {
-            Ok(true) => return Outcome::refused(Reason::Spent, "the payment's note is already spent"),
-            Ok(false) => {}
-            Err(e) => return chain_refusal(e),
+        for n in a.nullifiers {
+            match pool.isSpent(n).call().await {
+                Ok(true) => found_spent.push(n),
+                Ok(false) => {}
+                Err(e) => return chain_refusal(e),
+            }
         }
-        match pool.isKnownRoot(a.spend.root).call().await {
+        if !found_spent.is_empty() {
+            return Outcome::refused(Reason::Spent, "a note of the payment is already spent");
+        }
+        match pool.isKnownRoot(a.transaction.root).call().await {
             Ok(true) => {}
             Ok(false) => return Outcome::refused(Reason::UnknownRoot, "the proof's root is not in the pool's window"),
             Err(e) => return chain_refusal(e),
+        }
+        // A call with calldata to an address without code does nothing and succeeds: a typo'd
+        // target would be "executed" and the fee paid for nothing (issue 35). Refused; a
+        // payment-only bundle (target 0, no calldata) is not a call to anything.
+        let action = &s.bundle.action;
+        if !action.data.is_empty() && !precompile(action.target) {
+            match self.provider.get_code_at(action.target).await {
+                Ok(code) if code.is_empty() => {
+                    return Outcome::refused(
+                        Reason::NoCode,
+                        format!("the action calls {} with calldata, but no contract is there", action.target),
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => return chain_refusal(e),
+            }
         }
         let plan = match self.fee_plan().await {
             Ok((_, plan)) => plan,
@@ -855,7 +917,10 @@ impl Relayer {
                 "the action reverts in simulation (ask to pay anyway to submit it)",
             );
         }
-        let required = required_wei(limit, plan.max_fee_per_gas, p.margin_bps);
+        // The fee covers the transaction's gas limit and the insertion share of its two
+        // output notes (what the relayer's inserter will spend on them), at the same price.
+        let priced_gas = limit.saturating_add(p.insertion_gas());
+        let required = required_wei(priced_gas, plan.max_fee_per_gas, p.margin_bps);
         let value = match self.value_wei(a.asset, a.fee).await {
             Ok(v) => v,
             Err(e) => return price_refusal(e),
@@ -868,8 +933,8 @@ impl Relayer {
             return Outcome::Refused {
                 reason: Reason::Unprofitable,
                 detail: format!(
-                    "the fee is worth {value} wei; gas limit {limit} at {} wei per gas plus a {} bps margin needs {required} wei",
-                    plan.max_fee_per_gas, p.margin_bps
+                    "the fee is worth {value} wei; gas limit {limit} and the outputs' insertion share {} gas at {} wei per gas plus a {} bps margin needs {required} wei",
+                    p.insertion_gas(), plan.max_fee_per_gas, p.margin_bps
                 ),
                 required_fee,
             };
@@ -933,7 +998,7 @@ impl Relayer {
                 max_fee_per_gas: tx.max_fee_per_gas.unwrap_or_default(),
                 fee: a.fee,
                 asset: a.asset,
-                nullifier: a.spend.nullifier,
+                nullifier: a.nullifiers[0],
                 value_wei,
                 bumps: 0,
             })
@@ -1031,7 +1096,8 @@ impl Relayer {
             Some(v) => v,
             None => self.value_wei(entry.asset, entry.fee).await.unwrap_or(U256::ZERO),
         };
-        if required_wei(entry.gas_limit, new.max_fee_per_gas, p.margin_bps) > value {
+        let priced_gas = entry.gas_limit.saturating_add(p.insertion_gas());
+        if required_wei(priced_gas, new.max_fee_per_gas, p.margin_bps) > value {
             tracing::info!(nonce = entry.nonce, "relayer: no further fee bump (it would be unprofitable)");
             return false;
         }
@@ -1114,6 +1180,9 @@ fn revert_refusal(data: &[u8], message: Option<&str>) -> Outcome {
             P::UnknownRoot(_) => Reason::UnknownRoot,
             P::Expired(_) => Reason::Expired,
             P::InvalidProof(_) => Reason::BadProof,
+            P::DuplicateNullifier(_) | P::PublicInInPayment(_) | P::BadRecipient(_) | P::NotAScalar(_) => {
+                Reason::Malformed
+            }
             _ => Reason::PaymentReverts,
         };
         return Outcome::refused(reason, format!("the payment reverts: {e:?}"));
@@ -1123,4 +1192,26 @@ fn revert_refusal(data: &[u8], message: Option<&str>) -> Outcome {
     }
     let why = message.map_or_else(|| format!("0x{}", hex::encode(data)), str::to_owned);
     Outcome::refused(Reason::PaymentReverts, format!("the bundle reverts: {why}"))
+}
+
+/// The inserter's hooks (`crate::inserter`, H7): it reads the pool through the relayer's
+/// endpoint and sends `insertBatch` from the relayer's account through the same nonce journal.
+impl Relayer {
+    pub(crate) fn provider(&self) -> &DynProvider {
+        &self.provider
+    }
+    pub(crate) fn wallet(&self) -> &EthereumWallet {
+        &self.wallet
+    }
+    pub(crate) fn journal(&self) -> &Mutex<Journal> {
+        &self.journal
+    }
+    pub(crate) fn config(&self) -> &RelayerConfig {
+        &self.config
+    }
+    /// Follows a journaled transaction of the relayer's own to a receipt; it earns no fee, so
+    /// it is never bumped.
+    pub(crate) async fn track_own(&self, nonce: u64) -> Outcome {
+        self.track(nonce, Some(U256::ZERO)).await
+    }
 }

@@ -179,6 +179,11 @@ pub struct Quote {
     pub prices: Vec<AssetPrice>,
     /// Gas the executor and the payment take besides the action (measured by the relayer).
     pub payment_gas: u64,
+    /// The insertion share priced into every payment: gas the relayer's inserter spends on the
+    /// payment's two output notes (`insertBatch` gas × 2 / notes per batch), added to the gas
+    /// limit in [`Quote::fee_for_action`]. Absent (an older relayer): 0.
+    #[serde(default)]
+    pub insertion_gas: u64,
 }
 
 /// The fee a relayer asks in one asset.
@@ -192,10 +197,12 @@ pub struct AssetPrice {
 }
 
 impl Quote {
-    /// The fee (in `asset`) this quote asks for a bundle whose action takes `action_gas`, or
-    /// `None` if the asset is not priced.
+    /// The fee (in `asset`) this quote asks for a bundle whose action takes `action_gas` (0 for
+    /// a payment-only bundle): the gas limit [`crate::price::gas_limit`] plus the insertion
+    /// share, or `None` if the asset is not priced.
     pub fn fee_for_action(&self, asset: Address, action_gas: u64) -> Option<U256> {
-        self.fee_for(asset, crate::price::gas_limit(self.payment_gas, action_gas, self.gas_extra_bps))
+        let limit = crate::price::gas_limit(self.payment_gas, action_gas, self.gas_extra_bps);
+        self.fee_for(asset, limit.saturating_add(self.insertion_gas))
     }
 
     /// The fee (in `asset`) this quote asks for a transaction with gas limit `gas`, or `None`
@@ -231,9 +238,10 @@ pub enum Reason {
     BadProof,
     /// The deadline is too close or past.
     Expired,
-    /// The same nullifier is already in flight here.
+    /// A bundle spending one of the payment's notes (either nullifier) is already in flight
+    /// here.
     Replayed,
-    /// The nullifier is spent on chain.
+    /// One of the payment's nullifiers is spent on chain.
     Spent,
     /// The proof's root is not in the pool's window.
     UnknownRoot,
@@ -257,6 +265,10 @@ pub enum Reason {
     Throttled,
     /// The fee asset has no usable price now (its time-weighted mean is not available yet).
     PriceUnavailable,
+    /// The action calls an address with no code with calldata: it would "succeed" doing
+    /// nothing (a typo'd target), the fee paid for nothing. A payment-only bundle has no
+    /// calldata (target 0).
+    NoCode,
 }
 
 /// The answer to a submission.
@@ -404,9 +416,41 @@ mod tests {
             gas_extra_bps: 0,
             prices: vec![AssetPrice { asset: Address::ZERO, per_million_gas: U256::from(3u64) }],
             payment_gas: 0,
+            insertion_gas: 0,
         };
         assert_eq!(q.fee_for(Address::ZERO, 1), Some(U256::from(1u64)));
         assert_eq!(q.fee_for(Address::ZERO, 1_000_000), Some(U256::from(3u64)));
         assert_eq!(q.fee_for(Address::repeat_byte(1), 1), None);
+    }
+
+    /// A private transaction's fee covers its gas limit and the insertion share of its two
+    /// outputs: a quote that forgot the share would underprice every payment by it.
+    #[test]
+    fn fee_for_action_includes_the_insertion_share() {
+        let mut q = Quote {
+            chain_id: 1,
+            executor: Address::ZERO,
+            relayer: Address::ZERO,
+            pool: Address::ZERO,
+            block: 1,
+            base_fee: U256::ZERO,
+            priority_fee: U256::ZERO,
+            max_fee_per_gas: U256::ZERO,
+            margin_bps: 0,
+            gas_extra_bps: 0,
+            prices: vec![AssetPrice { asset: Address::ZERO, per_million_gas: U256::from(1_000_000u64) }],
+            payment_gas: 300_000,
+            insertion_gas: 0,
+        };
+        // One wei per gas: the fee is the gas. Payment-only (action gas 0).
+        let without = q.fee_for_action(Address::ZERO, 0).unwrap();
+        assert_eq!(without, U256::from(310_000u64));
+        q.insertion_gas = crate::price::insertion_gas(433_000, 16);
+        assert_eq!(q.insertion_gas, 54_125);
+        assert_eq!(q.fee_for_action(Address::ZERO, 0).unwrap(), U256::from(310_000u64 + 54_125));
+        // An older relayer's quote (no field) reads as no share.
+        let mut json = serde_json::to_value(&q).unwrap();
+        json.as_object_mut().unwrap().remove("insertion_gas");
+        assert_eq!(serde_json::from_value::<Quote>(json).unwrap().insertion_gas, 0);
     }
 }

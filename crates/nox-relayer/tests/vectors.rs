@@ -67,6 +67,7 @@ fn vectors() -> Value {
             per_million_gas: required_wei(1_000_000, plan.max_fee_per_gas, 1_000),
         }],
         payment_gas: 500_000,
+        insertion_gas: nox_relayer::price::insertion_gas(433_000, 16),
     };
     let outcomes = vec![
         Outcome::Included {
