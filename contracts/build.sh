@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 FORGE=../tools/node_modules/.bin/forge
-CONTRACTS=(NoxStakeToken NodeRegistry RewardLedger BatchExecutor Erc20Payment IPayment ShieldedPool GasPaymentVerifier InsertVerifier PoseidonT4 SwapAdaptor)
+CONTRACTS=(NoxStakeToken NodeRegistry RewardLedger BatchExecutor Erc20Payment IPayment ShieldedPool TransferVerifier InsertVerifier PoseidonT4 SwapAdaptor)
 # Not compiled here: the npm packages' own compiled artifacts (tools/package.json), copied in the
 # same shape. Uniswap v2 core and periphery, and WETH9.
 NPM_ARTIFACTS=(

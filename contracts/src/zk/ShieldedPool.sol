@@ -372,22 +372,19 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     /// keccak256(notes[0]), keccak256(notes[1])))` (docs/design/zk-payment.md §9).
     function _context(Transaction memory t, address relayer, bytes32 actionHash) private view returns (uint256) {
         bytes32 notesHash = keccak256(abi.encode(keccak256(t.notes[0]), keccak256(t.notes[1])));
-        return uint256(
-            keccak256(
-                abi.encode(
-                    t.publicIn,
-                    t.publicOut,
-                    t.fee,
-                    relayer,
-                    actionHash,
-                    t.recipient,
-                    block.chainid,
-                    address(this),
-                    t.deadline,
-                    notesHash
-                )
-            )
-        ) % R;
+        bytes memory encoded = abi.encode(
+            t.publicIn,
+            t.publicOut,
+            t.fee,
+            relayer,
+            actionHash,
+            t.recipient,
+            block.chainid,
+            address(this),
+            t.deadline,
+            notesHash
+        );
+        return uint256(keccak256(encoded)) % R;
     }
 
     function _enqueue(uint256 commitment) private returns (uint256 queueIndex) {

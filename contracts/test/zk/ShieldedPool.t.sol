@@ -188,7 +188,9 @@ contract ShieldedPoolTransactTest is Test {
         t.root = ROOT;
         t.nullifiers = [nextNullifier, nextNullifier + 1];
         nextNullifier += 2;
-        t.commitments = [uint256(keccak256(abi.encode(nextNullifier, 0))) % R, uint256(keccak256(abi.encode(nextNullifier, 1))) % R];
+        t.commitments = [
+            uint256(keccak256(abi.encode(nextNullifier, 0))) % R, uint256(keccak256(abi.encode(nextNullifier, 1))) % R
+        ];
         t.asset = asset;
         t.publicIn = publicIn;
         t.publicOut = publicOut;

@@ -101,5 +101,4 @@ contract ShieldedPoolReceivedGasScenarioTest is TransferScenario {
         vm.prank(user);
         pool.transact(_received(), bytes32(0));
     }
-
 }

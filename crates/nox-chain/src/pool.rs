@@ -1,5 +1,8 @@
-//! The shielded pool (issue 12; docs/design/zk-payment.md): bindings generated from the
-//! committed artifacts, like [`crate::bindings`], and the pool's deployment.
+//! The shielded pool (issues 12, 30; docs/design/zk-payment.md): bindings generated from the
+//! committed artifacts, like [`crate::bindings`], and the pool's deployment. Every private
+//! operation is one [`Transaction`] of the 2-in/2-out statement, submitted directly
+//! (`ShieldedPool::transact`) or as a bundle's payment (`abi.encode(Transaction)` through the
+//! executor's `pay`).
 
 #![allow(missing_docs, clippy::too_many_arguments)]
 
@@ -22,8 +25,8 @@ sol!(
 sol!(
     #[sol(rpc)]
     #[derive(Debug)]
-    GasPaymentVerifier,
-    "../../contracts/artifacts/GasPaymentVerifier.json"
+    TransferVerifier,
+    "../../contracts/artifacts/TransferVerifier.json"
 );
 
 sol!(
@@ -51,8 +54,8 @@ sol! {
     }
 }
 
-/// A spend (`ShieldedPool.Spend`): the proof and the public values it states.
-pub use ShieldedPool::Spend;
+/// A private transaction (`ShieldedPool.Transaction`): the proof and the public values it states.
+pub use ShieldedPool::Transaction;
 
 /// Where a shielded pool lives (recorded in a testnet's `chain.json`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,8 +63,8 @@ pub use ShieldedPool::Spend;
 pub struct PoolDeployment {
     /// The pool.
     pub pool: Address,
-    /// Its gas-payment verifier.
-    pub spend_verifier: Address,
+    /// Its transfer (2-in/2-out) verifier.
+    pub transfer_verifier: Address,
     /// Its insertion verifier.
     pub insert_verifier: Address,
     /// The Poseidon (three inputs) it computes deposit commitments with.
@@ -83,12 +86,12 @@ pub async fn deploy_pool(
     root_window: u64,
 ) -> Result<PoolDeployment, ChainError> {
     let provider = wallet_provider(rpc_url, deployer)?;
-    let spend = GasPaymentVerifier::deploy(&provider).await.map_err(ChainError::contract)?;
+    let transfer = TransferVerifier::deploy(&provider).await.map_err(ChainError::contract)?;
     let insert = InsertVerifier::deploy(&provider).await.map_err(ChainError::contract)?;
     let poseidon = PoseidonT4::deploy(&provider).await.map_err(ChainError::contract)?;
     let pool = ShieldedPool::deploy(
         &provider,
-        *spend.address(),
+        *transfer.address(),
         *insert.address(),
         *poseidon.address(),
         executor,
@@ -99,7 +102,7 @@ pub async fn deploy_pool(
     let block = provider.get_block_number().await.map_err(ChainError::rpc)?;
     Ok(PoolDeployment {
         pool: *pool.address(),
-        spend_verifier: *spend.address(),
+        transfer_verifier: *transfer.address(),
         insert_verifier: *insert.address(),
         poseidon: *poseidon.address(),
         executor,

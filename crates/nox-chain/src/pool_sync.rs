@@ -45,14 +45,18 @@ pub fn decode(log: &alloy::rpc::types::Log) -> Result<Option<PoolEvent>, ChainEr
             amount: u128::try_from(e.amount).map_err(|_| bad("deposit amount ≥ 2^128"))?,
             memo: e.memo.to_vec(),
         }
-    } else if *topic == ShieldedPool::Spent::SIGNATURE_HASH {
-        let e = ShieldedPool::Spent::decode_log(&log.inner).map_err(undecodable)?.data;
-        PoolEvent::Spent {
-            nullifier: word(e.nullifier)?,
-            queue_index: small(e.queueIndex, "queue index")?,
-            change_commitment: word(e.changeCommitment)?,
+    } else if *topic == ShieldedPool::Transacted::SIGNATURE_HASH {
+        let e = ShieldedPool::Transacted::decode_log(&log.inner).map_err(undecodable)?.data;
+        let value = |x: U256, what: &str| u128::try_from(x).map_err(|_| bad(format!("{what} ≥ 2^128")));
+        PoolEvent::Transacted {
+            first_queue_index: small(e.firstQueueIndex, "queue index")?,
+            nullifiers: [word(e.nullifiers[0])?, word(e.nullifiers[1])?],
+            commitments: [word(e.commitments[0])?, word(e.commitments[1])?],
+            notes: [e.notes[0].to_vec(), e.notes[1].to_vec()],
             asset: asset_word(e.asset),
-            fee: u128::try_from(e.fee).map_err(|_| bad("spent amount ≥ 2^128"))?,
+            public_in: value(e.publicIn, "publicIn")?,
+            public_out: value(e.publicOut, "publicOut")?,
+            fee: value(e.fee, "fee")?,
         }
     } else if *topic == ShieldedPool::BatchInserted::SIGNATURE_HASH {
         let e = ShieldedPool::BatchInserted::decode_log(&log.inner).map_err(undecodable)?.data;

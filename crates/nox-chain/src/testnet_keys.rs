@@ -20,7 +20,7 @@ use alloy::primitives::Address;
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 
 use crate::error::ChainError;
-use crate::pool::{GasPaymentVerifier, InsertVerifier, ShieldedPool};
+use crate::pool::{InsertVerifier, ShieldedPool, TransferVerifier};
 
 /// Chain ids of local development chains: 31337 (Anvil's and Hardhat's default) and 1337
 /// (Ganache, `geth --dev`).
@@ -30,16 +30,16 @@ pub const DEVELOPMENT_CHAIN_IDS: [u64; 2] = [31337, 1337];
 /// not a development chain (set to `1`): [`guard_pool_from_env`].
 pub const ALLOW_ENV: &str = "NOX_ALLOW_TESTNET_KEYS_ON_PUBLIC_CHAIN";
 
-/// `δ·G2` of the testnet spend key (`nox_zk::groth16::testnet_setup`) as the generated verifier
-/// writes it: `DELTA_X1`, `DELTA_X0`, `DELTA_Y1`, `DELTA_Y0`, big-endian. `tests/testnet_keys.rs`
-/// recomputes them from the key. arkworks draws δ and the generators from the seeded RNG before
-/// it looks at the circuit, so a change of circuit keeps these words (the rest of the key
-/// changes).
-pub const TESTNET_SPEND_DELTA: [[u8; 32]; 4] = [
-    hex_word("03fd75b0fa4795f643d6ea8b765d4d2cba01fd2a6387d80be5ecacd7ccbf5571"),
-    hex_word("13620471691b1bb273b29cffe6cdfd14531e3727c3e209a83df62090053eb9f8"),
-    hex_word("1c3af24bb6bd7214a355b978a90bc46357658b56dfed2eb2612f53bf709f665d"),
-    hex_word("0a8c09fdd621839cbcdbcaf4670406e10cd66c984d56a921779c872a0bdc4272"),
+/// `δ·G2` of the testnet transfer key (`nox_zk::transfer::testnet_setup`) as the generated
+/// verifier writes it: `DELTA_X1`, `DELTA_X0`, `DELTA_Y1`, `DELTA_Y0`, big-endian.
+/// `tests/testnet_keys.rs` recomputes them from the key. arkworks draws δ and the generators
+/// from the seeded RNG before it looks at the circuit, so a change of circuit under the same
+/// seed keeps these words (the rest of the key changes).
+pub const TESTNET_TRANSFER_DELTA: [[u8; 32]; 4] = [
+    hex_word("0d75300d2643eaec97ab34c2cb96de5a87d5bca446eac0ee730a72598b25893a"),
+    hex_word("067204a1152f2dc0c7d9be919c41e2d7827eff06e3ff4e2708a663a3788b0289"),
+    hex_word("0d4be10f4c1abe6ae6fdebb9fa5177af91d5422375ff668e853f201f67f25dd1"),
+    hex_word("035ccdef842388f60bc350e79f2c4275bcbe6c3142f5121f72f6cffdc044855e"),
 ];
 
 /// `δ·G2` of the testnet insertion key (`nox_zk::insert::testnet_setup`), as above.
@@ -78,9 +78,9 @@ fn contains(haystack: &[u8], needle: &[u8; 32]) -> bool {
 /// Whether deployed `code` is a verifier for one of the testnet keys: the committed artifact's
 /// runtime code, or any code that embeds all four words of a testnet key's `δ·G2`.
 pub fn is_testnet_verifier_code(code: &[u8]) -> bool {
-    code == GasPaymentVerifier::DEPLOYED_BYTECODE.as_ref()
+    code == TransferVerifier::DEPLOYED_BYTECODE.as_ref()
         || code == InsertVerifier::DEPLOYED_BYTECODE.as_ref()
-        || [&TESTNET_SPEND_DELTA, &TESTNET_INSERT_DELTA].iter().any(|words| words.iter().all(|w| contains(code, w)))
+        || [&TESTNET_TRANSFER_DELTA, &TESTNET_INSERT_DELTA].iter().any(|words| words.iter().all(|w| contains(code, w)))
 }
 
 /// What a chain says it is.
@@ -119,7 +119,7 @@ pub async fn identify(provider: &DynProvider) -> Result<ChainIdentity, ChainErro
 /// Whether the shielded pool at `pool` verifies with a testnet key (either of its verifiers).
 pub async fn pool_uses_testnet_keys(provider: &DynProvider, pool: Address) -> Result<bool, ChainError> {
     let p = ShieldedPool::new(pool, provider);
-    let spend = p.spendVerifier().call().await.map_err(ChainError::contract)?;
+    let spend = p.transferVerifier().call().await.map_err(ChainError::contract)?;
     let insert = p.insertVerifier().call().await.map_err(ChainError::contract)?;
     for verifier in [spend, insert] {
         let code = provider.get_code_at(verifier).await.map_err(ChainError::rpc)?;
@@ -229,12 +229,12 @@ mod tests {
 
     #[test]
     fn the_committed_verifiers_are_recognised_and_a_changed_key_is_not() {
-        let spend = GasPaymentVerifier::DEPLOYED_BYTECODE.to_vec();
+        let spend = TransferVerifier::DEPLOYED_BYTECODE.to_vec();
         let insert = InsertVerifier::DEPLOYED_BYTECODE.to_vec();
         assert!(is_testnet_verifier_code(&spend));
         assert!(is_testnet_verifier_code(&insert));
         // The δ words are in the code itself (a recompiled copy with other metadata is caught).
-        assert!(TESTNET_SPEND_DELTA.iter().all(|w| contains(&spend, w)));
+        assert!(TESTNET_TRANSFER_DELTA.iter().all(|w| contains(&spend, w)));
         assert!(TESTNET_INSERT_DELTA.iter().all(|w| contains(&insert, w)));
         let mut recompiled = spend.clone();
         let last = recompiled.len() - 1;
@@ -242,7 +242,7 @@ mod tests {
         assert!(is_testnet_verifier_code(&recompiled));
         // Another δ (a ceremony key): not a testnet verifier.
         let mut other = spend.clone();
-        let at = other.windows(32).position(|w| w == TESTNET_SPEND_DELTA[0]).expect("δ word");
+        let at = other.windows(32).position(|w| w == TESTNET_TRANSFER_DELTA[0]).expect("δ word");
         other[at + 31] ^= 1;
         assert!(!is_testnet_verifier_code(&other));
         assert!(!is_testnet_verifier_code(&[]));

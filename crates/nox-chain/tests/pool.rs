@@ -67,3 +67,53 @@ async fn the_pool_deploys_and_a_deposit_commits_as_in_rust() {
     assert!(refused.is_err(), "the node's gas estimation reports the revert");
     assert_eq!(pool.nextQueueIndex().call().await.expect("nextQueueIndex"), U256::from(1u64));
 }
+
+/// `Transacted` as the pool emits it (ABI-encoded by the generated binding) decodes into the
+/// wallet's `PoolEvent::Transacted`, every field in place; a word ≥ r and an amount ≥ 2^128
+/// are refused rather than reduced or truncated.
+#[test]
+fn a_transacted_log_decodes_into_the_wallets_event() {
+    use alloy::primitives::{B256, Log as PrimLog};
+    use alloy::rpc::types::Log;
+    use alloy::sol_types::SolEvent;
+    use nox_chain::pool_sync;
+    use nox_wallet::PoolEvent;
+
+    let r = U256::from_be_bytes(to_be32(&(ark_bn254::Fr::from(0u64) - ark_bn254::Fr::from(1u64)))) + U256::from(1u64);
+    let token = Address::repeat_byte(0x55);
+    let event = |nullifier0: U256, fee: U256| ShieldedPool::Transacted {
+        firstQueueIndex: U256::from(6u64),
+        nullifiers: [nullifier0, U256::from(12u64)],
+        commitments: [U256::from(21u64), U256::from(22u64)],
+        notes: [Bytes::from(vec![0xa0; 128]), Bytes::from(vec![0xb1; 128])],
+        asset: token,
+        publicIn: U256::ZERO,
+        publicOut: U256::from(500u64),
+        fee,
+        recipient: Address::repeat_byte(0x44),
+        relayer: Address::repeat_byte(0x22),
+        actionHash: B256::repeat_byte(0x33),
+    };
+    let log = |e: &ShieldedPool::Transacted| Log {
+        inner: PrimLog { address: Address::repeat_byte(0x10), data: e.encode_log_data() },
+        ..Default::default()
+    };
+
+    let decoded = pool_sync::decode(&log(&event(U256::from(11u64), U256::from(7u64)))).expect("decodes");
+    let fr = |x: u64| ark_bn254::Fr::from(x);
+    assert_eq!(
+        decoded,
+        Some(PoolEvent::Transacted {
+            first_queue_index: 6,
+            nullifiers: [fr(11), fr(12)],
+            commitments: [fr(21), fr(22)],
+            notes: [vec![0xa0; 128], vec![0xb1; 128]],
+            asset: nox_zk::field::address(&token.0.0),
+            public_in: 0,
+            public_out: 500,
+            fee: 7,
+        })
+    );
+    assert!(pool_sync::decode(&log(&event(r, U256::from(7u64)))).is_err(), "a nullifier ≥ r");
+    assert!(pool_sync::decode(&log(&event(U256::from(11u64), U256::from(1u64) << 128))).is_err(), "a fee ≥ 2^128");
+}

@@ -139,7 +139,7 @@ async fn testnet_keys_are_detected_and_refused_off_development_chains() {
         .expect("pool over other verifiers");
     assert_eq!(testnet_keys::check_pool(&public, *other.address(), false).await, Ok(TestnetKeys::Absent));
     // And the detection itself, on the deployed code.
-    let code = alloy::providers::Provider::get_code_at(&provider, at.spend_verifier).await.expect("code");
+    let code = alloy::providers::Provider::get_code_at(&provider, at.transfer_verifier).await.expect("code");
     assert!(testnet_keys::is_testnet_verifier_code(&code));
     let code = alloy::providers::Provider::get_code_at(&provider, at.poseidon).await.expect("code");
     assert!(!testnet_keys::is_testnet_verifier_code(&code));
@@ -150,10 +150,10 @@ async fn testnet_keys_are_detected_and_refused_off_development_chains() {
 #[test]
 fn the_testnet_delta_words_are_the_testnet_keys() {
     let hex = |w: &[u8; 32]| format!("0x{}", hex::encode(w));
-    let (_, vk) = nox_zk::groth16::testnet_setup().expect("spend setup");
-    let sol = nox_zk::solidity::verifier_contract(&vk, "V", "test").expect("verifier");
-    for (name, w) in ["DELTA_X1", "DELTA_X0", "DELTA_Y1", "DELTA_Y0"].iter().zip(&testnet_keys::TESTNET_SPEND_DELTA) {
-        assert!(sol.contains(&format!("{name} = {}", hex(w))), "spend {name}");
+    let (_, vk) = nox_zk::transfer::testnet_keys().expect("transfer setup");
+    let sol = nox_zk::solidity::transfer_verifier(vk, "test").expect("verifier");
+    for (name, w) in ["DELTA_X1", "DELTA_X0", "DELTA_Y1", "DELTA_Y0"].iter().zip(&testnet_keys::TESTNET_TRANSFER_DELTA) {
+        assert!(sol.contains(&format!("{name} = {}", hex(w))), "transfer {name}");
     }
     let (_, vk) = nox_zk::insert::testnet_setup().expect("insert setup");
     let sol = nox_zk::solidity::verifier_contract(&vk, "V", "test");
