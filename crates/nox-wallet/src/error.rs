@@ -134,3 +134,25 @@ pub enum AddressError {
     #[error("the viewing key in this address is invalid (small order): notes sent to it could never be read")]
     LowOrderViewingKey,
 }
+
+impl AddressError {
+    /// A stable name for the error, as the spec's vectors write it (docs/spec/notes.md §2.2).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AddressError::Empty => "empty",
+            AddressError::EthereumAddress => "ethereum_address",
+            AddressError::RetiredForm => "retired_form",
+            AddressError::ViewingKeyNotAddress => "viewing_key_not_address",
+            AddressError::AddressNotViewingKey => "address_not_viewing_key",
+            AddressError::WrongPrefix { .. } => "wrong_prefix",
+            AddressError::NotBech32 => "not_bech32",
+            AddressError::MixedCase => "mixed_case",
+            AddressError::InvalidCharacter(_) => "invalid_character",
+            AddressError::Checksum => "checksum",
+            AddressError::WrongLength { .. } => "wrong_length",
+            AddressError::UnknownVersion(_) => "unknown_version",
+            AddressError::OwnerOutOfRange => "owner_out_of_range",
+            AddressError::LowOrderViewingKey => "low_order_viewing_key",
+        }
+    }
+}
