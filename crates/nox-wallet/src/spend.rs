@@ -347,10 +347,8 @@ impl PoolView {
                 None => sk.nullifier(&n.commitment, leaf)?,
             };
             spent_inputs.push(SpentInput { commitment: n.commitment, nullifier, value: n.value, leaf_index: leaf });
-            witness_inputs.push(SpentNote {
-                note: Note { value: n.value, asset: n.asset, owner, blinding: n.blinding },
-                path,
-            });
+            witness_inputs
+                .push(SpentNote { note: Note { value: n.value, asset: n.asset, owner, blinding: n.blinding }, path });
         }
 
         let (public, witness) = transfer::build(
@@ -386,15 +384,7 @@ impl PoolView {
         let (Some(o0), Some(o1)) = (it.next(), it.next()) else {
             return Err(WalletError::Inconsistent("a transaction has two outputs".into()));
         };
-        Ok(PreparedTransaction {
-            public,
-            witness,
-            context,
-            fields,
-            inputs: spent_inputs,
-            outputs: [o0, o1],
-            change,
-        })
+        Ok(PreparedTransaction { public, witness, context, fields, inputs: spent_inputs, outputs: [o0, o1], change })
     }
 }
 

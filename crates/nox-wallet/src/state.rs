@@ -411,9 +411,9 @@ impl PoolView {
                 }
                 let origin = if ours { Origin::Own } else { Origin::Received };
                 for j in 0..2 {
-                    let q = first_queue_index.checked_add(j as u64).ok_or(WalletError::Inconsistent(
-                        "queue index overflows".into(),
-                    ))?;
+                    let q = first_queue_index
+                        .checked_add(j as u64)
+                        .ok_or(WalletError::Inconsistent("queue index overflows".into()))?;
                     self.enqueue(q, commitments[j])?;
                     self.recognise(keys, q, commitments[j], *asset, &notes[j], None, origin)?;
                 }
@@ -465,7 +465,14 @@ impl PoolView {
         Ok(())
     }
 
-    fn insert_batch(&mut self, keys: &Keys<'_>, start: u64, first: u64, count: u64, new_root: Fr) -> Result<(), WalletError> {
+    fn insert_batch(
+        &mut self,
+        keys: &Keys<'_>,
+        start: u64,
+        first: u64,
+        count: u64,
+        new_root: Fr,
+    ) -> Result<(), WalletError> {
         let bad = |m: String| Err(WalletError::Inconsistent(m));
         if start != self.tree.len() {
             return bad(format!("batch starts at leaf {start}, the tree ends at {}", self.tree.len()));

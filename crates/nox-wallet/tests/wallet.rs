@@ -243,7 +243,10 @@ fn two_wallets_deposit_split_join_transfer_and_spend_with_exact_balances() {
     // Split 1000 into 600 + 390, paying a fee of 10 through the mixnet: exact, no change.
     let split = a.view.prepare_transaction(&a.seed, &paid(vec![(a_addr, 600), (a_addr, 390)], 10), &mut r).unwrap();
     assert_eq!((split.inputs.len(), split.change), (1, 0));
-    assert_eq!(split.outputs.clone().map(|o| (o.value, o.role)), [(600, OutputRole::Requested), (390, OutputRole::Requested)]);
+    assert_eq!(
+        split.outputs.clone().map(|o| (o.value, o.role)),
+        [(600, OutputRole::Requested), (390, OutputRole::Requested)]
+    );
     assert_eq!(pool.transact(&split, RELAYER, ACTION), Ok(()));
     a.sync(&pool);
     assert_eq!(a.eth(), (0, 990), "the 1000 note is spent, both outputs pending");
@@ -466,7 +469,10 @@ fn requests_the_pool_would_refuse_are_refused_before_any_work() {
         Some(WalletError::TooManyOutputs { outputs: 3 })
     ));
     // A split that leaves change has no output for it.
-    assert!(matches!(bad(paid(vec![(me, 50), (me, 40)], 1), &a, &mut r), Some(WalletError::NoRoomForChange { change: 9 })));
+    assert!(matches!(
+        bad(paid(vec![(me, 50), (me, 40)], 1), &a, &mut r),
+        Some(WalletError::NoRoomForChange { change: 9 })
+    ));
 
     // A deposit into notes through `transact` spends nothing: the public input is the change.
     let mut d = direct(vec![]);
