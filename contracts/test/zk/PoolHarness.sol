@@ -118,3 +118,22 @@ library TransferInputs {
         x[7] = context(t, relayer, h, chainId, pool);
     }
 }
+
+/// @dev A plugin that pays a bundle's fee out of its own balance of `token` (permissionless
+/// plugins may): used to give a relayer an earlier credit, so that a measured bundle sees the
+/// ledger's storage as a relayer in steady operation does.
+contract SelfFundedTokenPayment {
+    ERC20 public immutable token;
+    address public immutable ledger;
+
+    constructor(ERC20 token_, address ledger_) {
+        token = token_;
+        ledger = ledger_;
+    }
+
+    function pay(bytes calldata, address, bytes32) external returns (address, uint256) {
+        uint256 fee = token.balanceOf(address(this));
+        token.transfer(ledger, fee);
+        return (address(token), fee);
+    }
+}

@@ -5,6 +5,9 @@ import {ShieldedPool} from "../../src/zk/ShieldedPool.sol";
 import {PoolVectors as P} from "./PoolVectors.sol";
 import {TransferVectors as V} from "./TransferVectors.sol";
 import {TransferScenario} from "./ShieldedPoolProofs.t.sol";
+import {SelfFundedTokenPayment} from "./PoolHarness.sol";
+import {BatchExecutor} from "../../src/BatchExecutor.sol";
+import {IPayment} from "../../src/interfaces/IPayment.sol";
 
 /// @dev Successful, typical calls of the shielded pool with real proofs (TransferVectors),
 /// measured by `contracts/gas.sh` (`--isolate`: each top-level call is a transaction, intrinsic
@@ -30,19 +33,26 @@ contract ShieldedPoolGasScenarioTest is TransferScenario {
     function test_gas_insertBatch4() public {
         pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 4);
     }
+}
 
-    /// A full batch of 16 notes into a fresh pool (the figure a note's insertion is amortised on).
-    function test_gas_insertBatch16() public {
-        // A second deployment whose queue is empty (deployed with `new`, so that the gas
-        // report lists its functions): the full batch's 16 deposits of 1 wei (PoolVectors.FULL).
-        ShieldedPool p =
-            new ShieldedPool(pool.transferVerifier(), pool.insertVerifier(), pool.poseidon(), address(executor), 64);
+/// @dev A full batch: 16 queued notes (PoolVectors.FULL: 16 deposits of 1 wei of ETH with
+/// inner = 1..16) into an empty tree, alone in its transaction — the figure each output's
+/// insertion share is amortised on (1/16 of it per output, 1/8 per transaction).
+contract ShieldedPoolFullBatchGasScenarioTest is TransferScenario {
+    ShieldedPool internal fresh;
+
+    function setUp() public {
+        _deploy();
+        // A second deployment (with `new`, so that the gas report lists its functions).
+        fresh = new ShieldedPool(pool.transferVerifier(), pool.insertVerifier(), pool.poseidon(), address(executor), 64);
         for (uint256 i = 1; i <= 16; ++i) {
             vm.prank(user);
-            p.deposit{value: 1}(address(0), 1, i, "");
+            fresh.deposit{value: 1}(address(0), 1, i, "");
         }
-        p.insertBatch(P.fullProof(), P.FULL_ROOT, 16);
-        assertEq(p.nextLeafIndex(), 16);
+    }
+
+    function test_gas_insertBatch16() public {
+        fresh.insertBatch(P.fullProof(), P.FULL_ROOT, 16);
     }
 }
 
@@ -77,6 +87,35 @@ contract ShieldedPoolTransactGasScenarioTest is TransferScenario {
     function test_gas_transactDepositIn() public {
         vm.prank(user);
         pool.transact{value: V.DEPOSIT}(_depositIn(), bytes32(0));
+    }
+}
+
+/// @dev A relayer in steady operation: it has been credited in the token before, so the ledger's
+/// balance, the relayer's balance and the liabilities are nonzero (no zero-to-nonzero writes).
+contract ShieldedPoolWarmRelayerGasScenarioTest is TransferScenario {
+    function setUp() public {
+        _deploy();
+        _insert1();
+        SelfFundedTokenPayment earlier = new SelfFundedTokenPayment(token, address(ledger));
+        vm.prank(user);
+        token.transfer(address(earlier), 1e15);
+        BatchExecutor.Bundle[] memory bs = new BatchExecutor.Bundle[](1);
+        bs[0] = BatchExecutor.Bundle({
+            payment: IPayment(address(earlier)),
+            paymentData: "",
+            asset: V.TOKEN,
+            fee: 1e15,
+            action: BatchExecutor.Action({target: address(0), value: 0, gas: 0, data: ""})
+        });
+        vm.prank(V.RELAYER);
+        executor.executeBatch(bs);
+        assertEq(ledger.balanceOf(V.RELAYER, V.TOKEN), 1e15);
+    }
+
+    /// The paid private transfer (2 → 2), everything but the insertion share.
+    function test_gas_paidTransferWarmRelayer() public {
+        vm.prank(V.RELAYER);
+        executor.executeBatch(_paymentOnly(_transfer()));
     }
 }
 
