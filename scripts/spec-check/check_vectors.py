@@ -766,7 +766,7 @@ def notes_decode(s, want):
     s = s.lower()
     sep = s.rindex("1")
     hrp, data = s[:sep], s[sep + 1 :]
-    if not hrp or not data:
+    if not hrp or len(hrp) > 83:
         return "not_bech32"
     if any(c not in BECH32_CHARSET for c in data):
         return "invalid_character"

@@ -16,7 +16,7 @@ use crate::error::{AddressError, WalletError};
 use ark_bn254::Fr;
 use bech32::{
     Bech32m, Hrp,
-    primitives::decode::{CharError, ChecksumError, UncheckedHrpstring, UncheckedHrpstringError},
+    primitives::decode::{ChecksumError, UncheckedHrpstring},
 };
 use curve25519_dalek::montgomery::MontgomeryPoint;
 use nox_zk::{SpendingKey, field, note, poseidon};
@@ -37,6 +37,7 @@ pub const KEY_FORMAT_VERSION: u8 = 0;
 /// (520 bits), so there are no padding bits and each value has exactly one encoding.
 const DATA_LEN: usize = 1 + 32 + 32;
 const DATA_CHARS: usize = DATA_LEN * 8 / 5;
+const BECH32_ALPHABET: &str = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
 
 /// The wallet seed: everything else is derived from it. Zeroized on drop; no `Debug`.
 #[derive(Zeroize, ZeroizeOnDrop)]
@@ -144,8 +145,9 @@ fn looks_like_ethereum(s: &str) -> bool {
 }
 
 /// Decodes a bech32m string with human-readable part `want` into its 65 data bytes, with the
-/// error that says what is wrong. Order: empty, Ethereum address, the retired `noxpay:` form,
-/// characters and case, the human-readable part, then the checksum, the length and the version.
+/// error that says what is wrong: the checks of docs/spec/notes.md §2.2 in its order (empty,
+/// Ethereum address, the retired `noxpay:` form, characters, case, prefix, checksum, length,
+/// version).
 fn decode(s: &str, want: &str) -> Result<[u8; DATA_LEN], AddressError> {
     let s = s.trim();
     if s.is_empty() {
@@ -160,11 +162,21 @@ fn decode(s: &str, want: &str) -> Result<[u8; DATA_LEN], AddressError> {
     if !s.contains('1') {
         return Err(AddressError::NotBech32);
     }
-    let unchecked = UncheckedHrpstring::new(s).map_err(|e| match e {
-        UncheckedHrpstringError::Char(CharError::MixedCase) => AddressError::MixedCase,
-        UncheckedHrpstringError::Char(CharError::InvalidChar(c)) => AddressError::InvalidCharacter(c),
-        _ => AddressError::NotBech32,
-    })?;
+    if let Some(c) = s.chars().find(|c| !(33..=126).contains(&u32::from(*c))) {
+        return Err(AddressError::InvalidCharacter(c));
+    }
+    if s.bytes().any(|b| b.is_ascii_uppercase()) && s.bytes().any(|b| b.is_ascii_lowercase()) {
+        return Err(AddressError::MixedCase);
+    }
+    let (prefix, rest) = s.rsplit_once('1').ok_or(AddressError::NotBech32)?;
+    if prefix.is_empty() || prefix.len() > 83 {
+        return Err(AddressError::NotBech32);
+    }
+    if let Some(c) = rest.chars().find(|c| !BECH32_ALPHABET.contains(c.to_ascii_lowercase())) {
+        return Err(AddressError::InvalidCharacter(c));
+    }
+    // Steps 1–8 passed: the library's own character checks cannot fail any more.
+    let unchecked = UncheckedHrpstring::new(s).map_err(|_| AddressError::NotBech32)?;
     let hrp = unchecked.hrp().to_lowercase();
     if hrp != want {
         return Err(match (want, hrp.as_str()) {
