@@ -26,7 +26,7 @@ library TransferVectors {
     uint256 internal constant DEPOSIT = 1e18;
     uint256 internal constant PAY_FEE = 1e15;
     uint256 internal constant DEADLINE = 4102444800;
-    uint256 internal constant NOTE_LEN = 128;
+    uint256 internal constant NOTE_LEN = 104;
     uint256 internal constant EMPTY_ROOT = 0x2f68a1c58e257e42a17a6c61dff5551ed560b9922ab119d5ac8e184c9734ead9;
     uint256 internal constant OWNER = 0x2ca048151bd942716545ca10e9c39673e524ac8797bfe3044b17308e9afa19d4;
     uint256 internal constant RECEIVER_OWNER = 0x023215ffdb48194b57977b7c3dba1668306f4282b6879746d33afd16cf6ba0ec;
@@ -82,16 +82,16 @@ library TransferVectors {
     address internal constant SPLIT_RELAYER = address(0);
     bytes32 internal constant SPLIT_ACTION_HASH = 0x0000000000000000000000000000000000000000000000000000000000000000;
     address internal constant SPLIT_RECIPIENT = address(0);
-    bytes32 internal constant SPLIT_NOTES_HASH = 0xb15b8357ea302117890cca90f3d624c423fbbc8664c2708f0e43d630ed1f9219;
-    uint256 internal constant SPLIT_CONTEXT = 0x2c043db83856ffd582640137b6c180eff7e3603191e5df7fa1510d2a74830edf;
+    bytes32 internal constant SPLIT_NOTES_HASH = 0x5a93d0202aeb061d9920f62c84418d54f8281a59b88176e71302d4a834f1be19;
+    uint256 internal constant SPLIT_CONTEXT = 0x12a80a4fc2290fef2e85a99743fe7b06f14aeb28324612bf29c06dab68d075b9;
     uint256 internal constant SPLIT_NULLIFIER0 = 0x0a96b178dd73d7ac5822bbceff55cc17e67bee3f785860f485167663d1c768ea;
-    uint256 internal constant SPLIT_NULLIFIER1 = 0x008179e0473baeebaff2d944fdc9fab100dc6fb26b6e3974215c6d1a923113fe;
+    uint256 internal constant SPLIT_NULLIFIER1 = 0x03581761d1c4fe9f3f4ecb642b8bfa67f6ed86e3f2c491c3d0d4480d18227ca0;
     uint256 internal constant SPLIT_COMMITMENT0 = 0x0cfd17cdaf5f735d079f068abf56113e2bf64c27bbfbc743243a572c0a73f5e7;
     uint256 internal constant SPLIT_COMMITMENT1 = 0x09f0bc2b26ba562bc141814af8dd34b7f1256bffad590da164eb7b0e78f8d09d;
     bytes internal constant SPLIT_NOTE0 =
-        hex"f6a12ca8ffc30a66ca140ccc7276336115819361186d3f535dd99f8eaaca8fce7f82dd63f4f75c33da444b72372be3aa43c0027a076bf9675eb7932695d127a44aca33714d944be16e8a66e255e856aef7560b44a07d92cbc7ae12618b54d5ea8892e1b058c1a3cb354a58d2f337e7b9ff6647484b4dc18df86ed6d574f84381";
+        hex"f6a12ca8ffc30a66ca140ccc7276336115819361186d3f535dd99f8eaaca8fce7f82dd63f4f75c33da444b72372be3aa43c0027a076bf9675eb7932695d127a44aca33714d944be16e8a66e255e856aef7560b44a07d92cbc7ae12618b54d5ea8892e1b058c1a3cb";
     bytes internal constant SPLIT_NOTE1 =
-        hex"5dd68ba200e0e0c26f3c6dc686d3043578273fea1b38ba7b5bb5a346febd62019585eff680f3c3e08452649674a0775c184c7b7b379ba1a946f239ba6dee3814a007d3cd93b9e10c3fb5e00f8c5b0b6dc420cf5aea779818fcd3dcb66d7d5667a542b15e634a15f377495cd096fc7c1c9d444621b59ba1c4b4ee39038c35efc3";
+        hex"354a58d2f337e7b9ff6647484b4dc18df86ed6d574f843815dd68ba200e0e0c26f3c6dc686d3043578273fea1b38ba7b5bb5a346febd62019585eff680f3c3e08452649674a0775c184c7b7b379ba1a946f239ba6dee3814a007d3cd93b9e10c3fb5e00f8c5b0b6d";
 
     function splitNotes() internal pure returns (bytes[2] memory n) {
         n[0] = SPLIT_NOTE0;
@@ -99,25 +99,25 @@ library TransferVectors {
     }
 
     function splitProof() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x202a0182b248273614b9f2407e8745f3b8f1b65498bf554ef68d5fd7afb31a6c;
-        x[1] = 0x045db01f7244d097760d689009c2a394d1651ccad9ee6dcfcd478ec55896a1d8;
-        x[2] = 0x103e3be8d21b35379d4a522f1b101de4b050d97c6cf3e979e5c8332d0b6bd99e;
-        x[3] = 0x0f60182f4fe5f8e06bab3d27a2df2a26aae3aed6ce3eb37726f89bc3f219a020;
-        x[4] = 0x2283fc2201f901221eaccc15e660a228e1b6de79dfea31ebe9b509ad35a78c1b;
-        x[5] = 0x208fde6b5707737684ada57a44b4215b93bcee0b277a5bfc0ba9d113700bd11b;
-        x[6] = 0x051c64849f5a21854a46acb5a1152484f529fa0ae12a91e126ee9febc6afff06;
-        x[7] = 0x2e65df51cea0c4f46247b9fff56db07d057085c48bb5c1b30024888411659885;
+        x[0] = 0x2a198632321d1ccfd5c6fb6258fc4e51abb970022b97557e73972f456365c23e;
+        x[1] = 0x104125f346d2b85e0b3e7e2a4e89fde24b1a4766ee5d435231b180b66ffea5e2;
+        x[2] = 0x08cc748d9843155999ef9792b5ebaa7da4213cf5a0146e31616acbec30a1d70f;
+        x[3] = 0x15b8c73f6dd64e5c2d1e51891efe9a075e5cf3bc8d9b90bc245fc335e28d06b0;
+        x[4] = 0x0bd4ece107119077a10f4579c5dd0a7ff6388fbf2a9f70f4c9208d09a13fc7eb;
+        x[5] = 0x17577a9d5cb011bfbec2f6cbbce3ab99a974e6eee4fe7c888bc493754d8d4073;
+        x[6] = 0x17fb2dd8a1d98988a0309f1cfd6f41ff2cb810f2a46a8fce93f55e711fb1fb7c;
+        x[7] = 0x2cf6140e3d22cb83433f51feb47889a19ae84f2646c4f43607485604c5aac7a1;
     }
 
     function splitInputs() internal pure returns (uint256[8] memory x) {
         x[0] = 0x193a2c9ec8bd4bf75c794ce79d19118bc021383eb648fca57f241745d74841d8;
         x[1] = 0x0a96b178dd73d7ac5822bbceff55cc17e67bee3f785860f485167663d1c768ea;
-        x[2] = 0x008179e0473baeebaff2d944fdc9fab100dc6fb26b6e3974215c6d1a923113fe;
+        x[2] = 0x03581761d1c4fe9f3f4ecb642b8bfa67f6ed86e3f2c491c3d0d4480d18227ca0;
         x[3] = 0x0cfd17cdaf5f735d079f068abf56113e2bf64c27bbfbc743243a572c0a73f5e7;
         x[4] = 0x09f0bc2b26ba562bc141814af8dd34b7f1256bffad590da164eb7b0e78f8d09d;
         x[5] = 0x0000000000000000000000000000000000000000000000000000000000000000;
         x[6] = 0x0000000000000000000000000000000000000000000000000000000000010005;
-        x[7] = 0x2c043db83856ffd582640137b6c180eff7e3603191e5df7fa1510d2a74830edf;
+        x[7] = 0x12a80a4fc2290fef2e85a99743fe7b06f14aeb28324612bf29c06dab68d075b9;
     }
 
     // TRANSFER
@@ -128,16 +128,16 @@ library TransferVectors {
     address internal constant TRANSFER_RELAYER = address(0x10002);
     bytes32 internal constant TRANSFER_ACTION_HASH = 0xc0a8a600ecd4918b51e8b600229beaa256750f3eabdabee786fa0825ada93ff6;
     address internal constant TRANSFER_RECIPIENT = address(0);
-    bytes32 internal constant TRANSFER_NOTES_HASH = 0x028697f7259f6e3690681aff1d0078d6210b4794d4db9f5e01c1fc68f3e28421;
-    uint256 internal constant TRANSFER_CONTEXT = 0x06faaf1bff667a44bfedb181835b128cabbe5e63e06cc6f7885be172df18cd2a;
+    bytes32 internal constant TRANSFER_NOTES_HASH = 0xf106fa8b1ba62905ed4a065061a1da8907714fb4487b7cb19878fa0acb480174;
+    uint256 internal constant TRANSFER_CONTEXT = 0x05cd09734a2d93449ffd1b99693512142ea781e276c3d8f515205114ed0eb5a5;
     uint256 internal constant TRANSFER_NULLIFIER0 = 0x14bd2cd58a795e119960772af7dc196cc1d4b15642c4dac655b70e379feb8587;
     uint256 internal constant TRANSFER_NULLIFIER1 = 0x156bc87b68bdc7406958ae8281ba2490ac03871d325938e77e45f219552d9260;
     uint256 internal constant TRANSFER_COMMITMENT0 = 0x05b61dea59d56ee3914c83f88078fc6d5f0b90c671517d18a47fdcbd32dbc761;
     uint256 internal constant TRANSFER_COMMITMENT1 = 0x10610a8a61e9ff9a032bc02729322511ca2de1a2a3483aa988b423f1d30fed67;
     bytes internal constant TRANSFER_NOTE0 =
-        hex"385553aa23a24b14d8bbc2dff606277f444e049797ae7e0404e3a9ba0ecef2fb904a64524ce3c873b94a11402512c7694e72deaed1ab837a08622c46ab5f17ceffb9e4ee66f5a203f5a31575fd70251b1cd922bcfaa87fc7c071df4412854ba49b424c1a1cded001b3ff8f0bc5306fa9950d236ce7075d9f702c3f0cd5546f89";
+        hex"385553aa23a24b14d8bbc2dff606277f444e049797ae7e0404e3a9ba0ecef2fb904a64524ce3c873b94a11402512c7694e72deaed1ab837a08622c46ab5f17ceffb9e4ee66f5a203f5a31575fd70251b1cd922bcfaa87fc7c071df4412854ba49b424c1a1cded001";
     bytes internal constant TRANSFER_NOTE1 =
-        hex"00a60c8dfef9f6633994aa4ed8b1ebd9111bcf05c62b39e9f7426edc7aab3fe68239049f3940f1066e6a56238320d35c1298826541953c5219dc9de94897e8eba43052fa4d37c9836e498619b9fc1584381292d0b1ec6f952fc6bab8035f6b30478648a01804edaba38b5cf910a932567c48e78b724d57400edd6f98cd565835";
+        hex"b3ff8f0bc5306fa9950d236ce7075d9f702c3f0cd5546f8900a60c8dfef9f6633994aa4ed8b1ebd9111bcf05c62b39e9f7426edc7aab3fe68239049f3940f1066e6a56238320d35c1298826541953c5219dc9de94897e8eba43052fa4d37c9836e498619b9fc1584";
 
     function transferNotes() internal pure returns (bytes[2] memory n) {
         n[0] = TRANSFER_NOTE0;
@@ -145,14 +145,14 @@ library TransferVectors {
     }
 
     function transferProof() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x12d10a783103b0a2d7ebba32beec92087381d362c6796121bd5753b701c5675c;
-        x[1] = 0x2dd2a90381906bba1fabafbba8cd6b42d39412a9a476d9ab54f0234862eef81d;
-        x[2] = 0x1a90d45c73274c18c45d696eb022f45c247079a7bfa696575f7e79b51ff900e2;
-        x[3] = 0x0fecea73f365c9a5e79cd3c50be3084e6dbb0c5b143f8d521f18acadc734c3a9;
-        x[4] = 0x2e8e7e705d2d3f74aab56bf66648a433b9afb4b311a457334ec4bc5c8231d02f;
-        x[5] = 0x0b683633ea9c0247b0849f5c4257c8e80196ce9736a30f316b3ef99fadbce367;
-        x[6] = 0x1b0d3443145b4cc89d0c5b7ba0a926875fac79ebab4a748377d6268db8f4a558;
-        x[7] = 0x16255e3a09ddd7a87f5dd2c1185be403afc4d15b256d3da0fb4ea8525253dd0f;
+        x[0] = 0x12e3b965a4f7f5477f5493b8a4e2f186cd0896517b144baf388af7265d226041;
+        x[1] = 0x2c495c4d1f0abd3a6422bed97446fc3d1cf0868bc2dc42d4b90675e9d72aff29;
+        x[2] = 0x090c8bf189f9ae199b2e670cf9927b4b00f11379a7bf3a107b27c30b4ea16dc0;
+        x[3] = 0x0a8978c00f00fbe148b1599248c02a5259d46e3bede38cabce408a88470f9d15;
+        x[4] = 0x288f94e5513be55419392315404377a158137d47647c93729b814f8c772fef8c;
+        x[5] = 0x08d9ed27c026814fc3e6d04e0abf343ced1eda00bb43c559258404db4ee26623;
+        x[6] = 0x0f60590a8e711c885310aebc943e2d2cc546b8812d20f3d39baae8c6cf8a3df6;
+        x[7] = 0x2df96f3918f21021f6ff33594245ebb21ee7241c0a1d4fa470cc2345ddcd30d2;
     }
 
     function transferInputs() internal pure returns (uint256[8] memory x) {
@@ -163,7 +163,7 @@ library TransferVectors {
         x[4] = 0x10610a8a61e9ff9a032bc02729322511ca2de1a2a3483aa988b423f1d30fed67;
         x[5] = 0x30644e72e131a029b85045b68181585d2833e84879b9709143de68154b398001;
         x[6] = 0x0000000000000000000000000000000000000000000000000000000000010005;
-        x[7] = 0x06faaf1bff667a44bfedb181835b128cabbe5e63e06cc6f7885be172df18cd2a;
+        x[7] = 0x05cd09734a2d93449ffd1b99693512142ea781e276c3d8f515205114ed0eb5a5;
     }
 
     // WITHDRAW
@@ -174,16 +174,16 @@ library TransferVectors {
     address internal constant WITHDRAW_RELAYER = address(0x10002);
     bytes32 internal constant WITHDRAW_ACTION_HASH = 0xc0a8a600ecd4918b51e8b600229beaa256750f3eabdabee786fa0825ada93ff6;
     address internal constant WITHDRAW_RECIPIENT = address(0x10004);
-    bytes32 internal constant WITHDRAW_NOTES_HASH = 0xb313e2e054fb91def2e1b8a67e7e5dac931dbdbc623fcf3b9b48d36882d82fe1;
-    uint256 internal constant WITHDRAW_CONTEXT = 0x2c1bc7889f84515464cb2cbecde9e82a122eda7606c19468af19380ff4c29578;
+    bytes32 internal constant WITHDRAW_NOTES_HASH = 0x9682b56508dfed3c88fdd72d7069b5ffbc3eea92ce2ff448e18c88a57eba1ff3;
+    uint256 internal constant WITHDRAW_CONTEXT = 0x1d87b22531eaf3c8cec6d66bd2e043cf77d5845c9fafd5b3d5513a92b41419c7;
     uint256 internal constant WITHDRAW_NULLIFIER0 = 0x049e30f93fea33a0061844ef8fcccc9c1c98f577635996a44be8911b791b3b42;
-    uint256 internal constant WITHDRAW_NULLIFIER1 = 0x0ffdfe510937c87d4de42cbcfa3a41a824f26c188f1b9a4745e64e4b6e7ada45;
+    uint256 internal constant WITHDRAW_NULLIFIER1 = 0x190191293877296bea614cc5d3fae7d666735bbd0edc8f88df66286b3740688a;
     uint256 internal constant WITHDRAW_COMMITMENT0 = 0x0fc6a0f46ff6b14786f3993bf2570efe03e551071c006a2f206344097039fcbe;
-    uint256 internal constant WITHDRAW_COMMITMENT1 = 0x0b1b38b65f0b52232d3bf9adafa84fe426d33ba334cb5aa921c66cac046a2478;
+    uint256 internal constant WITHDRAW_COMMITMENT1 = 0x0b4baa89ae907bf5223b613b43f3e5d76b50a55bc8ddda62a00b2f65e4597acf;
     bytes internal constant WITHDRAW_NOTE0 =
-        hex"78774a186003cdaf73dfefce516edeaccb6e387de1e6234aa45f4df00a8b62ad0796cb28571102ff06ea2ad26933a17e8225858a085270d721d028432b824e84dd68cc02a794b617cb883d1953aa48911071bd565a6969c7b0343beaedb0f174ff2b3ecabd48df926fa7df4d0f5bf48ec7b58759e2ca2d41e226c674371af7a4";
+        hex"78774a186003cdaf73dfefce516edeaccb6e387de1e6234aa45f4df00a8b62ad0796cb28571102ff06ea2ad26933a17e8225858a085270d721d028432b824e84dd68cc02a794b617cb883d1953aa48911071bd565a6969c7b0343beaedb0f174ff2b3ecabd48df92";
     bytes internal constant WITHDRAW_NOTE1 =
-        hex"ab3dc1e9930997b2186543ab7fe02ccd7371a6962e0fb7bd129c427f8748a78b3800c0e7b4ead77871f545f3c85aad561bbcb6e1a0044f867b097c7e72a34a1eaf9a2d9fae4e2eb3b700cd9e5db4787e290836d6626dd6bf4325ae6e797f6cbae02eea33781d563ebb9180d800de1c07e0fa7ca31cf06a388a0e4db68dfcea5c";
+        hex"6fa7df4d0f5bf48ec7b58759e2ca2d41e226c674371af7a4ab3dc1e9930997b2186543ab7fe02ccd7371a6962e0fb7bd129c427f8748a78b3800c0e7b4ead77871f545f3c85aad561bbcb6e1a0044f867b097c7e72a34a1eaf9a2d9fae4e2eb3b700cd9e5db4787e";
 
     function withdrawNotes() internal pure returns (bytes[2] memory n) {
         n[0] = WITHDRAW_NOTE0;
@@ -191,25 +191,25 @@ library TransferVectors {
     }
 
     function withdrawProof() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x11fabd1191335592198c6c3310d6257ca7fa835ad72fac418099cc9b378db143;
-        x[1] = 0x06f8fe7b9d979d49e5f92ee843ac69526431a5a135390fa5356f182cab550b4f;
-        x[2] = 0x28c99dff4fc94557e8620a0366c9934ce351c4410185eec3e9e05b41d2275681;
-        x[3] = 0x19190b4567d21b3306536d0e46fc2d062159ded4138933fb27f01bdcc7bfdcf6;
-        x[4] = 0x16c8b99137cf45f51bc87b73d0e0844bacdd9386fe5dc9313297870e289c4e68;
-        x[5] = 0x3032ee6518601bbe335dd85488b5eb1a00626422a7766fce32d6832efa863134;
-        x[6] = 0x11011b29e9a490818c36fb117a5172fb6e3d3af9bfc2d36d2a3c41f208ec106b;
-        x[7] = 0x06b0be89ccd4298357a9afcf322f5e76eec8721da5eef61c9298a86d2769b515;
+        x[0] = 0x15835726a01108c930aada83fbd12cb5268b50ba9a9f59c4a79d16c193a7e89f;
+        x[1] = 0x243b08f989f8f17b3440f7b924ba9bccb58ac1ab92e1cf73701da2216f9df6e9;
+        x[2] = 0x2d9434d3cee01d10cfdd9185c6591fc0a5b5bee46c6c421361711513c2ecddcc;
+        x[3] = 0x10407f35b39ec176ac65a72c070d0f95e7b3de254b662dc3febbe6647d3cb890;
+        x[4] = 0x2549ce1efd13c0e7cad198040a0732ef80430b8e0e5603c534a7292b845d9c48;
+        x[5] = 0x1d2f0c174fd89605e564376e61bd1819f3ce69d0f26e25a76fd5adfd38c9c026;
+        x[6] = 0x2596d8ce6a56046c9e358c9ff461500faed7c2c3ff641a767fa07764281cda37;
+        x[7] = 0x0be98834e3de202fa680074b57526d6203c751f661b7f069243c1185a33dfcb3;
     }
 
     function withdrawInputs() internal pure returns (uint256[8] memory x) {
         x[0] = 0x193a2c9ec8bd4bf75c794ce79d19118bc021383eb648fca57f241745d74841d8;
         x[1] = 0x049e30f93fea33a0061844ef8fcccc9c1c98f577635996a44be8911b791b3b42;
-        x[2] = 0x0ffdfe510937c87d4de42cbcfa3a41a824f26c188f1b9a4745e64e4b6e7ada45;
+        x[2] = 0x190191293877296bea614cc5d3fae7d666735bbd0edc8f88df66286b3740688a;
         x[3] = 0x0fc6a0f46ff6b14786f3993bf2570efe03e551071c006a2f206344097039fcbe;
-        x[4] = 0x0b1b38b65f0b52232d3bf9adafa84fe426d33ba334cb5aa921c66cac046a2478;
+        x[4] = 0x0b4baa89ae907bf5223b613b43f3e5d76b50a55bc8ddda62a00b2f65e4597acf;
         x[5] = 0x30644e72e131a029b85045b68181585d2833e84879b970913cee0cbb77878001;
         x[6] = 0x0000000000000000000000000000000000000000000000000000000000000000;
-        x[7] = 0x2c1bc7889f84515464cb2cbecde9e82a122eda7606c19468af19380ff4c29578;
+        x[7] = 0x1d87b22531eaf3c8cec6d66bd2e043cf77d5845c9fafd5b3d5513a92b41419c7;
     }
 
     // DEPOSIT_IN
@@ -222,20 +222,20 @@ library TransferVectors {
         0x0000000000000000000000000000000000000000000000000000000000000000;
     address internal constant DEPOSIT_IN_RECIPIENT = address(0);
     bytes32 internal constant DEPOSIT_IN_NOTES_HASH =
-        0x526a55c5e151b87dd1375d31b69daa098720d6f2f1faba81f52ab01b3ba246e8;
-    uint256 internal constant DEPOSIT_IN_CONTEXT = 0x2b6e0824819c7b324d0924844fa1d07771b28269eb29d9d704d10a926119f495;
+        0x70670f4f7769ae5addb3ba2685345689d6ca8915c9db74050333cf1099f1a932;
+    uint256 internal constant DEPOSIT_IN_CONTEXT = 0x2aea4663a1f991c160cf72f467a7a13a23cb9102caf88137bfcf33ac665c40d1;
     uint256 internal constant DEPOSIT_IN_NULLIFIER0 =
-        0x0109eb59f7e17d79dc2edf382d3beea38683545501b3a5fd90a777c18e29e10a;
+        0x160700889b2582bd31a1867028c272f3948dbb24bdeede41658f9b822b6fb7f7;
     uint256 internal constant DEPOSIT_IN_NULLIFIER1 =
-        0x09fafda4fdd017d82d5a0632441448df785981a807a9e1bef26b1580b8316bdb;
+        0x05ff49222f68ac27193ccde660cb6555f94dd9d3f4d165cbfaace5fd9989d63a;
     uint256 internal constant DEPOSIT_IN_COMMITMENT0 =
         0x12ae25891819ef26c623eecf0ef568957b809aed52e2658b28399f23ae5d436c;
     uint256 internal constant DEPOSIT_IN_COMMITMENT1 =
-        0x13b32f5acc1d4538d720cb10027eee29bfaa76306516c8bd629a4643984aca66;
+        0x237c12f1c1cd5a569a04eeac9c744839e7ddb51ab8156e9aed8feaeaa02bfd03;
     bytes internal constant DEPOSIT_IN_NOTE0 =
-        hex"8108aedfacf5cf1d73c67b6936397ba5fa72817f1b5aab94658238ddcdc08010a65007ae15ae021092cb4503061f215b3a2ff602e2000b781c543b6c14eed1a3d1369e25ae29153584f4f2e32e8f16d669cbefe997cbe6ca6036767ac18cd9b3d716244735d29d05b7aff9da89398782de1ada5f5e23b18c811ce5611185531c";
+        hex"8108aedfacf5cf1d73c67b6936397ba5fa72817f1b5aab94658238ddcdc08010a65007ae15ae021092cb4503061f215b3a2ff602e2000b781c543b6c14eed1a3d1369e25ae29153584f4f2e32e8f16d669cbefe997cbe6ca6036767ac18cd9b3d716244735d29d05";
     bytes internal constant DEPOSIT_IN_NOTE1 =
-        hex"1cac1bb92baf958ec57ecc54b86851735cae4f1fd1e58ae1c3feb28802cb741d0eddae8cb32afb16593b21818e52172038877fd9eba6f96d8f5f804ab312ce272cf1e5aa612203c9a5b5c18c1982f2b227d5832788035add61acf27cc8f7c3adbbea88b00cabf6e16dcc566cded559db38bcad0eec85206def1d1439a918a6c0";
+        hex"b7aff9da89398782de1ada5f5e23b18c811ce5611185531c1cac1bb92baf958ec57ecc54b86851735cae4f1fd1e58ae1c3feb28802cb741d0eddae8cb32afb16593b21818e52172038877fd9eba6f96d8f5f804ab312ce272cf1e5aa612203c9a5b5c18c1982f2b2";
 
     function depositInNotes() internal pure returns (bytes[2] memory n) {
         n[0] = DEPOSIT_IN_NOTE0;
@@ -243,51 +243,51 @@ library TransferVectors {
     }
 
     function depositInProof() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x16c9a15fed2eea83d3931aa4137bce59fad9de5b3fae1cfaee80005142f3e37a;
-        x[1] = 0x0791fc488fb3e7aa3501728c55a3cac0cc60ca35d9c7052653c4c5968ec7c764;
-        x[2] = 0x05c6b3cea77b8c9a0e1cd98049fd8553098270947a18d1da0e127c24e2b91bd5;
-        x[3] = 0x2e65866d4220c037e1ccda995ec1ebf6f07edb07657480dbf40eb81e98c65e15;
-        x[4] = 0x21fb5dd9de9aee6119cddafd1c030aa14cbb4be5eef1bb8ab9c73a4b3f401a57;
-        x[5] = 0x20b29a46de1c30f786361ee6ad44426b4adeeb0815a443409bd748bb2296043d;
-        x[6] = 0x2df8454cb44ced8de92bdd144fad2606c7f02ca43812237aa1438302b87528d0;
-        x[7] = 0x1d5b057721d97525bd5e5f7e7dd706d78c7ffafd40b018f6a542bec1857e987c;
+        x[0] = 0x0c500d5c06b0140d316115d18c75f446917dbf96b9fdd9c62dbdd90551480157;
+        x[1] = 0x19a28caf0a8a479a8a4bc9948b8e18972c32dee2587f61b42a3225d0f362d703;
+        x[2] = 0x0aaf32eceb3a1e1e65931aefac321819356362023c810daaf568ec74ba87f97a;
+        x[3] = 0x0ad9810ffe65e5fd9729e5956ea8c39e9acd4973e0267b27ae11af320f9b7ff6;
+        x[4] = 0x0bab4c1a0504642a8ab521c66e1416c7fd51d192bb170d115fd0f3ae9c164bde;
+        x[5] = 0x2aab8d1a5f3791dec6f41a560e2726a8b26a64b5d561a2101c493ad4bf41d267;
+        x[6] = 0x0d737fb62711db1da5fec1d6c830ef33800ba5d80b85f25cff793dfe972211dc;
+        x[7] = 0x01522abb87a11ee0dd97cdbc2a7c6e84b3218ffe77fc07494a95f6e12b707c11;
     }
 
     function depositInInputs() internal pure returns (uint256[8] memory x) {
         x[0] = 0x193a2c9ec8bd4bf75c794ce79d19118bc021383eb648fca57f241745d74841d8;
-        x[1] = 0x0109eb59f7e17d79dc2edf382d3beea38683545501b3a5fd90a777c18e29e10a;
-        x[2] = 0x09fafda4fdd017d82d5a0632441448df785981a807a9e1bef26b1580b8316bdb;
+        x[1] = 0x160700889b2582bd31a1867028c272f3948dbb24bdeede41658f9b822b6fb7f7;
+        x[2] = 0x05ff49222f68ac27193ccde660cb6555f94dd9d3f4d165cbfaace5fd9989d63a;
         x[3] = 0x12ae25891819ef26c623eecf0ef568957b809aed52e2658b28399f23ae5d436c;
-        x[4] = 0x13b32f5acc1d4538d720cb10027eee29bfaa76306516c8bd629a4643984aca66;
+        x[4] = 0x237c12f1c1cd5a569a04eeac9c744839e7ddb51ab8156e9aed8feaeaa02bfd03;
         x[5] = 0x0000000000000000000000000000000000000000000000000de0b6b3a7640000;
         x[6] = 0x0000000000000000000000000000000000000000000000000000000000000000;
-        x[7] = 0x2b6e0824819c7b324d0924844fa1d07771b28269eb29d9d704d10a926119f495;
+        x[7] = 0x2aea4663a1f991c160cf72f467a7a13a23cb9102caf88137bfcf33ac665c40d1;
     }
-    uint256 internal constant INSERT2_ROOT = 0x09bc4ad5ea16791f1b6ea2f99e9bcf24fbafb68d5a39b11dbab2d45ac3d867bd;
+    uint256 internal constant INSERT2_ROOT = 0x2a7b0ea6a586fa577597d9e7543be96438dbd89e4ee67b30b59c070a460d7350;
 
     function insert2Proof() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x2701abbea06604804546c1df040b1a2afd29f2c8f8620382fbe40df036ad9823;
-        x[1] = 0x0c6936d5d51e63ea2cc672961f8b62864f7392a7c4571684da9c3a221aa43ad0;
-        x[2] = 0x25b2a909634b9636f2c73dfcb993be63787c66d60b4f393f1d692469fc423f7a;
-        x[3] = 0x23b4df4c496c393ef73e93667517e540bf47a55097c87e3f49031caa168c6876;
-        x[4] = 0x1ec3fda10cf55b9cc5e848ef4e469c46f35f7cc4fd9b3ef99019956e55e6e2ee;
-        x[5] = 0x0c922701a5fa5de37e7fae76e6164bf50e93920bc84039a81de5aec0273b57b0;
-        x[6] = 0x246425f93cdbbf8ca9e205254990d1e2c51ddf05dcea09eee3c57a99d90a5f8f;
-        x[7] = 0x0e7a4099fbf53726077ffddd0c9cc95e872fb75b11d952dcc954724c1501fa22;
+        x[0] = 0x013a07d292faf1a773814c497ce72c83868a74923608d5ffc1262b9a447c0fa9;
+        x[1] = 0x1948d400765d3f021bb3fea5b152ff1983c17a4f37cc3d3dd8596b5f970ffc20;
+        x[2] = 0x2b971f669e57e3e740f02fc59b7fcaba15454bfdae5026c7a45e4fa0e287f30c;
+        x[3] = 0x1465d77309547a492f8042d2178a9cd43e6bec1870869673f78aa32f63d0d021;
+        x[4] = 0x2a71b545b56ba03d769c105586220262bcb069530190d6980245f4e603a51d35;
+        x[5] = 0x1b212a5df906f07694f5d5900db7742072dc7dc5b0b486375ca9568a0b29d817;
+        x[6] = 0x067b0ef412619a1d36c214c1d0fd7aaaeb4dd8f6a0af49cea39f494ae2f95627;
+        x[7] = 0x05887f9628af7614e9d9274979011728678b655c7a60bd24fb54c8182b6c1aba;
     }
 
     function insert2Inputs() internal pure returns (uint256[19] memory x) {
         x[0] = 0x193a2c9ec8bd4bf75c794ce79d19118bc021383eb648fca57f241745d74841d8;
-        x[1] = 0x09bc4ad5ea16791f1b6ea2f99e9bcf24fbafb68d5a39b11dbab2d45ac3d867bd;
+        x[1] = 0x2a7b0ea6a586fa577597d9e7543be96438dbd89e4ee67b30b59c070a460d7350;
         x[2] = 0x0000000000000000000000000000000000000000000000000000000000000010;
         x[3] = 0x0cfd17cdaf5f735d079f068abf56113e2bf64c27bbfbc743243a572c0a73f5e7;
         x[4] = 0x09f0bc2b26ba562bc141814af8dd34b7f1256bffad590da164eb7b0e78f8d09d;
         x[5] = 0x05b61dea59d56ee3914c83f88078fc6d5f0b90c671517d18a47fdcbd32dbc761;
         x[6] = 0x10610a8a61e9ff9a032bc02729322511ca2de1a2a3483aa988b423f1d30fed67;
         x[7] = 0x0fc6a0f46ff6b14786f3993bf2570efe03e551071c006a2f206344097039fcbe;
-        x[8] = 0x0b1b38b65f0b52232d3bf9adafa84fe426d33ba334cb5aa921c66cac046a2478;
+        x[8] = 0x0b4baa89ae907bf5223b613b43f3e5d76b50a55bc8ddda62a00b2f65e4597acf;
         x[9] = 0x12ae25891819ef26c623eecf0ef568957b809aed52e2658b28399f23ae5d436c;
-        x[10] = 0x13b32f5acc1d4538d720cb10027eee29bfaa76306516c8bd629a4643984aca66;
+        x[10] = 0x237c12f1c1cd5a569a04eeac9c744839e7ddb51ab8156e9aed8feaeaa02bfd03;
         x[11] = 0x0000000000000000000000000000000000000000000000000000000000000000;
         x[12] = 0x0000000000000000000000000000000000000000000000000000000000000000;
         x[13] = 0x0000000000000000000000000000000000000000000000000000000000000000;
@@ -306,16 +306,16 @@ library TransferVectors {
     address internal constant RECEIVED_RELAYER = address(0);
     bytes32 internal constant RECEIVED_ACTION_HASH = 0x0000000000000000000000000000000000000000000000000000000000000000;
     address internal constant RECEIVED_RECIPIENT = address(0x10004);
-    bytes32 internal constant RECEIVED_NOTES_HASH = 0xa9a63eb6a4349f2d87ed25fe5cd356d1f56f10545c5ab945de7646cb1b7e4ac4;
-    uint256 internal constant RECEIVED_CONTEXT = 0x1bc336534b15d0cec13c879dd091918922374e564935b48952afff921032e085;
+    bytes32 internal constant RECEIVED_NOTES_HASH = 0x2b44386d2a16177884786fff6dbb735e5e9ef97bdd871c889d5c86e1c93723be;
+    uint256 internal constant RECEIVED_CONTEXT = 0x00251129f069138eeca35b90c96e0fb6b86213bf00da4008fd47cf8c9837fcd2;
     uint256 internal constant RECEIVED_NULLIFIER0 = 0x1a7320cc3001c30fea087b8e77614d809a1f0413681865331d77c6af1e8e5592;
     uint256 internal constant RECEIVED_NULLIFIER1 = 0x303061b8c98f86ce82aa114c564e4f36f60e74adc80561a806a119937040c3a0;
     uint256 internal constant RECEIVED_COMMITMENT0 = 0x12cac40507fd5980fd3090cc09a2cf1fa5c7cf33356e0cb7290c1c841f5cbd3e;
-    uint256 internal constant RECEIVED_COMMITMENT1 = 0x24367793951a7810bcfa222d6a0fc8034ce09d190a98ed9e594ff12986f669d3;
+    uint256 internal constant RECEIVED_COMMITMENT1 = 0x0281d2300e42d965398166dbe97f579741c22a3693322fabe6157e78856a126a;
     bytes internal constant RECEIVED_NOTE0 =
-        hex"f400927857aaf64114f561baacb379708c79a1dc1476ab573216a4020764bde545c143dbb9609c22ab855d60925a997603d78a3f20d154abd8ddfa6974eedf6b3784290c606b04fdc0720400c961e366b6ea14d411fcc53dea4f44c9bb4d7408de0ea89a53f1ecf3f3d0a462fb77d2baf5e0e5dfefb6897bbd7460315e81182a";
+        hex"f400927857aaf64114f561baacb379708c79a1dc1476ab573216a4020764bde545c143dbb9609c22ab855d60925a997603d78a3f20d154abd8ddfa6974eedf6b3784290c606b04fdc0720400c961e366b6ea14d411fcc53dea4f44c9bb4d7408de0ea89a53f1ecf3";
     bytes internal constant RECEIVED_NOTE1 =
-        hex"c2be6756184ff1346102aa1a537271deb82dfde680c1964a263e95de9d92b637c82fb56107fe74a0d3679f844d9b0a20200b80d0da84bba0976fb889dac184a477d8b6ab9c5ec06d295a3c0e72732aec502a43c73518705f3d6e16ba5399778fe7c7db790eeb2a0e114118f184bfa74186a16687a178bf69d356e928ba53845b";
+        hex"f3d0a462fb77d2baf5e0e5dfefb6897bbd7460315e81182ac2be6756184ff1346102aa1a537271deb82dfde680c1964a263e95de9d92b637c82fb56107fe74a0d3679f844d9b0a20200b80d0da84bba0976fb889dac184a477d8b6ab9c5ec06d295a3c0e72732aec";
 
     function receivedNotes() internal pure returns (bytes[2] memory n) {
         n[0] = RECEIVED_NOTE0;
@@ -323,24 +323,24 @@ library TransferVectors {
     }
 
     function receivedProof() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x138571b2a86a8a2151e007fcd56fc755b0076af82f2047536f9b87cba9520a1c;
-        x[1] = 0x0510f49c9ba347362796b264b333f74ad0bafe20ec3ee385ca27102b2a4b32c4;
-        x[2] = 0x0f31f87daf6e7e934db1c42e6eae08797a75d0df3dd6f77de7a6c96538a42cc2;
-        x[3] = 0x01fa8c60ac5af82390156865f9c353f995f71cc70ac7edffbee792b2f2b32065;
-        x[4] = 0x07e193b86188be0804bf3b236be2a1ac7fb8493c03bd59c84c2c1ef2fbbcf297;
-        x[5] = 0x256eae67ba28bfe880d20128e90c488bc54d033d51599ea6c5afa338fb2be2aa;
-        x[6] = 0x085a752be71f76e8a433a042a5a5a85c85534cf9b04d2a0321cdef69c85fe0b2;
-        x[7] = 0x130acc2e6c6646e26eb54ed60c925b885cb957801bfee93756427d05a606dffa;
+        x[0] = 0x02e5993f80fd666392299623826c8a7e568697f94135fb8f191ada6e724fe8f0;
+        x[1] = 0x050e00f8944ab3b68c55452ad5fb00ecaf46119b3f5a8b6de7c5c3bb471f9149;
+        x[2] = 0x218bb7117fae36e5c30c1c7efd05621aa389daa001d44b708b4f73946e46b25c;
+        x[3] = 0x248d66e8d9342e40e0bf0a7b3db11789b55c415876688e21d0405307553cd2c5;
+        x[4] = 0x180454465def8580076acf2aa51f343908060a0a744ca078b3bf5cf2dd4ec510;
+        x[5] = 0x0c50350fa219bc25836d1be5cd76c12967ba86efb976797b9616c33aa8d8a2bd;
+        x[6] = 0x0daefa404d6cf42bd09db04003f5e72fccae4e61a8f05df813410d485ce99bfe;
+        x[7] = 0x099eaa964a56fec9de01b7d2c44ad990ef5d256d177ef4e2866640cfd7f3a6d6;
     }
 
     function receivedInputs() internal pure returns (uint256[8] memory x) {
-        x[0] = 0x09bc4ad5ea16791f1b6ea2f99e9bcf24fbafb68d5a39b11dbab2d45ac3d867bd;
+        x[0] = 0x2a7b0ea6a586fa577597d9e7543be96438dbd89e4ee67b30b59c070a460d7350;
         x[1] = 0x1a7320cc3001c30fea087b8e77614d809a1f0413681865331d77c6af1e8e5592;
         x[2] = 0x303061b8c98f86ce82aa114c564e4f36f60e74adc80561a806a119937040c3a0;
         x[3] = 0x12cac40507fd5980fd3090cc09a2cf1fa5c7cf33356e0cb7290c1c841f5cbd3e;
-        x[4] = 0x24367793951a7810bcfa222d6a0fc8034ce09d190a98ed9e594ff12986f669d3;
+        x[4] = 0x0281d2300e42d965398166dbe97f579741c22a3693322fabe6157e78856a126a;
         x[5] = 0x30644e72e131a029b85045b68181585d2833e84879b9709136013ee0489c0001;
         x[6] = 0x0000000000000000000000000000000000000000000000000000000000010005;
-        x[7] = 0x1bc336534b15d0cec13c879dd091918922374e564935b48952afff921032e085;
+        x[7] = 0x00251129f069138eeca35b90c96e0fb6b86213bf00da4008fd47cf8c9837fcd2;
     }
 }
