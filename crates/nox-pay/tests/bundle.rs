@@ -108,71 +108,51 @@ fn paid_transactions_built_here_pass_the_relayers_admission_and_nothing_else_doe
     let q = quote();
     let a = admission(&q);
 
-    // 1. A paid action, at 125 % of the quote: the fee comes from one note, the change returns.
-    let action =
-        Action { target: Address::repeat_byte(0x70), data: Bytes::from_static(&[0x18, 0x16, 0x0d, 0xdd]), gas: 50_000 };
-    let fee = fee_from_quote(&q, Address::ZERO, 50_000, 125).expect("priced");
-    let exact = fee_from_quote(&q, Address::ZERO, 50_000, 100).expect("priced");
-    assert_eq!(fee, exact * 5 / 4, "125 % of the quote");
-    let paid = payment(&q, fee, action.clone(), &[]).build(&view, &seed, &pk, &mut rng).expect("bundle");
-    assert_eq!(paid.change, ETH - fee);
-    assert_eq!(paid.inputs.len(), 1, "one note covers the fee");
-    let ok = admit(&a, &vk, &paid.submission, NOW).expect("admitted");
-    assert_eq!((ok.fee, ok.asset, ok.deadline), (U256::from(fee), Address::ZERO, NOW + 600));
-
-    // Every value the proof binds, changed after proving: refused.
-    let refusals = [
-        edit_bundle(&paid.submission, |b| b.action.data = Bytes::from_static(&[0x70, 0xa0, 0x82, 0x31])),
-        edit_bundle(&paid.submission, |b| b.action.target = Address::repeat_byte(0x71)),
-        edit_bundle(&paid.submission, |b| b.action.gas -= U256::from(1u64)),
-        edit_bundle(
-            &edit_transaction(&paid.submission, |t| t.fee -= U256::from(1u64)),
-            |b| b.fee -= U256::from(1u64),
-        ),
-    ];
-    for s in &refusals {
-        assert_eq!(admit(&a, &vk, s, NOW).expect_err("refused").0, Reason::BadProof);
-    }
-    // Another relayer's admission: the payment names this one.
-    let mut other = a.clone();
-    other.relayer = Address::repeat_byte(0x7f);
-    let elsewhere = Submission::new(CHAIN, q.executor, other.relayer, paid.submission.bundle.clone());
-    assert_eq!(admit(&other, &vk, &elsewhere, NOW).expect_err("refused").0, Reason::BadProof);
-    assert_eq!(admit(&a, &vk, &paid.submission, NOW + 600).expect_err("late").0, Reason::Expired);
-
-    // 2. A payment-only bundle (no action): a private transfer to another wallet, paid.
+    // 1. A payment-only bundle (no action): a private transfer to another wallet and a
+    // withdrawal to an address in one transaction, the fee to the relayer.
     let bob = Seed::random(&mut rng).address().expect("address");
     let fee0 = fee_from_quote(&q, Address::ZERO, 0, 125).expect("priced");
     let mut transfer = payment(&q, fee0, Action::none(), &[]);
     transfer.outputs = vec![(bob, ETH / 4)];
+    transfer.public_out = ETH / 10;
+    transfer.recipient = Address::repeat_byte(0x5a);
     let sent = transfer.build(&view, &seed, &pk, &mut rng).expect("bundle");
     assert!(Action::none().is_none());
     let none = &sent.submission.bundle.action;
     assert_eq!((none.target, none.gas, none.value, none.data.len()), (Address::ZERO, U256::ZERO, U256::ZERO, 0));
-    admit(&a, &vk, &sent.submission, NOW).expect("a payment-only bundle is admitted");
+    let ok = admit(&a, &vk, &sent.submission, NOW).expect("a payment-only bundle is admitted");
+    assert_eq!((ok.fee, ok.asset, ok.deadline), (U256::from(fee0), Address::ZERO, NOW + 600));
     let to_bob = sent.outputs.iter().find(|o| o.role == OutputRole::Requested).expect("Bob's note");
     assert_eq!((to_bob.to, to_bob.value), (bob, ETH / 4));
-    assert_eq!(sent.change, ETH - ETH / 4 - fee0);
+    assert_eq!(sent.change, ETH - ETH / 4 - ETH / 10 - fee0);
+    assert_eq!(sent.inputs.len(), 1, "one note covers it");
     // The relayer swaps Bob's ciphertext (for one to itself, or garbage): the proof binds both.
     let swapped = edit_transaction(&sent.submission, |t| t.notes.swap(0, 1));
-    assert_eq!(admit(&a, &vk, &swapped, NOW).expect_err("refused").0, Reason::BadProof);
     let flipped = edit_transaction(&sent.submission, |t| {
         let mut n = t.notes[0].to_vec();
         n[40] ^= 1;
         t.notes[0] = Bytes::from(n);
     });
-    assert_eq!(admit(&a, &vk, &flipped, NOW).expect_err("refused").0, Reason::BadProof);
+    // Or redirects the withdrawal, or keeps more of it as its fee.
+    let redirected = edit_transaction(&sent.submission, |t| t.recipient = Address::repeat_byte(0x5b));
+    let greedy = edit_bundle(
+        &edit_transaction(&sent.submission, |t| {
+            t.fee += U256::from(1u64);
+            t.publicOut -= U256::from(1u64);
+        }),
+        |b| b.fee += U256::from(1u64),
+    );
+    for s in [&swapped, &flipped, &redirected, &greedy] {
+        assert_eq!(admit(&a, &vk, s, NOW).expect_err("refused").0, Reason::BadProof);
+    }
+    // Another relayer's admission: the payment names this one.
+    let mut other = a.clone();
+    other.relayer = Address::repeat_byte(0x7f);
+    let elsewhere = Submission::new(CHAIN, q.executor, other.relayer, sent.submission.bundle.clone());
+    assert_eq!(admit(&other, &vk, &elsewhere, NOW).expect_err("refused").0, Reason::BadProof);
+    assert_eq!(admit(&a, &vk, &sent.submission, NOW + 600).expect_err("late").0, Reason::Expired);
 
-    // 3. A paid withdrawal: one proof, publicOut to the recipient, the fee to the relayer.
-    let mut out = payment(&q, fee0, Action::none(), &[]);
-    out.public_out = ETH / 10;
-    out.recipient = Address::repeat_byte(0x5a);
-    let withdrawal = out.build(&view, &seed, &pk, &mut rng).expect("bundle");
-    admit(&a, &vk, &withdrawal.submission, NOW).expect("a paid withdrawal is admitted");
-    let redirected = edit_transaction(&withdrawal.submission, |t| t.recipient = Address::repeat_byte(0x5b));
-    assert_eq!(admit(&a, &vk, &redirected, NOW).expect_err("refused").0, Reason::BadProof);
-
-    // 4. A private swap: a withdrawal transaction to the adaptor bound to the swap inside the
+    // 2. A private swap (a paid action): a withdrawal transaction to the adaptor bound to the swap inside the
     // action, then the payment for the adaptor call from another note.
     let w = Withdrawal {
         adaptor: Address::repeat_byte(0xad),
@@ -194,15 +174,30 @@ fn paid_transactions_built_here_pass_the_relayers_admission_and_nothing_else_doe
     let (t, swap) = decode_swap_exact_in(&swap_action.data).expect("swapExactIn calldata");
     assert_eq!((t.publicOut, t.recipient, t.fee, swap), (U256::from(w.amount), w.adaptor, U256::ZERO, w.swap.clone()));
     assert_eq!(t.deadline, U256::from(NOW + 600));
-    assert!(decode_swap_exact_in(&swap_action.data[..swap_action.data.len() - 1]).is_none());
+    assert!(decode_swap_exact_in(&swap_action.data[..swap_action.data.len() - 32]).is_none());
     let avoid: Vec<Fr> = prepared.inputs.iter().map(|i| i.nullifier).collect();
     let fee = fee_from_quote(&q, Address::ZERO, 600_000, 125).expect("priced");
+    let exact = fee_from_quote(&q, Address::ZERO, 600_000, 100).expect("priced");
+    assert_eq!(fee, exact * 5 / 4, "125 % of the quote");
     let paid = payment(&q, fee, swap_action, &avoid).build(&view, &seed, &pk, &mut rng).expect("bundle");
     assert!(
         paid.inputs.iter().all(|i| !avoid.contains(&i.nullifier)),
         "the payment spends another note than the withdrawal"
     );
     admit(&a, &vk, &paid.submission, NOW).expect("the swap bundle is admitted");
+    assert_eq!(paid.change, ETH - fee);
+    // Every part of the action the payment binds, changed after proving: refused.
+    let refusals = [
+        edit_bundle(&paid.submission, |b| b.action.data = Bytes::from_static(&[0x70, 0xa0, 0x82, 0x31])),
+        edit_bundle(&paid.submission, |b| b.action.target = Address::repeat_byte(0x71)),
+        edit_bundle(&paid.submission, |b| b.action.gas -= U256::from(1u64)),
+        edit_bundle(&edit_transaction(&paid.submission, |t| t.fee -= U256::from(1u64)), |b| {
+            b.fee -= U256::from(1u64)
+        }),
+    ];
+    for s in &refusals {
+        assert_eq!(admit(&a, &vk, s, NOW).expect_err("refused").0, Reason::BadProof);
+    }
     assert_eq!(asset_word(Address::ZERO), Fr::from(0u64));
 }
 
