@@ -13,6 +13,7 @@
 //! | `max_fee_per_gas` | `2 × (base_fee bound × 1.25 + max(t, 1 gwei))` |
 //! | `margin_bps`, `gas_extra_bps` | [`MAX_MARGIN_BPS`], [`MAX_GAS_EXTRA_BPS`] (50 %) |
 //! | `payment_gas` | [`MAX_PAYMENT_GAS`] = 600,000 (a whole ZK payment is < 500,000 gas, docs/benchmarks/gas.md) |
+//! | `insertion_gas` | [`MAX_INSERTION_GAS`] = 225,000 (the outputs' share of an `insertBatch` of at least 4 notes; a full batch of 16 charges ≈ 54,000) |
 //! | ETH price per million gas | `⌈10⁶ × max_fee_per_gas × (1 + margin)⌉` of the quote's own (bounded) figures |
 //! | token price per million gas | worth (by the client's own reading of the pair) at most the ETH bound + 10 % |
 //!
@@ -30,6 +31,11 @@ pub const MAX_GAS_EXTRA_BPS: u32 = 5_000;
 /// Largest `payment_gas` a quote may claim: the executor plus a ZK gas payment measure under
 /// 500,000 gas (docs/benchmarks/gas.md), so 600,000 leaves 20 % headroom.
 pub const MAX_PAYMENT_GAS: u64 = 600_000;
+/// Largest `insertion_gas` (the two outputs' share of an insertion batch) a quote may claim:
+/// `insertBatch` costs under 450,000 gas whatever its size, so two notes of a batch of at least
+/// four cost at most ⌈450,000 × 2 / 4⌉; an exit charging more would be paid for inserting one or
+/// two notes per batch (a full batch of 16 charges ≈ 54,000).
+pub const MAX_INSERTION_GAS: u64 = 225_000;
 /// The tip the client assumes at least, wei per gas: a chain whose `eth_maxPriorityFeePerGas`
 /// says 0 still lets a relayer bid up to twice this.
 pub const MIN_TIP_WEI: u128 = 1_000_000_000;
@@ -62,6 +68,8 @@ pub enum Figure {
     GasExtraBps,
     /// `payment_gas`.
     PaymentGas,
+    /// `insertion_gas`.
+    InsertionGas,
     /// The price per million gas of an asset (for a token: its value in wei by the client's
     /// own reading).
     Price(Address),
@@ -76,6 +84,7 @@ impl std::fmt::Display for Figure {
             Self::MarginBps => f.write_str("margin_bps"),
             Self::GasExtraBps => f.write_str("gas_extra_bps"),
             Self::PaymentGas => f.write_str("payment_gas"),
+            Self::InsertionGas => f.write_str("insertion_gas"),
             Self::Price(a) if a.is_zero() => f.write_str("ETH price per million gas (wei)"),
             Self::Price(a) => write!(f, "price per million gas of token {a} (valued in wei)"),
         }
@@ -205,6 +214,7 @@ pub fn check_quote(
     at_most(Figure::MarginBps, U256::from(quote.margin_bps), U256::from(MAX_MARGIN_BPS))?;
     at_most(Figure::GasExtraBps, U256::from(quote.gas_extra_bps), U256::from(MAX_GAS_EXTRA_BPS))?;
     at_most(Figure::PaymentGas, U256::from(quote.payment_gas), U256::from(MAX_PAYMENT_GAS))?;
+    at_most(Figure::InsertionGas, U256::from(quote.insertion_gas), U256::from(MAX_INSERTION_GAS))?;
     let price = quote.prices.iter().find(|p| p.asset == asset).ok_or(QuoteRefusal::Unpriced(asset))?;
     let eth_bound = eth_price_bound(quote);
     if asset.is_zero() {
@@ -382,14 +392,19 @@ mod tests {
     }
 
     #[test]
-    fn margins_and_payment_gas_are_capped() {
+    fn margins_payment_and_insertion_gas_are_capped() {
         let r = reading(GWEI);
         let next = r.next_base_fee();
         let mut q = honest(next);
         q.margin_bps = MAX_MARGIN_BPS;
         q.gas_extra_bps = MAX_GAS_EXTRA_BPS;
         q.payment_gas = MAX_PAYMENT_GAS;
+        q.insertion_gas = MAX_INSERTION_GAS;
         assert_eq!(check_quote(&q, &r, Address::ZERO, None), Ok(()));
+        // An exit that prices each payment as if it inserted the two notes alone.
+        let mut i = q.clone();
+        i.insertion_gas = 433_000 * 2;
+        assert_eq!(refused_figure(check_quote(&i, &r, Address::ZERO, None)), Figure::InsertionGas);
         let mut m = q.clone();
         m.margin_bps += 1;
         assert_eq!(refused_figure(check_quote(&m, &r, Address::ZERO, None)), Figure::MarginBps);

@@ -10,7 +10,7 @@
 //   base_fee        ≤ b × 1.125²  (the next block's, one block of drift)
 //   priority_fee    ≤ 2 × max(t, 1 gwei)
 //   max_fee_per_gas ≤ 2 × (base_fee bound × 1.25 + max(t, 1 gwei))
-//   margin_bps, gas_extra_bps ≤ 5000; payment_gas ≤ 600,000
+//   margin_bps, gas_extra_bps ≤ 5000; payment_gas ≤ 600,000; insertion_gas ≤ 225,000
 //   ETH price per million gas ≤ ⌈10⁶ × max_fee_per_gas × (1 + margin)⌉ (the quote's own bounded figures)
 //   a token price: worth (by the caller's own reading) ≤ the ETH bound + 10 %
 // Default ceiling: 3 × (600,000 + action gas) × own max fee (next base × 1.25 + tip), in wei.
@@ -24,6 +24,11 @@ export const MAX_MARGIN_BPS = 5_000;
 export const MAX_GAS_EXTRA_BPS = 5_000;
 /** Largest `payment_gas` a quote may claim (a whole ZK payment is < 500,000 gas). */
 export const MAX_PAYMENT_GAS = 600_000n;
+/**
+ * Largest `insertion_gas` (the two outputs' share of an `insertBatch`) a quote
+ * may claim: two notes of a batch of at least four (a full batch of 16 ≈ 54,000).
+ */
+export const MAX_INSERTION_GAS = 225_000n;
 /** The tip assumed at least, wei per gas. */
 export const MIN_TIP_WEI = 1_000_000_000n;
 /** How much the base fee can rise per block, basis points. */
@@ -145,6 +150,7 @@ export function checkQuote(quote: RelayQuote, reading: ChainReading, asset = ZER
   atMost("margin_bps", BigInt(quote.margin_bps), BigInt(MAX_MARGIN_BPS));
   atMost("gas_extra_bps", BigInt(quote.gas_extra_bps), BigInt(MAX_GAS_EXTRA_BPS));
   atMost("payment_gas", BigInt(quote.payment_gas), MAX_PAYMENT_GAS);
+  atMost("insertion_gas", BigInt(quote.insertion_gas ?? 0), MAX_INSERTION_GAS);
   const price = priceOf(quote, asset);
   const ethBound = ethPriceBound(quote);
   if (BigInt(asset) === 0n) {
@@ -165,9 +171,14 @@ export function gasLimit(payment: bigint, actionGas: bigint, extraBps: number): 
   return scaleUp(payment + divCeil(actionGas * 64n, 63n), extraBps) + 10_000n;
 }
 
-/** The fee `quote` asks in `asset` for an action of `actionGas`, at `percent` % (125 as `nox tx`). */
+/**
+ * The fee `quote` asks in `asset` for an action of `actionGas` (0: a payment-only
+ * bundle), at `percent` % (125 as `nox tx`): the gas limit plus the outputs'
+ * insertion share (`Quote::fee_for_action`).
+ */
 export function feeFromQuote(quote: RelayQuote, asset: string, actionGas: bigint | number, percent = 125): bigint {
-  const gas = gasLimit(BigInt(quote.payment_gas), BigInt(actionGas), quote.gas_extra_bps);
+  const gas =
+    gasLimit(BigInt(quote.payment_gas), BigInt(actionGas), quote.gas_extra_bps) + BigInt(quote.insertion_gas ?? 0);
   const priced = divCeil(priceOf(quote, asset) * gas, 1_000_000n);
   return (priced * BigInt(percent)) / 100n;
 }

@@ -19,6 +19,8 @@ export interface RelayQuote {
   gas_extra_bps: number;
   prices: { asset: string; per_million_gas: string }[];
   payment_gas: number;
+  /** Gas charged for the outputs' insertion share (absent from an older relayer: 0). */
+  insertion_gas?: number;
 }
 
 /** A relayer's answer to a bundle (relay.md §3, Submit), tagged by `outcome`. */

@@ -83,6 +83,14 @@ test("an inflated payment_gas and uncapped margins are refused", () => {
   refused(() => nox.checkQuote({ ...q, payment_gas: 42_000_000 }, r), "payment_gas");
   refused(() => nox.checkQuote({ ...q, margin_bps: 5001 }, r), "margin_bps");
   refused(() => nox.checkQuote({ ...q, gas_extra_bps: 5001 }, r), "gas_extra_bps");
+  // The outputs' insertion share: a full batch's passes, two notes alone per batch do not.
+  nox.checkQuote({ ...q, insertion_gas: 225000 }, r);
+  refused(() => nox.checkQuote({ ...q, insertion_gas: 866000 }, r), "insertion_gas");
+  assert.equal(
+    nox.feeFromQuote({ ...q, insertion_gas: 54078 }, ETH, 0, 100) - nox.feeFromQuote(q, ETH, 0, 100),
+    (BigInt(q.prices[0].per_million_gas) * 54078n) / 1_000_000n,
+    "the insertion share is priced",
+  );
 });
 
 test("token fees need the caller's own price reading", () => {
@@ -128,7 +136,7 @@ test("the constants are the Rust client's", () => {
   for (const name of ["MAX_MARGIN_BPS", "MAX_GAS_EXTRA_BPS", "BASE_FEE_RISE_BPS", "MAX_FEE_HEADROOM_BPS", "TOKEN_PRICE_TOLERANCE_BPS"]) {
     assert.equal(BigInt(nox[name]), constant(name), name);
   }
-  for (const name of ["MAX_PAYMENT_GAS", "MIN_TIP_WEI", "QUOTE_TOLERANCE", "DEFAULT_CEILING_FACTOR"]) {
+  for (const name of ["MAX_PAYMENT_GAS", "MAX_INSERTION_GAS", "MIN_TIP_WEI", "QUOTE_TOLERANCE", "DEFAULT_CEILING_FACTOR"]) {
     assert.equal(nox[name], constant(name), name);
   }
 });
