@@ -42,11 +42,19 @@ fn scan(c: &mut Criterion) {
         .collect();
 
     let scan_all = || {
-        notes.iter().filter(|(ct, cm)| matches!(memo::scan(&vk, black_box(ct), &asset, cm), Opened::Mine { .. })).count()
+        notes
+            .iter()
+            .filter(|(ct, cm)| matches!(memo::scan(&vk, black_box(ct), &asset, cm), Opened::Mine { .. }))
+            .count()
     };
-    if let Some(mut cpu) = (0..7).map(|_| thread_cpu(|| assert_eq!(scan_all(), NOTES / MINE_EVERY))).collect::<Option<Vec<f64>>>() {
+    if let Some(mut cpu) =
+        (0..7).map(|_| thread_cpu(|| assert_eq!(scan_all(), NOTES / MINE_EVERY))).collect::<Option<Vec<f64>>>()
+    {
         cpu.sort_by(f64::total_cmp);
-        println!("wallet_scan: {NOTES} notes, 1 % mine: CPU time median {:.3} s (min {:.3}, max {:.3}, 7 scans)", cpu[3], cpu[0], cpu[6]);
+        println!(
+            "wallet_scan: {NOTES} notes, 1 % mine: CPU time median {:.3} s (min {:.3}, max {:.3}, 7 scans)",
+            cpu[3], cpu[0], cpu[6]
+        );
     }
 
     let mut g = c.benchmark_group("wallet_scan");

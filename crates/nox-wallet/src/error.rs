@@ -18,9 +18,12 @@ pub enum WalletError {
     /// The passphrase is wrong or the file was modified.
     #[error("wrong passphrase, or the wallet file was modified")]
     Decrypt,
-    /// The passphrase-derived key could not be computed.
+    /// The passphrase-derived key could not be computed (parameters Argon2id refuses).
     #[error("key derivation: {0}")]
-    Kdf(String),
+    Kdf(argon2::Error),
+    /// The file cipher refused to seal (it cannot for a wallet's sizes; no panic instead).
+    #[error("the wallet file cipher refused to seal")]
+    Seal,
     /// The pool's events contradict each other or the wallet's view (a lying or reorganised RPC
     /// endpoint, or a bug): the wallet refuses to build on them.
     #[error("inconsistent pool events: {0}")]

@@ -44,11 +44,10 @@ impl Default for KdfParams {
 }
 
 fn passphrase_key(passphrase: &[u8], salt: &[u8], p: KdfParams) -> Result<Zeroizing<[u8; 32]>, WalletError> {
-    let params =
-        argon2::Params::new(p.m_cost, p.t_cost, p.lanes, Some(32)).map_err(|e| WalletError::Kdf(e.to_string()))?;
+    let params = argon2::Params::new(p.m_cost, p.t_cost, p.lanes, Some(32)).map_err(WalletError::Kdf)?;
     let argon = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
     let mut key = Zeroizing::new([0u8; 32]);
-    argon.hash_password_into(passphrase, salt, &mut key[..]).map_err(|e| WalletError::Kdf(e.to_string()))?;
+    argon.hash_password_into(passphrase, salt, &mut key[..]).map_err(WalletError::Kdf)?;
     Ok(key)
 }
 
@@ -72,9 +71,8 @@ pub fn seal_seed<R: RngCore + CryptoRng>(
     header.extend_from_slice(&nonce);
     let key = passphrase_key(passphrase, &salt, params)?;
     let cipher = ChaCha20Poly1305::new((&*key).into());
-    let sealed = cipher
-        .encrypt(&nonce.into(), Payload { msg: seed.as_bytes(), aad: &header })
-        .map_err(|_| WalletError::Kdf("encryption failed".into()))?;
+    let sealed =
+        cipher.encrypt(&nonce.into(), Payload { msg: seed.as_bytes(), aad: &header }).map_err(|_| WalletError::Seal)?;
     header.extend_from_slice(&sealed);
     Ok(header)
 }
@@ -117,7 +115,7 @@ pub fn seal_state<R: RngCore + CryptoRng>(seed: &Seed, plain: &[u8], rng: &mut R
     rng.fill_bytes(&mut nonce);
     let sealed = state_cipher(seed)
         .encrypt(&nonce.into(), Payload { msg: plain, aad: STATE_MAGIC })
-        .map_err(|_| WalletError::State("encryption failed".into()))?;
+        .map_err(|_| WalletError::Seal)?;
     let mut out = Vec::with_capacity(8 + 12 + sealed.len());
     out.extend_from_slice(STATE_MAGIC);
     out.extend_from_slice(&nonce);

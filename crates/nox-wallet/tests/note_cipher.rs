@@ -132,7 +132,10 @@ fn a_ciphertext_published_with_another_commitment_is_caught() {
 /// A sender's own cipher, written from docs/spec/notes.md §4 (not with `memo::seal`), so a
 /// plaintext the API cannot produce can be sealed: a blinding ≥ r.
 fn seal_raw(to: &PaymentAddress, asset: &Fr, value: u128, blinding_be: [u8; 32], e: [u8; 32]) -> Vec<u8> {
-    use chacha20poly1305::{ChaCha20Poly1305, KeyInit, aead::{Aead, Payload}};
+    use chacha20poly1305::{
+        ChaCha20Poly1305, KeyInit,
+        aead::{Aead, Payload},
+    };
     use curve25519_dalek::montgomery::MontgomeryPoint;
     let eph = MontgomeryPoint::mul_base_clamped(e).to_bytes();
     let shared = MontgomeryPoint(*to.viewing_public()).mul_clamped(e).to_bytes();
@@ -148,7 +151,8 @@ fn seal_raw(to: &PaymentAddress, asset: &Fr, value: u128, blinding_be: [u8; 32],
     let mut plain = value.to_be_bytes().to_vec();
     plain.extend_from_slice(&blinding_be);
     let key: [u8; 32] = okm[8..].try_into().unwrap();
-    let sealed = ChaCha20Poly1305::new(&key.into()).encrypt(&[0u8; 12].into(), Payload { msg: &plain, aad: &aad }).unwrap();
+    let sealed =
+        ChaCha20Poly1305::new(&key.into()).encrypt(&[0u8; 12].into(), Payload { msg: &plain, aad: &aad }).unwrap();
     [&eph[..], &okm[..8], &sealed].concat()
 }
 

@@ -59,7 +59,8 @@ fn ciphertext(name: &str, to: &PaymentAddress, asset: Fr, value: u128, blinding:
     let aad = [to_be32(&asset), to_be32(&to.owner())].concat();
     let plain = [&value.to_be_bytes()[..], &to_be32(&blinding)].concat();
     let key: [u8; 32] = key.try_into().unwrap();
-    let sealed = ChaCha20Poly1305::new(&key.into()).encrypt(&[0u8; 12].into(), Payload { msg: &plain, aad: &aad }).unwrap();
+    let sealed =
+        ChaCha20Poly1305::new(&key.into()).encrypt(&[0u8; 12].into(), Payload { msg: &plain, aad: &aad }).unwrap();
     let ct = [&eph[..], tag, &sealed].concat();
     assert_eq!(ct, memo::seal(to, &asset, value, &blinding, &mut Fixed(e)), "{name}: the spec and seal agree");
     let inner = poseidon::hash(&[to.owner(), blinding]).unwrap();
@@ -83,7 +84,9 @@ fn ciphertext(name: &str, to: &PaymentAddress, asset: Fr, value: u128, blinding:
 fn opened(o: &Opened) -> Value {
     match o {
         Opened::NotMine => json!({ "result": "not_mine" }),
-        Opened::Mine { value, blinding } => json!({ "result": "mine", "value": value.to_string(), "blinding": w(blinding) }),
+        Opened::Mine { value, blinding } => {
+            json!({ "result": "mine", "value": value.to_string(), "blinding": w(blinding) })
+        }
         Opened::Corrupt(_) => json!({ "result": "corrupt" }),
     }
 }
