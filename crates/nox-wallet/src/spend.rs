@@ -338,7 +338,7 @@ impl PoolView {
         let mut witness_inputs = Vec::with_capacity(inputs.len());
         for n in inputs {
             let leaf = n.leaf_index.ok_or(WalletError::Inconsistent("a spendable note without a leaf".into()))?;
-            let path = self.tree().path(leaf)?;
+            let path = self.path(leaf)?;
             if path.root(n.commitment)? != self.root() {
                 return Err(WalletError::Inconsistent("a note's path does not reach the pool root".into()));
             }
@@ -488,7 +488,7 @@ impl PoolView {
             return Err(WalletError::InsufficientFunds { have: b.spendable, need: req.amount, pending: b.pending });
         };
         let leaf = n.leaf_index.ok_or(WalletError::Inconsistent("note without leaf".into()))?;
-        let path = self.tree().path(leaf)?;
+        let path = self.path(leaf)?;
         if path.root(n.commitment)? != self.root() {
             return Err(WalletError::Inconsistent("the note's path does not reach the pool root".into()));
         }

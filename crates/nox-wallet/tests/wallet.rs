@@ -627,6 +627,40 @@ fn corrupt_or_retargeted_notes_addressed_to_the_wallet_are_reported() {
 }
 
 #[test]
+fn the_views_batch_tree_gives_nox_zks_roots_paths_and_insertion_statements() {
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let stranger = Wallet::new(&mut r).address();
+    for i in 0..20u128 {
+        pool.deposit(&stranger, eth(), i + 1, &mut r);
+    }
+    pool.insert(); // 16 leaves
+    pool.insert(); // 4 leaves and 12 zeros
+    for i in 0..3u128 {
+        pool.deposit(&a.address(), eth(), i + 1, &mut r);
+    }
+    a.sync(&pool);
+    assert_eq!(a.view.root(), pool.tree.root());
+    for i in 0..pool.tree.len() {
+        assert_eq!(a.view.path(i).unwrap(), pool.tree.path(i).unwrap(), "leaf {i}");
+    }
+    assert!(a.view.path(pool.tree.len()).is_err());
+    // The next batch's insertion statement is the one nox_zk's tree makes, and is satisfied.
+    let queued: Vec<Fr> = a.view.queued().map(|(_, c)| c).collect();
+    assert_eq!(queued.len(), 3);
+    let (public, witness) = a.view.insert_statement(&queued).unwrap();
+    assert_eq!((public.clone(), witness.clone()), pool.tree.clone().insert_batch(&queued).unwrap());
+    assert!(nox_zk::insert::is_satisfied(&public, &witness).unwrap());
+    assert!(a.view.insert_statement(&[]).is_err());
+    // Inserting it moves the view to the same root.
+    pool.insert();
+    a.sync(&pool);
+    assert_eq!(a.view.root(), public.new_root);
+    assert_eq!(a.eth(), (6, 0));
+}
+
+#[test]
 fn inconsistent_events_are_refused() {
     let mut r = rng();
     let alice = Seed::random(&mut r);

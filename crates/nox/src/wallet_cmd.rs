@@ -1310,8 +1310,7 @@ async fn insert(a: &InsertArgs) -> CmdResult {
         return Ok(());
     }
     let start = view.next_leaf();
-    let mut tree = view.tree().clone();
-    let (public, witness) = tree.insert_batch(&queued).map_err(|e| format!("building the batch: {e}"))?;
+    let (public, witness) = view.insert_statement(&queued).map_err(|e| format!("building the batch: {e}"))?;
     let pk = insert_keys(&a.chain.wallet)?;
     let t = Ticker::start(&format!("proving the insertion of {} leaves at leaf {start}", queued.len()));
     let proof = nox_zk::insert::prove(&pk, &public, &witness, &mut os_rng()).map_err(|e| format!("proving: {e}"))?;
