@@ -11,8 +11,5 @@ pub mod state;
 
 pub use error::WalletError;
 pub use keys::{PaymentAddress, Seed, ViewingKey};
-pub use spend::{
-    OutputRole, PreparedOutput, PreparedSpend, PreparedTransaction, SpendKind, SpendRequest, SpentInput,
-    TransactionFields, TxRequest,
-};
+pub use spend::{OutputRole, PreparedOutput, PreparedTransaction, SpentInput, TransactionFields, TxRequest};
 pub use state::{Balance, CorruptNote, CorruptReason, Origin, OwnedNote, PoolEvent, PoolView};
