@@ -127,8 +127,8 @@ pub struct FinalizeArgs {
 /// NOX's circuits.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Circuit {
-    /// The gas-payment (spend) circuit.
-    Spend,
+    /// The 2-in/2-out private-transfer circuit (docs/design/zk-payment.md §9).
+    Transfer,
     /// The batch-insertion circuit.
     Insert,
 }
@@ -191,7 +191,7 @@ fn contributor_rng(entropy: Option<&str>) -> rand_chacha_03::ChaCha20Rng {
 fn initial_phase2(phase1: &Phase1, circuit: Circuit) -> CmdResult<Phase2> {
     step("computing the circuit's δ = 1 key from the powers (Lagrange basis, queries)", || {
         match circuit {
-            Circuit::Spend => Phase2::new(phase1, nox_zk::GasPaymentCircuit::blank()),
+            Circuit::Transfer => Phase2::new(phase1, nox_zk::transfer::TransferCircuit::blank()),
             Circuit::Insert => Phase2::new(phase1, nox_zk::insert::InsertCircuit::blank()),
         }
         .map_err(|e| e.to_string())
@@ -281,31 +281,10 @@ pub fn run(command: ZkCommand) -> CmdResult {
             pk.serialize_compressed(&mut pk_bytes).map_err(|e| e.to_string())?;
             let mut vk_bytes = Vec::new();
             pk.vk.serialize_compressed(&mut vk_bytes).map_err(|e| e.to_string())?;
+            let provenance = format!("Keys from the ceremony with origin {}.", hex::encode(last.origin));
             let (name, sol) = match a.circuit {
-                Circuit::Spend => (
-                    "GasPaymentVerifier",
-                    nox_zk::solidity::verifier_contract(
-                        &pk.vk,
-                        "GasPaymentVerifier",
-                        &format!("Keys from the ceremony with origin {}.", hex::encode(last.origin)),
-                    ),
-                ),
-                Circuit::Insert => (
-                    "InsertVerifier",
-                    nox_zk::solidity::verifier_contract_for(
-                        &pk.vk,
-                        &nox_zk::solidity::ContractDoc {
-                            name: "InsertVerifier",
-                            circuit: "batch-insertion",
-                            inputs: &[
-                                "Public inputs, in order: oldRoot, newRoot, startIndex, leaf[0..16]",
-                                "(docs/design/zk-payment.md §4.3).",
-                            ],
-                            provenance: &format!("Keys from the ceremony with origin {}.", hex::encode(last.origin)),
-                            num_inputs: nox_zk::insert::INSERT_NUM_PUBLIC_INPUTS,
-                        },
-                    ),
-                ),
+                Circuit::Transfer => ("TransferVerifier", nox_zk::solidity::transfer_verifier(&pk.vk, &provenance)),
+                Circuit::Insert => ("InsertVerifier", nox_zk::solidity::insert_verifier(&pk.vk, &provenance)),
             };
             let sol = sol.ok_or("the key does not have the circuit's number of inputs")?;
             write(&a.out.join("proving.key"), &pk_bytes)?;

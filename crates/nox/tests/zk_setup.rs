@@ -1,6 +1,6 @@
 //! `nox zk setup` as separate processes: a phase-1 transcript started, extended by two
 //! contributors and verified step by step; a tampered or out-of-order file refused; phase 2 and
-//! finalize refusing powers with no contribution, and powers too small for the circuit. (The full phase 2 of a real circuit needs 2^14
+//! finalize refusing powers with no contribution, and powers too small for the circuit. (The full phase 2 of a real circuit needs 2^15
 //! powers and takes minutes: crates/nox-zk-setup's tests run it in-process, and
 //! docs/spec/ceremony.md records a full command-line run.)
 
@@ -54,9 +54,9 @@ fn a_phase1_ceremony_on_the_command_line() {
     // crates/nox-zk-setup/tests/forgery.rs): refused wherever a key would be made from them.
     let k0 = dir.join("k0");
     for args in [
-        &["phase2", "new", "--phase1", s(&p0), "--circuit", "spend", "--out", s(&k0)][..],
+        &["phase2", "new", "--phase1", s(&p0), "--circuit", "transfer", "--out", s(&k0)][..],
         &["phase2", "verify", "--phase1", s(&p0), "--circuit", "insert", s(&p0), s(&p1)][..],
-        &["finalize", "--phase1", s(&p0), "--circuit", "spend", "--in", s(&p1), "--out", s(&k0)][..],
+        &["finalize", "--phase1", s(&p0), "--circuit", "transfer", "--in", s(&p1), "--out", s(&k0)][..],
     ] {
         let err = nox(&[&["zk", "setup"][..], args].concat()).expect_err("uncontributed powers");
         assert!(err.contains("no secret contribution"), "{args:?}: {err}");
@@ -65,8 +65,8 @@ fn a_phase1_ceremony_on_the_command_line() {
 
     // Phase 2 needs powers that cover the circuit's domain.
     let err =
-        nox(&["zk", "setup", "phase2", "new", "--phase1", s(&p2), "--circuit", "spend", "--out", s(&dir.join("k"))])
+        nox(&["zk", "setup", "phase2", "new", "--phase1", s(&p2), "--circuit", "transfer", "--out", s(&dir.join("k"))])
             .expect_err("too small");
-    assert!(err.contains("needs a domain of 16384"), "{err}");
+    assert!(err.contains("needs a domain of 32768"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
