@@ -8,7 +8,7 @@ use nox_chain::pool::ShieldedPool;
 use nox_relayer::abi;
 
 #[test]
-fn execute_and_spend_match_the_artifacts() {
+fn execute_and_transaction_match_the_artifacts() {
     assert_eq!(abi::executeCall::SELECTOR, BatchExecutor::executeCall::SELECTOR);
     let ours = abi::Bundle {
         payment: Address::repeat_byte(1),
@@ -39,24 +39,34 @@ fn execute_and_spend_match_the_artifacts() {
         BatchExecutor::executeCall { bundle: theirs }.abi_encode()
     );
     let words: [U256; 8] = std::array::from_fn(|i| U256::from(i as u64 + 1));
-    let spend = abi::Spend {
+    let t = abi::Transaction {
         proof: words,
         root: U256::from(10u64),
-        nullifier: U256::from(11u64),
-        changeCommitment: U256::from(12u64),
+        nullifiers: [U256::from(11u64), U256::from(12u64)],
+        commitments: [U256::from(13u64), U256::from(14u64)],
         asset: Address::repeat_byte(3),
-        fee: U256::from(13u64),
-        deadline: U256::from(14u64),
+        publicIn: U256::from(15u64),
+        publicOut: U256::from(16u64),
+        fee: U256::from(17u64),
+        recipient: Address::repeat_byte(4),
+        deadline: U256::from(18u64),
+        notes: [Bytes::from(vec![1u8; 33]), Bytes::from(vec![2u8; 120])],
     };
-    let pool_spend = ShieldedPool::Spend {
+    let pool_t = ShieldedPool::Transaction {
         proof: words,
-        root: spend.root,
-        nullifier: spend.nullifier,
-        changeCommitment: spend.changeCommitment,
-        asset: spend.asset,
-        fee: spend.fee,
-        deadline: spend.deadline,
+        root: t.root,
+        nullifiers: t.nullifiers,
+        commitments: t.commitments,
+        asset: t.asset,
+        publicIn: t.publicIn,
+        publicOut: t.publicOut,
+        fee: t.fee,
+        recipient: t.recipient,
+        deadline: t.deadline,
+        notes: t.notes.clone(),
     };
-    assert_eq!(spend.abi_encode(), pool_spend.abi_encode());
+    // `abi.encode(Transaction)` as the pool's `pay` decodes it, and the struct inside `transact`.
+    assert_eq!(t.abi_encode(), pool_t.abi_encode());
+    assert_eq!(abi::Transaction::abi_decode(&pool_t.abi_encode()).unwrap(), t);
     assert!(abi::executeCall::abi_decode_returns(&true.abi_encode()).unwrap());
 }
