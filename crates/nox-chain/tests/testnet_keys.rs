@@ -152,7 +152,8 @@ fn the_testnet_delta_words_are_the_testnet_keys() {
     let hex = |w: &[u8; 32]| format!("0x{}", hex::encode(w));
     let (_, vk) = nox_zk::transfer::testnet_keys().expect("transfer setup");
     let sol = nox_zk::solidity::transfer_verifier(vk, "test").expect("verifier");
-    for (name, w) in ["DELTA_X1", "DELTA_X0", "DELTA_Y1", "DELTA_Y0"].iter().zip(&testnet_keys::TESTNET_TRANSFER_DELTA) {
+    for (name, w) in ["DELTA_X1", "DELTA_X0", "DELTA_Y1", "DELTA_Y0"].iter().zip(&testnet_keys::TESTNET_TRANSFER_DELTA)
+    {
         assert!(sol.contains(&format!("{name} = {}", hex(w))), "transfer {name}");
     }
     let (_, vk) = nox_zk::insert::testnet_setup().expect("insert setup");
