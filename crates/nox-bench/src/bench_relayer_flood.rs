@@ -22,7 +22,7 @@ use alloy::sol_types::SolValue;
 use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
 use nox_chain::deploy::{self, RegistryParams};
 use nox_chain::pool::deploy_pool;
-use nox_relayer::abi::{Action, Bundle, Spend};
+use nox_relayer::abi::{Action, Bundle, Transaction};
 use nox_relayer::{Outcome, Policy, RelayRequest, Relayer, RelayerConfig, Submission, encode_verifying_key};
 use serde_json::{Value, json};
 
@@ -86,7 +86,10 @@ async fn setup(dir: &Path) -> Result<Setup, BenchError> {
     };
     let deployment = deploy::deploy(anvil.url(), &deployer, params).await.map_err(err)?;
     let pool = deploy_pool(anvil.url(), &deployer, deployment.executor, 64).await.map_err(err)?;
-    let vk = tokio::task::spawn_blocking(nox_zk::groth16::testnet_setup).await.map_err(err)?.map_err(err)?.1;
+    let vk = tokio::task::spawn_blocking(|| nox_zk::transfer::testnet_keys().map(|k| k.1.clone()))
+        .await
+        .map_err(err)?
+        .map_err(err)?;
     // Points on the curve that do not verify: refusing one costs a full pairing check.
     let proof = nox_zk::groth16::Proof { a: vk.alpha_g1, b: vk.beta_g2, c: vk.alpha_g1 };
     let bytes = nox_zk::groth16::proof_to_evm(&proof);
@@ -96,7 +99,7 @@ async fn setup(dir: &Path) -> Result<Setup, BenchError> {
     }
     let key_file = dir.join("relayer.key");
     std::fs::write(&key_file, RELAYER_KEY).map_err(err)?;
-    let vk_file = dir.join("spend.vk");
+    let vk_file = dir.join("transfer.vk");
     std::fs::write(&vk_file, encode_verifying_key(&vk)).map_err(err)?;
     let config = RelayerConfig {
         rpc_url: anvil.url().to_owned(),
@@ -122,18 +125,21 @@ async fn setup(dir: &Path) -> Result<Setup, BenchError> {
 /// A simulate-only bundle for `relayer` with a forged payment (`salt` makes it unique).
 fn forged(s: &Setup, relayer: Address, deadline: u64, salt: u64) -> Vec<u8> {
     let fee = U256::from(10u64).pow(U256::from(15u64));
-    let spend = Spend {
+    // A private transaction (issue 30) whose proof is points that do not verify.
+    let t = Transaction {
         proof: s.bad_proof,
         root: U256::from(1u64),
-        nullifier: U256::from(salt),
-        changeCommitment: U256::from(3u64),
+        nullifiers: [U256::from(salt), U256::from(salt) + (U256::from(1u64) << 200)],
+        commitments: [U256::from(3u64), U256::from(4u64)],
         asset: Address::ZERO,
         fee,
         deadline: U256::from(deadline),
+        notes: [Bytes::from(vec![5u8; 120]), Bytes::from(vec![6u8; 120])],
+        ..Transaction::default()
     };
     let bundle = Bundle {
         payment: s.pool,
-        paymentData: Bytes::from(spend.abi_encode()),
+        paymentData: Bytes::from(t.abi_encode()),
         asset: Address::ZERO,
         fee,
         action: Action {

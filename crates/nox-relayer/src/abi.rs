@@ -57,19 +57,6 @@ alloy_sol_types::sol! {
         bytes[2] notes;
     }
 
-    /// The old `ShieldedPool.Spend` (gas payment, removed by issue 30): kept only until
-    /// `nox-pay` and the bench stop encoding it; the relayer no longer accepts it.
-    #[derive(Debug, PartialEq, Eq)]
-    struct Spend {
-        uint256[8] proof;
-        uint256 root;
-        uint256 nullifier;
-        uint256 changeCommitment;
-        address asset;
-        uint256 fee;
-        uint256 deadline;
-    }
-
     /// `BatchExecutor.execute`: the only call a relayer sends.
     function execute(Bundle bundle) external payable returns (bool success);
 }

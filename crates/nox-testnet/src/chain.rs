@@ -210,11 +210,13 @@ pub fn new_relayer(node_dir: &Path) -> Result<alloy::primitives::Address, Testne
     Ok(relayer.address())
 }
 
-/// Writes the **testnet** spend verifying key (deterministic testnet setup, nox_zk::groth16)
-/// that the exits' relayers check payment proofs with.
+/// Writes the **testnet** transfer verifying key (deterministic testnet setup,
+/// `nox_zk::transfer::testnet_keys`: the key of the pool's `TransferVerifier`) that the exits'
+/// relayers check payment proofs with (issue 30: a payment is one private transaction). The
+/// file keeps its old name, `spend.vk`.
 pub fn write_spend_verifying_key(dir: &Path) -> Result<(), TestnetError> {
-    let (_, vk) = nox_zk::groth16::testnet_setup().map_err(|e| format!("testnet spend setup: {e}"))?;
-    std::fs::write(dir.join("spend.vk"), nox_relayer::encode_verifying_key(&vk)).map_err(|e| e.to_string())
+    let (_, vk) = nox_zk::transfer::testnet_keys().map_err(|e| format!("testnet transfer setup: {e}"))?;
+    std::fs::write(dir.join("spend.vk"), nox_relayer::encode_verifying_key(vk)).map_err(|e| e.to_string())
 }
 
 /// Sends [`RELAYER_FUNDS_ETH`] from the deployer to each relayer account.
