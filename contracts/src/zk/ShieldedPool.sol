@@ -77,6 +77,9 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     uint256 public constant MAX_MEMO = 256;
     /// @notice Longest output-note ciphertext a transaction publishes.
     uint256 public constant MAX_NOTE = 256;
+    /// @notice Gas a paid withdrawal's ETH recipient is given (`pay`): enough for a smart
+    /// account's `receive`, too little to make the relayer's transaction expensive.
+    uint256 public constant PAYOUT_GAS = 50_000;
     /// @notice Root of the empty depth-32 tree (`nox_zk::merkle::zeros()[32]`).
     uint256 public constant EMPTY_ROOT = 0x2f68a1c58e257e42a17a6c61dff5551ed560b9922ab119d5ac8e184c9734ead9;
 
@@ -105,6 +108,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     uint256 public firstUninsertedQueueIndex;
     mapping(uint256 queueIndex => uint256) private _queue;
     mapping(uint256 nullifier => bool) private _spent;
+    /// @notice Paid withdrawals whose recipient refused them (`pay`), claimable by the recipient.
+    mapping(address asset => mapping(address recipient => uint256)) public owed;
 
     event Deposited(uint256 indexed queueIndex, uint256 commitment, address indexed asset, uint256 amount, bytes memo);
     /// @notice A private transaction: its two commitments were queued at `firstQueueIndex` and
@@ -122,6 +127,10 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         address indexed relayer,
         bytes32 actionHash
     );
+    /// @notice A paid withdrawal's recipient refused the payout (or the token did): it is kept
+    /// for the recipient to claim (`claimOwed`) instead of reverting the relayer's bundle.
+    event PayoutDeferred(address indexed asset, address indexed recipient, uint256 amount);
+    event OwedClaimed(address indexed asset, address indexed recipient, uint256 amount);
     event BatchInserted(uint256 indexed startLeafIndex, uint256 firstQueueIndex, uint256 count, uint256 newRoot);
 
     error ZeroAddress();
@@ -150,6 +159,7 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     error PublicInInPayment(uint256 publicIn);
     /// @notice `|publicIn − publicOut − fee|` must be below 2^128.
     error PublicAmountTooLarge();
+    error NothingOwed();
 
     constructor(
         ITransferVerifier transferVerifier_,
@@ -251,7 +261,9 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     /// `abi.encode(Transaction)`. The context's relayer is `relayer` (the bundle's submitter,
     /// passed by the executor) and its execution hash is `actionHash` (recomputed by the executor
     /// from the action it runs). `publicIn` must be 0; the fee goes to the ledger, `publicOut`
-    /// to `recipient` (a withdrawal paid through a relayer).
+    /// to `recipient` (a withdrawal paid through a relayer). A recipient that refuses the payout
+    /// on chain (reverts, burns its PAYOUT_GAS, is blocked by the token) cannot revert the
+    /// bundle after the relayer simulated it: the amount is kept for it (`owed`, `claimOwed`).
     function pay(bytes calldata payment, address relayer, bytes32 actionHash)
         external
         nonReentrant
@@ -264,8 +276,18 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         if (t.publicIn != 0) revert PublicInInPayment(t.publicIn);
         _transact(t, relayer, actionHash);
         _send(t.asset, ledger, t.fee);
-        _send(t.asset, t.recipient, t.publicOut);
+        _payOut(t.asset, t.recipient, t.publicOut);
         return (t.asset, t.fee);
+    }
+
+    /// @notice Take what paid withdrawals to the caller left owed (`PayoutDeferred`), all gas
+    /// forwarded.
+    function claimOwed(address asset) external nonReentrant {
+        uint256 amount = owed[asset][msg.sender];
+        if (amount == 0) revert NothingOwed();
+        delete owed[asset][msg.sender];
+        emit OwedClaimed(asset, msg.sender, amount);
+        _send(asset, msg.sender, amount);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -412,6 +434,24 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         token.safeTransferFrom(msg.sender, address(this), amount);
         uint256 received = token.balanceOf(address(this)) - before;
         if (received != amount) revert TransferShortfall(received, amount);
+    }
+
+    /// @dev A payout inside the relayer's bundle: ETH with PAYOUT_GAS and no return data copied,
+    /// a token through `trySafeTransfer`; on failure the amount is owed to `to` instead.
+    function _payOut(address asset, address to, uint256 amount) private {
+        if (amount == 0) return;
+        bool ok;
+        if (asset == address(0)) {
+            assembly ("memory-safe") {
+                ok := call(PAYOUT_GAS, to, amount, 0, 0, 0, 0)
+            }
+        } else {
+            ok = IERC20(asset).trySafeTransfer(to, amount);
+        }
+        if (!ok) {
+            owed[asset][to] += amount;
+            emit PayoutDeferred(asset, to, amount);
+        }
     }
 
     function _send(address asset, address to, uint256 amount) private {

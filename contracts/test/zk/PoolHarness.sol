@@ -137,3 +137,41 @@ contract SelfFundedTokenPayment {
         return (address(token), fee);
     }
 }
+
+/// @dev A withdrawal recipient that accepts ETH in the relayer's simulation and refuses it (or
+/// burns every unit of gas it is given) once the bundle is on chain: `mode` 0 accepts, 1
+/// reverts, 2 burns gas.
+contract FickleRecipient {
+    uint256 public mode;
+    uint256 public received;
+
+    function setMode(uint256 m) external {
+        mode = m;
+    }
+
+    receive() external payable {
+        if (mode == 1) revert("no");
+        if (mode == 2) {
+            while (true) {}
+        }
+        received += msg.value;
+    }
+}
+
+/// @dev A token with a blocklist (as USDC has): transfers to a blocked address revert.
+contract BlocklistToken is ERC20 {
+    mapping(address => bool) public blocked;
+
+    constructor(address to, uint256 supply) ERC20("Blocklist token", "BLK") {
+        _mint(to, supply);
+    }
+
+    function setBlocked(address who, bool b) external {
+        blocked[who] = b;
+    }
+
+    function _update(address from, address to, uint256 value) internal override {
+        require(!blocked[to], "blocked");
+        super._update(from, to, value);
+    }
+}

@@ -17,6 +17,8 @@ import {
     RevertingCounter,
     PoolTestToken,
     FeeOnTransferToken,
+    FickleRecipient,
+    BlocklistToken,
     TransferInputs
 } from "./PoolHarness.sol";
 
@@ -394,6 +396,57 @@ contract ShieldedPoolTransactTest is Test {
         _prove(t, pool, relayer, _actionHash(b));
         assertTrue(_execute(b));
         assertEq(target.count(), 1);
+    }
+
+    /// A paid withdrawal's recipient cannot make the relayer's bundle revert (and the relayer pay
+    /// for nothing) by refusing ETH, burning gas, or being blocked by the token once the bundle
+    /// is on chain: the payout is deferred to a balance the recipient claims itself.
+    function test_aRecipientCannotRevertTheRelayersBundle() public {
+        FickleRecipient fickle = new FickleRecipient();
+        for (uint256 mode = 1; mode <= 2; ++mode) {
+            fickle.setMode(mode);
+            ShieldedPool.Transaction memory t = _tx(address(0), 0, 1 ether, 1e15, address(fickle));
+            BatchExecutor.Bundle memory b = _provenPaymentOnly(t);
+            vm.expectEmit(address(pool));
+            emit ShieldedPool.PayoutDeferred(address(0), address(fickle), 1 ether);
+            assertTrue(_execute(b));
+            assertEq(ledger.balanceOf(relayer, address(0)), mode * 1e15);
+            assertEq(pool.owed(address(0), address(fickle)), mode * 1 ether);
+        }
+        // The recipient claims when it accepts again; nobody else can.
+        vm.prank(user);
+        vm.expectRevert(ShieldedPool.NothingOwed.selector);
+        pool.claimOwed(address(0));
+        fickle.setMode(0);
+        vm.prank(address(fickle));
+        pool.claimOwed(address(0));
+        assertEq(fickle.received(), 2 ether);
+        assertEq(pool.owed(address(0), address(fickle)), 0);
+
+        BlocklistToken blk = new BlocklistToken(address(this), 10e18);
+        blk.approve(address(pool), 10e18);
+        pool.deposit(address(blk), 10e18, 3, "");
+        blk.setBlocked(recipient, true);
+        ShieldedPool.Transaction memory u = _tx(address(blk), 0, 4e18, 1e15, recipient);
+        assertTrue(_execute(_provenPaymentOnly(u)));
+        assertEq(ledger.balanceOf(relayer, address(blk)), 1e15);
+        assertEq(pool.owed(address(blk), recipient), 4e18);
+        blk.setBlocked(recipient, false);
+        vm.prank(recipient);
+        pool.claimOwed(address(blk));
+        assertEq(blk.balanceOf(recipient), 4e18);
+    }
+
+    /// A direct `transact` has no relayer to protect: a refusing recipient reverts it and the
+    /// notes stay unspent.
+    function test_aDirectWithdrawalToARefusingRecipientReverts() public {
+        FickleRecipient fickle = new FickleRecipient();
+        fickle.setMode(1);
+        ShieldedPool.Transaction memory t = _tx(address(0), 0, 1 ether, 0, address(fickle));
+        _prove(t, pool, address(0), bytes32(0));
+        vm.expectRevert();
+        pool.transact(t, bytes32(0));
+        assertFalse(pool.isSpent(t.nullifiers[0]));
     }
 
     // ---------------------------------------------------------------------------------------
