@@ -262,12 +262,7 @@ impl Guard {
     /// Checks made after the proof verified for `nullifiers` (the payment's two), before the
     /// pool views and simulations: one simulation round of each nullifier's budget — refused if
     /// either has none left — and for a simulate-only request a token from the global bucket.
-    pub fn before_chain_work(
-        &mut self,
-        nullifiers: [U256; 2],
-        simulate_only: bool,
-        now_ms: u64,
-    ) -> Result<(), Denied> {
+    pub fn before_chain_work(&mut self, nullifiers: [U256; 2], simulate_only: bool, now_ms: u64) -> Result<(), Denied> {
         let window = self.config.per_nullifier_window_ms;
         let limit = self.config.per_nullifier_rounds;
         for n in &nullifiers {
@@ -298,11 +293,9 @@ impl Guard {
         for n in nullifiers {
             match self.rounds.get_mut(&n, now_ms) {
                 Some(r) => r.used += 1,
-                None => self.rounds.insert(
-                    n,
-                    Rounds { window_start_ms: now_ms, used: 1 },
-                    now_ms.saturating_add(window),
-                ),
+                None => {
+                    self.rounds.insert(n, Rounds { window_start_ms: now_ms, used: 1 }, now_ms.saturating_add(window))
+                }
             }
         }
         Ok(())

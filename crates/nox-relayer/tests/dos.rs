@@ -15,7 +15,7 @@ use alloy::sol_types::SolValue;
 use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
 use nox_chain::deploy::{self, Deployment, RegistryParams};
 use nox_chain::pool::{PoolDeployment, deploy_pool};
-use nox_relayer::abi::{Action, Bundle, Spend};
+use nox_relayer::abi::{Action, Bundle, Transaction};
 use nox_relayer::{
     Outcome, Policy, Quote, Reason, RelayRequest, Relayer, RelayerConfig, Submission, encode_verifying_key,
 };
@@ -55,7 +55,7 @@ async fn world() -> World {
     let deployment = deploy::deploy(&url, &deployer, params).await.expect("deploys");
     let pool = deploy_pool(&url, &deployer, deployment.executor, 64).await.expect("pool deploys");
     let provider = ProviderBuilder::new().connect_http(url.parse().expect("url")).erased();
-    let vk = tokio::task::spawn_blocking(|| nox_zk::groth16::testnet_setup().expect("spend setup").1)
+    let vk = tokio::task::spawn_blocking(|| nox_zk::transfer::testnet_keys().expect("transfer setup").1.clone())
         .await
         .expect("setup task");
     let proof = nox_zk::groth16::Proof { a: vk.alpha_g1, b: vk.beta_g2, c: vk.alpha_g1 };
@@ -70,7 +70,7 @@ async fn world() -> World {
 fn config(w: &World, dir: &Path, policy: Policy) -> RelayerConfig {
     let key_file = dir.join("relayer.key");
     std::fs::write(&key_file, RELAYER_KEY).expect("key file");
-    let vk = dir.join("spend.vk");
+    let vk = dir.join("transfer.vk");
     std::fs::write(&vk, &w.vk_hex).expect("vk file");
     RelayerConfig {
         rpc_url: w.url.clone(),
@@ -91,18 +91,20 @@ async fn forged(w: &World, relayer: Address, valid_for: u64, salt: u64) -> Submi
     let now =
         w.provider.get_block_by_number(Default::default()).await.expect("block").expect("latest").header.timestamp;
     let fee = U256::from(10u64).pow(U256::from(15u64));
-    let spend = Spend {
+    let t = Transaction {
         proof: w.bad_proof,
         root: U256::from(1u64),
-        nullifier: U256::from(1_000 + salt),
-        changeCommitment: U256::from(3u64),
+        nullifiers: [U256::from(1_000 + salt), U256::from(2_000 + salt)],
+        commitments: [U256::from(3u64), U256::from(4u64)],
         asset: Address::ZERO,
         fee,
         deadline: U256::from(now + valid_for),
+        notes: [Bytes::from(vec![5u8; 120]), Bytes::from(vec![6u8; 120])],
+        ..Transaction::default()
     };
     let bundle = Bundle {
         payment: w.pool.pool,
-        paymentData: Bytes::from(spend.abi_encode()),
+        paymentData: Bytes::from(t.abi_encode()),
         asset: Address::ZERO,
         fee,
         action: Action {
