@@ -3,20 +3,16 @@ pragma solidity 0.8.37;
 
 import {Test} from "forge-std/Test.sol";
 import {InsertVerifier} from "../../src/zk/InsertVerifier.sol";
-import {GasPaymentVerifier} from "../../src/zk/GasPaymentVerifier.sol";
 import {PoolVectors as V} from "./PoolVectors.sol";
 
-/// The generated insertion verifier against the Rust prover's proofs (PoolVectors), and the
-/// spend verifier against the pool scenario's spends.
+/// The generated insertion verifier against the Rust prover's proofs (PoolVectors).
 contract InsertVerifierTest is Test {
     uint256 internal constant R = 21888242871839275222246405745257275088548364400416034343698204186575808495617;
 
     InsertVerifier internal verifier;
-    GasPaymentVerifier internal spendVerifier;
 
     function setUp() public {
         verifier = new InsertVerifier();
-        spendVerifier = new GasPaymentVerifier();
     }
 
     function test_acceptsEveryVectorProof() public view {
@@ -24,10 +20,6 @@ contract InsertVerifierTest is Test {
         assertTrue(verifier.verifyProof(V.insert2Proof(), V.insert2Inputs()));
         assertTrue(verifier.verifyProof(V.extraProof(), V.extraInputs()));
         assertTrue(verifier.verifyProof(V.fullProof(), V.fullInputs()));
-        assertTrue(spendVerifier.verifyProof(V.payProof(), V.payInputs()));
-        assertTrue(spendVerifier.verifyProof(V.withdrawProof(), V.withdrawInputs()));
-        assertTrue(spendVerifier.verifyProof(V.withdrawBoundProof(), V.withdrawBoundInputs()));
-        assertTrue(spendVerifier.verifyProof(V.pay2Proof(), V.pay2Inputs()));
     }
 
     /// Every one of the 19 inputs is bound (old root, new root, start index, each leaf).

@@ -157,22 +157,7 @@ fn the_testnet_delta_words_are_the_testnet_keys() {
         assert!(sol.contains(&format!("{name} = {}", hex(w))), "transfer {name}");
     }
     let (_, vk) = nox_zk::insert::testnet_setup().expect("insert setup");
-    let sol = nox_zk::solidity::verifier_contract(&vk, "V", "test");
-    // The insertion verifier has another input count; its constants are written the same way.
-    let sol = match sol {
-        Some(s) => s,
-        None => nox_zk::solidity::verifier_contract_for(
-            &vk,
-            &nox_zk::solidity::ContractDoc {
-                name: "V",
-                circuit: "batch-insertion",
-                inputs: &["test"],
-                provenance: "test",
-                num_inputs: nox_zk::insert::INSERT_NUM_PUBLIC_INPUTS,
-            },
-        )
-        .expect("insert verifier"),
-    };
+    let sol = nox_zk::solidity::insert_verifier(&vk, "test").expect("insert verifier");
     for (name, w) in ["DELTA_X1", "DELTA_X0", "DELTA_Y1", "DELTA_Y0"].iter().zip(&testnet_keys::TESTNET_INSERT_DELTA) {
         assert!(sol.contains(&format!("{name} = {}", hex(w))), "insert {name}");
     }

@@ -6,19 +6,11 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ZkError {
-    /// A value (note value, fee, change) does not fit in [`crate::VALUE_BITS`] bits.
+    /// A value (note value, amount, fee) does not fit in [`crate::VALUE_BITS`] bits.
     #[error("value does not fit in {bits} bits")]
     ValueOutOfRange {
         /// The bound in bits.
         bits: u32,
-    },
-    /// The note cannot pay the fee (`fee > value`).
-    #[error("fee {fee} exceeds note value {value}")]
-    InsufficientValue {
-        /// The note's value.
-        value: u128,
-        /// The requested fee.
-        fee: u128,
     },
     /// A byte string is not the canonical encoding of a BN254 scalar (≥ p or wrong length).
     #[error("not a canonical BN254 scalar")]

@@ -1,61 +1,15 @@
-//! Groth16 over BN254: setup, prove, verify, and the EVM encoding of proofs and keys.
+//! The EVM encoding of Groth16 proofs and curve points (BN254), shared by the verifiers'
+//! generator (`solidity`), the vectors and every caller that puts a proof on chain.
 
-use crate::{
-    circuit::{GasPaymentCircuit, NUM_PUBLIC_INPUTS, PublicInputs, Witness},
-    error::ZkError,
-    field::to_be32,
-};
-use ark_bn254::{Bn254, Fq, Fr, G1Affine, G2Affine};
+use crate::error::ZkError;
+use ark_bn254::{Fq, Fr, G1Affine, G2Affine};
 use ark_ec::AffineRepr;
 use ark_ff::{BigInteger, PrimeField};
-use ark_groth16::Groth16;
-use ark_snark::SNARK;
-use rand_core::{CryptoRng, RngCore, SeedableRng};
 
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 
 /// Size of a proof in the EVM encoding: A (2 words), B (4), C (2).
 pub const PROOF_BYTES: usize = 8 * 32;
-
-/// The seed label of the testnet setup. **Testnet artifact**: the randomness of this setup
-/// (the "toxic waste") is public, so anyone can forge proofs against its verifying key. A real
-/// deployment uses keys from a multi-party ceremony (docs/design/zk-payment.md §7).
-pub const TESTNET_SETUP_LABEL: &[u8; 32] = b"NOX testnet gas-payment setup v1";
-
-/// Circuit-specific Groth16 keys for the gas-payment circuit.
-pub fn setup<R: RngCore + CryptoRng>(rng: &mut R) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
-    Groth16::<Bn254>::circuit_specific_setup(GasPaymentCircuit::blank(), rng).map_err(|e| ZkError::Snark(e.to_string()))
-}
-
-/// The deterministic **testnet** setup (see [`TESTNET_SETUP_LABEL`]).
-pub fn testnet_setup() -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
-    let mut rng = rand_chacha::ChaCha20Rng::from_seed(*TESTNET_SETUP_LABEL);
-    setup(&mut rng)
-}
-
-/// Proves a gas payment. Fails with [`ZkError::Snark`] if the witness does not satisfy the
-/// statement (checked before proving, so an invalid statement never yields a proof).
-pub fn prove<R: RngCore + CryptoRng>(
-    pk: &ProvingKey<Bn254>,
-    public: &PublicInputs,
-    witness: &Witness,
-    rng: &mut R,
-) -> Result<Proof<Bn254>, ZkError> {
-    if !crate::is_satisfied(public, witness)? {
-        return Err(ZkError::Snark("witness does not satisfy the gas-payment statement".into()));
-    }
-    let circuit = GasPaymentCircuit { public: public.clone(), witness: Some(witness) };
-    Groth16::<Bn254>::prove(pk, circuit, rng).map_err(|e| ZkError::Snark(e.to_string()))
-}
-
-/// Verifies a proof against the public inputs.
-pub fn verify(vk: &VerifyingKey<Bn254>, public: &PublicInputs, proof: &Proof<Bn254>) -> Result<(), ZkError> {
-    match Groth16::<Bn254>::verify(vk, &public.to_vec(), proof) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(ZkError::ProofRejected),
-        Err(e) => Err(ZkError::Snark(e.to_string())),
-    }
-}
 
 fn fq_be(x: &Fq) -> [u8; 32] {
     let mut out = [0u8; 32];
@@ -81,7 +35,7 @@ pub fn g2_words(p: &G2Affine) -> [[u8; 32]; 4] {
 
 /// A proof as the verifier contract takes it: `uint256[8]` = `[A.x, A.y, B.x.c1, B.x.c0,
 /// B.y.c1, B.y.c0, C.x, C.y]`, 256 bytes.
-pub fn proof_to_evm(proof: &Proof<Bn254>) -> [u8; PROOF_BYTES] {
+pub fn proof_to_evm(proof: &Proof<ark_bn254::Bn254>) -> [u8; PROOF_BYTES] {
     let mut out = [0u8; PROOF_BYTES];
     let words = g1_words(&proof.a).into_iter().chain(g2_words(&proof.b)).chain(g1_words(&proof.c));
     for (chunk, w) in out.chunks_exact_mut(32).zip(words) {
@@ -101,7 +55,7 @@ fn fq_from(bytes: &[u8]) -> Result<Fq, ZkError> {
 
 /// Decodes the EVM encoding of a proof, checking that each point is on its curve and in the
 /// prime-order subgroup.
-pub fn proof_from_evm(bytes: &[u8; PROOF_BYTES]) -> Result<Proof<Bn254>, ZkError> {
+pub fn proof_from_evm(bytes: &[u8; PROOF_BYTES]) -> Result<Proof<ark_bn254::Bn254>, ZkError> {
     let w: Vec<Fq> = bytes.chunks_exact(32).map(fq_from).collect::<Result<_, _>>()?;
     let g1 = |x: Fq, y: Fq| -> Result<G1Affine, ZkError> {
         let p = G1Affine::new_unchecked(x, y);
@@ -118,16 +72,6 @@ pub fn proof_from_evm(bytes: &[u8; PROOF_BYTES]) -> Result<Proof<Bn254>, ZkError
         return Err(ZkError::Encoding("G2 point not on the curve or not in the subgroup"));
     }
     Ok(Proof { a: g1(w[0], w[1])?, b, c: g1(w[6], w[7])? })
-}
-
-/// The public inputs as `uint256[10]` words.
-pub fn inputs_to_evm(public: &PublicInputs) -> [[u8; 32]; NUM_PUBLIC_INPUTS] {
-    let v = public.to_vec();
-    let mut out = [[0u8; 32]; NUM_PUBLIC_INPUTS];
-    for (o, x) in out.iter_mut().zip(&v) {
-        *o = to_be32(x);
-    }
-    out
 }
 
 /// Scalar field modulus as a decimal string (used by the Solidity generator).

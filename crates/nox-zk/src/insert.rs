@@ -45,8 +45,8 @@ pub const UPPER_LEVELS: usize = TREE_DEPTH - BATCH_LEVELS;
 pub const INSERT_NUM_PUBLIC_INPUTS: usize = 3 + BATCH_SIZE;
 
 /// The seed label of the testnet insertion setup. **Testnet artifact**: its randomness is public
-/// (anyone can forge insertion proofs for its verifying key); see
-/// [`crate::groth16::TESTNET_SETUP_LABEL`].
+/// (anyone can forge insertion proofs for its verifying key); a deployment with value uses keys
+/// from the ceremony (`nox zk setup --circuit insert`, docs/spec/ceremony.md).
 pub const TESTNET_INSERT_SETUP_LABEL: &[u8; 32] = b"NOX testnet batch-insert setup 1";
 
 /// The public inputs of one batch insertion, each as the pool computes it from its own state

@@ -91,10 +91,3 @@ pub fn random_scalar<R: RngCore + CryptoRng>(rng: &mut R) -> Fr {
     wide.zeroize();
     x
 }
-
-/// The change note an honest wallet makes when it spends the note with `nullifier`:
-/// `{value: change, asset, owner: Poseidon(sk), blinding: Poseidon(sk, nullifier)}`.
-/// Deterministic, so the wallet recovers its change from the chain and `sk` alone.
-pub fn change_note(sk: &SpendingKey, nullifier: &Fr, change: u128, asset: Fr) -> Result<Note, ZkError> {
-    Ok(Note { value: change, asset, owner: sk.owner()?, blinding: poseidon::hash(&[sk.0, *nullifier])? })
-}

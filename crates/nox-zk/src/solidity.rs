@@ -1,11 +1,9 @@
 //! Generates the Solidity Groth16 verifier from a verifying key (crate README, "Why the verifier
 //! template is ours"). The output is deterministic and `forge fmt`-clean, so the committed
-//! `contracts/src/zk/GasPaymentVerifier.sol` is checked against a regeneration in the tests.
+//! `contracts/src/zk/TransferVerifier.sol` and `InsertVerifier.sol` are checked against
+//! regenerations in the tests.
 
-use crate::{
-    circuit::NUM_PUBLIC_INPUTS,
-    groth16::{base_modulus_decimal, g1_words, g2_words, scalar_modulus_decimal},
-};
+use crate::groth16::{base_modulus_decimal, g1_words, g2_words, scalar_modulus_decimal};
 use ark_bn254::Bn254;
 use ark_groth16::VerifyingKey;
 use std::fmt::Write;
@@ -31,25 +29,6 @@ pub struct ContractDoc<'a> {
     pub provenance: &'a str,
     /// Number of public inputs the key must have.
     pub num_inputs: usize,
-}
-
-/// The verifier contract for the gas-payment circuit's `vk`, named `name`, with `provenance`
-/// (one line) in its header. Returns `None` if `vk` does not have exactly
-/// [`NUM_PUBLIC_INPUTS`] inputs.
-pub fn verifier_contract(vk: &VerifyingKey<Bn254>, name: &str, provenance: &str) -> Option<String> {
-    verifier_contract_for(
-        vk,
-        &ContractDoc {
-            name,
-            circuit: "gas-payment",
-            inputs: &[
-                "Public inputs, in order: root, nullifier, changeCommitment, fee, asset, relayer,",
-                "executionHash, chainId, pool, deadline (docs/design/zk-payment.md §5).",
-            ],
-            provenance,
-            num_inputs: NUM_PUBLIC_INPUTS,
-        },
-    )
 }
 
 /// The verifier contract `TransferVerifier` for the 2-in/2-out transfer circuit's `vk`

@@ -69,7 +69,8 @@ pub const OUTS: usize = 2;
 pub const TRANSFER_NUM_PUBLIC_INPUTS: usize = 4 + INS + OUTS;
 
 /// The seed label of the testnet transfer setup. **Testnet artifact**: its randomness is public,
-/// so anyone can forge proofs for its verifying key (see [`crate::groth16::TESTNET_SETUP_LABEL`]).
+/// so anyone can forge proofs for its verifying key; a deployment with value uses keys from the
+/// ceremony (`nox zk setup`, docs/spec/ceremony.md).
 pub const TESTNET_TRANSFER_SETUP_LABEL: &[u8; 32] = b"NOX testnet transfer 2x2 setup 1";
 
 /// The public inputs of one private transaction, each as the pool computes or checks it.

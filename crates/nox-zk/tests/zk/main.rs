@@ -1,7 +1,6 @@
-//! One test binary, so the Groth16 setup and the honest proof are made once (`common::keys`,
-//! `common::honest`) and shared by every test.
+//! One test binary, so each Groth16 setup is made once (`transfer::testnet_keys`,
+//! `common::insert_keys`) and shared by every test.
 
-mod circuit;
 mod common;
 mod evm;
 mod insert;

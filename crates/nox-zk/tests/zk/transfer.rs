@@ -303,6 +303,19 @@ fn a_real_proof_verifies_and_is_bound_to_every_input() {
     assert!(transfer::prove(pk, &bad, &w2, &mut rng(9)).is_err());
 }
 
+/// The verifier refuses inputs ≥ r on chain; the Rust side refuses them as scalars too, so the two
+/// never disagree on an input.
+#[test]
+fn inputs_at_or_above_the_field_are_not_scalars() {
+    use ark_ff::{BigInteger, PrimeField};
+    let mut p = [0u8; 32];
+    p.copy_from_slice(&Fr::MODULUS.to_bytes_be());
+    assert_eq!(nox_zk::field::from_be32(&p), Err(ZkError::NonCanonicalScalar));
+    let mut below = p;
+    below[31] -= 1;
+    assert_eq!(nox_zk::field::from_be32(&below), Ok(-Fr::ONE));
+}
+
 /// The key a wallet loads (a ceremony's `proving.key` or its cached testnet key) round-trips;
 /// a key of another circuit, a truncated file or trailing bytes are refused; a corrupted key
 /// never yields a proof (`prove_evm` checks each proof against the key's verifying key).
