@@ -73,7 +73,7 @@ pub struct Pending {
     pub fee: U256,
     /// Its asset.
     pub asset: Address,
-    /// The payment's nullifier.
+    /// The payment's first nullifier (for the operator's log; the guard keeps both).
     pub nullifier: U256,
     /// The fee's value in wei when it was admitted (bumps stay below it).
     pub value_wei: U256,
