@@ -10,7 +10,8 @@ import {NoxStakeToken} from "../src/NoxStakeToken.sol";
 import {InsertVerifier} from "../src/zk/InsertVerifier.sol";
 import {ShieldedPool} from "../src/zk/ShieldedPool.sol";
 import {PoolVectors as V} from "./zk/PoolVectors.sol";
-import {ExpectingTransferVerifier, TransferInputs} from "./zk/PoolHarness.sol";
+import {TransferVerifier} from "../src/zk/TransferVerifier.sol";
+import {TransferVectors as T} from "./zk/TransferVectors.sol";
 
 /// The victims' action: `increment()` at V.TARGET.
 contract Counting {
@@ -104,7 +105,6 @@ contract AttacksTest is Test {
     RewardLedger ledger;
     Erc20Payment erc20;
     ShieldedPool pool;
-    ExpectingTransferVerifier transferVerifier;
     ShieldedPool.Transaction victimTx;
     NoxStakeToken usd;
     NoxStakeToken token;
@@ -129,7 +129,7 @@ contract AttacksTest is Test {
         deployCodeTo(
             "ShieldedPool.sol:ShieldedPool",
             abi.encode(
-                transferVerifier = new ExpectingTransferVerifier(),
+                new TransferVerifier(),
                 new InsertVerifier(),
                 deployCode("PoseidonT4.sol:PoseidonT4"),
                 address(executor),
@@ -139,22 +139,23 @@ contract AttacksTest is Test {
         );
         pool = ShieldedPool(payable(V.POOL));
         token.approve(V.POOL, type(uint256).max);
-        pool.deposit(V.TOKEN, V.DEPOSIT, V.INNER0, "");
+        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER0, "");
+        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER1, "");
+        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER2, "");
         vm.deal(address(this), 10 ether);
-        pool.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER1, "");
+        pool.deposit{value: T.DEPOSIT}(address(0), T.DEPOSIT, T.INNER3, "");
 
-        // The victim's private transaction paying PAY_FEE of TOKEN to V.RELAYER for the vectors'
-        // action, proved against INSERT1_ROOT (a verifier that accepts exactly its inputs:
-        // test/zk/PoolHarness.sol; real proofs in test/zk).
-        victimTx.root = V.INSERT1_ROOT;
-        victimTx.nullifiers = [V.PAY_NULLIFIER, uint256(77)];
-        victimTx.commitments = [V.PAY_CHANGE, uint256(78)];
-        victimTx.asset = V.TOKEN;
-        victimTx.fee = V.PAY_FEE;
-        victimTx.deadline = DEADLINE;
-        victimTx.notes = [bytes(hex"aa"), bytes(hex"bb")];
-        (bytes32 h,) = executor.executionHash(V.TARGET, V.ACTION_DATA, V.PAY_FEE, V.ACTION_GAS);
-        transferVerifier.expect(TransferInputs.inputs(victimTx, V.RELAYER, h, block.chainid, V.POOL));
+        // The victim's private transfer paying PAY_FEE of TOKEN to V.RELAYER in a payment-only
+        // bundle (real proof: TransferVectors' TRANSFER, against INSERT1_ROOT).
+        uint256[8] memory x = T.transferInputs();
+        victimTx.proof = T.transferProof();
+        victimTx.root = x[0];
+        victimTx.nullifiers = [x[1], x[2]];
+        victimTx.commitments = [x[3], x[4]];
+        victimTx.asset = T.TRANSFER_ASSET;
+        victimTx.fee = T.TRANSFER_FEE;
+        victimTx.deadline = T.DEADLINE;
+        victimTx.notes = T.transferNotes();
     }
 
     // ---------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ contract AttacksTest is Test {
             abi.encode(Erc20Payment.PaymentData(payer, address(usd), FEE, nonce, DEADLINE, abi.encodePacked(r, s, v)));
     }
 
-    /// The victim's private transaction: PAY_FEE of TOKEN to V.RELAYER for the vectors' action.
+    /// The victim's private transaction: PAY_FEE of TOKEN to V.RELAYER (payment-only bundle).
     function _victimSpend() internal view returns (bytes memory) {
         return abi.encode(victimTx);
     }
@@ -187,7 +188,9 @@ contract AttacksTest is Test {
     }
 
     function _victimPoolBundle() internal view returns (BatchExecutor.Bundle memory) {
-        return _b(IPayment(V.POOL), _victimSpend(), V.TOKEN, V.PAY_FEE, V.TARGET, V.ACTION_DATA);
+        return BatchExecutor.Bundle(
+            IPayment(V.POOL), _victimSpend(), V.TOKEN, T.PAY_FEE, BatchExecutor.Action(address(0), 0, 0, "")
+        );
     }
 
     // ---------------------------------------------------------------------------------------
@@ -198,12 +201,12 @@ contract AttacksTest is Test {
     /// hashes), two whose lying plugins claim those fees. Before the fix the attacker claimed
     /// 3e18 usd and 1e15 token and both victims' transactions reverted.
     function test_feeTheftThroughBothPluginsInOneBatchFails() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
+        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);
         (bytes32 h1,) = executor.executionHash(V.TARGET, V.ACTION_DATA, FEE, V.ACTION_GAS);
         IPayment free = new FreePayment();
         IPayment liar = new ClaimingPayment();
         bytes memory steal1 = abi.encodeCall(erc20.pay, (_victimErc20(h1, 1), V.RELAYER, h1));
-        bytes memory steal2 = abi.encodeCall(pool.pay, (_victimSpend(), V.RELAYER, V.PAY_ACTION_HASH));
+        bytes memory steal2 = abi.encodeCall(pool.pay, (_victimSpend(), V.RELAYER, T.PAY_ACTION_HASH));
 
         BatchExecutor.Bundle[] memory bs = new BatchExecutor.Bundle[](4);
         bs[0] = _b(free, "", address(0), 0, address(erc20), steal1);
@@ -234,7 +237,7 @@ contract AttacksTest is Test {
         assertEq(usd.balanceOf(address(ledger)), 0);
         assertEq(token.balanceOf(address(ledger)), 0);
         assertFalse(erc20.nonceUsed(payer, 1));
-        assertFalse(pool.isSpent(V.PAY_NULLIFIER));
+        assertFalse(pool.isSpent(victimTx.nullifiers[0]));
 
         // The relayer's pending transactions then go through: it is paid, the actions run.
         vm.startPrank(V.RELAYER);
@@ -244,7 +247,8 @@ contract AttacksTest is Test {
         assertEq(ledger.balanceOf(V.RELAYER, address(usd)), FEE);
         assertEq(ledger.balanceOf(V.RELAYER, V.TOKEN), V.PAY_FEE);
         assertEq(ledger.balanceOf(attacker, address(usd)), 0);
-        assertEq(Counting(V.TARGET).count(), 2);
+        assertEq(Counting(V.TARGET).count(), 1);
+        assertTrue(pool.isSpent(victimTx.nullifiers[0]));
     }
 
     function _hash(BatchExecutor.Bundle memory b) internal view returns (bytes32 h) {
@@ -255,7 +259,7 @@ contract AttacksTest is Test {
     /// hash the executor handed them: not as the executor outside it (an action), not from
     /// another plugin's `pay`, not from anyone else.
     function test_shippedPluginsRefuseEveryCallOutsideTheirPaymentPhase() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
+        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);
         (bytes32 h1,) = executor.executionHash(V.TARGET, V.ACTION_DATA, FEE, V.ACTION_GAS);
         (address plugin, address relayer, bytes32 h) = executor.paymentInProgress();
         assertEq(plugin, address(0));
@@ -267,7 +271,7 @@ contract AttacksTest is Test {
         vm.expectRevert(Erc20Payment.NotInPaymentPhase.selector);
         erc20.pay(sig, V.RELAYER, h1);
         vm.expectRevert(ShieldedPool.NotInPaymentPhase.selector);
-        pool.pay(_victimSpend(), V.RELAYER, V.PAY_ACTION_HASH);
+        pool.pay(_victimSpend(), V.RELAYER, T.PAY_ACTION_HASH);
         vm.stopPrank();
         vm.expectRevert(Erc20Payment.NotExecutor.selector);
         erc20.pay(sig, V.RELAYER, h1);
@@ -394,14 +398,14 @@ contract AttacksTest is Test {
     // ---------------------------------------------------------------------------------------
     // Item 6: insertion race
 
-    /// The inserter proved the 2 queued commitments; a 1-wei deposit lands first. Before the fix
+    /// The inserter proved the 4 queued commitments; a 1-wei deposit lands first. Before the fix
     /// the insertion reverted only after verifying the proof (337 k gas in the test); now it is
     /// refused before verifying, and the count it names is the one it proved.
     function test_anInsertionRaceIsRefusedCheaply() public {
         pool.deposit{value: 1}(address(0), 1, 7, "");
         uint256 g = gasleft();
-        vm.expectRevert(abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 2, 3));
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
+        vm.expectRevert(abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 4, 5));
+        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);
         uint256 used = g - gasleft();
         emit log_named_uint("gas of the refused insertion", used);
         assertLt(used, 15_000);
