@@ -209,7 +209,7 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         let t = Instant::now();
         let args: Vec<String> = ["wallet", "deposit", "--wallet", wallet_dir, "--testnet", &d, "--rpc", &rpc]
             .iter()
-            .chain(&["--amount", &ONE_ETH.to_string(), "--key-file", &key])
+            .chain(&["--amount", &format!("{ONE_ETH}wei"), "--key-file", &key])
             .map(|s| (*s).to_owned())
             .collect();
         let out = nox(&exe, &args)?;
@@ -325,9 +325,10 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
                 &["wallet", "withdraw"],
                 &[
                     "--amount",
-                    &(ONE_ETH / 10).to_string(),
+                    &format!("{}wei", ONE_ETH / 10),
                     "--to",
                     "0x0000000000000000000000000000000000007000",
+                    "--direct",
                     "--key-file",
                     &key,
                 ],
