@@ -206,7 +206,7 @@ fn the_transfer_circuit_through_a_ceremony() {
         &mut r,
     )
     .expect("balanced");
-    let proof = transfer::prove_evm(&pk, &public, &witness, &mut rng(33)).expect("prove");
+    let proof = transfer::prove_evm(pk, &public, &witness, &mut rng(33)).expect("prove");
     let proof = proof_from_evm(&proof).expect("decode");
     transfer::verify(&pk.vk, &public, &proof).expect("verifies with the ceremony key");
     let mut changed = public.clone();

@@ -143,7 +143,10 @@ fn main() {
         "depth 24: {} constraints, standard prove median {d24:.1} ms; depth 27: {} constraints, {d27:.1} ms (depth 32 standard: {stdm:.1})",
         depth_constraints[0], depth_constraints[1]
     );
-    println!("CPU time per proof (all threads), median: {tcpu:.0} ms ({threads} threads: ≈ {:.0} ms wall when idle)", tcpu / threads as f64);
+    println!(
+        "CPU time per proof (all threads), median: {tcpu:.0} ms ({threads} threads: ≈ {:.0} ms wall when idle)",
+        tcpu / threads as f64
+    );
     println!("load average before: {load_before}   after: {load_after}");
     util::write_json(&serde_json::json!({
         "benchmark": "nox-zk 2-in/2-out transfer: where the proof's time goes, Groth16 over BN254 (arkworks 0.6)",

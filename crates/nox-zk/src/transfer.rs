@@ -527,11 +527,13 @@ pub fn testnet_setup() -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkErr
     setup(&mut rand_chacha::ChaCha20Rng::from_seed(*TESTNET_TRANSFER_SETUP_LABEL))
 }
 
+/// A proving key and its verifying key.
+pub type Keys = (ProvingKey<Bn254>, VerifyingKey<Bn254>);
+
 /// The testnet keys ([`testnet_setup`]), made once per process and shared by every caller (a
 /// setup takes seconds; the wallet, the CLI and the tests prove many times).
-pub fn testnet_keys() -> Result<&'static (ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
-    static K: std::sync::OnceLock<Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError>> =
-        std::sync::OnceLock::new();
+pub fn testnet_keys() -> Result<&'static Keys, ZkError> {
+    static K: std::sync::OnceLock<Result<Keys, ZkError>> = std::sync::OnceLock::new();
     K.get_or_init(testnet_setup).as_ref().map_err(Clone::clone)
 }
 

@@ -58,7 +58,9 @@ pub fn machine(note: &str, load_before: &str, load_after: &str) -> serde_json::V
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
-            s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
         .unwrap_or_default();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

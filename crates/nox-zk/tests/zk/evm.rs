@@ -53,7 +53,8 @@ library ZkVectors {
         if !s.ends_with("{\n") {
             s.push('\n');
         }
-        let _ = write!(s, "    /// Poseidon({})\n    function {name}() internal pure returns (uint256) {{\n", inp.len());
+        let _ =
+            write!(s, "    /// Poseidon({})\n    function {name}() internal pure returns (uint256) {{\n", inp.len());
         let _ = writeln!(s, "        return {};\n    }}", hex(&to_be32(&out)));
     }
     let _ = write!(

@@ -16,10 +16,7 @@ use nox_zk::{
     insert,
     merkle::zeros,
     solidity::transfer_verifier,
-    transfer::{
-        self, OutputNote, SpentNote, TransferContext, TransferPublic, TransferRequest,
-        notes_hash,
-    },
+    transfer::{self, OutputNote, SpentNote, TransferContext, TransferPublic, TransferRequest, notes_hash},
 };
 use rand_core::RngCore;
 use std::fmt::Write;
