@@ -191,9 +191,7 @@ fn paid_transactions_built_here_pass_the_relayers_admission_and_nothing_else_doe
         edit_bundle(&paid.submission, |b| b.action.data = Bytes::from_static(&[0x70, 0xa0, 0x82, 0x31])),
         edit_bundle(&paid.submission, |b| b.action.target = Address::repeat_byte(0x71)),
         edit_bundle(&paid.submission, |b| b.action.gas -= U256::from(1u64)),
-        edit_bundle(&edit_transaction(&paid.submission, |t| t.fee -= U256::from(1u64)), |b| {
-            b.fee -= U256::from(1u64)
-        }),
+        edit_bundle(&edit_transaction(&paid.submission, |t| t.fee -= U256::from(1u64)), |b| b.fee -= U256::from(1u64)),
     ];
     for s in &refusals {
         assert_eq!(admit(&a, &vk, s, NOW).expect_err("refused").0, Reason::BadProof);

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use alloy::primitives::{Address, Bytes, U256};
 use clap::{Args, Subcommand};
 use nox_pay::adaptor::{Swap, Withdrawal};
-use nox_wallet::PreparedTransaction;
 use nox_pay::bounds::{Ceiling, ChainReading};
 use nox_pay::{Action, PayError, RelayClient};
 use nox_relayer::{Outcome, Quote};
+use nox_wallet::PreparedTransaction;
 
 use crate::client_cmd::TopologyArgs;
 use crate::wallet_cmd::{self, ChainArgs, CmdResult, Landed, Plan, PrivateArgs, Stop, Ticker, Unit};
@@ -493,10 +493,7 @@ async fn pay_and_submit(
     match outcome {
         Outcome::Included { action_success, tx_hash, block, gas_used, .. } => {
             if !payment.action.is_none() {
-                println!(
-                    "the action {}",
-                    if action_success { "succeeded" } else { "reverted (the fee was paid)" }
-                );
+                println!("the action {}", if action_success { "succeeded" } else { "reverted (the fee was paid)" });
             }
             Ok(Landed {
                 tx_hash,
@@ -638,10 +635,8 @@ async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> CmdResult 
         },
         deadline: s.now + valid_for,
     };
-    let prepared: PreparedTransaction = s
-        .view
-        .prepare_transaction(&s.seed, &withdrawal.request(), &mut wallet_rng())
-        .map_err(|e| e.to_string())?;
+    let prepared: PreparedTransaction =
+        s.view.prepare_transaction(&s.seed, &withdrawal.request(), &mut wallet_rng()).map_err(|e| e.to_string())?;
     let proving = Instant::now();
     let proof = wallet_cmd::prove_transaction(&chain.wallet, &prepared)?;
     let avoid: Vec<ark_bn254::Fr> = prepared.inputs.iter().map(|i| i.nullifier).collect();

@@ -517,8 +517,8 @@ fn restore(r: &RestoreArgs) -> CmdResult {
         return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
     }
     let bytes = std::fs::read(&r.from).map_err(|e| format!("{}: {e}", r.from.display()))?;
-    let seed = file::open_seed(&bytes, passphrase(&r.wallet)?.as_bytes())
-        .map_err(|e| format!("{}: {e}", r.from.display()))?;
+    let seed =
+        file::open_seed(&bytes, passphrase(&r.wallet)?.as_bytes()).map_err(|e| format!("{}: {e}", r.from.display()))?;
     make_wallet_dir(&r.wallet)?;
     write_private(&path, &bytes)?;
     println!("restored {} ({})", path.display(), seed.address().map_err(|e| e.to_string())?);
@@ -687,10 +687,10 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
     }
     for c in &view.corrupt_notes()[corrupt_before..] {
         eprintln!(
-            "WARNING: a note addressed to this wallet at queue index {} (commitment {}) does not open or does not \
+            "WARNING: a note addressed to this wallet at queue index {} (commitment 0x{}) does not open or does not \
              match its commitment ({:?}{}): it was tampered with or re-targeted and cannot be spent; tell the sender",
             c.queue_index,
-            format!("0x{}", hex::encode(field::to_be32(&c.commitment))),
+            hex::encode(field::to_be32(&c.commitment)),
             c.reason,
             c.claimed_value.map(|v| format!(", claims {v} base units")).unwrap_or_default()
         );
@@ -888,10 +888,7 @@ fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
 }
 
 /// Proves a prepared transaction (checked locally before it is sent anywhere).
-pub(crate) fn prove_transaction(
-    w: &WalletArgs,
-    prepared: &nox_wallet::PreparedTransaction,
-) -> CmdResult<[u8; 256]> {
+pub(crate) fn prove_transaction(w: &WalletArgs, prepared: &nox_wallet::PreparedTransaction) -> CmdResult<[u8; 256]> {
     let pk = transfer_keys(w)?;
     let t = Ticker::start("proving the transaction (2 inputs, 2 outputs)");
     let proof = nox_pay::prove(&pk, prepared, &mut os_rng()).map_err(|e| e.to_string())?;
@@ -1007,11 +1004,7 @@ pub(crate) fn report(landed: &Landed, unit: &Unit, started: Instant) {
 /// Makes `plan` as one private transaction, paid through the mixnet or (`--direct`) submitted
 /// from the key file's account.
 pub(crate) async fn private(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
-    if p.submit.direct {
-        direct(p, plan).await
-    } else {
-        crate::tx_cmd::paid(p, plan).await
-    }
+    if p.submit.direct { direct(p, plan).await } else { crate::tx_cmd::paid(p, plan).await }
 }
 
 async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
@@ -1287,7 +1280,11 @@ async fn pay(a: &PayArgs) -> CmdResult {
         a.out.display(),
         unit.show(a.fee),
         a.relayer,
-        if action.is_none() { "no action (payment only)".to_owned() } else { format!("the action on {}", action.target) },
+        if action.is_none() {
+            "no action (payment only)".to_owned()
+        } else {
+            format!("the action on {}", action.target)
+        },
         unit.show(paid.change)
     );
     Ok(())

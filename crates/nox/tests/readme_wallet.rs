@@ -31,21 +31,26 @@ fn every_wallet_command_line_in_the_readme_parses() {
     assert!(lines.len() >= 10, "the README's wallet block: {lines:?}");
     let mut seen = Vec::new();
     for line in lines {
-        let line = line.replace("$W", &w).replace("nox1…", NOX1).replace("0xFRESH", "0x5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a");
+        let line = line
+            .replace("$W", &w)
+            .replace("nox1…", NOX1)
+            .replace("0xFRESH", "0x5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a");
         let args: Vec<&str> = line.split_whitespace().collect();
         if let Err(e) = Cli::try_parse_from(&args) {
             panic!("README line `{line}` does not parse:\n{e}");
         }
         seen.push(args[2].to_owned());
     }
-    for cmd in ["new", "address", "viewing-key", "deposit", "sync", "balance", "send", "split", "join", "withdraw", "restore"]
+    for cmd in
+        ["new", "address", "viewing-key", "deposit", "sync", "balance", "send", "split", "join", "withdraw", "restore"]
     {
         assert!(seen.iter().any(|c| c == cmd), "the README shows `nox wallet {cmd}`: {seen:?}");
     }
 }
 
 /// A syntactically valid `nox1…` string (the parser checks it only when the command runs).
-const NOX1: &str = "nox1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq";
+const NOX1: &str =
+    "nox1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq";
 
 #[test]
 fn addresses_of_the_wrong_kind_or_with_a_bad_checksum_are_refused_by_name() {
