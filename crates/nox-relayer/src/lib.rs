@@ -5,6 +5,7 @@
 pub mod abi;
 pub mod check;
 pub mod guard;
+pub mod inserter;
 pub mod journal;
 pub mod price;
 #[cfg(feature = "service")]
