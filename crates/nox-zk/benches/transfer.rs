@@ -29,6 +29,8 @@ fn main() {
         return;
     }
     let runs: usize = std::env::var("NOX_ZK_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    // What is measured is what is checked out now (a commit landing during the run is not).
+    let provenance = util::provenance();
     let load_before = util::loadavg();
 
     let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_seed([9; 32]);
@@ -151,7 +153,7 @@ fn main() {
     util::write_json(&serde_json::json!({
         "benchmark": "nox-zk 2-in/2-out transfer: where the proof's time goes, Groth16 over BN254 (arkworks 0.6)",
         "command": "NOX_ZK_BENCH_JSON=bench/data/zk-transfer.json cargo bench -p nox-zk --bench transfer",
-        "provenance": util::provenance(),
+        "provenance": provenance,
         "machine": util::machine("development machine shared with other builds: not a clean run", &load_before, &load_after),
         "runs": runs,
         "transfer": {

@@ -16,6 +16,8 @@ fn main() {
         return;
     }
     let runs: usize = std::env::var("NOX_ZK_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    // What is measured is what is checked out now (a commit landing during the run is not).
+    let provenance = util::provenance();
     let load_before = util::loadavg();
     let (constraints, witnesses, instances) = transfer::constraint_count().expect("count");
     let t = Instant::now();
@@ -70,7 +72,7 @@ fn main() {
     util::write_json(&serde_json::json!({
         "benchmark": "nox-zk 2-in/2-out transfer and batch insertion, Groth16 over BN254 (arkworks 0.6)",
         "command": "NOX_ZK_BENCH_JSON=bench/data/zk.json cargo bench -p nox-zk --bench zk",
-        "provenance": util::provenance(),
+        "provenance": provenance,
         "machine": util::machine("2-core VM; other builds may share it: see load averages", &load_before, &load_after),
         "constraints": constraints,
         "witness_variables": witnesses,
