@@ -219,6 +219,25 @@ pub fn write_spend_verifying_key(dir: &Path) -> Result<(), TestnetError> {
     std::fs::write(dir.join("spend.vk"), nox_relayer::encode_verifying_key(vk)).map_err(|e| e.to_string())
 }
 
+/// How long the testnet's inserters let the oldest queued commitment wait before inserting a
+/// partial batch, ms (the mainnet default is 10 min: `nox_relayer::inserter`).
+pub const INSERTER_MAX_WAIT_MS: u64 = 2_000;
+
+/// Where the testnet keeps the insertion proving key its exits' inserters share.
+pub fn insert_proving_key_file(dir: &Path) -> PathBuf {
+    dir.join("insert.pk")
+}
+
+/// Writes the **testnet** insertion proving key (deterministic setup,
+/// `nox_zk::insert::testnet_setup`) once, for every exit's inserter.
+pub fn write_insert_proving_key(dir: &Path) -> Result<(), TestnetError> {
+    use ark_serialize::CanonicalSerialize;
+    let (pk, _) = nox_zk::insert::testnet_setup().map_err(|e| format!("testnet insertion setup: {e}"))?;
+    let mut bytes = Vec::new();
+    pk.serialize_compressed(&mut bytes).map_err(|e| e.to_string())?;
+    std::fs::write(insert_proving_key_file(dir), bytes).map_err(|e| e.to_string())
+}
+
 /// Sends [`RELAYER_FUNDS_ETH`] from the deployer to each relayer account.
 pub fn fund_relayers(
     dir: &Path,

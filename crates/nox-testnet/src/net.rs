@@ -342,6 +342,9 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         chain::write_spend_verifying_key(dir).inspect_err(|_| {
             let _ = down(dir);
         })?;
+        chain::write_insert_proving_key(dir).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
     }
     let mut relayers = Vec::new();
     let mut exit_lines = Vec::new();
@@ -786,14 +789,19 @@ fn stop_process(process_dir: &Path, grace: Duration) -> bool {
 fn relay_section(dir: &Path, node_dir: &Path, info: &chain::ChainInfo) -> String {
     let (key, journal, vk) = chain::relayer_files(dir, node_dir);
     let pool = info.pool.as_ref().map(|p| p.pool.to_string()).unwrap_or_default();
+    let from_block = info.pool.as_ref().map_or(0, |p| p.block);
+    // The exit's relayer inserts queued notes (nox_relayer::inserter): after a short wait on
+    // the testnet, with the insertion key written once for all exits.
     format!(
-        "\n[exit.services.relay]\nrpc_url = {:?}\nkey_file = {:?}\njournal = {:?}\nverifying_key = {:?}\nchain_id = {}\nexecutor = \"{}\"\npool = \"{pool}\"\n",
+        "\n[exit.services.relay]\nrpc_url = {:?}\nkey_file = {:?}\njournal = {:?}\nverifying_key = {:?}\nchain_id = {}\nexecutor = \"{}\"\npool = \"{pool}\"\n\n[exit.services.relay.inserter]\nmax_wait_ms = {}\njitter_ms = 1000\npoll_ms = 500\nfrom_block = {from_block}\nproving_key = {:?}\n",
         info.rpc_url,
         key.display().to_string(),
         journal.display().to_string(),
         vk.display().to_string(),
         info.deployment.chain_id,
         info.deployment.executor,
+        chain::INSERTER_MAX_WAIT_MS,
+        chain::insert_proving_key_file(dir).display().to_string(),
     )
 }
 

@@ -8,6 +8,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use nox_exit::{ErrorKind, ExitConfig, ExitError, ExitServices, HttpRequest};
 use nox_message::{HttpResponseMsg, RequestBody, Response, Status};
 use nox_node::ReplySender;
+use nox_relayer::inserter::{InserterConfig, InserterHandle};
 use nox_relayer::{Relayer, RelayerConfig};
 use nox_sphinx::Surb;
 
@@ -24,6 +25,9 @@ pub struct ExitAdapter {
     relayer: Option<Arc<Relayer>>,
     /// TCP streams (`[exit.services.streams]`, docs/spec/streams.md).
     streams: Arc<StreamService<ReplySender>>,
+    /// The relayer's inserter (`[exit.services.relay.inserter]`, on by default): inserts the
+    /// pool's queued commitments so no user has to.
+    inserter: Option<Arc<InserterHandle>>,
 }
 
 impl ExitAdapter {
@@ -36,11 +40,23 @@ impl ExitAdapter {
         let config: ExitConfig =
             table.try_into().map_err(|e: toml::de::Error| format!("[exit.services]: {}", e.message()))?;
         let mut adapter = Self::new(config)?;
-        if let Some(relay) = relay {
+        if let Some(mut relay) = relay {
+            let inserter = match relay.as_table_mut().and_then(|t| t.remove("inserter")) {
+                Some(t) => t
+                    .try_into()
+                    .map_err(|e: toml::de::Error| format!("[exit.services.relay.inserter]: {}", e.message()))?,
+                None => InserterConfig::default(),
+            };
             let config: RelayerConfig =
                 relay.try_into().map_err(|e: toml::de::Error| format!("[exit.services.relay]: {}", e.message()))?;
             let relayer = Relayer::start(config).await.map_err(|e| format!("[exit.services.relay]: {e}"))?;
             tracing::info!(account = %relayer.account(), "exit: paid relayer started");
+            if inserter.enabled {
+                let handle = nox_relayer::inserter::spawn(relayer.clone(), inserter)
+                    .await
+                    .map_err(|e| format!("[exit.services.relay.inserter]: {e}"))?;
+                adapter.inserter = Some(Arc::new(handle));
+            }
             adapter.relayer = Some(relayer);
         }
         Ok(adapter)
@@ -50,7 +66,7 @@ impl ExitAdapter {
     pub fn new(config: ExitConfig) -> Result<Self, String> {
         let services = Arc::new(ExitServices::new(config).map_err(|e| format!("[exit.services]: {e}"))?);
         let streams = Arc::new(StreamService::new(services.clone()));
-        Ok(Self { services, relayer: None, streams })
+        Ok(Self { services, relayer: None, streams, inserter: None })
     }
 
     /// The stream service (its counters: [`StreamService::metrics`]).
@@ -144,6 +160,10 @@ impl nox_node::ExitHandler for ExitAdapter {
         let name = "nox_exit_json_rpc_mismatched_total";
         let help = "JSON-RPC upstream answers not matching their request (answered -32603 instead).";
         let count = self.services.json_rpc_mismatched();
-        format!("{}# HELP {name} {help}\n# TYPE {name} counter\n{name} {count}\n", self.streams.metrics().render())
+        let inserter = self.inserter.as_ref().map(|i| i.metrics().render()).unwrap_or_default();
+        format!(
+            "{}# HELP {name} {help}\n# TYPE {name} counter\n{name} {count}\n{inserter}",
+            self.streams.metrics().render()
+        )
     }
 }
