@@ -23,7 +23,8 @@ case "${1:-}" in
       echo "error: a gas scenario failed (above): the gate measured nothing for it." >&2
       exit 1
     fi
-    if [ "$status" -ne 0 ]; then
+    # forge 1.7.1's `snapshot --check` prints "Diff in …" yet exits 0: the diff lines decide.
+    if [ "$status" -ne 0 ] || grep -q "^Diff in " "$log"; then
       echo "error: contract gas changed (diff above). Intended? contracts/gas.sh --update, update docs/benchmarks/gas.md, commit." >&2
       exit 1
     fi ;;

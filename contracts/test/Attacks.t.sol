@@ -139,11 +139,11 @@ contract AttacksTest is Test {
         );
         pool = ShieldedPool(payable(V.POOL));
         token.approve(V.POOL, type(uint256).max);
-        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER0, "");
-        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER1, "");
-        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER2, "");
+        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER0, new bytes(T.NOTE_LEN));
+        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER1, new bytes(T.NOTE_LEN));
+        pool.deposit(V.TOKEN, T.DEPOSIT, T.INNER2, new bytes(T.NOTE_LEN));
         vm.deal(address(this), 10 ether);
-        pool.deposit{value: T.DEPOSIT}(address(0), T.DEPOSIT, T.INNER3, "");
+        pool.deposit{value: T.DEPOSIT}(address(0), T.DEPOSIT, T.INNER3, new bytes(T.NOTE_LEN));
 
         // The victim's private transfer paying PAY_FEE of TOKEN to V.RELAYER in a payment-only
         // bundle (real proof: TransferVectors' TRANSFER, against INSERT1_ROOT).
@@ -402,7 +402,7 @@ contract AttacksTest is Test {
     /// the insertion reverted only after verifying the proof (337 k gas in the test); now it is
     /// refused before verifying, and the count it names is the one it proved.
     function test_anInsertionRaceIsRefusedCheaply() public {
-        pool.deposit{value: 1}(address(0), 1, 7, "");
+        pool.deposit{value: 1}(address(0), 1, 7, new bytes(T.NOTE_LEN));
         uint256 g = gasleft();
         vm.expectRevert(abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 4, 5));
         pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);

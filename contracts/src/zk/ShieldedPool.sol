@@ -61,7 +61,7 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         address recipient;
         /// The proof is refused after this timestamp.
         uint256 deadline;
-        /// The output notes' ciphertexts (docs/spec/notes.md), each at most MAX_NOTE bytes.
+        /// The output notes' ciphertexts (docs/spec/notes.md), each exactly NOTE_LEN bytes.
         bytes[2] notes;
     }
 
@@ -73,10 +73,11 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     uint256 public constant BATCH_SIZE = 16;
     /// @notice Values are below 2^128 (the circuit's range checks).
     uint256 public constant MAX_VALUE = 1 << 128;
-    /// @notice Longest memo (the note ciphertext for the owner's viewing key) a deposit publishes.
-    uint256 public constant MAX_MEMO = 256;
-    /// @notice Longest output-note ciphertext a transaction publishes.
-    uint256 public constant MAX_NOTE = 256;
+    /// @notice Length of every note ciphertext the pool publishes — a deposit's memo and both
+    /// outputs of a transaction (`nox_wallet::memo::NOTE_LEN`, docs/spec/notes.md). One length
+    /// only: a note of another length would mark a non-standard wallet (an anonymity-set split)
+    /// and no wallet could open it, so it is refused.
+    uint256 public constant NOTE_LEN = 104;
     /// @notice Gas a paid withdrawal's ETH recipient is given (`pay`): enough for a smart
     /// account's `receive`, too little to make the relayer's transaction expensive.
     uint256 public constant PAYOUT_GAS = 50_000;
@@ -141,7 +142,7 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     error BadAmount(uint256 amount);
     error ValueMismatch(uint256 sent, uint256 expected);
     error NotAScalar(uint256 value);
-    error MemoTooLong(uint256 length);
+    error BadNoteLength(uint256 length);
     error TransferShortfall(uint256 received, uint256 expected);
     error NothingQueued();
     error TreeFull();
@@ -189,7 +190,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
 
     /// @notice Deposit `amount` of `asset` (address(0): ETH, sent as msg.value) as a note
     /// `Poseidon(amount, asset, inner)` where `inner = Poseidon(owner, blinding)`; `memo` is the
-    /// note's ciphertext for the owner's viewing key (docs/spec/notes.md), published, not checked.
+    /// note's ciphertext for the owner's viewing key (docs/spec/notes.md), published; only its
+    /// length (NOTE_LEN) is checked.
     function deposit(address asset, uint256 amount, uint256 inner, bytes calldata memo)
         external
         payable
@@ -198,7 +200,7 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     {
         if (amount == 0 || amount >= MAX_VALUE) revert BadAmount(amount);
         if (inner >= R) revert NotAScalar(inner);
-        if (memo.length > MAX_MEMO) revert MemoTooLong(memo.length);
+        if (memo.length != NOTE_LEN) revert BadNoteLength(memo.length);
         _pull(asset, amount);
         uint256 commitment = poseidon.hash([amount, uint256(uint160(asset)), inner]);
         queueIndex = _enqueue(commitment);
@@ -341,8 +343,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         if (_spent[n0]) revert AlreadySpent(n0);
         if (_spent[n1]) revert AlreadySpent(n1);
         if ((t.recipient == address(0)) != (t.publicOut == 0)) revert BadRecipient(t.recipient, t.publicOut);
-        if (t.notes[0].length > MAX_NOTE) revert MemoTooLong(t.notes[0].length);
-        if (t.notes[1].length > MAX_NOTE) revert MemoTooLong(t.notes[1].length);
+        if (t.notes[0].length != NOTE_LEN) revert BadNoteLength(t.notes[0].length);
+        if (t.notes[1].length != NOTE_LEN) revert BadNoteLength(t.notes[1].length);
 
         uint256[8] memory input;
         input[0] = t.root;

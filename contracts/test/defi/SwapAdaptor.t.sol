@@ -80,9 +80,9 @@ contract SwapAdaptorTest is Test {
         vm.deal(user, 20 ether);
         token.transfer(user, 20_000e18);
         vm.startPrank(user);
-        pool.deposit{value: 10 ether}(address(0), 10 ether, 1, "");
+        pool.deposit{value: 10 ether}(address(0), 10 ether, 1, new bytes(pool.NOTE_LEN()));
         token.approve(address(pool), type(uint256).max);
-        pool.deposit(address(token), 20_000e18, 2, "");
+        pool.deposit(address(token), 20_000e18, 2, new bytes(pool.NOTE_LEN()));
         vm.stopPrank();
         uint256[8] memory none;
         pool.insertBatch(none, ROOT, 2);
@@ -103,7 +103,9 @@ contract SwapAdaptorTest is Test {
         t.publicOut = amount;
         t.recipient = address(adaptor);
         t.deadline = block.timestamp + 600;
-        t.notes = [bytes(hex"01"), bytes(hex"02")];
+        t.notes = [new bytes(pool.NOTE_LEN()), new bytes(pool.NOTE_LEN())];
+        t.notes[0][0] = 0x01;
+        t.notes[1][0] = 0x02;
     }
 
     function _swap(address tokenOut, uint256 min) internal view returns (SwapAdaptor.Swap memory) {

@@ -47,7 +47,7 @@ contract ShieldedPoolFullBatchGasScenarioTest is TransferScenario {
         fresh = new ShieldedPool(pool.transferVerifier(), pool.insertVerifier(), pool.poseidon(), address(executor), 64);
         for (uint256 i = 1; i <= 16; ++i) {
             vm.prank(user);
-            fresh.deposit{value: 1}(address(0), 1, i, "");
+            fresh.deposit{value: 1}(address(0), 1, i, new bytes(V.NOTE_LEN));
         }
     }
 

@@ -278,10 +278,10 @@ contract ShieldedPoolProofsTest is TransferScenario {
         );
         vm.startPrank(user);
         token.approve(second, type(uint256).max);
-        other.deposit(V.TOKEN, V.DEPOSIT, V.INNER0, "");
-        other.deposit(V.TOKEN, V.DEPOSIT, V.INNER1, "");
-        other.deposit(V.TOKEN, V.DEPOSIT, V.INNER2, "");
-        other.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER3, "");
+        other.deposit(V.TOKEN, V.DEPOSIT, V.INNER0, new bytes(V.NOTE_LEN));
+        other.deposit(V.TOKEN, V.DEPOSIT, V.INNER1, new bytes(V.NOTE_LEN));
+        other.deposit(V.TOKEN, V.DEPOSIT, V.INNER2, new bytes(V.NOTE_LEN));
+        other.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER3, new bytes(V.NOTE_LEN));
         vm.stopPrank();
         other.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 4);
         BatchExecutor.Bundle[] memory bs = _paymentOnly(w);
