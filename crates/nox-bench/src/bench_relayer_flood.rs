@@ -134,7 +134,7 @@ fn forged(s: &Setup, relayer: Address, deadline: u64, salt: u64) -> Vec<u8> {
         asset: Address::ZERO,
         fee,
         deadline: U256::from(deadline),
-        notes: [Bytes::from(vec![5u8; 120]), Bytes::from(vec![6u8; 120])],
+        notes: [Bytes::from(vec![5u8; 104]), Bytes::from(vec![6u8; 104])],
         ..Transaction::default()
     };
     let bundle = Bundle {

@@ -34,10 +34,15 @@ async fn the_pool_deploys_and_a_deposit_commits_as_in_rust() {
     assert_eq!(root.to_be_bytes::<32>(), to_be32(&empty), "the empty root");
     assert_eq!(pool.ledger().call().await.expect("ledger"), deployment.ledger);
 
+    // The pool's one note length is the wallet's (a memo of any other length is refused).
+    let note_len = pool.NOTE_LEN().call().await.expect("NOTE_LEN");
+    assert_eq!(note_len, U256::from(nox_wallet::memo::NOTE_LEN), "the pool and the wallet agree on NOTE_LEN");
+    let memo = || Bytes::from(vec![1u8; nox_wallet::memo::NOTE_LEN]);
+
     let inner = nox_zk::poseidon::hash(&[ark_bn254::Fr::from(7u64), ark_bn254::Fr::from(9u64)]).expect("inner");
     let amount = 12_345u128;
     let receipt = pool
-        .deposit(Address::ZERO, U256::from(amount), U256::from_be_bytes(to_be32(&inner)), Bytes::from(vec![1, 2, 3]))
+        .deposit(Address::ZERO, U256::from(amount), U256::from_be_bytes(to_be32(&inner)), memo())
         .value(U256::from(amount))
         .send()
         .await
@@ -59,12 +64,14 @@ async fn the_pool_deploys_and_a_deposit_commits_as_in_rust() {
     assert_eq!(from_be32(&event.commitment.to_be_bytes::<32>()).expect("scalar"), want);
 
     // A deposit whose value does not match msg.value is refused (nothing queued).
-    let refused = pool
-        .deposit(Address::ZERO, U256::from(5u64), U256::from(1u64), Bytes::new())
-        .value(U256::from(4u64))
-        .send()
-        .await;
+    let refused =
+        pool.deposit(Address::ZERO, U256::from(5u64), U256::from(1u64), memo()).value(U256::from(4u64)).send().await;
     assert!(refused.is_err(), "the node's gas estimation reports the revert");
+    // So is a memo one byte short of a note (a non-standard wallet's, which nobody could open).
+    let short = Bytes::from(vec![1u8; nox_wallet::memo::NOTE_LEN - 1]);
+    let refused =
+        pool.deposit(Address::ZERO, U256::from(5u64), U256::from(1u64), short).value(U256::from(5u64)).send().await;
+    assert!(refused.is_err(), "a memo of another length is refused");
     assert_eq!(pool.nextQueueIndex().call().await.expect("nextQueueIndex"), U256::from(1u64));
 }
 
@@ -85,7 +92,7 @@ fn a_transacted_log_decodes_into_the_wallets_event() {
         firstQueueIndex: U256::from(6u64),
         nullifiers: [nullifier0, U256::from(12u64)],
         commitments: [U256::from(21u64), U256::from(22u64)],
-        notes: [Bytes::from(vec![0xa0; 128]), Bytes::from(vec![0xb1; 128])],
+        notes: [Bytes::from(vec![0xa0; 104]), Bytes::from(vec![0xb1; 104])],
         asset: token,
         publicIn: U256::ZERO,
         publicOut: U256::from(500u64),
@@ -107,7 +114,7 @@ fn a_transacted_log_decodes_into_the_wallets_event() {
             first_queue_index: 6,
             nullifiers: [fr(11), fr(12)],
             commitments: [fr(21), fr(22)],
-            notes: [vec![0xa0; 128], vec![0xb1; 128]],
+            notes: [vec![0xa0; 104], vec![0xb1; 104]],
             asset: nox_zk::field::address(&token.0.0),
             public_in: 0,
             public_out: 500,

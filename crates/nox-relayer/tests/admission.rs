@@ -43,7 +43,7 @@ fn good(a: &Admission) -> Submission {
     tree.insert_batch(&[note.commitment().unwrap()]).unwrap();
     let action = Action { target: Address::ZERO, value: U256::ZERO, gas: U256::ZERO, data: Bytes::new() };
     let deadline = NOW + 600;
-    let notes = [vec![1u8; 120], vec![2u8; 120]];
+    let notes = [vec![1u8; 104], vec![2u8; 104]];
     let context = TransferContext {
         public_in: 0,
         public_out: 0,

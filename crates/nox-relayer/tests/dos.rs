@@ -99,7 +99,7 @@ async fn forged(w: &World, relayer: Address, valid_for: u64, salt: u64) -> Submi
         asset: Address::ZERO,
         fee,
         deadline: U256::from(now + valid_for),
-        notes: [Bytes::from(vec![5u8; 120]), Bytes::from(vec![6u8; 120])],
+        notes: [Bytes::from(vec![5u8; 104]), Bytes::from(vec![6u8; 104])],
         ..Transaction::default()
     };
     let bundle = Bundle {

@@ -66,8 +66,9 @@ const ETH: Address = Address::ZERO;
 const NOTE_VALUE: u128 = 1_000_000_000_000_000_000;
 /// Deposited notes (one insertion batch holds 16).
 const NOTES: usize = 10;
-/// Output ciphertexts: any bytes of a note's length (the pool binds them, reads nothing in them).
-const NOTE_LEN: usize = 120;
+/// Output ciphertexts: any bytes of the one length the pool accepts (`ShieldedPool.NOTE_LEN`;
+/// it binds them, reads nothing in them).
+const NOTE_LEN: usize = 104;
 
 /// The gas every calling test action is bound to (`Action.gas`): ample for the test targets.
 const ACTION_GAS: u64 = 100_000;
@@ -256,7 +257,7 @@ async fn world() -> World {
         let note = Note::new(NOTE_VALUE, Fr::from(0u64), owner, &mut rng);
         let inner = U256::from_be_bytes(field::to_be32(&note.inner().unwrap()));
         let receipt = contract
-            .deposit(ETH, U256::from(NOTE_VALUE), inner, Bytes::from(vec![2u8; 64]))
+            .deposit(ETH, U256::from(NOTE_VALUE), inner, Bytes::from(vec![2u8; NOTE_LEN]))
             .value(U256::from(NOTE_VALUE))
             .send()
             .await
