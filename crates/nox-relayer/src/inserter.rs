@@ -184,7 +184,9 @@ pub enum MirrorError {
         got: u64,
     },
     /// A batch that does not continue the tree or the queue.
-    #[error("a batch at leaf {start_leaf} from queue index {first_queue}; the tree ends at {tree_len}, the queue at {first_uninserted}")]
+    #[error(
+        "a batch at leaf {start_leaf} from queue index {first_queue}; the tree ends at {tree_len}, the queue at {first_uninserted}"
+    )]
     BatchPosition {
         /// The event's first leaf.
         start_leaf: u64,
@@ -242,7 +244,10 @@ pub fn decode_log(data: &LogData) -> Result<Vec<QueueEvent>, MirrorError> {
         let first = small(e.firstQueueIndex)?;
         vec![
             QueueEvent::Queued { index: first, commitment: scalar(e.commitments[0])? },
-            QueueEvent::Queued { index: first.checked_add(1).ok_or(MirrorError::Range)?, commitment: scalar(e.commitments[1])? },
+            QueueEvent::Queued {
+                index: first.checked_add(1).ok_or(MirrorError::Range)?,
+                commitment: scalar(e.commitments[1])?,
+            },
         ]
     } else if *topic == BatchInserted::SIGNATURE_HASH {
         let e = BatchInserted::decode_log_data(data)?;
@@ -509,7 +514,12 @@ mod task {
         /// The metrics in the Prometheus text format.
         pub fn render(&self) -> String {
             let rows = [
-                ("nox_relayer_inserts_total", "counter", "Batches this relayer inserted (insertBatch mined).", self.inserts()),
+                (
+                    "nox_relayer_inserts_total",
+                    "counter",
+                    "Batches this relayer inserted (insertBatch mined).",
+                    self.inserts(),
+                ),
                 (
                     "nox_relayer_inserted_leaves_total",
                     "counter",
@@ -584,7 +594,9 @@ mod task {
                     .map_err(|source| InserterError::KeyFormat { path, source })?
             }
             None => {
-                tracing::warn!("inserter: no proving_key given, deriving the TESTNET insertion key (public randomness)");
+                tracing::warn!(
+                    "inserter: no proving_key given, deriving the TESTNET insertion key (public randomness)"
+                );
                 tokio::task::spawn_blocking(nox_zk::insert::testnet_setup)
                     .await
                     .map_err(|_| InserterError::Policy("deriving the testnet key panicked"))?
@@ -787,7 +799,11 @@ mod task {
                 *w = U256::from_be_slice(chunk);
             }
             let new_root = U256::from_be_bytes(nox_zk::field::to_be32(&batch.public.new_root));
-            let call = ShieldedPool::insertBatchCall { proof: words, newRoot: new_root, expectedCount: U256::from(batch.count) };
+            let call = ShieldedPool::insertBatchCall {
+                proof: words,
+                newRoot: new_root,
+                expectedCount: U256::from(batch.count),
+            };
             let relayer = &self.relayer;
             let provider = relayer.provider();
             let pool: Address = relayer.config().pool;
@@ -833,7 +849,13 @@ mod task {
                     m.leaves.fetch_add(batch.count as u64, Ordering::Relaxed);
                     m.gas_used.fetch_add(gas_used, Ordering::Relaxed);
                     m.last_delay_ms.store(delay, Ordering::Relaxed);
-                    tracing::info!(count = batch.count, start = batch.public.start_index, gas_used, delay_ms = delay, "inserter: batch inserted");
+                    tracing::info!(
+                        count = batch.count,
+                        start = batch.public.start_index,
+                        gas_used,
+                        delay_ms = delay,
+                        "inserter: batch inserted"
+                    );
                     Ok(Attempt::Inserted)
                 }
                 other => {
@@ -851,8 +873,12 @@ mod task {
             let relayer = &self.relayer;
             let mut journal = relayer.journal().lock().await;
             let nonce = journal.next_nonce();
-            let envelope =
-                tx.clone().with_nonce(nonce).build(relayer.wallet()).await.map_err(|e| StepError::Sign(e.to_string()))?;
+            let envelope = tx
+                .clone()
+                .with_nonce(nonce)
+                .build(relayer.wallet())
+                .await
+                .map_err(|e| StepError::Sign(e.to_string()))?;
             let raw = Bytes::from(envelope.encoded_2718());
             journal.record(Pending {
                 nonce,
@@ -956,11 +982,8 @@ mod tests {
         assert!(plan.public.leaves[3..].iter().all(|l| *l == Fr::from(0u64)));
         assert!(nox_zk::insert::is_satisfied(&plan.public, &plan.witness).unwrap());
         // The pool's BatchInserted for it moves the mirror exactly as the plan said.
-        m.apply(
-            &QueueEvent::Inserted { start_leaf: 0, first_queue: 0, count: 3, new_root: plan.public.new_root },
-            0,
-        )
-        .unwrap();
+        m.apply(&QueueEvent::Inserted { start_leaf: 0, first_queue: 0, count: 3, new_root: plan.public.new_root }, 0)
+            .unwrap();
         assert_eq!(
             m.state(),
             PoolState { root: plan.public.new_root, next_leaf: 16, next_queue: 3, first_uninserted: 3 }

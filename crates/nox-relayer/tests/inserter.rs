@@ -61,7 +61,8 @@ async fn world() -> World {
     let user_address = user_signer.address();
     let user = deploy::wallet_provider(&url, &user_signer).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (pk, vk) = tokio::task::spawn_blocking(|| nox_zk::insert::testnet_setup().expect("insert setup")).await.unwrap();
+    let (pk, vk) =
+        tokio::task::spawn_blocking(|| nox_zk::insert::testnet_setup().expect("insert setup")).await.unwrap();
     let mut bytes = Vec::new();
     pk.serialize_compressed(&mut bytes).unwrap();
     std::fs::write(dir.path().join("insert.pk"), bytes).unwrap();
