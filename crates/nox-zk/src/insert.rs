@@ -113,6 +113,12 @@ impl InsertCircuit<'_> {
 
 impl ConstraintSynthesizer<Fr> for InsertCircuit<'_> {
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        crate::quiet(|| self.synthesize(cs))
+    }
+}
+
+impl InsertCircuit<'_> {
+    fn synthesize(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
         let p = &self.public;
         let w = self.witness;
         let input = |v: Fr| FpVar::new_input(cs.clone(), || Ok(v));

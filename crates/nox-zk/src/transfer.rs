@@ -312,6 +312,12 @@ fn range_check(
 
 impl<const DEPTH: usize> ConstraintSynthesizer<Fr> for TransferCircuit<'_, DEPTH> {
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        crate::quiet(|| self.synthesize(cs))
+    }
+}
+
+impl<const DEPTH: usize> TransferCircuit<'_, DEPTH> {
+    fn synthesize(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
         let w = self.witness;
         let p = &self.public;
         let bits = VALUE_BITS as usize;

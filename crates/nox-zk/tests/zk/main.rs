@@ -6,5 +6,6 @@ mod evm;
 mod insert;
 mod pool_vectors;
 mod poseidon;
+mod quiet;
 mod transfer;
 mod transfer_vectors;
