@@ -1301,11 +1301,12 @@ fn proof_words(proof: &[u8; 256]) -> [U256; 8] {
 async fn insert(a: &InsertArgs) -> CmdResult {
     let started = Instant::now();
     let (_seed, at, _, view) = synced(&a.chain).await?;
+    let first_queued = view.queued().next().map(|(i, _)| i);
     let queued: Vec<Fr> = view.queued().map(|(_, c)| c).take(nox_wallet::state::BATCH_SIZE as usize).collect();
-    if queued.is_empty() {
+    let Some(first_queued) = first_queued else {
         println!("nothing queued");
         return Ok(());
-    }
+    };
     let start = view.next_leaf();
     let (public, witness) = view.insert_statement(&queued).map_err(|e| format!("building the batch: {e}"))?;
     let pk = insert_keys(&a.chain.wallet)?;
@@ -1321,7 +1322,24 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     // The count the proof covers: a deposit queued meanwhile makes the pool refuse the call
     // cheaply (CountMismatch) instead of after verifying the proof.
     let tx = pool.insertBatch(words, new_root, U256::from(queued.len())).into_transaction_request();
-    let receipt = send_tx(&sender, tx, "insertBatch").await?;
+    let receipt = match send_tx(&sender, tx, "insertBatch").await {
+        Ok(receipt) => receipt,
+        Err(e) => {
+            // The exits' relayers insert on their own (nox_relayer::inserter): if one inserted this
+            // batch while it was being proved here, the pool refused ours (a changed count or root)
+            // and there is nothing left to do. Anything else is an error.
+            let first =
+                pool.firstUninsertedQueueIndex().call().await.map_err(|r| format!("{e}; reading the pool: {r}"))?;
+            if first > U256::from(first_queued) {
+                println!(
+                    "a relayer inserted this batch first (the pool's queue now starts at {first}); nothing to do, {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
+            return Err(e);
+        }
+    };
     println!(
         "inserted {} leaves at leaf {start} in block {} (tx {}); gas {}; {:.1} s",
         queued.len(),
