@@ -583,40 +583,58 @@ mod task {
         if config.poll_ms == 0 || config.backoff_ms == 0 || config.max_backoff_ms < config.backoff_ms {
             return Err(InserterError::Policy("poll_ms and backoff_ms ≥ 1, max_backoff_ms ≥ backoff_ms"));
         }
-        let pk = match &config.proving_key {
-            Some(path) => {
-                let path = path.clone();
-                let bytes =
-                    std::fs::read(&path).map_err(|source| InserterError::KeyFile { path: path.clone(), source })?;
-                // The file is the operator's own (written by `nox zk setup` or the testnet):
-                // its points are trusted, as the wallet trusts its cached key.
-                ProvingKey::<Bn254>::deserialize_compressed_unchecked(&bytes[..])
-                    .map_err(|source| InserterError::KeyFormat { path, source })?
-            }
-            None => {
-                tracing::warn!(
-                    "inserter: no proving_key given, deriving the TESTNET insertion key (public randomness)"
-                );
-                tokio::task::spawn_blocking(nox_zk::insert::testnet_setup)
-                    .await
-                    .map_err(|_| InserterError::Policy("deriving the testnet key panicked"))?
-                    .map_err(|_| InserterError::Policy("deriving the testnet insertion key failed"))?
-                    .0
-            }
+        // The file is read here (a missing key is the operator's error, reported at start), but
+        // decoding it (≈ 10⁵ compressed points) and deriving a testnet key take seconds of CPU:
+        // both happen in the task, so an exit starts (and joins its epoch) without waiting.
+        let key_bytes = match &config.proving_key {
+            Some(path) => Some((
+                path.clone(),
+                std::fs::read(path).map_err(|source| InserterError::KeyFile { path: path.clone(), source })?,
+            )),
+            None => None,
         };
         let metrics = Arc::new(InserterMetrics::default());
-        let mut task = Task {
-            relayer,
-            pk: Arc::new(pk),
-            synced_to: None,
-            mirror: QueueMirror::new(),
-            retry: Retry::default(),
-            jitter: None,
-            rng: ChaCha20Rng::from_entropy(),
-            metrics: metrics.clone(),
-            config,
-        };
-        let task = tokio::spawn(async move { task.run().await });
+        let task_metrics = metrics.clone();
+        let task = tokio::spawn(async move {
+            let loaded = tokio::task::spawn_blocking(move || match key_bytes {
+                // The file is the operator's own (written by `nox zk setup` or the testnet):
+                // its points are trusted, as the wallet trusts its cached key.
+                Some((path, bytes)) => ProvingKey::<Bn254>::deserialize_compressed_unchecked(&bytes[..])
+                    .map_err(|source| InserterError::KeyFormat { path, source }),
+                None => {
+                    tracing::warn!(
+                        "inserter: no proving_key given, deriving the TESTNET insertion key (public randomness)"
+                    );
+                    nox_zk::insert::testnet_setup()
+                        .map(|(pk, _)| pk)
+                        .map_err(|_| InserterError::Policy("deriving the testnet insertion key failed"))
+                }
+            })
+            .await;
+            let pk = match loaded {
+                Ok(Ok(pk)) => pk,
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "inserter: no proving key; not inserting");
+                    return;
+                }
+                Err(_) => {
+                    tracing::error!("inserter: loading the proving key panicked; not inserting");
+                    return;
+                }
+            };
+            let mut task = Task {
+                relayer,
+                pk: Arc::new(pk),
+                synced_to: None,
+                mirror: QueueMirror::new(),
+                retry: Retry::default(),
+                jitter: None,
+                rng: ChaCha20Rng::from_entropy(),
+                metrics: task_metrics,
+                config,
+            };
+            task.run().await
+        });
         Ok(InserterHandle { metrics, task })
     }
 
