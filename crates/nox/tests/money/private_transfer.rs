@@ -26,9 +26,8 @@ use alloy::{
 };
 use nox::wallet_cmd::Unit;
 
-mod common;
 
-use common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
+use crate::common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
 
 /// Anvil's default account 1 (the depositor) and 4 (A's own account for the direct step).
 const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";

@@ -27,9 +27,8 @@ use alloy::{
 use nox::wallet_cmd::BundleFile;
 use nox_chain::bindings::{BatchExecutor, RewardLedger};
 
-mod common;
 
-use common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
+use crate::common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
 
 /// Anvil's default accounts 1–3 (account 0 deploys): a depositor, another account (a would-be
 /// thief, then a direct withdrawal's submitter), a relayer.
