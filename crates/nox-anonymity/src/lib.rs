@@ -8,6 +8,8 @@ mod delays;
 mod entropy;
 mod error;
 mod observation;
+pub mod pool;
+pub mod pool_sim;
 mod random;
 pub mod simulate;
 mod unlinkability;
