@@ -22,11 +22,11 @@ contract InsertVerifierTest is Test {
         assertTrue(verifier.verifyProof(V.fullProof(), V.fullInputs()));
     }
 
-    /// Every one of the 19 inputs is bound (old root, new root, start index, each leaf).
+    /// Every one of the 35 inputs is bound (old root, new root, start index, each of the 32 leaves).
     function test_refusesEveryChangedInput() public view {
         uint256[8] memory proof = V.insert2Proof();
-        for (uint256 i = 0; i < 19; ++i) {
-            uint256[19] memory input = V.insert2Inputs();
+        for (uint256 i = 0; i < 35; ++i) {
+            uint256[35] memory input = V.insert2Inputs();
             input[i] = (input[i] + 1) % R;
             assertFalse(verifier.verifyProof(proof, input));
         }
@@ -34,8 +34,8 @@ contract InsertVerifierTest is Test {
 
     function test_refusesNonCanonicalInputs() public view {
         uint256[8] memory proof = V.insert1Proof();
-        for (uint256 i = 0; i < 19; ++i) {
-            uint256[19] memory input = V.insert1Inputs();
+        for (uint256 i = 0; i < 35; ++i) {
+            uint256[35] memory input = V.insert1Inputs();
             input[i] += R;
             assertFalse(verifier.verifyProof(proof, input));
         }

@@ -37,7 +37,7 @@ fn main() {
         transfer::verify(&vk, &public, &proof).expect("verify");
         verify_ms.push(ms(t.elapsed()));
     }
-    // The batch-insertion circuit: a full batch of 16 into a tree holding one batch.
+    // The batch-insertion circuit: a full batch (BATCH_SIZE leaves) into a tree holding one batch.
     let (ic, _, _) = nox_zk::insert::constraint_count().expect("count");
     let t = Instant::now();
     let (ipk, ivk) = nox_zk::insert::testnet_setup().expect("insert setup");
@@ -45,7 +45,7 @@ fn main() {
     let mut tree = nox_zk::Tree::new();
     let leaves = |seed: u8| {
         let mut r = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_seed([seed; 32]);
-        (0..16).map(|_| nox_zk::note::random_scalar(&mut r)).collect::<Vec<_>>()
+        (0..nox_zk::insert::BATCH_SIZE).map(|_| nox_zk::note::random_scalar(&mut r)).collect::<Vec<_>>()
     };
     tree.insert_batch(&leaves(1)).expect("first batch");
     let (ipub, iwit) = tree.insert_batch(&leaves(2)).expect("second batch");
@@ -67,7 +67,7 @@ fn main() {
     println!("verify median {vm:.2} ms  min {vmin:.2}  max {vmax:.2}  (native arkworks)");
     println!("proof size {PROOF_BYTES} bytes (EVM encoding; 128 compressed)");
     println!("insertion circuit: {ic} constraints, setup {insert_setup_ms:.0} ms");
-    println!("insert prove median {ipm:.1} ms  min {ipmin:.1}  max {ipmax:.1}  (n = {runs}, batch of 16)");
+    println!("insert prove median {ipm:.1} ms  min {ipmin:.1}  max {ipmax:.1}  (n = {runs}, batch of {})", nox_zk::insert::BATCH_SIZE);
     println!("load average before: {load_before}   after: {load_after}");
     util::write_json(&serde_json::json!({
         "benchmark": "nox-zk 2-in/2-out transfer and batch insertion, Groth16 over BN254 (arkworks 0.6)",
@@ -82,6 +82,8 @@ fn main() {
         "verify_native_ms": { "median": vm, "min": vmin, "max": vmax, "samples": verify_ms },
         "proof_bytes_evm": PROOF_BYTES,
         "insert": {
+            "batch_size": nox_zk::insert::BATCH_SIZE,
+            "public_inputs": nox_zk::insert::INSERT_NUM_PUBLIC_INPUTS,
             "constraints": ic,
             "setup_ms": insert_setup_ms,
             "prove_ms": { "median": ipm, "min": ipmin, "max": ipmax, "runs": runs, "samples": insert_prove_ms },

@@ -4,17 +4,21 @@
 //! [`BATCH_SIZE`] queued commitments as one aligned subtree of height [`BATCH_LEVELS`] (missing
 //! leaves are 0), proving in zero knowledge that the tree was updated correctly, so the chain
 //! never hashes a Merkle path. Public inputs, in this order ([`InsertPublic::to_vec`]):
-//! `oldRoot, newRoot, startIndex, leaf[0..16]`. Private: the 28 siblings of the subtree's
-//! position. The circuit enforces
+//! `oldRoot, newRoot, startIndex, leaf[0..BATCH_SIZE]` (35 inputs at 32 leaves). Private: the
+//! [`UPPER_LEVELS`] = 27 siblings of the subtree's position. The circuit enforces
 //!
-//! 1. `startIndex = 16 · pos` with `pos` decomposed into 28 boolean bits (so the batch is
+//! 1. `startIndex = BATCH_SIZE · pos` with `pos` decomposed into 27 boolean bits (so the batch is
 //!    aligned and inside the tree);
-//! 2. the empty subtree (`zeros()[4]`) sits at `pos` under `oldRoot` with the siblings;
-//! 3. the subtree root of the 16 leaves (15 Poseidon hashes) sits at the same position, with the
+//! 2. the empty subtree (`zeros()[BATCH_LEVELS]`) sits at `pos` under `oldRoot` with the siblings;
+//! 3. the subtree root of the 32 leaves (31 Poseidon hashes) sits at the same position, with the
 //!    same siblings, under `newRoot`.
 //!
 //! So the old tree had nothing in the batch's slots, the new tree differs from it in exactly
-//! those slots, and they hold exactly the 16 leaves the chain fed the verifier.
+//! those slots, and they hold exactly the 32 leaves the chain fed the verifier.
+//!
+//! The batch size is this one constant pair ([`BATCH_LEVELS`], [`BATCH_SIZE`]); the pool's
+//! `BATCH_SIZE` and the verifier's input count must match it (docs/design/zk-payment.md §4.3
+//! says why 32).
 
 use crate::{
     error::ZkError,
@@ -35,10 +39,10 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystem, ConstraintSy
 use ark_snark::SNARK;
 use rand_core::{CryptoRng, RngCore, SeedableRng};
 
-/// Leaves per batch.
-pub const BATCH_SIZE: usize = 16;
-/// Height of a batch's subtree (`2^BATCH_LEVELS = BATCH_SIZE`).
-pub const BATCH_LEVELS: usize = 4;
+/// Height of a batch's subtree.
+pub const BATCH_LEVELS: usize = 5;
+/// Leaves per batch (`2^BATCH_LEVELS`).
+pub const BATCH_SIZE: usize = 1 << BATCH_LEVELS;
 /// Levels above a batch's subtree.
 pub const UPPER_LEVELS: usize = TREE_DEPTH - BATCH_LEVELS;
 /// Number of public inputs.
@@ -57,9 +61,9 @@ pub struct InsertPublic {
     pub old_root: Fr,
     /// The root after the batch.
     pub new_root: Fr,
-    /// Leaf position of the batch's first slot (a multiple of 16).
+    /// Leaf position of the batch's first slot (a multiple of [`BATCH_SIZE`]).
     pub start_index: u64,
-    /// The 16 leaves: the queued commitments in order, then zeros.
+    /// The [`BATCH_SIZE`] leaves: the queued commitments in order, then zeros.
     pub leaves: [Fr; BATCH_SIZE],
 }
 
@@ -74,7 +78,7 @@ impl InsertPublic {
         v
     }
 
-    /// The inputs as `uint256[19]` words.
+    /// The inputs as `uint256[INSERT_NUM_PUBLIC_INPUTS]` words (`uint256[35]`).
     pub fn to_evm(&self) -> [[u8; 32]; INSERT_NUM_PUBLIC_INPUTS] {
         let mut out = [[0u8; 32]; INSERT_NUM_PUBLIC_INPUTS];
         for (o, x) in out.iter_mut().zip(self.to_vec()) {
@@ -84,7 +88,7 @@ impl InsertPublic {
     }
 }
 
-/// The private witness: the siblings of the batch's subtree, level 4 first. (Public data of the
+/// The private witness: the siblings of the batch's subtree, level [`BATCH_LEVELS`] first. (Public data of the
 /// tree, but part of no input.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InsertWitness {
@@ -127,7 +131,8 @@ impl InsertCircuit<'_> {
         let start = input(Fr::from(p.start_index))?;
         let leaves = p.leaves.iter().map(|l| input(*l)).collect::<Result<Vec<_>, _>>()?;
 
-        // 1. Position: startIndex = 16 · pos, pos < 2^28 (bit i of pos = bit i + 4 of startIndex).
+        // 1. Position: startIndex = BATCH_SIZE · pos, pos < 2^UPPER_LEVELS (bit i of pos = bit
+        // i + BATCH_LEVELS of startIndex).
         let pos = p.start_index >> BATCH_LEVELS;
         let mut bits = Vec::with_capacity(UPPER_LEVELS);
         for i in 0..UPPER_LEVELS {
@@ -138,7 +143,7 @@ impl InsertCircuit<'_> {
         let pos_var = Boolean::le_bits_to_fp(&bits)?;
         (pos_var * Fr::from(BATCH_SIZE as u64)).enforce_equal(&start)?;
 
-        // 3 (first half). The subtree root of the 16 leaves.
+        // 3 (first half). The subtree root of the BATCH_SIZE leaves.
         let mut level = leaves;
         while level.len() > 1 {
             level = level.chunks_exact(2).map(hash_gadget).collect::<Result<Vec<_>, _>>()?;

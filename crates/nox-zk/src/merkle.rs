@@ -111,12 +111,13 @@ impl Tree {
         self.node(TREE_DEPTH, 0)
     }
 
-    /// Appends one batch (docs/design/zk-payment.md §4.3): `leaves` (1 to 16) then zeros up to
-    /// 16 slots, as one aligned subtree. Returns the insertion statement and its witness. The
-    /// tree's length must be a multiple of 16 (every batch fills its 16 slots).
+    /// Appends one batch (docs/design/zk-payment.md §4.3): `leaves` (1 to [`BATCH_SIZE`]) then
+    /// zeros up to [`BATCH_SIZE`] slots, as one aligned subtree. Returns the insertion statement
+    /// and its witness. The tree's length must be a multiple of [`BATCH_SIZE`] (every batch fills
+    /// all its slots).
     pub fn insert_batch(&mut self, leaves: &[Fr]) -> Result<(InsertPublic, InsertWitness), ZkError> {
         if leaves.is_empty() || leaves.len() > BATCH_SIZE {
-            return Err(ZkError::BadBatch("a batch holds 1 to 16 leaves"));
+            return Err(ZkError::BadBatch("a batch holds 1 to BATCH_SIZE leaves"));
         }
         let start = self.len();
         if !start.is_multiple_of(BATCH_SIZE as u64) {

@@ -54,14 +54,14 @@ pub fn transfer_verifier(vk: &VerifyingKey<Bn254>, provenance: &str) -> Option<S
 /// (docs/design/zk-payment.md §4.3), with `provenance` (one line) in its header. Returns `None`
 /// if `vk` does not have exactly [`crate::insert::INSERT_NUM_PUBLIC_INPUTS`] inputs.
 pub fn insert_verifier(vk: &VerifyingKey<Bn254>, provenance: &str) -> Option<String> {
+    let order =
+        format!("Public inputs, in order: oldRoot, newRoot, startIndex, leaf[0..{}]", crate::insert::BATCH_SIZE);
     verifier_contract_for(
         vk,
         &ContractDoc {
             name: "InsertVerifier",
             circuit: "batch-insertion",
-            inputs: &[
-                "Public inputs, in order: oldRoot, newRoot, startIndex, leaf[0..16]",
-                "(docs/design/zk-payment.md §4.3).",
+            inputs: &[order.as_str(), "(docs/design/zk-payment.md §4.3).",
             ],
             provenance,
             num_inputs: crate::insert::INSERT_NUM_PUBLIC_INPUTS,

@@ -18,7 +18,7 @@ pub const ACTION_CALLDATA: &[u8] = b"\x12\x34\x56\x78 the action";
 pub const ACTION_GAS: u64 = 100_000;
 
 /// The insertion circuit's size (docs/design/zk-payment.md §4.3).
-pub const INSERT_CONSTRAINTS: usize = 17_183;
+pub const INSERT_CONSTRAINTS: usize = 20_538;
 
 pub fn insert_keys() -> &'static (ProvingKey<Bn254>, VerifyingKey<Bn254>) {
     static K: OnceLock<(ProvingKey<Bn254>, VerifyingKey<Bn254>)> = OnceLock::new();

@@ -17,7 +17,7 @@ fn leaves(seed: u8, n: usize) -> Vec<Fr> {
 /// A tree with one full batch already in, and the statement of a second batch of 5 leaves.
 fn second_batch() -> (Tree, InsertPublic, InsertWitness) {
     let mut tree = Tree::new();
-    tree.insert_batch(&leaves(1, 16)).expect("first batch");
+    tree.insert_batch(&leaves(1, BATCH_SIZE)).expect("first batch");
     let before = tree.clone();
     let (public, witness) = tree.insert_batch(&leaves(2, 5)).expect("second batch");
     (before, public, witness)
@@ -27,7 +27,7 @@ fn second_batch() -> (Tree, InsertPublic, InsertWitness) {
 fn batches_give_the_roots_of_plain_appends() {
     let mut batched = Tree::new();
     let mut plain = Tree::new();
-    for (seed, n) in [(3u8, 16usize), (4, 1), (5, 7)] {
+    for (seed, n) in [(3u8, BATCH_SIZE), (4, 1), (5, 7)] {
         let ls = leaves(seed, n);
         let (public, witness) = batched.insert_batch(&ls).expect("batch");
         for l in &ls {
@@ -40,14 +40,14 @@ fn batches_give_the_roots_of_plain_appends() {
         assert_eq!(batched.root(), plain.root());
         assert!(insert::is_satisfied(&public, &witness).expect("synthesis"));
     }
-    assert_eq!(batched.len(), 48);
+    assert_eq!(batched.len(), 3 * BATCH_SIZE as u64);
 }
 
 #[test]
 fn malformed_batches_are_refused_before_proving() {
     let mut tree = Tree::new();
     assert!(matches!(tree.insert_batch(&[]), Err(ZkError::BadBatch(_))));
-    assert!(matches!(tree.insert_batch(&leaves(1, 17)), Err(ZkError::BadBatch(_))));
+    assert!(matches!(tree.insert_batch(&leaves(1, BATCH_SIZE + 1)), Err(ZkError::BadBatch(_))));
     tree.push(Fr::from(1u64)).expect("push");
     assert!(matches!(tree.insert_batch(&leaves(1, 2)), Err(ZkError::BadBatch(_))), "unaligned tree");
 }
@@ -75,13 +75,13 @@ fn honest_insertion_verifies_and_every_input_is_bound() {
 
 #[test]
 fn overwriting_existing_leaves_is_unsatisfiable() {
-    // The "batch" claims slots 0..16, which already hold the first batch.
+    // The "batch" claims slots 0..BATCH_SIZE, which already hold the first batch.
     let (before, mut public, witness) = second_batch();
     public.start_index = 0;
     assert!(!insert::is_satisfied(&public, &witness).expect("synthesis"));
     // Even with the siblings of slot 0 and the root the overwrite would produce.
     let mut tree = Tree::new();
-    let (_, w0) = tree.insert_batch(&leaves(9, 16)).expect("batch");
+    let (_, w0) = tree.insert_batch(&leaves(9, BATCH_SIZE)).expect("batch");
     let attack = InsertPublic { old_root: before.root(), new_root: tree.root(), start_index: 0, leaves: public.leaves };
     assert!(!insert::is_satisfied(&attack, &w0).expect("synthesis"));
     assert!(insert::prove(&insert_keys().0, &attack, &w0, &mut rng(1)).is_err(), "prove refuses");
@@ -90,16 +90,25 @@ fn overwriting_existing_leaves_is_unsatisfiable() {
 #[test]
 fn unaligned_start_and_made_up_roots_are_unsatisfiable() {
     let (_, public, witness) = second_batch();
-    for start in [public.start_index + 1, public.start_index + 8, public.start_index - 1] {
+    // Unaligned (including the old batch size's alignment, 16), and aligned but elsewhere (the
+    // next, still empty, slot: the witness's path does not lead there).
+    let s = public.start_index;
+    for start in [s + 1, s + 8, s + 16, s + BATCH_SIZE as u64 / 2, s - 1, s + BATCH_SIZE as u64, s - BATCH_SIZE as u64] {
         let bad = InsertPublic { start_index: start, ..public.clone() };
         assert!(!insert::is_satisfied(&bad, &witness).expect("synthesis"), "start {start}");
     }
     let bad = InsertPublic { new_root: public.new_root + Fr::from(1u64), ..public.clone() };
     assert!(!insert::is_satisfied(&bad, &witness).expect("synthesis"));
-    let mut other = public.clone();
-    other.leaves[15] = Fr::from(5u64);
-    assert!(!insert::is_satisfied(&other, &witness).expect("synthesis"), "a leaf not in the new root");
-    // Beyond the tree: position 2^28.
+    // A wrong leaf anywhere (a queued one, a padding zero, the last slot) or two swapped.
+    for i in [0, 4, 5, BATCH_SIZE / 2, BATCH_SIZE - 1] {
+        let mut other = public.clone();
+        other.leaves[i] += Fr::from(5u64);
+        assert!(!insert::is_satisfied(&other, &witness).expect("synthesis"), "leaf {i} not in the new root");
+    }
+    let mut swapped = public.clone();
+    swapped.leaves.swap(0, 1);
+    assert!(!insert::is_satisfied(&swapped, &witness).expect("synthesis"), "two leaves swapped");
+    // Beyond the tree: position 2^UPPER_LEVELS.
     let bad = InsertPublic { start_index: 1u64 << 32, ..public.clone() };
     assert!(!insert::is_satisfied(&bad, &witness).expect("synthesis"));
 }

@@ -23,7 +23,7 @@ pub const INSERT_PROVENANCE: &str = "TESTNET ARTIFACT: keys from `nox_zk::insert
 #[test]
 fn committed_insert_verifier_matches_the_testnet_key() {
     let (_, vk) = insert_keys();
-    let sol = nox_zk::solidity::insert_verifier(vk, INSERT_PROVENANCE).expect("19 inputs");
+    let sol = nox_zk::solidity::insert_verifier(vk, INSERT_PROVENANCE).expect("the insertion circuit's input count");
     check_or_write(INSERT_VERIFIER, &sol);
 }
 
@@ -116,7 +116,7 @@ pragma solidity 0.8.37;
 /// WITHDRAW_* are a nullifier and a queued commitment of each of the two notes (field elements
 /// for the pool's tests; the transactions with proofs are TransferVectors.sol), INSERT2 inserts
 /// the two commitments; EXTRA is another second batch, after INSERT1, holding NOTE2 (TOKEN)
-/// alone; FULL is a first batch of 16 deposits of 1 wei of ETH with inner = 1..16.
+/// alone; FULL is a first batch of 32 (BATCH_SIZE) deposits of 1 wei of ETH with inner = 1..32.
 /// PAY_ACTION_HASH is the executor's hash of ACTION_DATA on TARGET with fee PAY_FEE and
 /// ACTION_GAS. The pool must be deployed at POOL on chain CHAIN_ID.
 library PoolVectors {
@@ -169,10 +169,10 @@ library PoolVectors {
     let withdraw_change = spent(&mut out, "WITHDRAW", &note1, 1, WITHDRAW_AMOUNT);
     insert_batch(&mut out, "INSERT2", &mut tree, &[pay_change, withdraw_change], 5);
 
-    // A full batch into an empty pool: 16 deposits of 1 wei of ETH with inner = 1..=16 (the gas
-    // of insertion is measured on a full batch).
+    // A full batch into an empty pool: BATCH_SIZE deposits of 1 wei of ETH with inner =
+    // 1..=BATCH_SIZE (the gas of insertion is measured on a full batch).
     let full: Vec<Fr> =
-        (1..=16u64).map(|i| nox_zk::note::commitment(1, Fr::from(0u64), Fr::from(i)).expect("cm")).collect();
+        (1..=insert::BATCH_SIZE as u64).map(|i| nox_zk::note::commitment(1, Fr::from(0u64), Fr::from(i)).expect("cm")).collect();
     insert_batch(&mut out, "FULL", &mut Tree::new(), &full, 8);
     out.0.push_str("}\n");
     check_or_write("contracts/test/zk/PoolVectors.sol", &out.0);

@@ -238,8 +238,8 @@ pragma solidity 0.8.37;
 /// RECEIVER_OWNER + change; WITHDRAW (`pay` by RELAYER, PAY_ACTION_HASH): NOTE3 -> 5e17 of ETH to
 /// RECIPIENT, fee PAY_FEE, change + a zero note; DEPOSIT_IN (direct `transact`, msg.value
 /// DEPOSIT): no input -> DEPOSIT of ETH to OWNER + a zero note. INSERT2 inserts their eight
-/// commitments in that order (queue 4..11, leaves 16..23). RECEIVED (direct `transact`, at
-/// INSERT2_ROOT): RECEIVER spends SPLIT_COMMITMENT0 and TRANSFER_COMMITMENT0 (leaves 16, 18) ->
+/// commitments in that order (queue 4..11, leaves 32..39: the second batch of BATCH_SIZE = 32). RECEIVED (direct `transact`, at
+/// INSERT2_ROOT): RECEIVER spends SPLIT_COMMITMENT0 and TRANSFER_COMMITMENT0 (leaves 32, 34) ->
 /// 1e18 of TOKEN to RECIPIENT + 9e17 to itself. PAY_ACTION_HASH is the executor's actionHash of a
 /// payment-only bundle (action {{target: 0, value: 0, gas: 0, data: \"\"}}, fee PAY_FEE). Each X has
 /// xProof(), xInputs() (the verifier's inputs: root, nullifiers, commitments, publicAmount, asset,
@@ -368,6 +368,8 @@ library TransferVectors {{
 
     let queued: Vec<Fr> = [&split, &paid, &withdraw, &deposit_in].iter().flat_map(|p| p.commitments).collect();
     insert_batch(&mut out, "INSERT2", &mut tree, &queued, 6);
+    // The second batch starts at leaf BATCH_SIZE (the first batch's slots are all taken).
+    const BATCH: u64 = nox_zk::insert::BATCH_SIZE as u64;
     let received_change = Note::new(900_000_000_000_000_000, token, receiver_owner, &mut r);
     let _ = transact(
         &mut out,
@@ -375,7 +377,7 @@ library TransferVectors {{
             tag: "RECEIVED",
             key: receiver(),
             tree: &tree,
-            inputs: &[(&to_receiver_split, 16), (&to_receiver_transfer, 18)],
+            inputs: &[(&to_receiver_split, BATCH), (&to_receiver_transfer, BATCH + 2)],
             outputs: &[&received_change],
             asset: token,
             public_in: 0,
