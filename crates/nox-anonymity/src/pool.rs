@@ -71,18 +71,18 @@ impl PoolHistory {
     /// Checks the invariants the metrics rely on: leaf and spend times non-decreasing and
     /// finite, and every spend's root within the leaves inserted so far.
     pub fn validate(&self) -> Result<(), AnonymityError> {
+        if self.leaves.iter().map(|l| l.time_s).chain(self.spends.iter().map(|s| s.time_s)).any(|t| !t.is_finite()) {
+            return Err(AnonymityError::InvalidParameter("a time is not finite"));
+        }
         for (index, pair) in self.leaves.windows(2).enumerate() {
-            if !(pair[1].time_s >= pair[0].time_s) {
+            if pair[1].time_s < pair[0].time_s {
                 return Err(AnonymityError::UnsortedEvents { index: index + 1 });
             }
         }
         for (index, pair) in self.spends.windows(2).enumerate() {
-            if !(pair[1].time_s >= pair[0].time_s) {
+            if pair[1].time_s < pair[0].time_s {
                 return Err(AnonymityError::UnsortedEvents { index: index + 1 });
             }
-        }
-        if self.leaves.iter().map(|l| l.time_s).chain(self.spends.iter().map(|s| s.time_s)).any(|t| !t.is_finite()) {
-            return Err(AnonymityError::InvalidParameter("a time is not finite"));
         }
         if self.spends.iter().any(|s| s.root_leaves > self.leaves.len()) {
             return Err(AnonymityError::InvalidParameter("a spend's root holds more leaves than the history"));

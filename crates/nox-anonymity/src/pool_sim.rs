@@ -111,23 +111,24 @@ impl PoolSimConfig {
 
     fn check(&self) -> Result<(), AnonymityError> {
         let positive = |x: f64| x > 0.0 && x.is_finite();
+        let non_negative = |x: f64| x >= 0.0 && x.is_finite();
         if self.users == 0 {
             return Err(AnonymityError::InvalidParameter("users must be positive"));
         }
         if !positive(self.horizon_s) || !positive(self.median_amount) || !positive(self.natural_delay_s) {
             return Err(AnonymityError::InvalidParameter("horizon, median amount and delay must be positive"));
         }
-        if !(0.0..=1.0).contains(&self.round_fraction) || !(self.amount_sigma >= 0.0) || !(self.mean_fee >= 0.0) {
+        if !(0.0..=1.0).contains(&self.round_fraction) || !non_negative(self.amount_sigma) || !non_negative(self.mean_fee) {
             return Err(AnonymityError::InvalidParameter("round fraction in [0, 1], σ and fee non-negative"));
         }
-        if !(self.wait_s >= 0.0) || !(self.insertion_lag_s >= 0.0) || self.max_chunks == 0 {
+        if !non_negative(self.wait_s) || !non_negative(self.insertion_lag_s) || self.max_chunks == 0 {
             return Err(AnonymityError::InvalidParameter("wait and lag non-negative, at least one chunk"));
         }
         Ok(())
     }
 }
 
-/// A simulated history, its ground truth and the deposits' amounts.
+/// A simulated history and its ground truth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolSimulation {
     /// What the chain shows.
@@ -159,7 +160,7 @@ pub fn denominations(amount: u128, max_chunks: usize) -> Vec<u128> {
             scale *= 10;
         }
         let lead = left / scale;
-        let d = if lead >= 5 { 5 } else if lead >= 2 { 2 } else { 1 } * scale;
+        let d = (if lead >= 5 { 5 } else if lead >= 2 { 2 } else { 1 }) * scale;
         out.push(d);
         left -= d;
     }
