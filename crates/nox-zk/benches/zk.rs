@@ -67,7 +67,10 @@ fn main() {
     println!("verify median {vm:.2} ms  min {vmin:.2}  max {vmax:.2}  (native arkworks)");
     println!("proof size {PROOF_BYTES} bytes (EVM encoding; 128 compressed)");
     println!("insertion circuit: {ic} constraints, setup {insert_setup_ms:.0} ms");
-    println!("insert prove median {ipm:.1} ms  min {ipmin:.1}  max {ipmax:.1}  (n = {runs}, batch of {})", nox_zk::insert::BATCH_SIZE);
+    println!(
+        "insert prove median {ipm:.1} ms  min {ipmin:.1}  max {ipmax:.1}  (n = {runs}, batch of {})",
+        nox_zk::insert::BATCH_SIZE
+    );
     println!("load average before: {load_before}   after: {load_after}");
     util::write_json(&serde_json::json!({
         "benchmark": "nox-zk 2-in/2-out transfer and batch insertion, Groth16 over BN254 (arkworks 0.6)",

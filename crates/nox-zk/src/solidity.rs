@@ -61,8 +61,7 @@ pub fn insert_verifier(vk: &VerifyingKey<Bn254>, provenance: &str) -> Option<Str
         &ContractDoc {
             name: "InsertVerifier",
             circuit: "batch-insertion",
-            inputs: &[order.as_str(), "(docs/design/zk-payment.md §4.3).",
-            ],
+            inputs: &[order.as_str(), "(docs/design/zk-payment.md §4.3)."],
             provenance,
             num_inputs: crate::insert::INSERT_NUM_PUBLIC_INPUTS,
         },

@@ -93,7 +93,8 @@ fn unaligned_start_and_made_up_roots_are_unsatisfiable() {
     // Unaligned (including the old batch size's alignment, 16), and aligned but elsewhere (the
     // next, still empty, slot: the witness's path does not lead there).
     let s = public.start_index;
-    for start in [s + 1, s + 8, s + 16, s + BATCH_SIZE as u64 / 2, s - 1, s + BATCH_SIZE as u64, s - BATCH_SIZE as u64] {
+    for start in [s + 1, s + 8, s + 16, s + BATCH_SIZE as u64 / 2, s - 1, s + BATCH_SIZE as u64, s - BATCH_SIZE as u64]
+    {
         let bad = InsertPublic { start_index: start, ..public.clone() };
         assert!(!insert::is_satisfied(&bad, &witness).expect("synthesis"), "start {start}");
     }

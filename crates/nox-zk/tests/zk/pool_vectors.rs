@@ -171,8 +171,9 @@ library PoolVectors {
 
     // A full batch into an empty pool: BATCH_SIZE deposits of 1 wei of ETH with inner =
     // 1..=BATCH_SIZE (the gas of insertion is measured on a full batch).
-    let full: Vec<Fr> =
-        (1..=insert::BATCH_SIZE as u64).map(|i| nox_zk::note::commitment(1, Fr::from(0u64), Fr::from(i)).expect("cm")).collect();
+    let full: Vec<Fr> = (1..=insert::BATCH_SIZE as u64)
+        .map(|i| nox_zk::note::commitment(1, Fr::from(0u64), Fr::from(i)).expect("cm"))
+        .collect();
     insert_batch(&mut out, "FULL", &mut Tree::new(), &full, 8);
     out.0.push_str("}\n");
     check_or_write("contracts/test/zk/PoolVectors.sol", &out.0);
