@@ -17,6 +17,8 @@ export const Status = Object.freeze({
   PATH: 7,
   CLIENT: 8,
   LINK: 9,
+  WALLET: 10,
+  ZK: 11,
   BUSY: 100,
 });
 
@@ -98,6 +100,59 @@ export class NoxWasm {
     const out = new Uint8Array(this.exports.memory.buffer, this.exports.nox_out_ptr(), this.exports.nox_out_len()).slice();
     if (status !== Status.OK) throw new NoxWasmError(status, decoder.decode(out));
     return out;
+  }
+
+  /** The shielded payment address (`nox1…`) of a 32-byte wallet seed, as `nox wallet` derives it. */
+  walletAddress(seed) {
+    return decoder.decode(this.call('nox_wallet_address', [], [seed]));
+  }
+
+  /**
+   * Opens a published note ciphertext with the seed's viewing key (asset and commitment: 32-byte
+   * words). Returns { result: 'mine', value, blinding } | { result: 'not_mine' } | { result: 'corrupt' }.
+   */
+  walletOpenNote(seed, ciphertext, asset, commitment) {
+    return JSON.parse(decoder.decode(this.call('nox_wallet_open_note', [], [seed, ciphertext, asset, commitment])));
+  }
+
+  /** Balances of a pool view (the wallet state's JSON): { root, next_leaf, assets: [...] }. */
+  walletBalances(viewJson) {
+    return JSON.parse(decoder.decode(this.call('nox_wallet_balances', [], [viewJson])));
+  }
+
+  /**
+   * Prepares a private transaction (note selection, change, ciphertexts, context, witness) over a
+   * pool view. `request`: an object or its JSON (crates/nox-wasm/README.md). The witness stays in
+   * the module: returns { handle, description } for `proveTransfer`.
+   */
+  walletPrepare(seed, viewJson, request) {
+    const json = typeof request === 'string' ? request : JSON.stringify(request);
+    const out = this.call('nox_wallet_prepare', [], [seed, viewJson ?? '', json]);
+    return { handle: u32le(out), description: JSON.parse(decoder.decode(out.slice(4))) };
+  }
+
+  /**
+   * Decodes and checks a transfer proving key; returns its handle. `uncompressed`: the bytes are
+   * `provingKeyBytes`' form (a cache's copy, fast to load), else arkworks compressed (published).
+   */
+  loadProvingKey(bytes, { uncompressed = false } = {}) {
+    return u32le(this.call('nox_prover_load', [uncompressed ? 1 : 0], [bytes]));
+  }
+
+  /** The loaded key behind `key`, uncompressed: what a cache keeps (`loadProvingKey(b, { uncompressed: true })`). */
+  provingKeyBytes(key) {
+    return this.call('nox_prover_key_bytes', [key >>> 0]);
+  }
+
+  /**
+   * Proves the prepared transaction `prepared` (consumed) with the key `key`: { proof (256 bytes,
+   * the pool's uint256[8]), publicInputs: 8 × 32-byte words, bytes (both, as the module returned them) }.
+   */
+  proveTransfer(key, prepared) {
+    const out = this.call('nox_transfer_prove', [key >>> 0, prepared >>> 0]);
+    const publicInputs = [];
+    for (let i = 0; i < 8; i++) publicInputs.push(out.slice(256 + 32 * i, 288 + 32 * i));
+    return { proof: out.slice(0, 256), publicInputs, bytes: out };
   }
 
   /** Re-seeds the module's ChaCha20 RNG with 32 host-drawn bytes. */

@@ -330,3 +330,55 @@ pub extern "C" fn nox_link_feed(handle: u32) -> i32 {
 pub extern "C" fn nox_link_seal(handle: u32) -> i32 {
     call(|m, a| m.link_seal(handle, &a[0]))
 }
+
+/// The shielded payment address of a wallet seed. arg 0: the 32-byte seed.
+/// Output: the address (`nox1…`, UTF-8).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_address() -> i32 {
+    call(|m, a| m.wallet_address(&a[0]).map(String::into_bytes))
+}
+
+/// Opens a published note ciphertext with a seed's viewing key. arg 0: seed (32);
+/// arg 1: ciphertext; arg 2: asset word (32); arg 3: commitment (32). Output: JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_open_note() -> i32 {
+    call(|m, a| m.wallet_open_note(&a[0], &a[1], &a[2], &a[3]))
+}
+
+/// Balances of a pool view. arg 0: the view's JSON (`PoolView::to_json`). Output: JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_balances() -> i32 {
+    call(|m, a| m.wallet_balances(&a[0]))
+}
+
+/// Prepares a private transaction. arg 0: seed (32); arg 1: pool view JSON (empty: an empty
+/// view); arg 2: the request JSON. Output: handle (u32 LE) ‖ description JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_prepare() -> i32 {
+    call(|m, a| {
+        let (handle, description) = m.wallet_prepare(&a[0], &a[1], &a[2])?;
+        let mut out = handle.to_le_bytes().to_vec();
+        out.extend_from_slice(&description);
+        Ok(out)
+    })
+}
+
+/// Loads a transfer proving key. arg 0: the key; `format` 0 arkworks compressed (published),
+/// 1 uncompressed (a cache's copy). Output: handle (u32 LE).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_prover_load(format: u32) -> i32 {
+    call(|m, a| m.prover_load(&a[0], format).map(|h| h.to_le_bytes().to_vec()))
+}
+
+/// The loaded key behind `key`, uncompressed (for a cache; `nox_prover_load(1)` reads it).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_prover_key_bytes(key: u32) -> i32 {
+    call(|m, _| m.prover_key_bytes(key))
+}
+
+/// Proves the prepared transaction `prepared` (consumed) with the key `key`.
+/// Output: proof (256) ‖ 8 public inputs (8 × 32).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_transfer_prove(key: u32, prepared: u32) -> i32 {
+    call(|m, _| m.transfer_prove(key, prepared))
+}

@@ -53,6 +53,14 @@ pub enum WasmError {
     /// A client link's handshake or record failed (the host closes that link).
     #[error("link: {0}")]
     Link(#[from] nox_link::LinkError),
+    /// The shielded wallet refused (bad seed or address, malformed pool view, insufficient
+    /// funds, a request the pool would refuse...).
+    #[error("wallet: {0}")]
+    Wallet(nox_wallet::WalletError),
+    /// The transfer prover refused (not a transfer proving key, a witness that does not
+    /// satisfy the statement, a proof its own verifying key rejects).
+    #[error("zk: {0}")]
+    Zk(nox_zk::ZkError),
 }
 
 impl WasmError {
@@ -68,6 +76,8 @@ impl WasmError {
             WasmError::Path(_) => 7,
             WasmError::Client(_) => 8,
             WasmError::Link(_) => 9,
+            WasmError::Wallet(_) => 10,
+            WasmError::Zk(_) => 11,
         }
     }
 }
@@ -82,6 +92,10 @@ pub(crate) enum Object {
     Recovery(Box<SurbRecovery>),
     Client(Box<nox_client::ClientCore>),
     Link(Box<crate::link::ClientLink>),
+    /// A transfer proving key (decoded once, used by every proof).
+    ProvingKey(Box<nox_zk::groth16::ProvingKey<ark_bn254::Bn254>>),
+    /// A prepared transaction waiting for its proof (its witness is zeroized on drop).
+    Prepared(Box<nox_wallet::PreparedTransaction>),
 }
 
 /// A new SURB: the handle of its recovery keys (kept in the module), its id

@@ -9,7 +9,9 @@ pub mod abi;
 mod api;
 mod client;
 mod link;
+mod private;
 
 pub use api::{Module, NewSurb, RAW_HOP_LEN, SEED_LEN, WasmError};
 pub use client::{NewClient, completed_bytes, now};
 pub use link::{ClientLink, Fed, fed_bytes};
+pub use private::{KEY_COMPRESSED, KEY_UNCOMPRESSED, WALLET_SEED_LEN};

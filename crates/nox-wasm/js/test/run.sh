@@ -8,7 +8,8 @@ rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 cargo build --locked --release --target wasm32-unknown-unknown -p nox-wasm --lib
 # --workspace: features resolved as `cargo test --workspace` resolves them, so after
 # that step (which builds every example) this is a no-op instead of a rebuild.
-cargo build --locked --workspace --example wasm_peer
+cargo build --locked --workspace --example wasm_peer --example prover_peer
 NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
 NOX_WASM_PEER="$CARGO_TARGET_DIR/debug/examples/wasm_peer" \
-  node --test crates/nox-wasm/js/test/nox_wasm.test.mjs
+NOX_PROVER_PEER="$CARGO_TARGET_DIR/debug/examples/prover_peer" \
+  node --test crates/nox-wasm/js/test/nox_wasm.test.mjs crates/nox-wasm/js/test/prover.test.mjs
