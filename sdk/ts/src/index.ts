@@ -15,6 +15,17 @@ export type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyN
 export { MAX_QUEUED, NodeLink } from "./link.js";
 export type { LinkMachine, WebSocketLike } from "./link.js";
 export { loadModule } from "./wasm.js";
+export { ProverError, TransferProver } from "./prover.js";
+export type {
+  KeySource,
+  PreparedDescription,
+  ProveInput,
+  ProvedTransfer,
+  ProverProgress,
+  ProverStart,
+  WasmSource,
+  WorkerLike,
+} from "./prover.js";
 export { MAX_CALLDATA, QUOTE_BODY, parseRelayAnswer, submitBody } from "./relay.js";
 export type { RelayOutcome, RelayQuote, RelaySubmission } from "./relay.js";
 export {

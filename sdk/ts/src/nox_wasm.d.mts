@@ -59,4 +59,24 @@ export declare class NoxWasm {
   linkFeed(handle: number, bytes: Uint8Array): { established: boolean; send: Uint8Array; records: Uint8Array[] };
   linkSeal(handle: number, packet: Uint8Array): Uint8Array;
   drop(handle: number): void;
+  walletAddress(seed: Uint8Array): string;
+  walletOpenNote(
+    seed: Uint8Array,
+    ciphertext: Uint8Array,
+    asset: Uint8Array,
+    commitment: Uint8Array,
+  ): { result: "mine" | "not_mine" | "corrupt"; value?: string; blinding?: string };
+  walletBalances(viewJson: string | Uint8Array): {
+    root: string;
+    next_leaf: number;
+    assets: { asset: string; spendable: string; pending: string; largest: string; largest_pair: string; notes: number }[];
+  };
+  walletPrepare(
+    seed: Uint8Array,
+    viewJson: string | Uint8Array | null,
+    request: object | string,
+  ): { handle: number; description: import("./prover.js").PreparedDescription };
+  loadProvingKey(bytes: Uint8Array, options?: { uncompressed?: boolean }): number;
+  provingKeyBytes(key: number): Uint8Array;
+  proveTransfer(key: number, prepared: number): { proof: Uint8Array; publicInputs: Uint8Array[]; bytes: Uint8Array };
 }

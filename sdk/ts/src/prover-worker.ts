@@ -1,0 +1,154 @@
+// The Worker that owns the WebAssembly transfer prover (issue 31): the page's main thread only
+// posts messages, so a proof (seconds of CPU) never blocks it. Runs as a browser module Worker
+// (`self`) and as a Node `worker_threads` Worker (`parentPort`). Protocol: ./prover.ts.
+//
+// The proving key is fetched once and cached: in IndexedDB where the Worker has it (browsers;
+// it survives reloads), else in this Worker's memory.
+
+import { NoxWasm, NoxWasmError } from "./nox_wasm.mjs";
+import type { ProverRequest, ProverReply, KeySource, WasmSource } from "./prover.js";
+
+interface Port {
+  postMessage(message: ProverReply): void;
+}
+
+const DB_NAME = "nox-prover";
+const STORE = "keys";
+
+/** Keys fetched by this Worker (also the cache where IndexedDB is not available). */
+const memory = new Map<string, Uint8Array>();
+
+function idb(): IDBFactory | undefined {
+  return (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+}
+
+function request<T>(r: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error ?? new Error("IndexedDB request failed"));
+  });
+}
+
+async function openDb(factory: IDBFactory): Promise<IDBDatabase> {
+  const open = factory.open(DB_NAME, 1);
+  open.onupgradeneeded = () => open.result.createObjectStore(STORE);
+  return request(open);
+}
+
+async function cacheGet(name: string, useIdb: boolean): Promise<Uint8Array | undefined> {
+  const hit = memory.get(name);
+  if (hit !== undefined) return hit;
+  const factory = useIdb ? idb() : undefined;
+  if (factory === undefined) return undefined;
+  const db = await openDb(factory);
+  try {
+    const value = (await request(db.transaction(STORE, "readonly").objectStore(STORE).get(name))) as unknown;
+    return value instanceof ArrayBuffer ? new Uint8Array(value) : value instanceof Uint8Array ? value : undefined;
+  } finally {
+    db.close();
+  }
+}
+
+async function cachePut(name: string, bytes: Uint8Array, useIdb: boolean): Promise<void> {
+  memory.set(name, bytes);
+  const factory = useIdb ? idb() : undefined;
+  if (factory === undefined) return;
+  const db = await openDb(factory);
+  try {
+    const tx = db.transaction(STORE, "readwrite");
+    tx.objectStore(STORE).put(bytes, name);
+    await new Promise<void>((resolve, reject) => {
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error ?? new Error("IndexedDB write failed"));
+    });
+  } finally {
+    db.close();
+  }
+}
+
+async function compile(source: WasmSource): Promise<WebAssembly.Module> {
+  if (source instanceof WebAssembly.Module) return source;
+  if (typeof source === "string") {
+    const response = await fetch(source);
+    if (!response.ok) throw new Error(`module ${source}: HTTP ${response.status}`);
+    return WebAssembly.compile(await response.arrayBuffer());
+  }
+  return WebAssembly.compile(source instanceof Uint8Array ? source.slice() : source);
+}
+
+/**
+ * Loads the proving key into the module. The published key is compressed (decompressing its
+ * points takes seconds in WebAssembly), so the cache keeps the uncompressed copy the module
+ * writes after the first load: every later start reads it back without square roots.
+ */
+async function loadKey(m: NoxWasm, key: KeySource, useIdb: boolean, port: Port, id: number): Promise<number> {
+  if ("bytes" in key) return m.loadProvingKey(key.bytes, { uncompressed: key.uncompressed === true });
+  const name = `${key.name ?? key.url}#uncompressed`;
+  const cached = await cacheGet(name, useIdb);
+  if (cached !== undefined) {
+    port.postMessage({ id, progress: { stage: "key", cached: true, bytes: cached.length } });
+    return m.loadProvingKey(cached, { uncompressed: true });
+  }
+  const response = await fetch(key.url);
+  if (!response.ok) throw new Error(`proving key ${key.url}: HTTP ${response.status}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  port.postMessage({ id, progress: { stage: "key", cached: false, bytes: bytes.length } });
+  const handle = m.loadProvingKey(bytes);
+  await cachePut(name, m.provingKeyBytes(handle), useIdb);
+  return handle;
+}
+
+let wasm: NoxWasm | undefined;
+let key: number | undefined;
+
+async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
+  const id = msg.id;
+  if (msg.op === "init") {
+    const t0 = performance.now();
+    const module = await compile(msg.wasm);
+    wasm = await NoxWasm.instantiate(module);
+    const t1 = performance.now();
+    port.postMessage({ id, progress: { stage: "module", ms: t1 - t0 } });
+    key = await loadKey(wasm, msg.key, msg.cache !== "memory", port, id);
+    const t2 = performance.now();
+    return { id, ok: true, result: { moduleMs: t1 - t0, keyMs: t2 - t1 } };
+  }
+  if (wasm === undefined || key === undefined) throw new Error("the prover is not initialised");
+  port.postMessage({ id, progress: { stage: "prepare" } });
+  const t0 = performance.now();
+  const { handle: prepared, description } = wasm.walletPrepare(msg.seed, msg.view, msg.request);
+  const t1 = performance.now();
+  port.postMessage({ id, progress: { stage: "prove", description } });
+  const { proof, publicInputs } = wasm.proveTransfer(key, prepared);
+  const t2 = performance.now();
+  return { id, ok: true, result: { proof, publicInputs, description, prepareMs: t1 - t0, proveMs: t2 - t1 } };
+}
+
+async function port(): Promise<{ port: Port; listen(f: (m: ProverRequest) => void): void }> {
+  const self = globalThis as unknown as {
+    postMessage?: (m: unknown) => void;
+    addEventListener?: (t: string, f: (e: { data: ProverRequest }) => void) => void;
+  };
+  if (typeof self.postMessage === "function" && typeof self.addEventListener === "function") {
+    const post = self.postMessage.bind(self);
+    const add = self.addEventListener.bind(self);
+    return { port: { postMessage: (m) => post(m) }, listen: (f) => add("message", (e) => f(e.data)) };
+  }
+  const { parentPort } = await import("node:worker_threads");
+  if (parentPort === null) throw new Error("prover-worker.js must run in a Worker");
+  return { port: parentPort, listen: (f) => parentPort.on("message", f) };
+}
+
+const { port: out, listen } = await port();
+// One message at a time, in order: a proof never interleaves with another.
+let queue: Promise<void> = Promise.resolve();
+listen((msg) => {
+  queue = queue.then(async () => {
+    try {
+      out.postMessage(await handle(msg, out));
+    } catch (e) {
+      const code = e instanceof NoxWasmError ? e.code : undefined;
+      out.postMessage({ id: msg.id, ok: false, error: { message: e instanceof Error ? e.message : String(e), code } });
+    }
+  });
+});

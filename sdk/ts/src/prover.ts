@@ -1,0 +1,188 @@
+// The transfer prover off the main thread (issue 31): a Worker (./prover-worker.js) owns the
+// nox-wasm module and the proving key; this class posts it jobs and returns promises.
+
+/** The nox-wasm module: a URL the Worker fetches and compiles, its bytes, or a compiled module. */
+export type WasmSource = string | ArrayBuffer | Uint8Array | WebAssembly.Module;
+
+/**
+ * The transfer proving key (arkworks compressed, as published): a URL fetched once, its
+ * decoded copy then cached uncompressed (IndexedDB in browsers, the Worker's memory in Node)
+ * under `name` (default: the URL; name a new key by a new name); or its bytes (not cached:
+ * compressed, or `uncompressed` as `NoxWasm.provingKeyBytes` writes them).
+ */
+export type KeySource = { url: string; name?: string } | { bytes: Uint8Array; uncompressed?: boolean };
+
+/** One stage of a job, as it happens. */
+export type ProverProgress =
+  | { stage: "module"; ms: number }
+  | { stage: "key"; cached: boolean; bytes: number }
+  | { stage: "prepare" }
+  | { stage: "prove"; description: PreparedDescription };
+
+/** What the wallet prepared (crates/nox-wasm/README.md, `nox_wallet_prepare`). */
+export interface PreparedDescription {
+  root: string;
+  nullifiers: string[];
+  commitments: string[];
+  asset: string;
+  public_in: string;
+  public_out: string;
+  fee: string;
+  recipient: string;
+  deadline: number;
+  notes: string[];
+  context: string;
+  change: string;
+  inputs: { commitment: string; nullifier: string; value: string; leaf_index: number }[];
+  outputs: { to: string; value: string; role: "requested" | "change" | "padding"; commitment: string }[];
+}
+
+/** A proved transaction: the proof as the pool takes it and its public inputs. */
+export interface ProvedTransfer {
+  /** 256 bytes: the pool's `uint256[8]`. */
+  proof: Uint8Array;
+  /** 8 words of 32 bytes, in the verifier's order. */
+  publicInputs: Uint8Array[];
+  description: PreparedDescription;
+  prepareMs: number;
+  proveMs: number;
+}
+
+/** Where the Worker's start-up time went. */
+export interface ProverStart {
+  /** Fetching (if a URL), compiling and instantiating the module. */
+  moduleMs: number;
+  /** Fetching or reading the cached key, decoding it (and the circuit's matrices, built once). */
+  keyMs: number;
+}
+
+/** A private transaction to prove: the wallet seed, its pool view (state JSON) and the request. */
+export interface ProveInput {
+  seed: Uint8Array;
+  view: string;
+  request: object;
+}
+
+/** @internal Messages to the Worker. */
+export type ProverRequest =
+  | { id: number; op: "init"; wasm: WasmSource; key: KeySource; cache?: "indexeddb" | "memory" }
+  | ({ id: number; op: "prove" } & ProveInput);
+
+/** @internal Messages from the Worker. */
+export type ProverReply =
+  | { id: number; progress: ProverProgress }
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: { message: string; code?: number | undefined } };
+
+/** The prover refused or failed: `code` is the module's status (nox-wasm `Status`) if it has one. */
+export class ProverError extends Error {
+  readonly code: number | undefined;
+  constructor(message: string, code?: number) {
+    super(message);
+    this.name = "ProverError";
+    this.code = code;
+  }
+}
+
+/** A browser Worker or a Node `worker_threads` Worker. */
+export interface WorkerLike {
+  postMessage(message: unknown): void;
+  terminate(): unknown;
+  addEventListener?(type: "message", listener: (event: { data: unknown }) => void): void;
+  on?(type: "message", listener: (data: unknown) => void): unknown;
+}
+
+interface Job {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+  progress: ((p: ProverProgress) => void) | undefined;
+}
+
+async function defaultWorker(): Promise<WorkerLike> {
+  const url = new URL("./prover-worker.js", import.meta.url);
+  const g = globalThis as { Worker?: new (url: URL, options: { type: "module" }) => WorkerLike; window?: unknown };
+  if (g.Worker !== undefined && g.window !== undefined) {
+    return new g.Worker(url, { type: "module" });
+  }
+  const { Worker } = await import("node:worker_threads");
+  return new Worker(url) as unknown as WorkerLike;
+}
+
+export class TransferProver {
+  readonly #worker: WorkerLike;
+  readonly #jobs = new Map<number, Job>();
+  #next = 1;
+  /** Where the start-up time went (module compile, key fetch or cache read, key decode). */
+  started: ProverStart | undefined;
+
+  private constructor(worker: WorkerLike) {
+    this.#worker = worker;
+    const onMessage = (data: unknown) => this.#receive(data as ProverReply);
+    if (typeof worker.on === "function") {
+      worker.on("message", onMessage);
+    } else if (typeof worker.addEventListener === "function") {
+      worker.addEventListener("message", (e) => onMessage(e.data));
+    } else {
+      throw new ProverError("the worker has neither on() nor addEventListener()");
+    }
+  }
+
+  /**
+   * Starts a prover Worker (a new `prover-worker.js` Worker unless `worker` is given), loads the
+   * module and the proving key into it (fetched once, then from the cache).
+   */
+  static async start(options: {
+    wasm: WasmSource;
+    key: KeySource;
+    cache?: "indexeddb" | "memory";
+    worker?: WorkerLike;
+    onProgress?: (p: ProverProgress) => void;
+  }): Promise<TransferProver> {
+    const prover = new TransferProver(options.worker ?? (await defaultWorker()));
+    const message: Omit<Extract<ProverRequest, { op: "init" }>, "id"> = {
+      op: "init",
+      wasm: options.wasm,
+      key: options.key,
+    };
+    if (options.cache !== undefined) message.cache = options.cache;
+    try {
+      prover.started = (await prover.#post(message, options.onProgress)) as ProverStart;
+    } catch (e) {
+      prover.terminate();
+      throw e;
+    }
+    return prover;
+  }
+
+  /** Prepares and proves a private transaction in the Worker; `onProgress` sees each stage. */
+  async prove(input: ProveInput, onProgress?: (p: ProverProgress) => void): Promise<ProvedTransfer> {
+    return (await this.#post({ op: "prove", ...input }, onProgress)) as ProvedTransfer;
+  }
+
+  /** Stops the Worker; pending jobs are refused. */
+  terminate(): void {
+    void this.#worker.terminate();
+    for (const job of this.#jobs.values()) job.reject(new ProverError("the prover was terminated"));
+    this.#jobs.clear();
+  }
+
+  #post(message: object, progress: ((p: ProverProgress) => void) | undefined): Promise<unknown> {
+    const id = this.#next++;
+    return new Promise((resolve, reject) => {
+      this.#jobs.set(id, { resolve, reject, progress });
+      this.#worker.postMessage({ ...message, id });
+    });
+  }
+
+  #receive(reply: ProverReply): void {
+    const job = this.#jobs.get(reply.id);
+    if (job === undefined) return;
+    if ("progress" in reply) {
+      job.progress?.(reply.progress);
+      return;
+    }
+    this.#jobs.delete(reply.id);
+    if (reply.ok) job.resolve(reply.result);
+    else job.reject(new ProverError(reply.error.message, reply.error.code));
+  }
+}

@@ -1,0 +1,153 @@
+// The transfer prover in a Worker (src/prover.ts, src/prover-worker.ts) in Node: the real
+// nox-wasm module proves a private transaction of a native wallet's pool view (the
+// `prover_peer` example's fixture), the proof verifies natively, progress arrives stage by
+// stage, the main thread keeps running while the Worker proves, and the proving key is
+// fetched once per Worker (its memory cache) however many times the prover starts.
+//   NOX_WASM=<nox_wasm.wasm> [NOX_PROVER_PEER=<prover_peer>] node --test test/prover.test.mjs
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { Worker } from "node:worker_threads";
+import { ProverError, TransferProver } from "../dist/index.js";
+
+const target = process.env.CARGO_TARGET_DIR ?? join(homedir(), ".cache/nox/target");
+const WASM = process.env.NOX_WASM ?? join(target, "wasm32-unknown-unknown/release/nox_wasm.wasm");
+const PEER = process.env.NOX_PROVER_PEER ?? join(target, "debug/examples/prover_peer");
+const dir = mkdtempSync(join(tmpdir(), "nox-sdk-prover-"));
+const peer = (...args) => execFileSync(PEER, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const unhex = (text) => new Uint8Array(Buffer.from(text, "hex"));
+
+peer("fixture", dir);
+const fixture = JSON.parse(readFileSync(join(dir, "fixture.json"), "utf8"));
+const wasm = readFileSync(WASM);
+const key = readFileSync(join(dir, "transfer.pk"));
+const input = { seed: unhex(fixture.seed), view: fixture.view, request: fixture.request };
+
+let server;
+let keyUrl;
+let keyFetches = 0;
+before(async () => {
+  server = createServer((req, res) => {
+    if (req.url === "/transfer.pk") {
+      keyFetches++;
+      res.writeHead(200, { "content-type": "application/octet-stream" }).end(key);
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  keyUrl = `http://127.0.0.1:${server.address().port}/transfer.pk`;
+});
+after(() => {
+  server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("a transfer proved in the Worker verifies natively; the main thread runs meanwhile", async () => {
+  const stages = [];
+  // The uncompressed key (what the Worker caches; the compressed load is the next test's).
+  const uncompressed = readFileSync(join(dir, "transfer.pk.uncompressed"));
+  const prover = await TransferProver.start({
+    wasm,
+    key: { bytes: uncompressed, uncompressed: true },
+    onProgress: (p) => stages.push(p),
+  });
+  try {
+    assert.deepEqual(stages.map((p) => p.stage), ["module"]);
+    // A timer-drift probe: ticks every 10 ms on the main thread while the Worker proves.
+    let last = performance.now();
+    let longest = 0;
+    let ticks = 0;
+    const probe = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+      ticks++;
+    }, 10);
+    const proving = [];
+    const t = performance.now();
+    const out = await prover.prove(input, (p) => proving.push(p.stage));
+    const wall = performance.now() - t;
+    clearInterval(probe);
+    console.log(`# Worker proof ${out.proveMs.toFixed(0)} ms (wall ${wall.toFixed(0)} ms); main thread: ${ticks} ticks, longest gap ${longest.toFixed(0)} ms`);
+    assert.deepEqual(proving, ["prepare", "prove"]);
+    // Proving on the main thread would starve the timer for the whole proof (seconds).
+    assert.ok(ticks >= Math.floor(out.proveMs / 100), `${ticks} ticks in ${out.proveMs} ms`);
+    assert.ok(longest < out.proveMs / 2, `longest main-thread gap ${longest} ms of a ${out.proveMs} ms proof`);
+    assert.equal(out.proof.length, 256);
+    assert.equal(out.publicInputs.length, 8);
+    assert.equal(out.description.root, fixture.root);
+    const file = join(dir, "proof.bin");
+    writeFileSync(file, Buffer.concat([out.proof, ...out.publicInputs]));
+    assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
+    // A refusal is a ProverError with the module's status (10: the wallet refused).
+    const tooMuch = { ...fixture.request, outputs: [{ ...fixture.request.outputs[0], value: "9000000000000000000" }] };
+    await assert.rejects(prover.prove({ ...input, request: tooMuch }), (e) => e instanceof ProverError && e.code === 10);
+  } finally {
+    prover.terminate();
+  }
+});
+
+test("the proving key is fetched once per Worker: a second start reads the memory cache", async () => {
+  const worker = new Worker(new URL("../dist/prover-worker.js", import.meta.url));
+  const replies = [];
+  worker.on("message", (m) => replies.push(m));
+  const done = (id) =>
+    new Promise((resolve) => {
+      const poll = setInterval(() => {
+        const r = replies.find((m) => m.id === id && "ok" in m);
+        if (r) {
+          clearInterval(poll);
+          resolve(r);
+        }
+      }, 5);
+    });
+  try {
+    const before = keyFetches;
+    for (const id of [1, 2]) {
+      worker.postMessage({ id, op: "init", wasm, key: { url: keyUrl, name: "transfer-test" }, cache: "memory" });
+      const r = await done(id);
+      assert.equal(r.ok, true, JSON.stringify(r.error));
+    }
+    assert.equal(keyFetches, before + 1);
+    const cached = replies.filter((m) => m.progress?.stage === "key").map((m) => [m.id, m.progress.cached]);
+    assert.deepEqual(cached, [
+      [1, false],
+      [2, true],
+    ]);
+    // A job before a key is loaded is refused, not hung.
+    const fresh = await TransferProver.start({ wasm, key: { bytes: key.subarray(0, 100) } }).catch((e) => e);
+    assert.ok(fresh instanceof ProverError && fresh.code === 11, String(fresh));
+  } finally {
+    await worker.terminate();
+  }
+});
+
+test("in Chromium: the Worker proves, the page stays responsive, the key is fetched once (IndexedDB)", async () => {
+  const { proveInChromium } = await import("../bench/prover-chromium.mjs");
+  const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+  const report = await proveInChromium({ executablePath, wasm, key, fixture, proofs: 1 });
+  const run = report.runs[0];
+  console.log(
+    `# Chromium Worker proof ${run.proveMs.toFixed(0)} ms; cold start ${report.cold.totalMs.toFixed(0)} ms, ` +
+      `warm ${report.warm.totalMs.toFixed(0)} ms; main thread: longest long task ${report.mainThread.longestLongTaskMs.toFixed(0)} ms, ` +
+      `longest timer gap ${report.mainThread.longestGapMs.toFixed(0)} ms`,
+  );
+  // The second Worker read the key from IndexedDB: the server saw one key request.
+  assert.deepEqual(report.stages, [
+    ["module", "key:fetched"],
+    ["module", "key:cached"],
+  ]);
+  assert.equal(report.requests["/transfer.pk"], 1);
+  // The main thread ran its probe through the proof instead of freezing for it.
+  assert.ok(report.mainThread.longestGapMs < run.proveMs / 2, JSON.stringify(report.mainThread));
+  assert.ok(report.mainThread.ticks >= Math.floor(run.proveMs / 100), JSON.stringify(report.mainThread));
+  const file = join(dir, "proof-chromium.bin");
+  writeFileSync(file, unhex(report.proof));
+  assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
+});
