@@ -2,7 +2,7 @@
 //!
 //! Events are applied in chain order. Every commitment the pool queues (a deposit's, or either
 //! output of a transaction) gets a queue index; a `BatchInserted` event moves the next `count`
-//! queued commitments into the tree as one aligned subtree of 16 leaves (the rest of the subtree
+//! queued commitments into the tree as one aligned subtree of [`BATCH_SIZE`] leaves (the rest of the subtree
 //! stays zero). The view keeps every leaf, so it can produce the Merkle path of any of its notes.
 //!
 //! It recognises its notes by opening every published ciphertext with the viewing key
@@ -38,8 +38,9 @@ use nox_zk::{
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Leaves per inserted batch (an aligned subtree of height 4).
-pub const BATCH_SIZE: u64 = 16;
+/// Leaves per inserted batch (an aligned subtree): the insertion circuit's
+/// [`nox_zk::insert::BATCH_SIZE`] (32).
+pub const BATCH_SIZE: u64 = nox_zk::insert::BATCH_SIZE as u64;
 
 /// One pool event, as the pool contract emits it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,11 +81,11 @@ pub enum PoolEvent {
     },
     /// `BatchInserted(startLeafIndex, firstQueueIndex, count, newRoot)`.
     BatchInserted {
-        /// Tree position of the batch's first leaf (a multiple of 16).
+        /// Tree position of the batch's first leaf (a multiple of [`BATCH_SIZE`]).
         start_leaf: u64,
         /// Queue index of the batch's first leaf.
         first_queue: u64,
-        /// Number of queued leaves inserted (1..=16).
+        /// Number of queued leaves inserted (1..=[`BATCH_SIZE`]).
         count: u64,
         /// The pool's root after the batch.
         new_root: Fr,
@@ -283,12 +284,12 @@ impl PoolView {
         self.tree.path(index)
     }
 
-    /// The insertion statement for the next batch (`leaves`: the first 1 to 16 queued
+    /// The insertion statement for the next batch (`leaves`: the first 1 to [`BATCH_SIZE`] queued
     /// commitments, [`PoolView::queued`]) and its witness, for `nox_zk::insert::prove`: the
     /// view's tree is not changed (it changes when the pool's `BatchInserted` event arrives).
     pub fn insert_statement(&self, leaves: &[Fr]) -> Result<(InsertPublic, InsertWitness), WalletError> {
         if leaves.is_empty() || leaves.len() > BATCH_SIZE as usize {
-            return Err(WalletError::BadRequest("a batch inserts 1 to 16 leaves"));
+            return Err(WalletError::BadRequest("a batch inserts 1 to BATCH_SIZE leaves"));
         }
         let mut batch = [Fr::from(0u64); BATCH_SIZE as usize];
         batch[..leaves.len()].copy_from_slice(leaves);
@@ -596,8 +597,9 @@ impl PoolView {
 }
 
 /// The pool's tree as the wallet keeps it: every node of every non-empty subtree, appended one
-/// aligned batch of 16 leaves at a time. A batch costs 15 hashes for its subtree and one per level
-/// above it (43 Poseidon hashes), where appending leaf by leaf costs 32 per leaf (512 per batch):
+/// aligned batch of [`BATCH_SIZE`] = 32 leaves at a time. A batch costs 31 hashes for its subtree and
+/// one per level above it (58 Poseidon hashes), where appending leaf by leaf costs 32 per leaf (1,024
+/// per batch):
 /// what makes a sync of 10,000 notes take well under the 2 s. Hashing is `nox_zk`'s
 /// (`Poseidon(left, right)`, empty subtrees `zeros()`), so its roots and paths are
 /// `nox_zk::Tree`'s (checked against it in tests/wallet.rs, and against every published root).

@@ -2,7 +2,7 @@
 //! it: a deposit's commitment from the amount; a transaction's `Transacted` event from the
 //! `Transaction` it executes, after the pool's own checks (root known, nullifiers unseen, the
 //! context recomputed from the transaction, the statement satisfied — checked with
-//! `transfer::is_satisfied`, no proof is made); leaves inserted by aligned batches of 16.
+//! `transfer::is_satisfied`, no proof is made); leaves inserted by aligned batches of `BATCH_SIZE` (32).
 
 use ark_bn254::Fr;
 use nox_wallet::{
@@ -132,14 +132,14 @@ impl Pool {
         Ok(())
     }
 
-    /// Inserts up to 16 queued leaves, padding the subtree with zeros.
+    /// Inserts up to `BATCH_SIZE` queued leaves, padding the subtree with zeros.
     fn insert(&mut self) {
         let start = self.tree.len();
-        let count = (self.queue.len() - self.inserted).min(16);
+        let count = (self.queue.len() - self.inserted).min(nox_wallet::state::BATCH_SIZE as usize);
         for i in 0..count {
             self.tree.push(self.queue[self.inserted + i]).unwrap();
         }
-        while !self.tree.len().is_multiple_of(16) {
+        while !self.tree.len().is_multiple_of(nox_wallet::state::BATCH_SIZE) {
             self.tree.push(Fr::from(0u64)).unwrap();
         }
         self.events.push(PoolEvent::BatchInserted {
@@ -633,11 +633,11 @@ fn the_views_batch_tree_gives_nox_zks_roots_paths_and_insertion_statements() {
     let mut pool = Pool::new();
     let mut a = Wallet::new(&mut r);
     let stranger = Wallet::new(&mut r).address();
-    for i in 0..20u128 {
+    for i in 0..nox_wallet::state::BATCH_SIZE as u128 + 4 {
         pool.deposit(&stranger, eth(), i + 1, &mut r);
     }
-    pool.insert(); // 16 leaves
-    pool.insert(); // 4 leaves and 12 zeros
+    pool.insert(); // a full batch
+    pool.insert(); // 4 leaves, then zeros
     for i in 0..3u128 {
         pool.deposit(&a.address(), eth(), i + 1, &mut r);
     }
@@ -685,7 +685,12 @@ fn inconsistent_events_are_refused() {
     // A batch that does not start where the tree ends.
     let mut view = PoolView::new();
     view.apply_all(&alice, &pool.events[..2]).unwrap();
-    let skewed = PoolEvent::BatchInserted { start_leaf: 16, first_queue, count, new_root: Fr::from(0u64) };
+    let skewed = PoolEvent::BatchInserted {
+        start_leaf: nox_wallet::state::BATCH_SIZE,
+        first_queue,
+        count,
+        new_root: Fr::from(0u64),
+    };
     assert!(matches!(view.apply(&alice, &skewed), Err(WalletError::Inconsistent(_))));
 
     // A transaction whose outputs do not follow the queue (a repeated event).
