@@ -131,10 +131,7 @@ fn verify(path: &str) -> Result<()> {
     }
     let (proof, words) = bytes.split_at(groth16::PROOF_BYTES);
     let proof = groth16::proof_from_evm(proof.try_into()?)?;
-    let w = words
-        .chunks_exact(32)
-        .map(|c| Ok(field::from_be32(c.try_into()?)?))
-        .collect::<Result<Vec<Fr>>>()?;
+    let w = words.chunks_exact(32).map(|c| Ok(field::from_be32(c.try_into()?)?)).collect::<Result<Vec<Fr>>>()?;
     let public = transfer::TransferPublic {
         root: w[0],
         nullifiers: [w[1], w[2]],
