@@ -81,6 +81,10 @@ counters! {
     /// text message, a malformed or unmasked frame, a message or frame over
     /// the limit, a continuation out of place (an offence).
     ws_protocol_errors,
+    /// `wss://` connections whose TLS handshake failed or timed out (listener: an offence;
+    /// dialer: counted here, not in `connect_failures`). A plain-HTTP client on a TLS port
+    /// lands here.
+    ws_tls_failures,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {

@@ -215,9 +215,36 @@ impl Listener {
         if !self.shared.config.accept.clients {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "WebSocket links carry clients only"));
         }
+        self.bind_ws(addr, ws, None).await
+    }
+
+    /// [`Self::bind_websocket`] behind TLS (`wss://`, docs/spec/link.md §5.3): each connection
+    /// completes a TLS handshake under `tls` (e.g. [`super::TlsCertificate::server_config`],
+    /// whose certificate can be swapped while the listener runs) before its HTTP upgrade,
+    /// within the same upgrade timeout. A failed or slow TLS handshake (a plain-HTTP client, a
+    /// scanner, a client that does not trust the certificate) closes the connection at once,
+    /// is counted (`ws_tls_failures`) and is an offence, like a failed upgrade.
+    pub async fn bind_websocket_tls(
+        &mut self,
+        addr: SocketAddr,
+        ws: WsListenerConfig,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> io::Result<SocketAddr> {
+        if !self.shared.config.accept.clients {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "WebSocket links carry clients only"));
+        }
+        self.bind_ws(addr, ws, Some(tokio_rustls::TlsAcceptor::from(tls))).await
+    }
+
+    async fn bind_ws(
+        &mut self,
+        addr: SocketAddr,
+        ws: WsListenerConfig,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> io::Result<SocketAddr> {
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
-        let task = tokio::spawn(ws_accept_loop(listener, ws, self.shared.clone(), self.shutdown.clone()));
+        let task = tokio::spawn(ws_accept_loop(listener, ws, tls, self.shared.clone(), self.shutdown.clone()));
         self.tasks.push(task);
         Ok(local)
     }
@@ -323,6 +350,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: w
 async fn ws_accept_loop(
     listener: TcpListener,
     ws: WsListenerConfig,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -334,8 +362,12 @@ async fn ws_accept_loop(
             accepted = accept_admitted(&listener, &shared) => {
                 let Some((stream, peer, permit)) = accepted else { continue };
                 let (shared, shutdown) = (shared.clone(), shutdown.clone());
+                let tls = tls.clone();
                 tasks.spawn(async move {
-                    let stage = serve_ws(stream, peer, ws, shared.clone(), shutdown, permit).await;
+                    let stage = match tls {
+                        None => serve_ws(stream, tokio::time::Instant::now(), peer, ws, shared.clone(), shutdown, permit).await,
+                        Some(tls) => serve_wss(stream, tls, peer, ws, shared.clone(), shutdown, permit).await,
+                    };
                     shared.config.gate.closed(peer, stage);
                 });
             }
@@ -345,13 +377,51 @@ async fn ws_accept_loop(
     while tasks.join_next().await.is_some() {}
 }
 
-/// One WebSocket connection: the HTTP upgrade (any path, any `Origin`: a
+/// One `wss://` connection: the TLS handshake (bounded by the upgrade timeout), then
+/// [`serve_ws`] on the TLS stream. A failed TLS handshake costs one short task: nothing was
+/// allocated for the link yet.
+async fn serve_wss(
+    stream: TcpStream,
+    tls: tokio_rustls::TlsAcceptor,
+    peer: IpAddr,
+    ws: WsListenerConfig,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+) -> GateStage {
+    let started = tokio::time::Instant::now();
+    let by = (started + shared.config.handshake_timeout).min(started + ws.upgrade_timeout);
+    let accepted = tokio::select! {
+        r = tokio::time::timeout_at(by, tls.accept(stream)) => r,
+        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
+    };
+    let c = &shared.counters;
+    match accepted {
+        Ok(Ok(stream)) => serve_ws(stream, started, peer, ws, shared, shutdown, permit).await,
+        Ok(Err(e)) => {
+            debug!(error = %e, "TLS handshake failed");
+            bump(&c.ws_tls_failures);
+            shared.config.gate.offence(peer);
+            GateStage::Accepted
+        }
+        Err(_) => {
+            bump(&c.ws_tls_failures);
+            bump(&c.handshake_timeouts);
+            shared.config.gate.offence(peer);
+            GateStage::Accepted
+        }
+    }
+}
+
+/// One WebSocket connection (`accepted_at`: when its TCP connection was accepted, the start
+/// of the handshake deadline): the HTTP upgrade (any path, any `Origin`: a
 /// page on any site may connect; the link's own handshake authenticates the
 /// entry), then the client link over [`WsIo`]. A failed or slow upgrade and
 /// a WebSocket protocol violation (text message, malformed frame, oversized
 /// message) are offences.
-async fn serve_ws(
-    stream: TcpStream,
+async fn serve_ws<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    stream: S,
+    accepted_at: tokio::time::Instant,
     peer: IpAddr,
     ws: WsListenerConfig,
     shared: Arc<Shared>,
@@ -359,7 +429,7 @@ async fn serve_ws(
     permit: OwnedSemaphorePermit,
 ) -> GateStage {
     let c = &shared.counters;
-    let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
+    let deadline = accepted_at + shared.config.handshake_timeout;
     let upgrade_by = deadline.min(tokio::time::Instant::now() + ws.upgrade_timeout);
     let config = ws_config(&shared.config.link);
     let upgrade = tokio_tungstenite::accept_async_with_config(stream, Some(config));

@@ -10,6 +10,7 @@ mod counters;
 mod link;
 mod listener;
 mod outbound;
+mod tls;
 mod ws;
 
 use crate::keys::LinkPublicKey;
@@ -18,6 +19,7 @@ pub use backoff::Backoff;
 pub use counters::{CounterSnapshot, LinkCounters};
 pub use listener::{ClientGreeting, ConnectionGate, GateStage, Listener, ListenerConfig, OpenGate, PeerFilter};
 pub use outbound::{DialerConfig, LinkFault, OutboundLinks, PeerDirectory, SendShaper, Transport};
+pub use tls::{TlsCertificate, TlsError, client_config, client_config_with_roots};
 pub use ws::{WS_CLIENT_FIRST_FLIGHT, WsListenerConfig, ws_max_message};
 
 /// A local, per-connection number for an anonymous client link. It is not

@@ -31,6 +31,13 @@ use crate::mailbox::Mailbox;
 pub trait PeerDirectory: Send + Sync + 'static {
     /// The link address of `peer`, if it is in the topology.
     fn address(&self, peer: &LinkPublicKey) -> Option<SocketAddr>;
+
+    /// Whether `peer`'s WebSocket endpoint wants TLS (`wss://`, its descriptor says so).
+    /// Asked with [`Self::address`] on every WebSocket dial; the default is plain `ws://`.
+    fn websocket_tls(&self, peer: &LinkPublicKey) -> bool {
+        let _ = peer;
+        false
+    }
 }
 
 impl PeerDirectory for HashMap<LinkPublicKey, SocketAddr> {
@@ -61,6 +68,7 @@ pub enum Transport {
 enum Dialed {
     Tcp(TcpStream),
     WebSocket(Box<WsIo<TcpStream>>),
+    WebSocketTls(Box<WsIo<tokio_rustls::client::TlsStream<TcpStream>>>),
 }
 
 /// Dialer settings. [`DialerConfig::node`] and [`DialerConfig::client`] give
@@ -90,6 +98,10 @@ pub struct DialerConfig {
     /// TCP (default) or WebSocket; a node dialer (`identity` set) always
     /// uses TCP.
     pub transport: Transport,
+    /// WebSocket client dialers: the TLS settings (trusted roots) for peers whose endpoint is
+    /// `wss://` ([`PeerDirectory::websocket_tls`]); the certificate must name the endpoint's
+    /// IP address. `None`: such peers cannot be dialed (counted in `ws_tls_failures`).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl DialerConfig {
@@ -109,6 +121,7 @@ impl DialerConfig {
             backoff: Backoff::default(),
             mailbox: None,
             transport: Transport::Tcp,
+            tls: None,
         }
     }
 }
@@ -313,6 +326,7 @@ struct PeerTask {
 enum DialError {
     Connect,
     Upgrade,
+    Tls,
     Handshake,
     Timeout,
 }
@@ -343,6 +357,9 @@ impl PeerTask {
                         Dialed::WebSocket(s) => {
                             run_link(*s, session, from, Some(&mut rx), &ctx, &mut self.shutdown).await
                         }
+                        Dialed::WebSocketTls(s) => {
+                            run_link(*s, session, from, Some(&mut rx), &ctx, &mut self.shutdown).await
+                        }
                     };
                     debug!(?end, "outbound link closed");
                     if matches!(end, LinkEnd::Shutdown | LinkEnd::QueueClosed) {
@@ -351,6 +368,7 @@ impl PeerTask {
                 }
                 Err(DialError::Connect) => bump(&c.connect_failures),
                 Err(DialError::Upgrade) => bump(&c.ws_upgrade_failures),
+                Err(DialError::Tls) => bump(&c.ws_tls_failures),
                 Err(DialError::Handshake) => bump(&c.handshakes_failed),
                 Err(DialError::Timeout) => {
                     bump(&c.handshakes_failed);
@@ -391,25 +409,41 @@ impl PeerTask {
                 let session = self.initiate(&mut tcp).await?;
                 return Ok((Dialed::Tcp(tcp), session));
             }
-            let request = format!("ws://{addr}/");
-            let upgrade = tokio_tungstenite::client_async_with_config(request, tcp, Some(ws_config(&cfg.link))).await;
-            let mut socket = match upgrade {
-                Ok((socket, _response)) => {
-                    bump(&self.counters.ws_connections);
-                    Box::new(WsIo::new(socket, &cfg.link))
-                }
-                Err(e) => {
-                    debug!(error = %e, "WebSocket upgrade failed");
-                    return Err(DialError::Upgrade);
-                }
-            };
+            if !self.directory.websocket_tls(&self.peer) {
+                let mut socket = self.upgrade(format!("ws://{addr}/"), tcp).await?;
+                let session = self.initiate(&mut *socket).await?;
+                return Ok((Dialed::WebSocket(socket), session));
+            }
+            // `wss://`: the certificate must name the endpoint's address (the topology gives
+            // an address, not a host name).
+            let tls = cfg.tls.clone().ok_or(DialError::Tls)?;
+            let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+            let stream = tokio_rustls::TlsConnector::from(tls).connect(name, tcp).await.map_err(|e| {
+                debug!(error = %e, "TLS handshake failed");
+                DialError::Tls
+            })?;
+            let mut socket = self.upgrade(format!("wss://{addr}/"), stream).await?;
             let session = self.initiate(&mut *socket).await?;
-            Ok((Dialed::WebSocket(socket), session))
+            Ok((Dialed::WebSocketTls(socket), session))
         };
         match tokio::time::timeout(cfg.handshake_timeout, handshake).await {
             Ok(Ok(done)) => Ok(done),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(DialError::Timeout),
+        }
+    }
+
+    /// The client's HTTP upgrade to a WebSocket on a connected stream.
+    async fn upgrade<S: AsyncRead + AsyncWrite + Unpin>(&self, url: String, stream: S) -> Result<Box<WsIo<S>>, DialError> {
+        match tokio_tungstenite::client_async_with_config(url, stream, Some(ws_config(&self.config.link))).await {
+            Ok((socket, _response)) => {
+                bump(&self.counters.ws_connections);
+                Ok(Box::new(WsIo::new(socket, &self.config.link)))
+            }
+            Err(e) => {
+                debug!(error = %e, "WebSocket upgrade failed");
+                Err(DialError::Upgrade)
+            }
         }
     }
 
