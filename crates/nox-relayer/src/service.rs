@@ -260,7 +260,7 @@ pub struct Policy {
     /// relayer's inserter pays to make a payment's two output notes spendable.
     pub insert_batch_gas: u64,
     /// Notes per insertion batch the insertion share is priced at (the pool's batch holds at
-    /// most 16): each payment is charged `⌈insert_batch_gas × 2 / insert_batch_notes⌉` gas on
+    /// most [`nox_zk::insert::BATCH_SIZE`] = 32): each payment is charged `⌈insert_batch_gas × 2 / insert_batch_notes⌉` gas on
     /// top of its gas limit ([`Policy::insertion_gas`]). An inserter that often inserts smaller
     /// batches (a short wait on a quiet pool) should set it lower, or it pays the difference.
     pub insert_batch_notes: u32,
@@ -310,8 +310,8 @@ impl Default for Policy {
             wait_ms: 120_000,
             poll_ms: 250,
             payment_gas: 480_000,
-            insert_batch_gas: 433_000,
-            insert_batch_notes: 16,
+            insert_batch_gas: 452_000,
+            insert_batch_notes: nox_zk::insert::BATCH_SIZE as u32,
             max_deadline_horizon_s: 3_600,
             refusal_memory_s: 300,
             refusal_memory_entries: 16_384,
@@ -493,8 +493,11 @@ impl Relayer {
         let vk = decode_verifying_key(&read_text(&config.verifying_key, "verifying key")?)
             .map_err(|e| RelayerError::Config(format!("verifying key {}: {e}", config.verifying_key.display())))?;
         let p = &config.policy;
-        if p.insert_batch_notes == 0 || p.insert_batch_notes > 16 {
-            return Err(RelayerError::Config("policy: insert_batch_notes between 1 and 16".into()));
+        if p.insert_batch_notes == 0 || p.insert_batch_notes as usize > nox_zk::insert::BATCH_SIZE {
+            return Err(RelayerError::Config(format!(
+                "policy: insert_batch_notes between 1 and {}",
+                nox_zk::insert::BATCH_SIZE
+            )));
         }
         if p.bump_bps < 1_000 || p.max_in_flight == 0 || p.poll_ms == 0 || p.gas_cap == 0 {
             return Err(RelayerError::Config("policy: bump_bps ≥ 1000, max_in_flight, poll_ms and gas_cap ≥ 1".into()));
