@@ -173,11 +173,17 @@ contract BatchExecutor is ReentrancyGuardTransient {
     /// Its return data is never copied whole: only the first MAX_RETURN_DATA_HASHED bytes are
     /// hashed, so a target that returns (or reverts with) a huge buffer cannot make the executor
     /// run out of gas after the call and revert the relayer's payment ("return bomb").
+    /// The empty action (target address(0), no data, no value: a payment-only bundle, e.g. a
+    /// private transfer paid through a relayer) is not called: a call to address(0) with nothing
+    /// runs no code and returns success with no data, which is exactly what is reported, so only
+    /// the cold account access and the call are saved. Its `gas` is still bound in the action
+    /// hash; nothing runs that could be starved of it.
     function _call(Action calldata action) private returns (bool success, uint256 size, bytes32 hash) {
         address target = action.target;
         uint256 value = action.value;
         uint256 forwarded = action.gas;
         bytes calldata data = action.data;
+        if (target == address(0) && data.length == 0 && value == 0) return (true, 0, keccak256(""));
         uint256 left;
         assembly ("memory-safe") {
             let ptr := mload(0x40)

@@ -12,6 +12,7 @@ import {ShieldedPool} from "../src/zk/ShieldedPool.sol";
 import {PoolVectors as V} from "./zk/PoolVectors.sol";
 import {TransferVerifier} from "../src/zk/TransferVerifier.sol";
 import {TransferVectors as T} from "./zk/TransferVectors.sol";
+import {QueueChain} from "./zk/PoolHarness.sol";
 
 /// The victims' action: `increment()` at V.TARGET.
 contract Counting {
@@ -201,7 +202,7 @@ contract AttacksTest is Test {
     /// hashes), two whose lying plugins claim those fees. Before the fix the attacker claimed
     /// 3e18 usd and 1e15 token and both victims' transactions reverted.
     function test_feeTheftThroughBothPluginsInOneBatchFails() public {
-        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);
+        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, QueueChain.leaves(T.insert1Inputs(), 4));
         (bytes32 h1,) = executor.executionHash(V.TARGET, V.ACTION_DATA, FEE, V.ACTION_GAS);
         IPayment free = new FreePayment();
         IPayment liar = new ClaimingPayment();
@@ -259,7 +260,7 @@ contract AttacksTest is Test {
     /// hash the executor handed them: not as the executor outside it (an action), not from
     /// another plugin's `pay`, not from anyone else.
     function test_shippedPluginsRefuseEveryCallOutsideTheirPaymentPhase() public {
-        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);
+        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, QueueChain.leaves(T.insert1Inputs(), 4));
         (bytes32 h1,) = executor.executionHash(V.TARGET, V.ACTION_DATA, FEE, V.ACTION_GAS);
         (address plugin, address relayer, bytes32 h) = executor.paymentInProgress();
         assertEq(plugin, address(0));
@@ -405,7 +406,7 @@ contract AttacksTest is Test {
         pool.deposit{value: 1}(address(0), 1, 7, new bytes(T.NOTE_LEN));
         uint256 g = gasleft();
         vm.expectRevert(abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 4, 5));
-        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, 4);
+        pool.insertBatch(T.insert1Proof(), T.INSERT1_ROOT, QueueChain.leaves(T.insert1Inputs(), 4));
         uint256 used = g - gasleft();
         emit log_named_uint("gas of the refused insertion", used);
         assertLt(used, 15_000);

@@ -222,6 +222,44 @@ contract BatchExecutorTest is Test {
         executor.execute(unpaid);
     }
 
+    /// The empty action (address(0), no data, no value; any bound gas) is reported exactly as a
+    /// call to address(0) would be (success, no return data) without being called: the payment
+    /// runs first, the action's gas stays bound in the hash, and an action to address(0) that
+    /// carries data or value is still called.
+    function test_execute_theEmptyActionIsNotCalled() public {
+        vm.expectCall(address(0), bytes(""), 0);
+        for (uint256 gas = 0; gas <= ACTION_GAS; gas += ACTION_GAS) {
+            BatchExecutor.Action memory a = BatchExecutor.Action({target: address(0), value: 0, gas: gas, data: ""});
+            BatchExecutor.Bundle memory b = _bundle(a, 1 + gas);
+            (bytes32 h,) = executor.executionHash(address(0), "", FEE, gas);
+            vm.expectEmit(address(executor));
+            emit BatchExecutor.FeePaid(h, relayer, erc20, address(usd), FEE);
+            vm.expectEmit(address(executor));
+            emit BatchExecutor.ActionExecuted(h, relayer, address(0), true, 0, keccak256(""));
+            vm.prank(relayer);
+            assertTrue(executor.execute(b));
+        }
+        assertEq(ledger.balanceOf(relayer, address(usd)), 2 * FEE);
+    }
+
+    /// With data, or with value, address(0) is called as any target.
+    function test_execute_anActionToAddressZeroWithDataOrValueIsCalled() public {
+        BatchExecutor.Action memory withData =
+            BatchExecutor.Action({target: address(0), value: 0, gas: ACTION_GAS, data: hex"01"});
+        BatchExecutor.Bundle memory b = _bundle(withData, 7);
+        vm.expectCall(address(0), hex"01", 1);
+        vm.prank(relayer);
+        assertTrue(executor.execute(b));
+        BatchExecutor.Action memory withValue =
+            BatchExecutor.Action({target: address(0), value: 1, gas: ACTION_GAS, data: ""});
+        vm.deal(relayer, 1);
+        b = _bundle(withValue, 8);
+        vm.expectCall(address(0), 1, bytes(""), 1);
+        vm.prank(relayer);
+        assertTrue(executor.execute{value: 1}(b));
+        assertEq(address(0).balance, 1);
+    }
+
     function test_execute_zeroFee() public {
         BatchExecutor.Action memory a = _action(address(target), abi.encodeCall(Target.set, (1)));
         BatchExecutor.Bundle memory b = BatchExecutor.Bundle({

@@ -14,17 +14,33 @@ interface ITransferVerifier {
     function verifyProof(uint256[8] calldata proof, uint256[8] calldata input) external view returns (bool);
 }
 
+/// @dev Leaves per inserted batch (an aligned subtree): `ShieldedPool.BATCH_SIZE`, the insertion
+/// circuit's `nox_zk::insert::BATCH_SIZE`.
+uint256 constant INSERT_BATCH_SIZE = 16;
+
 /// @notice The Groth16 verifier of the batch-insertion circuit (generated: InsertVerifier.sol).
+/// Public inputs: old root, new root, start index, then the batch's leaves.
 interface IInsertVerifier {
-    function verifyProof(uint256[8] calldata proof, uint256[19] calldata input) external view returns (bool);
+    function verifyProof(uint256[8] calldata proof, uint256[3 + INSERT_BATCH_SIZE] calldata input)
+        external
+        view
+        returns (bool);
 }
 
 /// @title ShieldedPool — notes, nullifiers and private transactions (issues 12, 30)
 /// @notice A pool of notes in a depth-32 Poseidon Merkle tree (docs/design/zk-payment.md).
 /// - `deposit` takes ETH or an ERC-20 and queues the note commitment
 ///   `Poseidon(amount, asset, inner)`, computed here from what actually arrived.
-/// - `insertBatch` (anyone) moves the next ≤ 16 queued commitments into the tree as one aligned
-///   subtree, checked by a Groth16 proof, so the chain never hashes a Merkle path.
+/// - `insertBatch` (anyone) moves the next ≤ BATCH_SIZE queued commitments into the tree as one
+///   aligned subtree, checked by a Groth16 proof, so the chain never hashes a Merkle path.
+/// - The queue is a hash chain, not a list: each queued commitment `c` moves the chain word
+///   `q ← keccak256(q ‖ c)` (the low 32 bits cleared; `q = 0` for the empty queue), and the
+///   chain word is stored only where a batch may end (every BATCH_SIZE commitments:
+///   `queueCheckpoint`) and at the queue's head. The commitments themselves are published in the
+///   `Deposited` / `Transacted` events, from which an inserter takes them; `insertBatch` receives
+///   them in calldata and refuses them unless they extend the chain from the last inserted
+///   commitment to exactly the stored word (keccak is second-preimage resistant: only the queued
+///   commitments, in their order, do).
 /// - Every private operation (transfer, split, join, withdrawal, a deposit into notes, the
 ///   relayer's fee) is one `Transaction` of the 2-in/2-out statement (§9): two nullifiers, two
 ///   output commitments (both always queued, zero-value ones too, so every transaction looks
@@ -69,8 +85,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     uint256 public constant R = 21888242871839275222246405745257275088548364400416034343698204186575808495617;
     /// @notice Depth of the note tree.
     uint256 public constant TREE_DEPTH = 32;
-    /// @notice Leaves per inserted batch (an aligned subtree of height 4).
-    uint256 public constant BATCH_SIZE = 16;
+    /// @notice Leaves per inserted batch (an aligned subtree).
+    uint256 public constant BATCH_SIZE = INSERT_BATCH_SIZE;
     /// @notice Values are below 2^128 (the circuit's range checks).
     uint256 public constant MAX_VALUE = 1 << 128;
     /// @notice Length of every note ciphertext the pool publishes — a deposit's memo and both
@@ -83,6 +99,8 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     uint256 public constant PAYOUT_GAS = 50_000;
     /// @notice Root of the empty depth-32 tree (`nox_zk::merkle::zeros()[32]`).
     uint256 public constant EMPTY_ROOT = 0x2f68a1c58e257e42a17a6c61dff5551ed560b9922ab119d5ac8e184c9734ead9;
+    /// @dev The queue index's bits in `_queueHead` / `_insertedHead` (the rest is the chain word).
+    uint256 private constant INDEX_MASK = 0xffffffff;
 
     ITransferVerifier public immutable transferVerifier;
     IInsertVerifier public immutable insertVerifier;
@@ -97,17 +115,23 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
 
     /// @notice The tree's current root.
     uint256 public currentRoot;
-    /// @notice Number of roots the tree has had (the empty root is number 1).
+    /// @notice Number of roots the tree has had (the empty root is number 1). Every batch adds
+    /// one root and BATCH_SIZE leaf slots, so the tree has `(rootCount − 1) · BATCH_SIZE` slots
+    /// (`nextLeafIndex`, not stored).
     uint256 public rootCount;
     /// @notice Sequence number of each root the tree has had (0: never).
     mapping(uint256 root => uint256) public rootSeq;
-    /// @notice Leaf slots in the tree (a multiple of 16).
-    uint256 public nextLeafIndex;
-    /// @notice Queue index the next queued commitment gets.
-    uint256 public nextQueueIndex;
-    /// @notice Queue index of the first commitment not yet in the tree.
-    uint256 public firstUninsertedQueueIndex;
-    mapping(uint256 queueIndex => uint256) private _queue;
+    /// @dev The queue's head: the chain word over every queued commitment (high 224 bits) and
+    /// their number, `nextQueueIndex` (low 32 bits). One slot, so a transaction's two
+    /// commitments cost one warm write.
+    uint256 private _queueHead;
+    /// @dev The same for the inserted prefix of the queue: the chain word over the commitments
+    /// already in the tree and their number, `firstUninsertedQueueIndex`.
+    uint256 private _insertedHead;
+    /// @notice The chain word over the first `queueIndex` queued commitments, for every multiple
+    /// `queueIndex` of BATCH_SIZE that the queue has reached and no insertion has passed yet (0
+    /// otherwise): where a batch that is not the whole remaining queue ends.
+    mapping(uint256 queueIndex => uint256) public queueCheckpoint;
     mapping(uint256 nullifier => bool) private _spent;
     /// @notice Paid withdrawals whose recipient refused them (`pay`), claimable by the recipient.
     mapping(address asset => mapping(address recipient => uint256)) public owed;
@@ -138,7 +162,13 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
     error BadRootWindow();
     error NotExecutor();
     error NotInPaymentPhase();
-    error CountMismatch(uint256 expected, uint256 count);
+    /// @notice `insertBatch` was given `given` leaves but the batch at the queue's start holds
+    /// `count` (the queue moved since the proof was made, or the caller miscounted).
+    error CountMismatch(uint256 given, uint256 count);
+    /// @notice `insertBatch`'s leaves are not the queued commitments (in order).
+    error QueueMismatch();
+    /// @notice The queue holds 2^32 − 1 commitments (more than the tree can ever hold).
+    error QueueFull();
     error BadAmount(uint256 amount);
     error ValueMismatch(uint256 sent, uint256 expected);
     error NotAScalar(uint256 value);
@@ -203,40 +233,51 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         if (memo.length != NOTE_LEN) revert BadNoteLength(memo.length);
         _pull(asset, amount);
         uint256 commitment = poseidon.hash([amount, uint256(uint160(asset)), inner]);
-        queueIndex = _enqueue(commitment);
+        uint256 head = _queueHead;
+        queueIndex = head & INDEX_MASK;
+        _queueHead = _enqueue(head, commitment);
         emit Deposited(queueIndex, commitment, asset, amount, memo);
     }
 
-    /// @notice Insert the next min(queued, 16) commitments, then zeros, as the aligned subtree at
-    /// `nextLeafIndex`, moving the root to `newRoot`; `proof` shows that `newRoot` is exactly the
-    /// current tree with those 16 leaves in those slots. Anyone may call it. `expectedCount` is
-    /// the number of commitments the proof covers: if another commitment has been queued since
-    /// the proof was made (so this call would insert a different number), the call is refused
-    /// before the proof is verified, for a few thousand gas instead of ~300 k.
-    function insertBatch(uint256[8] calldata proof, uint256 newRoot, uint256 expectedCount) external nonReentrant {
-        uint256 first = firstUninsertedQueueIndex;
-        uint256 count = nextQueueIndex - first;
-        if (count == 0) revert NothingQueued();
-        if (count > BATCH_SIZE) count = BATCH_SIZE;
-        if (count != expectedCount) revert CountMismatch(expectedCount, count);
-        uint256 start = nextLeafIndex;
+    /// @notice Insert the batch at the queue's start — the queued commitments up to the next
+    /// multiple of BATCH_SIZE of the queue index or the queue's end, whichever comes first — then
+    /// zeros, as the aligned subtree at `nextLeafIndex`, moving the root to `newRoot`. `leaves`
+    /// are those commitments in queue order (from the `Deposited` / `Transacted` events); `proof`
+    /// shows that `newRoot` is exactly the current tree with them in those slots. Anyone may call
+    /// it. A wrong number of leaves (the queue moved since the proof was made) is refused with
+    /// `CountMismatch`, leaves that are not the queued ones with `QueueMismatch`, both before the
+    /// proof is verified (a few thousand gas instead of ~300 k).
+    function insertBatch(uint256[8] calldata proof, uint256 newRoot, uint256[] calldata leaves) external nonReentrant {
+        uint256 inserted = _insertedHead;
+        uint256 head = _queueHead;
+        uint256 first = inserted & INDEX_MASK;
+        uint256 next = head & INDEX_MASK;
+        if (next == first) revert NothingQueued();
+        uint256 end = first - first % BATCH_SIZE + BATCH_SIZE;
+        if (end > next) end = next;
+        if (leaves.length != end - first) revert CountMismatch(leaves.length, end - first);
+        uint256 start = _nextLeafIndex();
         if (start + BATCH_SIZE > 1 << TREE_DEPTH) revert TreeFull();
         if (newRoot >= R) revert NotAScalar(newRoot);
 
-        uint256[19] memory input;
+        uint256[3 + BATCH_SIZE] memory input;
         input[0] = currentRoot;
         input[1] = newRoot;
         input[2] = start;
-        for (uint256 i = 0; i < count; ++i) {
-            input[3 + i] = _queue[first + i];
-            delete _queue[first + i];
+        uint256 chain = inserted & ~INDEX_MASK;
+        for (uint256 i = 0; i < leaves.length; ++i) {
+            uint256 leaf = leaves[i];
+            input[3 + i] = leaf;
+            chain = _chain(chain, leaf);
         }
+        uint256 expected = end == next ? head & ~INDEX_MASK : queueCheckpoint[end];
+        if (chain != expected) revert QueueMismatch();
+        if (end % BATCH_SIZE == 0) delete queueCheckpoint[end];
         if (!insertVerifier.verifyProof(proof, input)) revert InvalidProof();
 
-        firstUninsertedQueueIndex = first + count;
-        nextLeafIndex = start + BATCH_SIZE;
+        _insertedHead = chain | end;
         _setRoot(newRoot);
-        emit BatchInserted(start, first, count, newRoot);
+        emit BatchInserted(start, first, leaves.length, newRoot);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -306,9 +347,30 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         return seq != 0 && rootCount - seq < rootWindow;
     }
 
-    /// @notice The commitment at `queueIndex` while it waits for insertion (0 otherwise).
-    function queuedCommitment(uint256 queueIndex) external view returns (uint256) {
-        return _queue[queueIndex];
+    /// @notice Leaf slots in the tree (a multiple of BATCH_SIZE): where the next batch goes.
+    function nextLeafIndex() external view returns (uint256) {
+        return _nextLeafIndex();
+    }
+
+    /// @notice Queue index the next queued commitment gets (the number ever queued).
+    function nextQueueIndex() external view returns (uint256) {
+        return _queueHead & INDEX_MASK;
+    }
+
+    /// @notice Queue index of the first commitment not yet in the tree.
+    function firstUninsertedQueueIndex() external view returns (uint256) {
+        return _insertedHead & INDEX_MASK;
+    }
+
+    /// @notice The chain word over every queued commitment (see the contract's notice).
+    function queueHash() external view returns (uint256) {
+        return _queueHead & ~INDEX_MASK;
+    }
+
+    /// @notice The chain word over the commitments already in the tree (where the next batch's
+    /// leaves start from).
+    function insertedQueueHash() external view returns (uint256) {
+        return _insertedHead & ~INDEX_MASK;
     }
 
     /// @notice The proof's `context` input for `t` submitted by `relayer` (address(0) for a
@@ -359,8 +421,9 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
 
         _spent[n0] = true;
         _spent[n1] = true;
-        uint256 first = _enqueue(t.commitments[0]);
-        _enqueue(t.commitments[1]);
+        uint256 head = _queueHead;
+        uint256 first = head & INDEX_MASK;
+        _queueHead = _enqueue(_enqueue(head, t.commitments[0]), t.commitments[1]);
         _emitTransacted(first, t, relayer, actionHash);
     }
 
@@ -411,11 +474,32 @@ contract ShieldedPool is IPayment, ReentrancyGuardTransient {
         return uint256(keccak256(encoded)) % R;
     }
 
-    function _enqueue(uint256 commitment) private returns (uint256 queueIndex) {
-        queueIndex = nextQueueIndex++;
-        _queue[queueIndex] = commitment;
+    /// @dev The queue head `head` (chain word | count) with `commitment` appended; stores the
+    /// chain word as a checkpoint when the count reaches a multiple of BATCH_SIZE.
+    function _enqueue(uint256 head, uint256 commitment) private returns (uint256) {
+        uint256 index = head & INDEX_MASK;
+        if (index == INDEX_MASK) revert QueueFull();
+        uint256 chain = _chain(head & ~INDEX_MASK, commitment);
+        ++index;
+        if (index % BATCH_SIZE == 0) queueCheckpoint[index] = chain;
+        return chain | index;
     }
 
+    /// @dev One step of the queue's chain: `keccak256(chain ‖ commitment)` with the low 32 bits
+    /// cleared (224 bits: a collision costs ~2^112 hashes, more than the curve's security).
+    function _chain(uint256 chain, uint256 commitment) private pure returns (uint256 next) {
+        assembly ("memory-safe") {
+            mstore(0x00, chain)
+            mstore(0x20, commitment)
+            next := and(keccak256(0x00, 0x40), not(INDEX_MASK))
+        }
+    }
+
+    function _nextLeafIndex() private view returns (uint256) {
+        return (rootCount - 1) * BATCH_SIZE;
+    }
+
+    /// @dev The only place a root is added (one per batch: `_nextLeafIndex` counts on it).
     function _setRoot(uint256 root) private {
         currentRoot = root;
         uint256 seq = ++rootCount;

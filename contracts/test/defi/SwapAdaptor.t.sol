@@ -7,7 +7,7 @@ import {BatchExecutor} from "../../src/BatchExecutor.sol";
 import {IPayment} from "../../src/interfaces/IPayment.sol";
 import {IPoseidon3} from "../../src/zk/Poseidon.sol";
 import {ShieldedPool, ITransferVerifier, IInsertVerifier} from "../../src/zk/ShieldedPool.sol";
-import {ExpectingTransferVerifier, AcceptingInsertVerifier, TransferInputs} from "../zk/PoolHarness.sol";
+import {ExpectingTransferVerifier, AcceptingInsertVerifier, TransferInputs, QueueChain} from "../zk/PoolHarness.sol";
 import {SwapAdaptor, IUniswapV2Router02} from "../../src/defi/SwapAdaptor.sol";
 
 /// @dev The gas every action of this file is bound to (`Action.gas`).
@@ -85,7 +85,12 @@ contract SwapAdaptorTest is Test {
         pool.deposit(address(token), 20_000e18, 2, new bytes(pool.NOTE_LEN()));
         vm.stopPrank();
         uint256[8] memory none;
-        pool.insertBatch(none, ROOT, 2);
+        IPoseidon3 h = pool.poseidon();
+        pool.insertBatch(
+            none,
+            ROOT,
+            QueueChain.two(h.hash([uint256(10 ether), 0, 1]), h.hash([uint256(20_000e18), uint160(address(token)), 2]))
+        );
     }
 
     receive() external payable {}

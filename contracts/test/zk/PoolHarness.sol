@@ -2,7 +2,7 @@
 pragma solidity 0.8.37;
 
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
-import {ShieldedPool} from "../../src/zk/ShieldedPool.sol";
+import {ShieldedPool, INSERT_BATCH_SIZE} from "../../src/zk/ShieldedPool.sol";
 
 /// @dev Test harness for the pool's own checks: a transfer "verifier" that accepts any proof
 /// whose 8 public inputs are exactly the ones it was told to expect — what an honest prover
@@ -26,8 +26,55 @@ contract ExpectingTransferVerifier {
 
 /// @dev Accepts every insertion (the insertion proof is tested with real proofs elsewhere).
 contract AcceptingInsertVerifier {
-    function verifyProof(uint256[8] calldata, uint256[19] calldata) external pure returns (bool) {
+    function verifyProof(uint256[8] calldata, uint256[3 + INSERT_BATCH_SIZE] calldata) external pure returns (bool) {
         return true;
+    }
+}
+
+/// The pool's queue as a hash chain, recomputed off the pool (what an inserter or wallet does
+/// from the events), and `insertBatch`'s leaves built from commitments or an insertion vector.
+library QueueChain {
+    /// The chain word after `commitment` is queued behind `chain` (`ShieldedPool._chain`).
+    function step(uint256 chain, uint256 commitment) internal pure returns (uint256) {
+        return uint256(keccak256(abi.encode(chain, commitment))) & ~uint256(0xffffffff);
+    }
+
+    /// The chain word after `leaves` are queued behind `chain`.
+    function over(uint256 chain, uint256[] memory l) internal pure returns (uint256) {
+        for (uint256 i = 0; i < l.length; ++i) {
+            chain = step(chain, l[i]);
+        }
+        return chain;
+    }
+
+    /// The first `n` leaves of an insertion statement's public inputs.
+    function leaves(uint256[3 + INSERT_BATCH_SIZE] memory inputs, uint256 n)
+        internal
+        pure
+        returns (uint256[] memory l)
+    {
+        l = new uint256[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            l[i] = inputs[3 + i];
+        }
+    }
+
+    function one(uint256 a) internal pure returns (uint256[] memory l) {
+        l = new uint256[](1);
+        l[0] = a;
+    }
+
+    function two(uint256 a, uint256 b) internal pure returns (uint256[] memory l) {
+        l = new uint256[](2);
+        l[0] = a;
+        l[1] = b;
+    }
+
+    function three(uint256 a, uint256 b, uint256 c) internal pure returns (uint256[] memory l) {
+        l = new uint256[](3);
+        l[0] = a;
+        l[1] = b;
+        l[2] = c;
     }
 }
 

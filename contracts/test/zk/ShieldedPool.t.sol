@@ -2,6 +2,7 @@
 pragma solidity 0.8.37;
 
 import {Test} from "forge-std/Test.sol";
+import {Vm} from "forge-std/Vm.sol";
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 import {BatchExecutor} from "../../src/BatchExecutor.sol";
 import {RewardLedger} from "../../src/RewardLedger.sol";
@@ -19,7 +20,8 @@ import {
     FeeOnTransferToken,
     FickleRecipient,
     BlocklistToken,
-    TransferInputs
+    TransferInputs,
+    QueueChain
 } from "./PoolHarness.sol";
 
 /// Deposits and batch insertion with real Poseidon and real insertion proofs (PoolVectors,
@@ -69,8 +71,7 @@ contract ShieldedPoolDepositTest is Test {
         emit ShieldedPool.Deposited(1, V.CM1, address(0), V.DEPOSIT, _memo(0x02));
         pool.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER1, _memo(0x02));
         vm.stopPrank();
-        assertEq(pool.queuedCommitment(0), V.CM0);
-        assertEq(pool.queuedCommitment(1), V.CM1);
+        assertEq(pool.queueHash(), QueueChain.step(QueueChain.step(0, V.CM0), V.CM1));
         assertEq(pool.nextQueueIndex(), 2);
         assertEq(token.balanceOf(address(pool)), V.DEPOSIT);
         assertEq(address(pool).balance, V.DEPOSIT);
@@ -119,18 +120,18 @@ contract ShieldedPoolDepositTest is Test {
     function test_insertBatchWithARealProof() public {
         _depositBoth();
         vm.expectRevert(ShieldedPool.InvalidProof.selector);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT ^ 1, 2);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT ^ 1, QueueChain.two(V.CM0, V.CM1));
         vm.expectEmit(address(pool));
         emit ShieldedPool.BatchInserted(0, 0, 2, V.INSERT1_ROOT);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, QueueChain.two(V.CM0, V.CM1));
         assertEq(pool.currentRoot(), V.INSERT1_ROOT);
-        assertEq(pool.nextLeafIndex(), 16);
+        assertEq(pool.nextLeafIndex(), pool.BATCH_SIZE());
         assertEq(pool.firstUninsertedQueueIndex(), 2);
-        assertEq(pool.queuedCommitment(0), 0);
+        assertEq(pool.insertedQueueHash(), pool.queueHash());
         assertTrue(pool.isKnownRoot(V.INSERT1_ROOT));
         assertTrue(pool.isKnownRoot(V.EMPTY_ROOT));
         vm.expectRevert(ShieldedPool.NothingQueued.selector);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, QueueChain.two(V.CM0, V.CM1));
     }
 
     /// The proof covers the queue's leaves: a different queued commitment fails the same proof.
@@ -139,8 +140,9 @@ contract ShieldedPoolDepositTest is Test {
         pool.deposit(V.TOKEN, V.DEPOSIT, V.INNER0, new bytes(NOTE_LEN));
         pool.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER0, new bytes(NOTE_LEN)); // not CM1
         vm.stopPrank();
+        uint256 other = pool.poseidon().hash([V.DEPOSIT, 0, V.INNER0]);
         vm.expectRevert(ShieldedPool.InvalidProof.selector);
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 2);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, QueueChain.two(V.CM0, other));
     }
 }
 
@@ -191,7 +193,13 @@ contract ShieldedPoolTransactTest is Test {
         token.approve(address(p), type(uint256).max);
         p.deposit(address(token), 100e18, 2, new bytes(NOTE_LEN));
         uint256[8] memory none;
-        p.insertBatch(none, ROOT, 2);
+        p.insertBatch(
+            none,
+            ROOT,
+            QueueChain.two(
+                poseidon.hash([uint256(10 ether), 0, 1]), poseidon.hash([uint256(100e18), uint160(address(token)), 2])
+            )
+        );
     }
 
     receive() external payable {}
@@ -278,6 +286,7 @@ contract ShieldedPoolTransactTest is Test {
         ShieldedPool.Transaction memory t = _tx(address(0), 0, 0, 0, address(0));
         _prove(t, pool, address(0), bytes32(0));
         uint256 first = pool.nextQueueIndex();
+        uint256 before = pool.queueHash();
         vm.expectEmit(address(pool));
         emit ShieldedPool.Transacted(
             first, t.nullifiers, t.commitments, t.notes, address(0), 0, 0, 0, address(0), address(0), bytes32(0)
@@ -286,8 +295,7 @@ contract ShieldedPoolTransactTest is Test {
         pool.transact(t, bytes32(0));
         assertTrue(pool.isSpent(t.nullifiers[0]));
         assertTrue(pool.isSpent(t.nullifiers[1]));
-        assertEq(pool.queuedCommitment(first), t.commitments[0]);
-        assertEq(pool.queuedCommitment(first + 1), t.commitments[1]);
+        assertEq(pool.queueHash(), QueueChain.over(before, QueueChain.two(t.commitments[0], t.commitments[1])));
         assertEq(pool.nextQueueIndex(), first + 2);
         assertEq(address(pool).balance, 10 ether);
     }
@@ -358,6 +366,7 @@ contract ShieldedPoolTransactTest is Test {
         ShieldedPool.Transaction memory t = _tx(address(token), 0, 0, 3e15, address(0));
         BatchExecutor.Bundle memory b = _provenPaymentOnly(t);
         uint256 first = pool.nextQueueIndex();
+        uint256 before = pool.queueHash();
         vm.expectEmit(address(pool));
         emit ShieldedPool.Transacted(
             first, t.nullifiers, t.commitments, t.notes, address(token), 0, 0, 3e15, address(0), relayer, _actionHash(b)
@@ -366,7 +375,7 @@ contract ShieldedPoolTransactTest is Test {
         assertEq(ledger.balanceOf(relayer, address(token)), 3e15);
         assertEq(token.balanceOf(address(ledger)), 3e15);
         assertEq(token.balanceOf(address(pool)), 100e18 - 3e15);
-        assertEq(pool.queuedCommitment(first + 1), t.commitments[1]);
+        assertEq(pool.queueHash(), QueueChain.over(before, QueueChain.two(t.commitments[0], t.commitments[1])));
         assertEq(address(executor).balance, 0);
         vm.prank(relayer);
         ledger.claim(address(token), relayer);
@@ -834,16 +843,18 @@ contract ShieldedPoolTransactTest is Test {
         uint256[8] memory none;
         vm.deal(address(this), 3);
         p.deposit{value: 1}(address(0), 1, 1, new bytes(NOTE_LEN));
-        p.insertBatch(none, ROOT, 1);
+        p.insertBatch(none, ROOT, QueueChain.one(poseidon.hash([uint256(1), 0, 1])));
         p.deposit{value: 1}(address(0), 1, 2, new bytes(NOTE_LEN));
-        p.insertBatch(none, ROOT + 1, 1);
+        p.insertBatch(none, ROOT + 1, QueueChain.one(poseidon.hash([uint256(1), 0, 2])));
         assertTrue(p.isKnownRoot(ROOT));
         assertFalse(p.isKnownRoot(p.EMPTY_ROOT()));
         ShieldedPool.Transaction memory t = _tx(address(0), 0, 0, 0, address(0));
         _prove(t, p, address(0), bytes32(0));
         p.transact(t, bytes32(0));
         p.deposit{value: 1}(address(0), 1, 3, new bytes(NOTE_LEN));
-        p.insertBatch(none, ROOT + 2, 3);
+        p.insertBatch(
+            none, ROOT + 2, QueueChain.three(t.commitments[0], t.commitments[1], poseidon.hash([uint256(1), 0, 3]))
+        );
         t = _tx(address(0), 0, 0, 0, address(0));
         _prove(t, p, address(0), bytes32(0));
         vm.expectRevert(abi.encodeWithSelector(ShieldedPool.UnknownRoot.selector, ROOT));
@@ -872,5 +883,164 @@ contract ShieldedPoolTransactTest is Test {
         executor.execute(thief);
         assertFalse(pool.isSpent(t.nullifiers[0]));
         assertTrue(_execute(b));
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // The queue as a hash chain (issue 30): `insertBatch` takes the leaves in calldata and
+    // refuses any that are not the queued commitments, in order. The insertion verifier here
+    // accepts every proof, so these refusals are the chain check's alone.
+
+    /// Queues `n` 1-wei ETH deposits (inner = base, base + 1, …) and returns their commitments.
+    function _queue(uint256 n, uint256 base) internal returns (uint256[] memory c) {
+        c = new uint256[](n);
+        vm.deal(address(this), address(this).balance + n);
+        for (uint256 i = 0; i < n; ++i) {
+            pool.deposit{value: 1}(address(0), 1, base + i, new bytes(NOTE_LEN));
+            c[i] = poseidon.hash([uint256(1), 0, base + i]);
+        }
+    }
+
+    function _slice(uint256[] memory a, uint256 from, uint256 to) internal pure returns (uint256[] memory b) {
+        b = new uint256[](to - from);
+        for (uint256 i = from; i < to; ++i) {
+            b[i - from] = a[i];
+        }
+    }
+
+    /// `leaves` are refused with `err` and nothing changes (root, leaf slots, inserted prefix).
+    function _insertRefused(uint256[] memory leaves, bytes memory err) internal {
+        uint256 root = pool.currentRoot();
+        uint256 slots = pool.nextLeafIndex();
+        uint256 first = pool.firstUninsertedQueueIndex();
+        uint256 inserted = pool.insertedQueueHash();
+        uint256[8] memory none;
+        vm.expectRevert(err);
+        pool.insertBatch(none, ROOT + 100, leaves);
+        assertEq(pool.currentRoot(), root);
+        assertEq(pool.nextLeafIndex(), slots);
+        assertEq(pool.firstUninsertedQueueIndex(), first);
+        assertEq(pool.insertedQueueHash(), inserted);
+    }
+
+    function _insert(uint256[] memory leaves, uint256 newRoot) internal {
+        uint256[8] memory none;
+        pool.insertBatch(none, newRoot, leaves);
+        assertEq(pool.currentRoot(), newRoot);
+    }
+
+    function test_insertBatchRefusesLeavesThatAreNotTheQueuedOnes() public {
+        uint256[] memory c = _queue(4, 50);
+        bytes memory mismatch = abi.encodeWithSelector(ShieldedPool.QueueMismatch.selector);
+        uint256[] memory l = _slice(c, 0, 4);
+        l[2] = (l[2] + 1) % R; // one leaf changed
+        _insertRefused(l, mismatch);
+        l = _slice(c, 0, 4);
+        (l[1], l[2]) = (l[2], l[1]); // two swapped
+        _insertRefused(l, mismatch);
+        l = _slice(c, 0, 4);
+        l[0] = c[0] + R; // the same leaf + R (an alias in the field), ≥ R
+        _insertRefused(l, mismatch);
+        _insertRefused(new uint256[](4), mismatch); // zeros
+        _insertRefused(_slice(c, 0, 3), abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 3, 4)); // one missing
+        _insertRefused(_slice(c, 1, 4), abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 3, 4));
+        uint256[] memory extra = new uint256[](5);
+        for (uint256 i = 0; i < 4; ++i) {
+            extra[i] = c[i];
+        }
+        extra[4] = 1;
+        _insertRefused(extra, abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 5, 4)); // one extra
+        // The queued ones, in order, go through; then nothing is left to insert.
+        vm.expectEmit(address(pool));
+        emit ShieldedPool.BatchInserted(16, 2, 4, ROOT + 1);
+        _insert(c, ROOT + 1);
+        assertEq(pool.insertedQueueHash(), pool.queueHash());
+        _insertRefused(c, abi.encodeWithSelector(ShieldedPool.NothingQueued.selector));
+    }
+
+    /// A batch ends at the next multiple of BATCH_SIZE of the queue index (a checkpoint) or at
+    /// the queue's end: a later batch's leaves, or the right number of wrong leaves, are refused;
+    /// each checkpoint is deleted once a batch has ended there.
+    function test_insertBatchRefusesTheLeavesOfALaterBatch() public {
+        uint256 b = pool.BATCH_SIZE();
+        uint256 first = pool.firstUninsertedQueueIndex(); // 2 (setUp's deposits)
+        uint256[] memory a = _queue(b - first, 100); // up to the first checkpoint
+        uint256[] memory next = _queue(b, 200); // a whole batch
+        uint256[] memory tail = _queue(3, 300); // the queue's end
+        bytes memory mismatch = abi.encodeWithSelector(ShieldedPool.QueueMismatch.selector);
+        assertEq(pool.queueCheckpoint(b), QueueChain.over(pool.insertedQueueHash(), a));
+        assertEq(pool.queueCheckpoint(2 * b), QueueChain.over(pool.queueCheckpoint(b), next));
+        _insertRefused(next, abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, b, b - first));
+        _insertRefused(tail, abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 3, b - first));
+        _insertRefused(_slice(next, 0, b - first), mismatch);
+        _insertRefused(_slice(next, first, b), mismatch);
+        _insert(a, ROOT + 1);
+        assertEq(pool.queueCheckpoint(b), 0);
+        _insertRefused(a, abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, a.length, b));
+        _insertRefused(tail, abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 3, b));
+        uint256[] memory wrong = _slice(next, 0, b);
+        wrong[b - 1] = tail[0];
+        _insertRefused(wrong, mismatch);
+        _insert(next, ROOT + 2);
+        assertEq(pool.queueCheckpoint(2 * b), 0);
+        _insertRefused(_slice(tail, 0, 2), abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 2, 3));
+        _insert(tail, ROOT + 3);
+        assertEq(pool.firstUninsertedQueueIndex(), 2 * b + 3);
+        assertEq(pool.insertedQueueHash(), pool.queueHash());
+        assertEq(pool.nextLeafIndex(), 4 * b);
+    }
+
+    /// An inserter read three queued leaves and proved them; a transaction queues its two outputs
+    /// before the insertion is mined: refused cheaply (the count), and the five, re-read from
+    /// the events, go through.
+    function test_anInsertionRacingAnEnqueueIsRefused() public {
+        uint256[] memory c = _queue(3, 400);
+        ShieldedPool.Transaction memory t = _tx(address(0), 0, 0, 0, address(0));
+        _prove(t, pool, address(0), bytes32(0));
+        pool.transact(t, bytes32(0));
+        uint256[8] memory none;
+        uint256 g = gasleft();
+        vm.expectRevert(abi.encodeWithSelector(ShieldedPool.CountMismatch.selector, 3, 5));
+        pool.insertBatch(none, ROOT + 1, c);
+        assertLt(g - gasleft(), 15_000);
+        uint256[] memory five = new uint256[](5);
+        (five[0], five[1], five[2], five[3], five[4]) = (c[0], c[1], c[2], t.commitments[0], t.commitments[1]);
+        _insert(five, ROOT + 1);
+    }
+
+    /// The queue is what the events say: the leaves read back from `Deposited` and
+    /// `Transacted` (direct and paid), placed by the queue indexes the events carry, extend the
+    /// inserted chain to `queueHash()` and are accepted by `insertBatch`.
+    function test_theQueueIsWhatTheEventsSay() public {
+        vm.recordLogs();
+        vm.deal(address(this), 1);
+        pool.deposit{value: 1}(address(0), 1, 500, new bytes(NOTE_LEN));
+        ShieldedPool.Transaction memory t = _tx(address(0), 0, 0, 0, address(0));
+        _prove(t, pool, address(0), bytes32(0));
+        pool.transact(t, bytes32(0));
+        assertTrue(_execute(_provenPaymentOnly(_tx(address(token), 0, 0, 1e15, address(0)))));
+        vm.prank(user);
+        token.transfer(address(this), 1);
+        pool.deposit(address(token), 1, 501, new bytes(NOTE_LEN));
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+
+        uint256 first = pool.firstUninsertedQueueIndex();
+        uint256[] memory leaves = new uint256[](pool.nextQueueIndex() - first);
+        uint256 found;
+        for (uint256 i = 0; i < logs.length; ++i) {
+            if (logs[i].emitter != address(pool)) continue;
+            if (logs[i].topics[0] == ShieldedPool.Deposited.selector) {
+                (uint256 commitment,,) = abi.decode(logs[i].data, (uint256, uint256, bytes));
+                leaves[uint256(logs[i].topics[1]) - first] = commitment;
+                found += 1;
+            } else if (logs[i].topics[0] == ShieldedPool.Transacted.selector) {
+                (uint256 q,, uint256[2] memory cms) = abi.decode(logs[i].data, (uint256, uint256[2], uint256[2]));
+                leaves[q - first] = cms[0];
+                leaves[q + 1 - first] = cms[1];
+                found += 2;
+            }
+        }
+        assertEq(found, 6);
+        assertEq(QueueChain.over(pool.insertedQueueHash(), leaves), pool.queueHash());
+        _insert(leaves, ROOT + 1);
     }
 }

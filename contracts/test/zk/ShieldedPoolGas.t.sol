@@ -5,7 +5,7 @@ import {ShieldedPool} from "../../src/zk/ShieldedPool.sol";
 import {PoolVectors as P} from "./PoolVectors.sol";
 import {TransferVectors as V} from "./TransferVectors.sol";
 import {TransferScenario} from "./ShieldedPoolProofs.t.sol";
-import {SelfFundedTokenPayment} from "./PoolHarness.sol";
+import {SelfFundedTokenPayment, QueueChain} from "./PoolHarness.sol";
 import {BatchExecutor} from "../../src/BatchExecutor.sol";
 import {IPayment} from "../../src/interfaces/IPayment.sol";
 
@@ -31,7 +31,7 @@ contract ShieldedPoolGasScenarioTest is TransferScenario {
 
     /// A batch of the 4 queued deposits.
     function test_gas_insertBatch4() public {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 4);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, QueueChain.leaves(V.insert1Inputs(), 4));
     }
 }
 
@@ -52,7 +52,7 @@ contract ShieldedPoolFullBatchGasScenarioTest is TransferScenario {
     }
 
     function test_gas_insertBatch16() public {
-        fresh.insertBatch(P.fullProof(), P.FULL_ROOT, 16);
+        fresh.insertBatch(P.fullProof(), P.FULL_ROOT, QueueChain.leaves(P.fullInputs(), 16));
     }
 }
 
@@ -132,7 +132,7 @@ contract ShieldedPoolReceivedGasScenarioTest is TransferScenario {
         vm.stopPrank();
         vm.prank(user);
         pool.transact{value: V.DEPOSIT}(_depositIn(), bytes32(0));
-        pool.insertBatch(V.insert2Proof(), V.INSERT2_ROOT, 8);
+        pool.insertBatch(V.insert2Proof(), V.INSERT2_ROOT, QueueChain.leaves(V.insert2Inputs(), 8));
     }
 
     /// The recipient spends the two notes it received (2 → 2) and withdraws tokens directly.

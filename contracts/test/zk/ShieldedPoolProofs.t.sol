@@ -10,6 +10,7 @@ import {InsertVerifier} from "../../src/zk/InsertVerifier.sol";
 import {TransferVerifier} from "../../src/zk/TransferVerifier.sol";
 import {ShieldedPool} from "../../src/zk/ShieldedPool.sol";
 import {TransferVectors as V} from "./TransferVectors.sol";
+import {QueueChain} from "./PoolHarness.sol";
 
 /// @dev The vectors' scenario on a real pool (shared by the proof tests and the gas scenarios):
 /// deployment at V.POOL, the four deposits, INSERT1, and each transaction as the pool takes it.
@@ -48,7 +49,7 @@ abstract contract TransferScenario is Test {
     }
 
     function _insert1() internal {
-        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 4);
+        pool.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, QueueChain.leaves(V.insert1Inputs(), 4));
     }
 
     function _tx(
@@ -204,7 +205,7 @@ contract ShieldedPoolProofsTest is TransferScenario {
         assertEq(V.POOL.balance, 2 * V.DEPOSIT - V.WITHDRAW_PUBLIC_OUT - V.PAY_FEE);
         assertEq(pool.nextQueueIndex(), 12);
         // INSERT2 (the eight outputs), then RECEIVED spends two of them.
-        pool.insertBatch(V.insert2Proof(), V.INSERT2_ROOT, 8);
+        pool.insertBatch(V.insert2Proof(), V.INSERT2_ROOT, QueueChain.leaves(V.insert2Inputs(), 8));
         vm.prank(makeAddr("anyone"));
         pool.transact(_received(), bytes32(0));
         assertEq(token.balanceOf(V.RECIPIENT), V.RECEIVED_PUBLIC_OUT);
@@ -283,7 +284,7 @@ contract ShieldedPoolProofsTest is TransferScenario {
         other.deposit(V.TOKEN, V.DEPOSIT, V.INNER2, new bytes(V.NOTE_LEN));
         other.deposit{value: V.DEPOSIT}(address(0), V.DEPOSIT, V.INNER3, new bytes(V.NOTE_LEN));
         vm.stopPrank();
-        other.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, 4);
+        other.insertBatch(V.insert1Proof(), V.INSERT1_ROOT, QueueChain.leaves(V.insert1Inputs(), 4));
         BatchExecutor.Bundle[] memory bs = _paymentOnly(w);
         bs[0].payment = IPayment(second);
         vm.prank(V.RELAYER);

@@ -112,14 +112,24 @@ impl Default for InserterConfig {
     }
 }
 
+/// How many queued commitments the pool's next batch holds when `queued` wait from queue index
+/// `first_uninserted`: up to the next multiple of [`BATCH_SIZE`] of the queue index (where the
+/// pool keeps a checkpoint of its queue's hash chain) or the queue's end, whichever comes first
+/// (`ShieldedPool.insertBatch`; exactly this many leaves are accepted).
+pub fn batch_len(first_uninserted: u64, queued: u64) -> u64 {
+    let to_boundary = BATCH_SIZE as u64 - first_uninserted % BATCH_SIZE as u64;
+    queued.min(to_boundary)
+}
+
 /// What the queue looks like to [`decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueAge {
-    /// Commitments queued and not inserted.
+    /// Queued commitments the next batch holds ([`batch_len`]).
     pub queued: usize,
     /// When the oldest of them was queued (unix ms).
     pub oldest_ms: u64,
-    /// When the 16th of them was queued (a full batch), if 16 are.
+    /// When the batch's last slot was filled (the batch is full: it reaches the next multiple of
+    /// [`BATCH_SIZE`] of the queue index), if it is.
     pub full_ms: Option<u64>,
 }
 
@@ -142,7 +152,7 @@ pub enum Decision {
 pub fn decide(now_ms: u64, age: Option<QueueAge>, max_wait_ms: u64, jitter_ms: u64, not_before_ms: u64) -> Decision {
     let Some(age) = age.filter(|a| a.queued > 0) else { return Decision::Idle };
     let due = match age.full_ms {
-        Some(full) if age.queued >= BATCH_SIZE => full,
+        Some(full) => full,
         _ => age.oldest_ms.saturating_add(max_wait_ms),
     };
     let due = due.saturating_add(jitter_ms).max(not_before_ms);
@@ -282,7 +292,7 @@ pub struct PlannedBatch {
     pub public: InsertPublic,
     /// The siblings.
     pub witness: InsertWitness,
-    /// Commitments it inserts (`insertBatch`'s `expectedCount`).
+    /// Commitments it inserts (the first `count` of `public.leaves`: `insertBatch`'s leaves).
     pub count: usize,
     /// The pool state it was planned against.
     pub state: PoolState,
@@ -355,10 +365,11 @@ impl QueueMirror {
     /// The queue as [`decide`] sees it (`None`: nothing queued).
     pub fn age(&self) -> Option<QueueAge> {
         let oldest_ms = self.queued.front()?.1;
+        let cap = batch_len(self.first_uninserted, u64::MAX) as usize;
         Some(QueueAge {
-            queued: self.queued.len(),
+            queued: self.queued.len().min(cap),
             oldest_ms,
-            full_ms: self.queued.get(BATCH_SIZE - 1).map(|(_, t)| *t),
+            full_ms: self.queued.get(cap - 1).map(|(_, t)| *t),
         })
     }
 
@@ -372,10 +383,10 @@ impl QueueMirror {
         }
     }
 
-    /// The next batch (up to 16 queued commitments), or `None` with nothing queued.
+    /// The next batch ([`batch_len`] queued commitments), or `None` with nothing queued.
     pub fn plan(&self) -> Result<Option<PlannedBatch>, MirrorError> {
         let Some(age) = self.age() else { return Ok(None) };
-        let count = age.queued.min(BATCH_SIZE);
+        let count = age.queued;
         let leaves: Vec<Fr> = self.queued.iter().take(count).map(|(c, _)| *c).collect();
         let (public, witness) = self.tree.clone().insert_batch(&leaves)?;
         Ok(Some(PlannedBatch { public, witness, count, state: self.state(), oldest_ms: age.oldest_ms }))
@@ -799,7 +810,10 @@ mod task {
             // The pool may have moved while we proved: another inserter, or a new commitment
             // (which changes the count the pool would insert).
             let now_state = self.pool_state(BlockId::latest()).await?;
-            let count_now = (now_state.next_queue - now_state.first_uninserted).min(nox_zk::insert::BATCH_SIZE as u64);
+            let count_now = super::batch_len(
+                now_state.first_uninserted,
+                now_state.next_queue.saturating_sub(now_state.first_uninserted),
+            );
             if now_state.root != batch.state.root
                 || now_state.first_uninserted != batch.state.first_uninserted
                 || count_now != batch.count as u64
@@ -817,11 +831,11 @@ mod task {
                 *w = U256::from_be_slice(chunk);
             }
             let new_root = U256::from_be_bytes(nox_zk::field::to_be32(&batch.public.new_root));
-            let call = ShieldedPool::insertBatchCall {
-                proof: words,
-                newRoot: new_root,
-                expectedCount: U256::from(batch.count),
-            };
+            let leaves = batch.public.leaves[..batch.count]
+                .iter()
+                .map(|leaf| U256::from_be_bytes(nox_zk::field::to_be32(leaf)))
+                .collect();
+            let call = ShieldedPool::insertBatchCall { proof: words, newRoot: new_root, leaves };
             let relayer = &self.relayer;
             let provider = relayer.provider();
             let pool: Address = relayer.config().pool;
@@ -953,17 +967,17 @@ mod tests {
 
     #[test]
     fn a_full_batch_goes_at_once_and_takes_sixteen() {
-        let age = QueueAge { queued: 20, oldest_ms: 1_000, full_ms: Some(1_200) };
-        // Long before max_wait: the 16th commitment made the batch full at 1,200.
-        assert_eq!(decide(1_200, Some(age), 600_000, 0, 0), Decision::Insert { count: 16 });
+        let age = QueueAge { queued: BATCH_SIZE, oldest_ms: 1_000, full_ms: Some(1_200) };
+        // Long before max_wait: the batch's last commitment made it full at 1,200.
+        assert_eq!(decide(1_200, Some(age), 600_000, 0, 0), Decision::Insert { count: BATCH_SIZE });
         assert_eq!(decide(1_200, Some(age), 600_000, 100, 0), Decision::WaitUntil(1_300));
     }
 
     #[test]
     fn a_back_off_delays_even_a_due_batch() {
-        let age = QueueAge { queued: 16, oldest_ms: 0, full_ms: Some(0) };
+        let age = QueueAge { queued: BATCH_SIZE, oldest_ms: 0, full_ms: Some(0) };
         assert_eq!(decide(5_000, Some(age), 0, 0, 9_000), Decision::WaitUntil(9_000));
-        assert_eq!(decide(9_000, Some(age), 0, 0, 9_000), Decision::Insert { count: 16 });
+        assert_eq!(decide(9_000, Some(age), 0, 0, 9_000), Decision::Insert { count: BATCH_SIZE });
     }
 
     #[test]
@@ -1004,20 +1018,40 @@ mod tests {
             .unwrap();
         assert_eq!(
             m.state(),
-            PoolState { root: plan.public.new_root, next_leaf: 16, next_queue: 3, first_uninserted: 3 }
+            PoolState { root: plan.public.new_root, next_leaf: BATCH_SIZE as u64, next_queue: 3, first_uninserted: 3 }
         );
         assert_eq!(m.age(), None);
         assert!(m.plan().unwrap().is_none());
-        // A second batch continues at leaf 16 and queue index 3, in order of queueing.
-        for i in 3..23 {
+        // A second batch continues at the next subtree and queue index 3, in order of queueing;
+        // it ends where the pool keeps its next queue checkpoint (queue index BATCH_SIZE), so it
+        // holds BATCH_SIZE − 3 leaves and is full once index BATCH_SIZE − 1 is queued.
+        let b = BATCH_SIZE as u64;
+        for i in 3..2 * b + 1 {
             m.apply(&QueueEvent::Queued { index: i, commitment: leaf(i) }, 1_000 + i).unwrap();
         }
         let age = m.age().unwrap();
-        assert_eq!((age.queued, age.oldest_ms, age.full_ms), (20, 1_003, Some(1_018)));
+        assert_eq!((age.queued as u64, age.oldest_ms, age.full_ms), (b - 3, 1_003, Some(1_000 + b - 1)));
         let plan = m.plan().unwrap().unwrap();
-        assert_eq!((plan.count, plan.public.start_index), (16, 16));
+        assert_eq!((plan.count as u64, plan.public.start_index), (b - 3, b));
         assert_eq!(plan.public.leaves[0], leaf(3));
         assert!(nox_zk::insert::is_satisfied(&plan.public, &plan.witness).unwrap());
+        m.apply(&QueueEvent::Inserted { start_leaf: b, first_queue: 3, count: b - 3, new_root: plan.public.new_root }, 0)
+            .unwrap();
+        // Then whole batches, aligned on the queue index again.
+        let plan = m.plan().unwrap().unwrap();
+        assert_eq!((plan.count as u64, plan.public.leaves[0]), (b, leaf(b)));
+        assert_eq!(m.age().unwrap().full_ms, Some(1_000 + 2 * b - 1));
+    }
+
+    #[test]
+    fn a_batch_ends_at_the_next_queue_checkpoint_or_the_queue_end() {
+        let b = BATCH_SIZE as u64;
+        assert_eq!(batch_len(0, 3), 3);
+        assert_eq!(batch_len(0, b + 5), b);
+        assert_eq!(batch_len(3, b + 5), b - 3);
+        assert_eq!(batch_len(3, 2), 2);
+        assert_eq!(batch_len(b, 2 * b), b);
+        assert_eq!(batch_len(2 * b - 1, 9), 1);
     }
 
     #[test]
@@ -1044,7 +1078,7 @@ mod tests {
         ));
         // Refusals changed nothing: the true batch still applies.
         m.apply(&QueueEvent::Inserted { start_leaf: 0, first_queue: 0, count: 1, new_root: good }, 0).unwrap();
-        assert_eq!(m.state().next_leaf, 16);
+        assert_eq!(m.state().next_leaf, BATCH_SIZE as u64);
     }
 
     fn word(x: u64) -> U256 {

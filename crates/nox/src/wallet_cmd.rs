@@ -1302,7 +1302,10 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     let started = Instant::now();
     let (_seed, at, _, view) = synced(&a.chain).await?;
     let first_queued = view.queued().next().map(|(i, _)| i);
-    let queued: Vec<Fr> = view.queued().map(|(_, c)| c).take(nox_wallet::state::BATCH_SIZE as usize).collect();
+    // The pool's next batch ends at the next multiple of BATCH_SIZE of the queue index or at the
+    // queue's end (nox_relayer::inserter::batch_len).
+    let batch = nox_wallet::state::BATCH_SIZE - first_queued.unwrap_or(0) % nox_wallet::state::BATCH_SIZE;
+    let queued: Vec<Fr> = view.queued().map(|(_, c)| c).take(batch as usize).collect();
     let Some(first_queued) = first_queued else {
         println!("nothing queued");
         return Ok(());
@@ -1319,9 +1322,10 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     let signer = read_key_file(&a.key_file)?;
     let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &sender);
-    // The count the proof covers: a deposit queued meanwhile makes the pool refuse the call
+    // The leaves the proof covers: a deposit queued meanwhile makes the pool refuse the call
     // cheaply (CountMismatch) instead of after verifying the proof.
-    let tx = pool.insertBatch(words, new_root, U256::from(queued.len())).into_transaction_request();
+    let leaves = queued.iter().map(|c| U256::from_be_bytes(field::to_be32(c))).collect();
+    let tx = pool.insertBatch(words, new_root, leaves).into_transaction_request();
     let receipt = match send_tx(&sender, tx, "insertBatch").await {
         Ok(receipt) => receipt,
         Err(e) => {
