@@ -16,7 +16,7 @@ interface ITransferVerifier {
 
 /// @dev Leaves per inserted batch (an aligned subtree): `ShieldedPool.BATCH_SIZE`, the insertion
 /// circuit's `nox_zk::insert::BATCH_SIZE`.
-uint256 constant INSERT_BATCH_SIZE = 16;
+uint256 constant INSERT_BATCH_SIZE = 32;
 
 /// @notice The Groth16 verifier of the batch-insertion circuit (generated: InsertVerifier.sol).
 /// Public inputs: old root, new root, start index, then the batch's leaves.

@@ -35,9 +35,9 @@ contract ShieldedPoolGasScenarioTest is TransferScenario {
     }
 }
 
-/// @dev A full batch: 16 queued notes (PoolVectors.FULL: 16 deposits of 1 wei of ETH with
-/// inner = 1..16) into an empty tree, alone in its transaction — the figure each output's
-/// insertion share is amortised on (1/16 of it per output, 1/8 per transaction).
+/// @dev A full batch: 32 queued notes (PoolVectors.FULL: 32 deposits of 1 wei of ETH with
+/// inner = 1..32) into an empty tree, alone in its transaction — the figure each output's
+/// insertion share is amortised on (1/32 of it per output, 1/16 per transaction).
 contract ShieldedPoolFullBatchGasScenarioTest is TransferScenario {
     ShieldedPool internal fresh;
 
@@ -45,14 +45,14 @@ contract ShieldedPoolFullBatchGasScenarioTest is TransferScenario {
         _deploy();
         // A second deployment (with `new`, so that the gas report lists its functions).
         fresh = new ShieldedPool(pool.transferVerifier(), pool.insertVerifier(), pool.poseidon(), address(executor), 64);
-        for (uint256 i = 1; i <= 16; ++i) {
+        for (uint256 i = 1; i <= 32; ++i) {
             vm.prank(user);
             fresh.deposit{value: 1}(address(0), 1, i, new bytes(V.NOTE_LEN));
         }
     }
 
-    function test_gas_insertBatch16() public {
-        fresh.insertBatch(P.fullProof(), P.FULL_ROOT, QueueChain.leaves(P.fullInputs(), 16));
+    function test_gas_insertBatch32() public {
+        fresh.insertBatch(P.fullProof(), P.FULL_ROOT, QueueChain.leaves(P.fullInputs(), 32));
     }
 }
 
