@@ -257,7 +257,9 @@ pub struct Policy {
     /// withdrawal's ETH transfer and a first credit.
     pub payment_gas: u64,
     /// Gas of one `insertBatch` (the insertion proof's verification and the queue), which the
-    /// relayer's inserter pays to make a payment's two output notes spendable.
+    /// relayer's inserter pays to make a payment's two output notes spendable. Default 548,000:
+    /// a full batch of 32 measures 547,832 (`contracts/gas.sh`, docs/benchmarks/gas.md; the
+    /// leaves in calldata, checked against the queue's hash chain).
     pub insert_batch_gas: u64,
     /// Notes per insertion batch the insertion share is priced at (the pool's batch holds at
     /// most [`nox_zk::insert::BATCH_SIZE`] = 32): each payment is charged `⌈insert_batch_gas × 2 / insert_batch_notes⌉` gas on
@@ -310,7 +312,7 @@ impl Default for Policy {
             wait_ms: 120_000,
             poll_ms: 250,
             payment_gas: 480_000,
-            insert_batch_gas: 452_000,
+            insert_batch_gas: 548_000,
             insert_batch_notes: nox_zk::insert::BATCH_SIZE as u32,
             max_deadline_horizon_s: 3_600,
             refusal_memory_s: 300,

@@ -343,7 +343,7 @@ async fn private_transactions_are_relayed_and_every_refusal_holds() {
         serde_json::from_slice(&relayer.handle(&RelayRequest::Quote.encode()).await.unwrap()).unwrap();
     assert_eq!((quote.relayer, quote.executor, quote.pool), (me, w.deployment.executor, w.pool.pool));
     assert_eq!(quote.insertion_gas, policy.insertion_gas());
-    assert_eq!(quote.insertion_gas, 28_250, "2 × 452,000 / 32");
+    assert_eq!(quote.insertion_gas, 34_250, "2 × 548,000 / 32");
     let limit = nox_relayer::price::gas_limit(quote.payment_gas, 0, quote.gas_extra_bps);
     let quoted = quote.fee_for_action(ETH, 0).expect("ETH is priced");
     assert_eq!(Some(quoted), quote.fee_for(ETH, limit + quote.insertion_gas));
@@ -438,7 +438,7 @@ async fn private_transactions_are_relayed_and_every_refusal_holds() {
     match submit(&relayer, &cheap).await {
         Outcome::Refused { reason: Reason::Unprofitable, required_fee: Some(required), detail } => {
             assert!(required > U256::from(1000u64) && required <= U256::from(fee), "{required}");
-            assert!(detail.contains("insertion share 28250 gas"), "{detail}");
+            assert!(detail.contains("insertion share 34250 gas"), "{detail}");
         }
         other => panic!("expected unprofitable, got {other:?}"),
     }
