@@ -13,7 +13,7 @@
 //! | `max_fee_per_gas` | `2 × (base_fee bound × 1.25 + max(t, 1 gwei))` |
 //! | `margin_bps`, `gas_extra_bps` | [`MAX_MARGIN_BPS`], [`MAX_GAS_EXTRA_BPS`] (50 %) |
 //! | `payment_gas` | [`MAX_PAYMENT_GAS`] = 600,000 (a whole ZK payment is < 500,000 gas, docs/benchmarks/gas.md) |
-//! | `insertion_gas` | [`MAX_INSERTION_GAS`] = 225,000 (the outputs' share of an `insertBatch` of at least 5 notes; a full batch of 32 charges ≈ 28,000) |
+//! | `insertion_gas` | [`MAX_INSERTION_GAS`] = 225,000 (the outputs' share of an `insertBatch` of at least 6 notes; a full batch of 32 charges ≈ 34,000) |
 //! | ETH price per million gas | `⌈10⁶ × max_fee_per_gas × (1 + margin)⌉` of the quote's own (bounded) figures |
 //! | token price per million gas | worth (by the client's own reading of the pair) at most the ETH bound + 10 % |
 //!
@@ -32,10 +32,10 @@ pub const MAX_GAS_EXTRA_BPS: u32 = 5_000;
 /// 500,000 gas (docs/benchmarks/gas.md), so 600,000 leaves 20 % headroom.
 pub const MAX_PAYMENT_GAS: u64 = 600_000;
 /// Largest `insertion_gas` (the two outputs' share of an insertion batch) a quote may claim:
-/// `insertBatch` (batches of up to `nox_zk::insert::BATCH_SIZE` = 32 notes) costs under 500,000 gas
-/// whatever its size (451,697 measured for a full batch), so two notes of a batch of at least five
-/// cost at most ⌈500,000 × 2 / 5⌉ = 200,000; an exit charging more would be paid for inserting
-/// one to four notes per batch (a full batch of 32 charges ≈ 28,000).
+/// `insertBatch` (batches of up to `nox_zk::insert::BATCH_SIZE` = 32 notes) costs under 600,000 gas
+/// whatever its size (547,832 measured for a full batch, 520,268 for 4 notes), so two notes of a
+/// batch of at least six cost at most ⌈600,000 × 2 / 6⌉ = 200,000; an exit charging more would be
+/// paid for inserting one to five notes per batch (a full batch of 32 charges ≈ 34,000).
 pub const MAX_INSERTION_GAS: u64 = 225_000;
 /// The tip the client assumes at least, wei per gas: a chain whose `eth_maxPriorityFeePerGas`
 /// says 0 still lets a relayer bid up to twice this.

@@ -26,8 +26,8 @@ export const MAX_GAS_EXTRA_BPS = 5_000;
 export const MAX_PAYMENT_GAS = 600_000n;
 /**
  * Largest `insertion_gas` (the two outputs' share of an `insertBatch`) a quote
- * may claim: two notes of a batch of at least five (`insertBatch` < 500,000 gas;
- * a full batch of 32 ≈ 28,000).
+ * may claim: two notes of a batch of at least six (`insertBatch` < 600,000 gas;
+ * a full batch of 32 ≈ 34,000).
  */
 export const MAX_INSERTION_GAS = 225_000n;
 /** The tip assumed at least, wei per gas. */
