@@ -43,6 +43,7 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # Network: surb-rtt reply-loss http-overhead latency-vs-delay concurrency
 # scaling testnet in-process fec-curve; anonymity: anonymity cover attacks fec-arq (cover: sender
 # entropy, round trip and upstream bytes vs the client's λ_P with real nox-clients);
+# pool-anonymity: the shielded pool's deposit→withdrawal linking per wallet policy (simulation, seconds);
 # chain: registry (topology refresh from the NodeRegistry on Anvil; needs
 # `npm install --prefix tools`, done on first use).
 # defi: an anonymous paid transaction, a private Uniswap swap and a gas-paid withdrawal through
@@ -52,7 +53,7 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # client asks for quotes (in process; ~1 min, quick ~30 s).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq registry defi relayer-flood soak"
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity registry defi relayer-flood soak"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {

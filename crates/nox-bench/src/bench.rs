@@ -72,6 +72,10 @@ pub enum BenchCommand {
     /// Attack simulations (nox-anonymity adversary models): n−1 with PoW
     /// cost, intersection over epochs, compromised nodes.
     Attacks(crate::bench_attacks::AttackArgs),
+    /// The shielded pool's anonymity from what the chain shows (simulation): deposit→withdrawal
+    /// linking by amount and time, and the input anonymity set, per wallet policy and pool size
+    /// (bench/data/pool-anonymity.json).
+    PoolAnonymity(crate::bench_pool_anonymity::PoolAnonymityArgs),
     /// FEC (one round) vs ARQ (retransmission rounds) for an m-fragment reply.
     FecArq(crate::bench_attacks::FecArqArgs),
     /// The testnet as shipped under load while it is broken on purpose: a node SIGKILLed and
@@ -153,6 +157,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Anonymity(args) => crate::bench_anonymity::run(args),
         BenchCommand::Attacks(args) => crate::bench_attacks::run_attacks(args),
         BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
+        BenchCommand::PoolAnonymity(args) => crate::bench_pool_anonymity::run(args),
         BenchCommand::Registry(args) => crate::bench_registry::run(args),
         BenchCommand::Defi(args) => crate::bench_defi::run(args),
         BenchCommand::RelayerFlood(args) => crate::bench_relayer_flood::run(args),

@@ -14,6 +14,7 @@ pub mod bench_common;
 pub mod bench_cover;
 pub mod bench_defi;
 pub mod bench_gate;
+pub mod bench_pool_anonymity;
 pub mod bench_http;
 pub mod bench_inprocess;
 pub mod bench_json;
