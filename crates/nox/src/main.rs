@@ -95,7 +95,8 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
-            std::process::ExitCode::FAILURE
+            // 3 for a transaction handed over whose outcome is unknown (wallet_cmd::EXIT_UNCONFIRMED).
+            std::process::ExitCode::from(nox::wallet_cmd::exit_status(&error))
         }
     }
 }

@@ -163,6 +163,10 @@ pub struct SendArgs {
     /// Submit even if the action reverts in simulation (the fee is paid either way).
     #[arg(long)]
     pub pay_on_revert: bool,
+    /// Send calldata to a target that has no code (refused without it: such a call does nothing
+    /// and still pays the fee — usually a typo in `--target`).
+    #[arg(long)]
+    pub force: bool,
     /// Seconds the payment stays valid.
     #[arg(long, default_value_t = 600)]
     pub valid_for: u64,
@@ -183,9 +187,9 @@ pub fn run(command: TxCommand) -> CmdResult {
                 println!("{}", serde_json::to_string_pretty(&quote).map_err(|e| e.to_string())?);
                 Ok(())
             }
-            TxCommand::Send(a) => send(&a).await,
-            TxCommand::Swap(a) => swap(&a.out, a.slippage_bps, a.action_gas).await,
-            TxCommand::Withdraw(a) => withdraw(&a).await,
+            TxCommand::Send(a) => Stop::finish(send(&a).await),
+            TxCommand::Swap(a) => Stop::finish(swap(&a.out, a.slippage_bps, a.action_gas).await),
+            TxCommand::Withdraw(a) => Stop::finish(withdraw(&a).await),
         }
     })
 }
@@ -231,6 +235,8 @@ struct Session {
     view: nox_wallet::PoolView,
     chain_id: u64,
     now: u64,
+    /// The journal's key for this command.
+    intent: String,
 }
 
 /// What the fee is for, known before the wallet is touched.
@@ -240,9 +246,12 @@ struct FeeFor<'a> {
     fee: &'a FeeArgs,
     /// What the action is, for the confirmation.
     what: String,
+    /// What a re-run of the same command has in common with this one (the journal's key,
+    /// `wallet_cmd::journal`; the pool is added).
+    intent: String,
 }
 
-async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> CmdResult<Session> {
+async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Result<Session, Stop> {
     let testnet = chain.pool.testnet.clone().ok_or("give --testnet (the mixnet and its pool)")?;
     let relay = connect(&testnet, mix).await?;
     let started = Instant::now();
@@ -259,13 +268,19 @@ async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> CmdR
             pool: at.pool,
             chain: chain_id,
         };
-        return Err(e.to_string());
+        return Err(e.to_string().into());
+    }
+    // A re-run after a lost answer: the earlier transaction is looked for first (landed: report
+    // it; pending: wait), so nothing is paid twice.
+    let intent = format!("{} in {}", fee_for.intent, at.pool);
+    if let Some((tx_hash, block)) = wallet_cmd::journal_recall(&chain.wallet, &provider, at.pool, &intent).await? {
+        return Err(Stop::Already { tx_hash, block });
     }
     // Nothing is proved, spent or written (the wallet is synced only after this) unless the quote
     // and the fee pass the client's own bounds and the user's ceiling.
     let fee = checked_fee(&quote, &provider, &testnet, fee_for).await?;
     let (seed, view) = wallet_cmd::synced_at(chain, &at, &provider).await?;
-    Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now })
+    Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now, intent })
 }
 
 /// How many blocks before this client's latest block an exit's quote may have been read at. The
@@ -471,11 +486,34 @@ async fn pay_and_submit(
     let mut paid = payment.bundle(&prepared, &proof);
     paid.submission.pay_on_revert = o.pay_on_revert;
     paid.submission.simulate_only = o.fee.simulate_only;
+    // Journaled before it leaves: if the answer is lost, a re-run finds this transaction (its
+    // nullifiers) instead of paying a relayer again.
+    let mut entry = wallet_cmd::journal::Entry {
+        intent: s.intent.clone(),
+        tx_hash: None,
+        nullifiers: Some(paid.nullifiers),
+        deadline: Some(payment.deadline),
+        relayer: Some(s.quote.relayer),
+        from_block: s.view.last_block,
+    };
+    if !o.fee.simulate_only {
+        wallet_cmd::journal_record(w, entry.clone())?;
+    }
     let t = Ticker::start("sent through the mixnet; waiting for the relayer's answer");
     let sending = Instant::now();
     let answer = s.relay.submit(paid.submission).await;
     t.finish();
-    let outcome = answer.map_err(|e| e.to_string())?;
+    let outcome = match answer {
+        Ok(outcome) => outcome,
+        Err(e) => return Err(Stop::Failed(wallet_cmd::journal::lost(&entry, &e.to_string()))),
+    };
+    match &outcome {
+        Outcome::Pending { tx_hash, .. } => {
+            entry.tx_hash = Some(*tx_hash);
+            wallet_cmd::journal_record(w, entry.clone())?;
+        }
+        _ => wallet_cmd::journal_resolve(w, &entry.intent)?,
+    }
     let waited = sending.elapsed();
     println!("{}", serde_json::to_string(&outcome).map_err(|e| e.to_string())?);
     let relayer_side = match &outcome {
@@ -505,7 +543,10 @@ async fn pay_and_submit(
             })
         }
         Outcome::Simulated { .. } => Err(Stop::Failed("simulated only (--simulate-only): nothing was sent".into())),
-        Outcome::Pending { tx_hash, detail } => Err(Stop::Failed(format!("not yet mined: {tx_hash} ({detail})"))),
+        Outcome::Pending { detail, .. } => Err(Stop::Failed(wallet_cmd::journal::lost(
+            &entry,
+            &format!("the relayer's answer: not yet mined, {detail}"),
+        ))),
         Outcome::Refused { reason, detail, required_fee } => Err(Stop::Failed(format!(
             "refused ({reason:?}): {detail}{}",
             required_fee.map(|f| format!("; a fee of at least {f} would be accepted now")).unwrap_or_default()
@@ -522,7 +563,7 @@ fn wallet_rng() -> rand_chacha_03::ChaCha20Rng {
 /// payment-only bundle (no action) whose one proof makes the plan's notes and pays the fee.
 pub(crate) async fn paid(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
     let asset = plan.asset;
-    let fee_for = FeeFor { asset, action_gas: 0, fee: &p.submit.fee, what: plan.what.clone() };
+    let fee_for = FeeFor { asset, action_gas: 0, fee: &p.submit.fee, what: plan.what.clone(), intent: plan.intent() };
     let s = session(&p.chain, &p.submit.mix, &fee_for).await?;
     let unit = wallet_cmd::unit_of(&s.provider, asset).await;
     let o = PayOptions {
@@ -543,11 +584,29 @@ pub(crate) async fn paid(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit),
     Ok((landed, unit))
 }
 
-async fn send(a: &SendArgs) -> CmdResult {
+async fn send(a: &SendArgs) -> Result<(), Stop> {
     let started = Instant::now();
     let asset = a.asset.unwrap_or(Address::ZERO);
-    let fee_for = FeeFor { asset, action_gas: a.action_gas, fee: &a.fee, what: format!("a call to {}", a.target) };
+    let fee_for = FeeFor {
+        asset,
+        action_gas: a.action_gas,
+        fee: &a.fee,
+        what: format!("a call to {} ({} bytes of calldata)", a.target, a.data.len()),
+        intent: format!("a call to {} with data {} and gas {}, paid in {asset}", a.target, a.data, a.action_gas),
+    };
     let s = session(&a.chain, &a.mix, &fee_for).await?;
+    // A call with calldata to an address without code does nothing and still pays the fee (a
+    // typo'd target): refused before anything is proved, unless --force.
+    if !a.data.is_empty() && !a.force {
+        use alloy::providers::Provider;
+        let code = s.provider.get_code_at(a.target).await.map_err(|e| format!("reading {}'s code: {e}", a.target))?;
+        if code.is_empty() {
+            return Err(Stop::Failed(format!(
+                "--target {} has no code: a call with calldata to it would do nothing and still pay the fee (a typo?);                  nothing was proved, spent or sent (--force sends it anyway)",
+                a.target
+            )));
+        }
+    }
     let unit = wallet_cmd::unit_of(&s.provider, asset).await;
     let o = PayOptions {
         asset,
@@ -558,20 +617,13 @@ async fn send(a: &SendArgs) -> CmdResult {
         earlier_proofs: Duration::ZERO,
     };
     let action = Action { target: a.target, data: a.data.clone(), gas: a.action_gas };
-    let landed = pay_and_submit(&s, &a.chain.wallet, &o, action, Makes::default()).await.map_err(stop_message)?;
+    let landed = pay_and_submit(&s, &a.chain.wallet, &o, action, Makes::default()).await?;
     wallet_cmd::report(&landed, &unit, started);
     Ok(())
 }
 
-fn stop_message(s: Stop) -> String {
-    match s {
-        Stop::NeedsJoin(why) => format!("your notes must be joined first (`nox wallet join`): {why}"),
-        Stop::Failed(e) => e,
-    }
-}
-
 /// `nox tx withdraw`: one paid transaction, `publicOut` to the address (no adaptor, no action).
-async fn withdraw(a: &AdaptorArgs) -> CmdResult {
+async fn withdraw(a: &AdaptorArgs) -> Result<(), Stop> {
     let started = Instant::now();
     let private = PrivateArgs {
         chain: a.chain.clone(),
@@ -593,7 +645,7 @@ async fn withdraw(a: &AdaptorArgs) -> CmdResult {
         recipient: a.to,
         what: format!("a withdrawal of {} to {}", unit.show(a.amount), a.to),
     };
-    let (landed, unit) = paid(&private, &plan).await.map_err(stop_message)?;
+    let (landed, unit) = paid(&private, &plan).await?;
     wallet_cmd::report(&landed, &unit, started);
     Ok(())
 }
@@ -601,7 +653,7 @@ async fn withdraw(a: &AdaptorArgs) -> CmdResult {
 /// A private swap through the testnet's adaptor: a withdrawal transaction to the adaptor bound
 /// to the swap's parameters (`swapHash`) inside the action, and a second transaction paying the
 /// relayer from other notes for the bundle whose action is the adaptor's `swapExactIn`.
-async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> CmdResult {
+async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> Result<(), Stop> {
     let started = Instant::now();
     let (chain, amount, to, valid_for) = (&a.chain, a.amount, a.to, a.valid_for);
     use nox_chain::defi::UniswapV2Router02;
@@ -610,7 +662,8 @@ async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> CmdResult 
         .and_then(|c| c.defi)
         .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
     let what = format!("a swap of {amount} wei to {to}");
-    let fee_for = FeeFor { asset: Address::ZERO, action_gas, fee: &a.fee, what };
+    let intent = format!("a swap of {amount} wei for {} to {to}", defi.token);
+    let fee_for = FeeFor { asset: Address::ZERO, action_gas, fee: &a.fee, what, intent };
     let s = session(chain, &a.mix, &fee_for).await?;
     let router = UniswapV2Router02::new(defi.router, &s.provider);
     let amounts = router
@@ -636,7 +689,7 @@ async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> CmdResult 
         deadline: s.now + valid_for,
     };
     let prepared: PreparedTransaction =
-        s.view.prepare_transaction(&s.seed, &withdrawal.request(), &mut wallet_rng()).map_err(|e| e.to_string())?;
+        s.view.prepare_transaction(&s.seed, &withdrawal.request(), &mut wallet_rng()).map_err(Stop::wallet)?;
     let proving = Instant::now();
     let proof = wallet_cmd::prove_transaction(&chain.wallet, &prepared)?;
     let avoid: Vec<ark_bn254::Fr> = prepared.inputs.iter().map(|i| i.nullifier).collect();
@@ -650,7 +703,7 @@ async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> CmdResult 
     };
     let action = withdrawal.action(&prepared, &proof, action_gas);
     let unit = Unit::eth();
-    let landed = pay_and_submit(&s, &chain.wallet, &o, action, Makes::default()).await.map_err(stop_message)?;
+    let landed = pay_and_submit(&s, &chain.wallet, &o, action, Makes::default()).await?;
     println!("the withdrawal inside the action:");
     wallet_cmd::report(
         &Landed {

@@ -44,6 +44,23 @@ use zeroize::Zeroizing;
 
 use crate::tx_cmd::{FeeArgs, MixArgs};
 
+pub mod journal;
+
+/// The exit status of a command that handed a transaction over (broadcast it, or sent it to a
+/// relayer) and then lost the answer: the transaction may still land. A re-run of the same
+/// command checks the chain for it instead of sending again (`journal`).
+pub const EXIT_UNCONFIRMED: u8 = 3;
+
+/// How the error message of such a command starts ([`exit_status`] maps it to
+/// [`EXIT_UNCONFIRMED`]).
+pub const UNCONFIRMED: &str = "UNCONFIRMED: ";
+
+/// The process exit status for a `nox wallet`/`nox tx` error message: [`EXIT_UNCONFIRMED`] for
+/// a transaction whose outcome is unknown, 1 otherwise.
+pub fn exit_status(error: &str) -> u8 {
+    if error.starts_with(UNCONFIRMED) { EXIT_UNCONFIRMED } else { 1 }
+}
+
 /// `nox wallet …`
 #[derive(Subcommand)]
 pub enum WalletCommand {
@@ -92,6 +109,11 @@ pub struct WalletArgs {
     /// File holding the passphrase (first line). Without it, `NOX_WALLET_PASSPHRASE`.
     #[arg(long)]
     pub passphrase_file: Option<PathBuf>,
+    /// The transfer proving key to prove with: the `proving.key` of a ceremony (`nox zk setup
+    /// finalize --circuit transfer`), checked before use. Without it, the testnet key (public
+    /// randomness), derived once and cached in the wallet directory.
+    #[arg(long, value_name = "FILE")]
+    pub proving_key: Option<PathBuf>,
 }
 
 /// `nox wallet restore`
@@ -234,6 +256,11 @@ pub struct DepositArgs {
     /// File with the hex private key of the paying Ethereum account.
     #[arg(long)]
     pub key_file: PathBuf,
+    /// Seconds to wait for the deposit's receipt. Without one by then (or if the endpoint goes
+    /// away) the command prints the transaction hash and exits with status 3; run it again and
+    /// it reports the deposit (or waits for it) instead of depositing twice.
+    #[arg(long, default_value_t = 120)]
+    pub receipt_timeout_secs: u64,
 }
 
 /// `nox wallet pay`
@@ -561,6 +588,134 @@ fn read_key_file(path: &Path) -> CmdResult<nox_chain::PrivateKeySigner> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The journal of transactions handed over (journal.rs has the rule)
+
+fn journal_path(w: &WalletArgs) -> PathBuf {
+    w.wallet.join(journal::FILE)
+}
+
+fn load_journal(w: &WalletArgs) -> CmdResult<journal::Journal> {
+    let path = journal_path(w);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(journal::Journal::default()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+fn save_journal(w: &WalletArgs, j: &journal::Journal) -> CmdResult {
+    let bytes = serde_json::to_vec_pretty(j).map_err(|e| e.to_string())?;
+    write_private(&journal_path(w), &bytes)
+}
+
+/// Records that `entry` is being handed over (before it leaves, or right after a broadcast).
+pub(crate) fn journal_record(w: &WalletArgs, entry: journal::Entry) -> CmdResult {
+    let mut j = load_journal(w)?;
+    j.record(entry);
+    save_journal(w, &j)
+}
+
+/// Forgets `intent`'s entry: its outcome is known.
+pub(crate) fn journal_resolve(w: &WalletArgs, intent: &str) -> CmdResult {
+    let mut j = load_journal(w)?;
+    if j.find(intent).is_none() {
+        return Ok(());
+    }
+    j.resolve(intent);
+    save_journal(w, &j)
+}
+
+/// What the chain says about `entry` (read through `provider`: the mixnet unless
+/// `--direct-rpc`): its receipt by hash, else (a private transaction) whether its nullifiers
+/// are spent and by which `Transacted` event.
+async fn journal_seen(provider: &DynProvider, pool: Address, entry: &journal::Entry) -> CmdResult<journal::Seen> {
+    use journal::Seen;
+    let read = |e: alloy::transports::TransportError| format!("checking the earlier transaction: {e}");
+    if let Some(h) = entry.tx_hash
+        && let Some(r) = provider.get_transaction_receipt(h).await.map_err(read)?
+    {
+        let spent = match entry.nullifiers {
+            // A relayer's bundle can succeed while the payment in it did not happen only if the
+            // pool refused it; the nullifiers say.
+            Some([n, _]) => ShieldedPool::new(pool, provider).isSpent(n).call().await.map_err(|e| e.to_string())?,
+            None => true,
+        };
+        return Ok(Seen::Mined { tx_hash: h, block: r.block_number.unwrap_or_default(), success: r.status() && spent });
+    }
+    if let Some([n0, n1]) = entry.nullifiers
+        && ShieldedPool::new(pool, provider).isSpent(n0).call().await.map_err(|e| e.to_string())?
+    {
+        // Find the transaction that spent it: the pool's Transacted event naming the nullifier.
+        use alloy::{rpc::types::Filter, sol_types::SolEvent};
+        let head = provider.get_block_number().await.map_err(read)?;
+        let mut from = entry.from_block;
+        while from <= head {
+            let to = (from + nox_chain::pool_sync::LOG_PAGE - 1).min(head);
+            let filter = Filter::new()
+                .address(pool)
+                .event_signature(ShieldedPool::Transacted::SIGNATURE_HASH)
+                .from_block(from)
+                .to_block(to);
+            for log in provider.get_logs(&filter).await.map_err(read)? {
+                if let Ok(t) = log.log_decode::<ShieldedPool::Transacted>()
+                    && (t.inner.data.nullifiers.contains(&n0) || t.inner.data.nullifiers.contains(&n1))
+                {
+                    return Ok(Seen::Mined {
+                        tx_hash: log.transaction_hash.unwrap_or_default(),
+                        block: log.block_number.unwrap_or_default(),
+                        success: true,
+                    });
+                }
+            }
+            from = to + 1;
+        }
+        return Err(format!(
+            "the earlier transaction's nullifier is spent but no Transacted event since block {} names it",
+            entry.from_block
+        ));
+    }
+    if let Some(h) = entry.tx_hash
+        && provider.get_transaction_by_hash(h).await.map_err(read)?.is_some()
+    {
+        return Ok(Seen::Pending);
+    }
+    let (_, now) = chain_context(provider).await?;
+    Ok(Seen::Unknown { now })
+}
+
+/// Before a command hands a transaction over: if an earlier run of the same command (`intent`)
+/// lost its answer, asks the chain about that transaction. `Some((hash, block))`: it landed, and
+/// the caller reports it and sends nothing; `None`: nothing outstanding (or it can no longer
+/// land), send. Still pending: an [`UNCONFIRMED`] error, nothing sent.
+pub(crate) async fn journal_recall(
+    w: &WalletArgs,
+    provider: &DynProvider,
+    pool: Address,
+    intent: &str,
+) -> CmdResult<Option<(B256, u64)>> {
+    let j = load_journal(w)?;
+    let Some(entry) = j.find(intent).cloned() else { return Ok(None) };
+    let seen = journal_seen(provider, pool, &entry).await?;
+    match journal::decide(&entry, &seen) {
+        journal::Decision::AlreadyDone { tx_hash, block } => {
+            journal_resolve(w, intent)?;
+            Ok(Some((tx_hash, block)))
+        }
+        journal::Decision::Wait(why) => Err(format!("{UNCONFIRMED}{why}; nothing was sent again")),
+        journal::Decision::SendAgain(why) => {
+            eprintln!("{why}");
+            journal_resolve(w, intent)?;
+            Ok(None)
+        }
+    }
+}
+
+/// The report of a re-run that found its transaction already landed.
+pub(crate) fn already(tx_hash: B256, block: u64) {
+    println!("already submitted as {tx_hash}; mined in block {block}; nothing was sent again");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Chain
 
 /// Where the pool is.
@@ -764,6 +919,34 @@ async fn send_tx(
     Ok(receipt)
 }
 
+/// As [`send_tx`], for a transaction that must not be sent twice: once broadcast, its hash is
+/// written to the journal under `entry.intent`; a receipt clears the entry, and a receipt lost
+/// (no answer within `timeout`, the endpoint gone) is an [`UNCONFIRMED`] error naming the hash
+/// (the entry stays for a re-run to find).
+async fn send_tx_journaled(
+    provider: &DynProvider,
+    tx: TransactionRequest,
+    what: &str,
+    w: &WalletArgs,
+    mut entry: journal::Entry,
+    timeout: Duration,
+) -> CmdResult<alloy::rpc::types::TransactionReceipt> {
+    let pending = provider.send_transaction(tx).await.map_err(|e| format!("{what}: {e}"))?;
+    let hash = *pending.tx_hash();
+    entry.tx_hash = Some(hash);
+    eprintln!("{what}: broadcast as {hash}; waiting for its receipt");
+    journal_record(w, entry.clone())?;
+    let receipt = match pending.with_timeout(Some(timeout)).get_receipt().await {
+        Ok(r) => r,
+        Err(e) => return Err(journal::lost(&entry, &format!("{what}: {e}"))),
+    };
+    journal_resolve(w, &entry.intent)?;
+    if !receipt.status() {
+        return Err(format!("{what}: transaction {} reverted", receipt.transaction_hash));
+    }
+    Ok(receipt)
+}
+
 async fn deposit(a: &DepositArgs) -> CmdResult {
     let started = Instant::now();
     let seed = open_seed(&a.chain.wallet)?;
@@ -782,6 +965,12 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
     let memo = nox_wallet::memo::seal(&to, &asset_fr, amount, &note.blinding, &mut rng);
     let inner = U256::from_be_bytes(field::to_be32(&note.inner().map_err(|e| e.to_string())?));
     let signer = read_key_file(&a.key_file)?;
+    // A re-run after a lost receipt finds the earlier deposit instead of depositing again.
+    let intent = format!("deposit {} of {asset} to {to} from {} into {}", unit.show(amount), signer.address(), at.pool);
+    if let Some((tx_hash, block)) = journal_recall(&a.chain.wallet, &reader, at.pool, &intent).await? {
+        already(tx_hash, block);
+        return Ok(());
+    }
     let provider = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &provider);
     let value = U256::from(amount);
@@ -793,7 +982,16 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
     }
     let call = pool.deposit(asset, value, inner, Bytes::from(memo));
     let tx = if asset == Address::ZERO { call.value(value) } else { call }.into_transaction_request();
-    let receipt = send_tx(&provider, tx, "deposit").await?;
+    let entry = journal::Entry {
+        intent,
+        tx_hash: None,
+        nullifiers: None,
+        deadline: None,
+        relayer: None,
+        from_block: reader.get_block_number().await.map_err(|e| e.to_string())?,
+    };
+    let timeout = Duration::from_secs(a.receipt_timeout_secs);
+    let receipt = send_tx_journaled(&provider, tx, "deposit", &a.chain.wallet, entry, timeout).await?;
     gas += receipt.gas_used;
     let queue_index = receipt
         .inner
@@ -858,17 +1056,40 @@ type ProvingKey = nox_zk::groth16::ProvingKey<ark_bn254::Bn254>;
 type VerifyingKey = nox_zk::groth16::VerifyingKey<ark_bn254::Bn254>;
 type KeySetup = fn() -> Result<(ProvingKey, VerifyingKey), nox_zk::ZkError>;
 
-/// A circuit's proving key, cached in the wallet directory after the first use.
+/// A circuit's proving key, cached in the wallet directory after the first use, with the
+/// keccak-256 of its bytes beside it (`<file>.keccak`). A cached file is used only if its length
+/// and hash match (and `shape` accepts it); a corrupt, truncated or foreign cache is reported and
+/// derived again, never used.
 ///
 /// TESTNET: these are the `testnet_setup()` keys of `nox_zk`, whose randomness is public; a
-/// deployment with value uses keys from `nox zk setup` and verifiers generated from them.
-fn cached_key(w: &WalletArgs, file: &str, what: &str, setup: KeySetup) -> CmdResult<ProvingKey> {
+/// deployment with value uses keys from `nox zk setup` (`--proving-key`) and verifiers generated
+/// from them.
+fn cached_key(
+    w: &WalletArgs,
+    file: &str,
+    what: &str,
+    setup: KeySetup,
+    shape: fn(&ProvingKey) -> Result<(), nox_zk::ZkError>,
+) -> CmdResult<ProvingKey> {
     use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
     let path = w.wallet.join(file);
-    if let Ok(bytes) = std::fs::read(&path)
-        && let Ok(pk) = nox_zk::groth16::ProvingKey::deserialize_compressed_unchecked(&bytes[..])
-    {
-        return Ok(pk);
+    let digest_path = w.wallet.join(format!("{file}.keccak"));
+    if let Ok(bytes) = std::fs::read(&path) {
+        let recorded = std::fs::read_to_string(&digest_path).unwrap_or_default();
+        let expected = format!("{} {}", bytes.len(), alloy::primitives::keccak256(&bytes));
+        let checked = if recorded.trim() != expected {
+            Err("its length or hash does not match the one recorded when it was written".to_owned())
+        } else {
+            nox_zk::groth16::ProvingKey::deserialize_compressed_unchecked(&bytes[..])
+                .map_err(|e| e.to_string())
+                .and_then(|pk| shape(&pk).map(|()| pk).map_err(|e| e.to_string()))
+        };
+        match checked {
+            Ok(pk) => return Ok(pk),
+            Err(why) => {
+                eprintln!("the cached {what} proving key {} is not used ({why}): deriving it again", path.display())
+            }
+        }
     }
     let t = Ticker::start(&format!("deriving the testnet {what} proving key (first use; cached afterwards)"));
     let (pk, _) = setup().map_err(|e| e.to_string())?;
@@ -876,15 +1097,43 @@ fn cached_key(w: &WalletArgs, file: &str, what: &str, setup: KeySetup) -> CmdRes
     let mut bytes = Vec::new();
     pk.serialize_compressed(&mut bytes).map_err(|e| e.to_string())?;
     write_private(&path, &bytes)?;
+    write_private(&digest_path, format!("{} {}\n", bytes.len(), alloy::primitives::keccak256(&bytes)).as_bytes())?;
     Ok(pk)
 }
 
 fn transfer_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
-    cached_key(w, "testnet-transfer.pk", "transfer", nox_zk::transfer::testnet_setup)
+    if let Some(file) = &w.proving_key {
+        return ceremony_transfer_key(file);
+    }
+    cached_key(w, "testnet-transfer.pk", "transfer", nox_zk::transfer::testnet_setup, nox_zk::transfer::check_shape)
+}
+
+/// A transfer proving key from a ceremony (`nox zk setup finalize --circuit transfer` writes
+/// it), checked before use: arkworks' encoding with nothing after it and the transfer circuit's
+/// shape (a truncated or corrupt file, or another circuit's key, is refused by name). Each proof
+/// is then verified against the key's own verifying key before it leaves.
+pub(crate) fn ceremony_transfer_key(file: &Path) -> CmdResult<ProvingKey> {
+    let bytes = std::fs::read(file).map_err(|e| format!("--proving-key {}: {e}", file.display()))?;
+    let pk = nox_zk::transfer::proving_key_from_bytes(&bytes).map_err(|e| {
+        format!(
+            "--proving-key {}: {e} ({} bytes, keccak {}); give the proving.key that `nox zk setup finalize --circuit \
+             transfer` wrote for the pool's verifier",
+            file.display(),
+            bytes.len(),
+            alloy::primitives::keccak256(&bytes)
+        )
+    })?;
+    eprintln!(
+        "proving with the key {} ({} bytes, keccak {})",
+        file.display(),
+        bytes.len(),
+        alloy::primitives::keccak256(&bytes)
+    );
+    Ok(pk)
 }
 
 fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
-    cached_key(w, "testnet-insert.pk", "insertion", nox_zk::insert::testnet_setup)
+    cached_key(w, "testnet-insert.pk", "insertion", nox_zk::insert::testnet_setup, |_| Ok(()))
 }
 
 /// Proves a prepared transaction (checked locally before it is sent anywhere).
@@ -926,12 +1175,35 @@ pub(crate) struct Plan {
     pub(crate) what: String,
 }
 
+impl Plan {
+    /// What a re-run of the same command has in common with this one (the journal's key).
+    pub(crate) fn intent(&self) -> String {
+        let outputs: Vec<String> = self.outputs.iter().map(|(to, v)| format!("{v} to {to}")).collect();
+        format!(
+            "private transaction: asset {}, outputs [{}], join {}, {} out to {}",
+            self.asset,
+            outputs.join(", "),
+            self.join,
+            self.public_out,
+            self.recipient
+        )
+    }
+}
+
 /// Why a private transaction did not land.
 pub(crate) enum Stop {
     /// The balance covers it but no two notes do: join first.
     NeedsJoin(String),
     /// Anything else (nothing was sent, or the message says what was).
     Failed(String),
+    /// An earlier run of the same command lost its answer, and its transaction has landed
+    /// since (the journal): nothing was sent again.
+    Already {
+        /// The earlier transaction.
+        tx_hash: B256,
+        /// Its block.
+        block: u64,
+    },
 }
 
 impl From<String> for Stop {
@@ -955,9 +1227,25 @@ impl Stop {
         }
     }
 
-    fn message(self) -> String {
+    pub(crate) fn message(self) -> String {
         match self {
             Stop::NeedsJoin(m) | Stop::Failed(m) => m,
+            Stop::Already { tx_hash, block } => {
+                format!("already submitted as {tx_hash}; mined in block {block}; nothing was sent again")
+            }
+        }
+    }
+
+    /// The command's result: `Already` is a success (reported), the rest an error.
+    pub(crate) fn finish(r: Result<(), Stop>) -> CmdResult {
+        match r {
+            Ok(()) => Ok(()),
+            Err(Stop::Already { tx_hash, block }) => {
+                already(tx_hash, block);
+                Ok(())
+            }
+            Err(Stop::NeedsJoin(why)) => Err(format!("your notes must be joined first (`nox wallet join`): {why}")),
+            Err(Stop::Failed(e)) => Err(e),
         }
     }
 }
@@ -1010,6 +1298,10 @@ pub(crate) async fn private(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Uni
 async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
     let key_file = p.submit.key_file.as_ref().ok_or("--direct needs --key-file")?;
     let (seed, at, provider, view) = synced(&p.chain).await?;
+    let intent = format!("{} in {}", plan.intent(), at.pool);
+    if let Some((tx_hash, block)) = journal_recall(&p.chain.wallet, &provider, at.pool, &intent).await? {
+        return Err(Stop::Already { tx_hash, block });
+    }
     let unit = unit_of(&provider, plan.asset).await;
     let (chain_id, now) = chain_context(&provider).await?;
     let req = nox_wallet::TxRequest {
@@ -1043,7 +1335,16 @@ async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
     let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &sender);
     let tx = pool.transact(t, B256::ZERO).into_transaction_request();
-    let receipt = send_tx(&sender, tx, "transact").await?;
+    let entry = journal::Entry {
+        intent,
+        tx_hash: None,
+        nullifiers: Some(prepared.public.nullifiers.map(|n| U256::from_be_bytes(field::to_be32(&n)))),
+        deadline: Some(now + p.submit.valid_for),
+        relayer: None,
+        from_block: provider.get_block_number().await.map_err(|e| e.to_string())?,
+    };
+    let timeout = Duration::from_secs(p.submit.mix.timeout_secs);
+    let receipt = send_tx_journaled(&sender, tx, "transact", &p.chain.wallet, entry, timeout).await?;
     let landed = Landed {
         tx_hash: receipt.transaction_hash,
         block: receipt.block_number.unwrap_or_default(),
@@ -1059,8 +1360,11 @@ async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
 async fn make(p: &PrivateArgs, plan: &Plan) -> Result<(), Stop> {
     let started = Instant::now();
     eprintln!("{}", plan.what);
-    let (landed, unit) = private(p, plan).await?;
-    report(&landed, &unit, started);
+    match private(p, plan).await {
+        Ok((landed, unit)) => report(&landed, &unit, started),
+        Err(Stop::Already { tx_hash, block }) => already(tx_hash, block),
+        Err(e) => return Err(e),
+    }
     Ok(())
 }
 
@@ -1099,7 +1403,7 @@ async fn send_cmd(a: &SendArgs) -> CmdResult {
     };
     match make(&a.private, &plan).await {
         Ok(()) => Ok(()),
-        Err(Stop::Failed(e)) => Err(e),
+        Err(e @ (Stop::Failed(_) | Stop::Already { .. })) => Err(e.message()),
         Err(Stop::NeedsJoin(why)) => {
             eprintln!("your notes must be joined first: {why}");
             if !(a.auto_join || confirm("join two of your notes now (one more transaction, paid the same way)?")?) {
@@ -1176,7 +1480,7 @@ async fn split_cmd(a: &SplitArgs) -> CmdResult {
     };
     make(&a.private, &plan).await.map_err(|e| match e {
         Stop::NeedsJoin(why) => format!("no note holds the split's amounts: {why}"),
-        Stop::Failed(e) => e,
+        e => e.message(),
     })
 }
 
@@ -1191,10 +1495,7 @@ async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
         recipient: a.to,
         what: format!("withdrawing {} to {}", unit.show(amount), a.to),
     };
-    make(&a.private, &plan).await.map_err(|e| match e {
-        Stop::NeedsJoin(why) => format!("your notes must be joined first (`nox wallet join`): {why}"),
-        Stop::Failed(e) => e,
-    })
+    Stop::finish(make(&a.private, &plan).await)
 }
 
 // ---------------------------------------------------------------------------------------------
