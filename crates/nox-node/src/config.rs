@@ -89,6 +89,17 @@ pub struct NodeSection {
     /// clients dial is the `websocket` field of the node's descriptor in the topology.
     #[serde(default)]
     pub websocket_listen: Option<SocketAddr>,
+    /// TLS on the WebSocket listener (`wss://`, docs/spec/link.md §5.3), so pages served over
+    /// `https://` can connect: the certificate chain (PEM, leaf first; it must name the
+    /// address clients dial) and its private key (PEM). Both or neither; read at start (a bad
+    /// or mismatched pair stops the start with the reason) and reloaded when either file
+    /// changes (checked every 10 s): new connections get the new certificate, open links keep
+    /// theirs. Advertise it by publishing the descriptor's endpoint as `wss://`.
+    #[serde(default)]
+    pub websocket_tls_cert: Option<PathBuf>,
+    /// The private key of `websocket_tls_cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[serde(default)]
+    pub websocket_tls_key: Option<PathBuf>,
     /// Prometheus `/metrics` address; absent: no metrics endpoint.
     #[serde(default)]
     pub metrics: Option<SocketAddr>,
@@ -298,6 +309,12 @@ impl NodeConfig {
         if let Some(v) = env("NOX_NODE_WEBSOCKET_LISTEN") {
             self.node.websocket_listen = Some(parse("NOX_NODE_WEBSOCKET_LISTEN", v)?);
         }
+        if let Some(v) = env("NOX_NODE_WEBSOCKET_TLS_CERT") {
+            self.node.websocket_tls_cert = Some(PathBuf::from(v));
+        }
+        if let Some(v) = env("NOX_NODE_WEBSOCKET_TLS_KEY") {
+            self.node.websocket_tls_key = Some(PathBuf::from(v));
+        }
         if let Some(v) = env("NOX_NODE_METRICS") {
             self.node.metrics = Some(parse("NOX_NODE_METRICS", v)?);
         }
@@ -351,6 +368,18 @@ impl NodeConfig {
             self.admission.expected_client_rate = parse("NOX_ADMISSION_EXPECTED_CLIENT_RATE", v)?;
         }
         self.admission.validate().map_err(|e| ConfigError::Invalid { section: "admission", message: e.to_string() })?;
+        if self.node.websocket_tls_cert.is_some() != self.node.websocket_tls_key.is_some() {
+            return Err(ConfigError::Invalid {
+                section: "node",
+                message: "websocket_tls_cert and websocket_tls_key go together".into(),
+            });
+        }
+        if self.node.websocket_tls_cert.is_some() && self.node.websocket_listen.is_none() {
+            return Err(ConfigError::Invalid {
+                section: "node",
+                message: "websocket_tls_cert without websocket_listen".into(),
+            });
+        }
         if self.observe.is_some() && !crate::observe::COMPILED_IN {
             return Err(ConfigError::Invalid { section: "observe", message: crate::observe::NOT_BUILT.into() });
         }
@@ -532,6 +561,32 @@ mod tests {
         assert_ne!(geometry.identifier(), config.node.geometry().unwrap().identifier());
         let none: NodeConfig = toml::from_str(&MINIMAL.replace("[topology]", "layers = 0\n[topology]")).unwrap();
         assert!(none.node.geometry().is_err(), "a network of no layers has no geometry");
+    }
+
+    #[test]
+    fn websocket_tls_files_come_in_pairs_with_a_websocket_listener() {
+        let config = |vars: &[(&str, &str)]| {
+            let mut config: NodeConfig = toml::from_str(MINIMAL).unwrap();
+            let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+            config.apply_env(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())).map(|()| config)
+        };
+        let ok = config(&[
+            ("NOX_NODE_WEBSOCKET_LISTEN", "127.0.0.1:9300"),
+            ("NOX_NODE_WEBSOCKET_TLS_CERT", "/etc/nox/cert.pem"),
+            ("NOX_NODE_WEBSOCKET_TLS_KEY", "/etc/nox/key.pem"),
+        ])
+        .unwrap();
+        assert_eq!(ok.node.websocket_tls_cert.as_deref(), Some(std::path::Path::new("/etc/nox/cert.pem")));
+        assert_eq!(ok.node.websocket_tls_key.as_deref(), Some(std::path::Path::new("/etc/nox/key.pem")));
+        let half = config(&[
+            ("NOX_NODE_WEBSOCKET_LISTEN", "127.0.0.1:9300"),
+            ("NOX_NODE_WEBSOCKET_TLS_CERT", "/etc/nox/cert.pem"),
+        ]);
+        assert!(matches!(half, Err(ConfigError::Invalid { section: "node", .. })), "{half:?}");
+        let nowhere =
+            config(&[("NOX_NODE_WEBSOCKET_TLS_CERT", "/etc/nox/cert.pem"), ("NOX_NODE_WEBSOCKET_TLS_KEY", "/k.pem")]);
+        assert!(matches!(nowhere, Err(ConfigError::Invalid { section: "node", .. })), "{nowhere:?}");
+        assert_eq!(config(&[]).unwrap().node.websocket_tls_cert, None);
     }
 
     #[test]

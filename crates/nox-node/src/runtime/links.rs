@@ -16,6 +16,9 @@ use tokio::sync::{mpsc, watch};
 use super::NodeError;
 use crate::{NodeConfig, SharedTopology};
 
+/// How often the WebSocket TLS certificate and key files are checked for a renewal.
+const TLS_RELOAD_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What [`bind`] sets up.
 pub(super) struct Links {
     pub(super) listener: Arc<Listener>,
@@ -78,11 +81,25 @@ pub(super) async fn bind(
     // proof of work and rate tiers as over TCP (docs/spec/link.md §5).
     match config.node.websocket_listen {
         Some(addr) if accepts_clients => {
-            let bound =
-                listener.bind_websocket(addr, nox_link::transport::WsListenerConfig::default()).await.map_err(|e| {
-                    NodeError::Io(std::io::Error::new(e.kind(), format!("binding the WebSocket address {addr}: {e}")))
-                })?;
-            tracing::info!(%bound, "accepting client links over WebSocket");
+            let ws = nox_link::transport::WsListenerConfig::default();
+            let binding = |e: std::io::Error| {
+                NodeError::Io(std::io::Error::new(e.kind(), format!("binding the WebSocket address {addr}: {e}")))
+            };
+            match (&config.node.websocket_tls_cert, &config.node.websocket_tls_key) {
+                (Some(cert), Some(key)) => {
+                    // Read (and checked) before binding: a bad pair stops the start.
+                    let certificate = nox_link::transport::TlsCertificate::load(cert, key)?;
+                    let tls = certificate.server_config()?;
+                    let bound = listener.bind_websocket_tls(addr, ws, tls).await.map_err(binding)?;
+                    // Renewals on disk are picked up without a restart.
+                    certificate.watch(TLS_RELOAD_PERIOD, stop_links.clone());
+                    tracing::info!(%bound, "accepting client links over WebSocket with TLS (wss://)");
+                }
+                _ => {
+                    let bound = listener.bind_websocket(addr, ws).await.map_err(binding)?;
+                    tracing::info!(%bound, "accepting client links over WebSocket");
+                }
+            }
         }
         Some(_) => tracing::warn!("websocket_listen ignored: this node's layer takes no client links"),
         None => {}

@@ -40,6 +40,10 @@ pub enum NodeError {
     /// The link layer refused its configuration.
     #[error("links: {0}")]
     Link(String),
+    /// The WebSocket listener's TLS certificate or key (`websocket_tls_cert`/`_key`) is
+    /// missing, malformed or mismatched.
+    #[error("WebSocket TLS: {0}")]
+    WebSocketTls(#[from] nox_link::transport::TlsError),
     /// The `[admission]` section is unusable.
     #[error("{0}")]
     Admission(#[from] crate::AdmissionError),
