@@ -8,15 +8,16 @@
 //! The decisions are pure and fed the time ([`decide`], [`QueueMirror`], [`Retry`]); the task
 //! ([`spawn`], feature `service`) only reads the chain, proves and sends.
 //!
-//! **When a batch is due.** When 16 commitments are queued (a full batch, the cheapest per
-//! note), or when the oldest queued commitment has waited [`InserterConfig::max_wait_ms`], plus
+//! **When a batch is due.** When the next batch is full (it holds the queued commitments up to
+//! the next multiple of [`BATCH_SIZE`] = 32 of the queue index, where the pool checkpoints its
+//! queue's hash chain: [`batch_len`]; the cheapest per note), or when the oldest queued commitment has waited [`InserterConfig::max_wait_ms`], plus
 //! a random jitter of up to [`InserterConfig::jitter_ms`] drawn once per batch so that several
 //! relayers running the inserter rarely prove the same batch at the same time. The trade-off:
-//! `insertBatch` costs ≈ 420 k gas whatever the count (the verifier dominates), so a full batch
-//! costs ≈ 27 k gas per note and a batch of two ≈ 210 k per note. A short wait makes notes
+//! `insertBatch` costs ≈ 520–550 k gas whatever the count (the verifier dominates), so a full
+//! batch costs ≈ 17 k gas per note and a batch of two ≈ 260 k per note. A short wait makes notes
 //! spendable soon at a high gas cost per note; a long wait fills batches. The testnet (`nox
 //! testnet up`) waits 2 s; the default ([`DEFAULT_MAX_WAIT_MS`], 10 min) is for a chain with
-//! real gas prices, where the relayers' quotes charge each output 1/16 of a full batch.
+//! real gas prices, where the relayers' quotes charge each output 1/32 of a full batch.
 //!
 //! **Races.** Several relayers may run it; only one wins each batch. Before sending, the
 //! inserter re-reads the pool and simulates its exact call (`eth_estimateGas` from its account):
@@ -142,7 +143,7 @@ pub enum Decision {
     WaitUntil(u64),
     /// Insert the next `count` queued commitments now.
     Insert {
-        /// 1 to 16.
+        /// 1 to [`BATCH_SIZE`].
         count: usize,
     },
 }

@@ -2,7 +2,8 @@
 //! a user deposits and never touches the chain again, and their notes are inserted by the
 //! relayers — every transaction touching the pool after the deposit is a relayer's. Two
 //! relayers run it on one pool: each batch is inserted once, the loser sends nothing. A full
-//! batch (16 queued) goes at once while a 17th waits for `max_wait_ms`.
+//! batch (queued up to the pool's next queue checkpoint, a multiple of `BATCH_SIZE` = 32 of the
+//! queue index) goes at once while one more commitment waits for `max_wait_ms`.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -237,9 +238,12 @@ async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
     drop((ia, ib));
 
     eprintln!("rounds 1 and 2 done at {:?}", t.elapsed());
-    // 3. A long max_wait: a full batch of 16 goes at once, the 17th waits.
+    // 3. A long max_wait: a full batch goes at once, the one after it waits. Three commitments
+    // are inserted already, so the pool's next batch ends at the next multiple of BATCH_SIZE of
+    // the queue index (`inserter::batch_len`).
     let ia = spawned(inserter::spawn(a.clone(), w.inserter_config(600_000, 0)).await);
-    for i in 0..17 {
+    let (first, _) = w.counters().await;
+    for i in 0..=inserter::batch_len(first, u64::MAX) {
         w.deposit(10 + i).await;
     }
     let start = Instant::now();
@@ -255,7 +259,7 @@ async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
     until(|| m.inserts() >= 1).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (first, next) = w.counters().await;
-    assert_eq!(next - first, 1, "the 17th waits for max_wait");
+    assert_eq!(next - first, 1, "the note after a full batch waits for max_wait");
     assert_eq!(m.inserts(), 1);
     // Every insertion went through the relayer's journal: nothing left pending, nonces in order.
     assert!(a.pending().await.is_empty());
