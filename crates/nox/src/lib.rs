@@ -11,6 +11,7 @@ pub mod dashboard_state;
 pub mod demo;
 pub mod exit_glue;
 pub mod exit_streams;
+pub mod operator_cmd;
 pub mod tx_cmd;
 pub mod wallet_cmd;
 pub mod zk_cmd;

@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{client_cmd, dashboard, demo, tx_cmd, wallet_cmd, zk_cmd};
+use nox::{client_cmd, dashboard, demo, operator_cmd, tx_cmd, wallet_cmd, zk_cmd};
 use nox_bench::bench;
 use nox_testnet as testnet;
 
@@ -28,6 +28,14 @@ enum Command {
         /// Path to node.toml.
         #[arg(long)]
         config: std::path::PathBuf,
+        /// Take the `[chain]` section from a chain preset (`anvil`, a chain id with
+        /// `deployments/<id>.json`, or a record file; `nox operator`), keeping the config's
+        /// operator key file.
+        #[arg(long)]
+        chain: Option<String>,
+        /// JSON-RPC URL for `--chain` (default: the preset's).
+        #[arg(long, requires = "chain")]
+        rpc: Option<String>,
     },
     /// Run the directory authority: serve the signed topology over HTTP and re-sign it when
     /// admitted nodes upload new descriptors (docs/spec/directory.md).
@@ -68,6 +76,13 @@ enum Command {
     /// Zero-knowledge tooling: the Groth16 setup ceremony (`nox zk setup`, docs/spec/ceremony.md).
     #[command(subcommand)]
     Zk(zk_cmd::ZkCommand),
+    /// Run a node on a real chain: the operator key in a v3 keystore, node keys and config from
+    /// a chain preset, register, status, rotate, update, unstake, withdraw, claim.
+    #[command(subcommand)]
+    Operator(operator_cmd::OperatorCommand),
+    /// Deploy the contracts through the CREATE2 factory (same addresses on every chain) and
+    /// record them in `deployments/<chain-id>.json`.
+    Deploy(operator_cmd::DeployArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -75,7 +90,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args).map_err(|e| e.to_string()),
         Command::Keygen { dir } => keygen(&dir),
-        Command::Node { config } => node(&config),
+        Command::Node { config, chain, rpc } => node(&config, chain.as_deref(), rpc.as_deref()),
         Command::Directory { config, chain } => directory(&config, chain.as_deref()),
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
@@ -86,6 +101,8 @@ fn main() -> std::process::ExitCode {
             dashboard::run(&args)
         }
         Command::Tx(command) => tx_cmd::run(command),
+        Command::Operator(command) => operator_cmd::run(command),
+        Command::Deploy(args) => operator_cmd::deploy(args),
         Command::Client(args) => {
             init_logging();
             client_cmd::run(args)
@@ -118,9 +135,13 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_ansi(false).try_init();
 }
 
-fn node(path: &std::path::Path) -> Result<(), String> {
+fn node(path: &std::path::Path, chain: Option<&str>, rpc: Option<&str>) -> Result<(), String> {
     init_logging();
-    let config = nox_node::NodeConfig::load(path, |name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
+    let mut config = nox_node::NodeConfig::load(path, |name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
+    if let Some(spec) = chain {
+        config.chain =
+            Some(operator_cmd::chain_from_preset(spec, rpc, config.chain.take()).map_err(|e| e.to_string())?);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

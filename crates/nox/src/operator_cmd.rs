@@ -1,0 +1,434 @@
+//! `nox operator …` and `nox deploy`: a thin clap shell over `nox-operator` (keystore, CREATE2
+//! deployment, chain presets, registry calls). Every command takes `--chain <preset>` (built-in
+//! `anvil`, a chain id with `deployments/<id>.json`, or a record file) and `--rpc URL`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use nox_chain::{Address, PrivateKeySigner, Registration, U256};
+use nox_operator::keystore::{self, PassphraseSource};
+use nox_operator::ops::{self, NodeStatus};
+use nox_operator::{DeployPlan, OperatorError, Preset};
+
+/// The operator's key.
+#[derive(Args, Clone, Debug)]
+pub struct KeyArgs {
+    /// Web3 Secret Storage v3 keystore (JSON) holding the operator's Ethereum key.
+    #[arg(long)]
+    pub keystore: PathBuf,
+    /// A file whose first line is the passphrase (else NOX_OPERATOR_PASSWORD, else a prompt).
+    #[arg(long)]
+    pub password_file: Option<PathBuf>,
+}
+
+/// The chain.
+#[derive(Args, Clone, Debug)]
+pub struct ChainArgs {
+    /// Chain preset: `anvil`, a chain id (`deployments/<id>.json`), or a record file.
+    #[arg(long, default_value = "anvil")]
+    pub chain: String,
+    /// JSON-RPC URL (default: the preset's).
+    #[arg(long)]
+    pub rpc: Option<String>,
+    /// Directory of deployment records.
+    #[arg(long, default_value = "deployments")]
+    pub deployments: PathBuf,
+}
+
+/// `nox deploy`.
+#[derive(Args, Clone, Debug)]
+pub struct DeployArgs {
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// JSON-RPC URL.
+    #[arg(long)]
+    pub rpc: String,
+    /// Where to write `<chain-id>.json`.
+    #[arg(long, default_value = "deployments")]
+    pub deployments: PathBuf,
+    /// CREATE2 salt (32 bytes hex; default keccak256("nox.deploy.v1")).
+    #[arg(long)]
+    pub salt: Option<String>,
+    /// Stake an existing ERC-20 instead of deploying the testnet token.
+    #[arg(long)]
+    pub stake_token: Option<Address>,
+    /// Minimum stake (token base units; default 1000e18).
+    #[arg(long)]
+    pub min_stake: Option<U256>,
+    /// Unstake delay in seconds (default 3600).
+    #[arg(long)]
+    pub unstake_delay: Option<u64>,
+    /// Do not deploy the shielded pool.
+    #[arg(long)]
+    pub no_pool: bool,
+    /// Deploy the TESTNET verifier keys (public randomness) on a chain that is not a local
+    /// development chain: anyone could forge proofs. Throwaway deployments only.
+    #[arg(long)]
+    pub allow_testnet_keys_on_public_chain: bool,
+}
+
+/// `nox operator …`.
+#[derive(Subcommand, Clone, Debug)]
+pub enum OperatorCommand {
+    /// Create a keystore with a fresh random operator key (or import one: --import-key-file).
+    NewKey {
+        #[command(flatten)]
+        key: KeyArgs,
+        /// Import the hex private key in this file instead of generating one.
+        #[arg(long)]
+        import_key_file: Option<PathBuf>,
+    },
+    /// Node keys and node.toml from a chain preset.
+    Init {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The node's directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Link listen address (registered on chain).
+        #[arg(long)]
+        listen: SocketAddr,
+        /// The directory serving descriptors (`http://IP:PORT`).
+        #[arg(long)]
+        directory: String,
+        /// Layers of the network.
+        #[arg(long, default_value_t = 3)]
+        layers: u8,
+    },
+    /// Stake and register the node (shows gas and stake, asks on a terminal).
+    Register {
+        #[command(flatten)]
+        key: KeyArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The node's directory (or key directory).
+        #[arg(long)]
+        node_dir: PathBuf,
+        /// Link address registered (`ip:port`).
+        #[arg(long)]
+        address: String,
+        /// Role bits: 1 relay, 2 exit, 3 both.
+        #[arg(long, default_value_t = 1)]
+        role: u8,
+        /// Stake (token base units; default: the registry's minimum).
+        #[arg(long)]
+        stake: Option<U256>,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// The node's registry record, balances and unclaimed rewards.
+    Status {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The operator's keystore (or give --address).
+        #[arg(long)]
+        keystore: Option<PathBuf>,
+        /// The operator's address.
+        #[arg(long)]
+        address: Option<Address>,
+        /// Passphrase file for --keystore.
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+    },
+    /// Register the node's current identity key (after regenerating it).
+    Rotate {
+        #[command(flatten)]
+        key: KeyArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The node's directory.
+        #[arg(long)]
+        node_dir: PathBuf,
+    },
+    /// Change the link key (from the node's directory), address and role.
+    Update {
+        #[command(flatten)]
+        key: KeyArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The node's directory.
+        #[arg(long)]
+        node_dir: PathBuf,
+        /// New link address.
+        #[arg(long)]
+        address: String,
+        /// New role bits.
+        #[arg(long, default_value_t = 1)]
+        role: u8,
+    },
+    /// Leave the network: out of the active list now, stake withdrawable after the delay.
+    Unstake {
+        #[command(flatten)]
+        key: KeyArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+    },
+    /// Take the stake back after the unstake delay.
+    Withdraw {
+        #[command(flatten)]
+        key: KeyArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+    },
+    /// Claim relayer rewards from the RewardLedger.
+    Claim {
+        #[command(flatten)]
+        key: KeyArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Asset (default: the stake token; 0x000…0 for ETH).
+        #[arg(long)]
+        asset: Option<Address>,
+        /// Recipient (default: the operator).
+        #[arg(long)]
+        to: Option<Address>,
+    },
+}
+
+/// `nox node --chain <preset> [--rpc URL]`: the `[chain]` section from the preset (looked up in
+/// `./deployments` after the built-in names), keeping `current`'s operator key file and
+/// confirmations.
+pub fn chain_from_preset(
+    spec: &str,
+    rpc: Option<&str>,
+    current: Option<nox_chain::ChainConfig>,
+) -> Result<nox_chain::ChainConfig, OperatorError> {
+    let preset = Preset::resolve(spec, Path::new("deployments"))?;
+    let mut chain = preset.chain_config(&preset.rpc(rpc)?);
+    if let Some(current) = current {
+        chain.operator_key_file = current.operator_key_file;
+        chain.confirmations = current.confirmations;
+    }
+    Ok(chain)
+}
+
+fn passphrase(key: &KeyArgs) -> PassphraseSource {
+    PassphraseSource::choose(key.password_file.as_deref(), |n| std::env::var(n).ok())
+}
+
+fn open(key: &KeyArgs) -> Result<PrivateKeySigner, OperatorError> {
+    let pass = passphrase(key).read(false)?;
+    keystore::load(&key.keystore, &pass)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())
+}
+
+fn preset(chain: &ChainArgs) -> Result<(Preset, String), OperatorError> {
+    let preset = Preset::resolve(&chain.chain, &chain.deployments)?;
+    let rpc = preset.rpc(chain.rpc.as_deref())?;
+    Ok((preset, rpc))
+}
+
+fn node_keys(dir: &Path) -> Result<([u8; 32], [u8; 32]), OperatorError> {
+    let identity = nox_operator::init::load_node_identity(dir)?;
+    let public = identity.public();
+    Ok((public.identity_key.to_bytes(), public.link_key.to_bytes()))
+}
+
+fn ask(question: &str) -> Result<(), OperatorError> {
+    if !std::io::stdin().is_terminal() {
+        return Err(OperatorError::State("not a terminal: add --yes to send without asking".into()));
+    }
+    print!("{question} [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).map_err(|e| OperatorError::Passphrase(e.to_string()))?;
+    if matches!(line.trim(), "y" | "Y" | "yes") { Ok(()) } else { Err(OperatorError::Cancelled) }
+}
+
+/// `nox deploy`.
+pub fn deploy(args: DeployArgs) -> Result<(), String> {
+    let signer = open(&args.key).map_err(|e| e.to_string())?;
+    let mut plan = DeployPlan::development();
+    if let Some(salt) = &args.salt {
+        plan.salt = salt.parse().map_err(|e| format!("--salt: {e}"))?;
+    }
+    plan.stake_token = args.stake_token;
+    if let Some(m) = args.min_stake {
+        plan.params.min_stake = m;
+    }
+    if let Some(d) = args.unstake_delay {
+        plan.params.unstake_delay = d;
+    }
+    plan.pool = !args.no_pool;
+    plan.allow_testnet_keys = args.allow_testnet_keys_on_public_chain;
+    let outcome =
+        runtime()?.block_on(nox_operator::deploy::deploy(&args.rpc, &signer, &plan)).map_err(|e| e.to_string())?;
+    if let Some(w) = &outcome.warning {
+        eprintln!("{w}");
+    }
+    let path = outcome.record.store(&args.deployments).map_err(|e| e.to_string())?;
+    if outcome.created.is_empty() {
+        println!("nothing to deploy: every contract is already at its address");
+    }
+    for (name, at) in &outcome.created {
+        println!("deployed {name} at {at}");
+    }
+    println!(
+        "registry {} (chain {}, from block {})",
+        outcome.record.contracts.registry, outcome.record.chain_id, outcome.record.start_block
+    );
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// `nox operator …`.
+pub fn run(command: OperatorCommand) -> Result<(), String> {
+    run_inner(command).map_err(|e| e.to_string())
+}
+
+fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
+    let rt = runtime().map_err(OperatorError::Passphrase)?;
+    match command {
+        OperatorCommand::NewKey { key, import_key_file } => {
+            let pass = passphrase(&key).read(true)?;
+            let signer = match import_key_file {
+                Some(f) => {
+                    let text = zeroize::Zeroizing::new(
+                        std::fs::read_to_string(&f)
+                            .map_err(|e| OperatorError::Io { path: f.clone(), reason: e.to_string() })?,
+                    );
+                    let signer = nox_chain::deploy::signer(&text)?;
+                    keystore::save(&key.keystore, &signer, &pass)?;
+                    signer
+                }
+                None => keystore::create(&key.keystore, &pass)?,
+            };
+            println!("operator {} in {}", signer.address(), key.keystore.display());
+        }
+        OperatorCommand::Init { chain, dir, listen, directory, layers } => {
+            let (preset, rpc) = preset(&chain)?;
+            let options =
+                nox_operator::init::InitOptions { dir, listen, directory_url: directory, layers, rpc_url: rpc };
+            let (identity, config) = nox_operator::init::init(&options, &preset)?;
+            println!("{}", identity.public());
+            println!(
+                "wrote {} (chain {}, registry {})",
+                config.display(),
+                preset.record.chain_id,
+                preset.record.contracts.registry
+            );
+        }
+        OperatorCommand::Register { key, chain, node_dir, address, role, stake, yes } => {
+            let (preset, rpc) = preset(&chain)?;
+            let signer = open(&key)?;
+            let (identity_key, link_key) = node_keys(&node_dir)?;
+            let record = &preset.record;
+            rt.block_on(async {
+                let provider = ops::connect(&rpc, record, &signer).await?;
+                let stake = match stake {
+                    Some(s) => s,
+                    None => nox_chain::bindings::NodeRegistry::new(record.contracts.registry, &provider)
+                        .minStake()
+                        .call()
+                        .await
+                        .map_err(|e| OperatorError::Chain(nox_chain::ChainError::Contract(e.to_string())))?,
+                };
+                let registration = Registration { identity_key, link_key, link_address: address, role, stake };
+                let q = ops::quote_register(&provider, record, signer.address(), &registration).await?;
+                println!("operator      {}", signer.address());
+                println!("registry      {} (chain {})", record.contracts.registry, record.chain_id);
+                println!("stake         {} (minimum {}, balance {})", q.stake, q.min_stake, q.tokens);
+                println!(
+                    "gas           approve {} + register {}{} at {} wei/gas: at most {} wei (balance {} wei)",
+                    q.approve_gas,
+                    q.register_gas,
+                    if q.register_gas_is_bound { " (bound)" } else { "" },
+                    q.gas_price,
+                    q.max_fee(),
+                    q.eth
+                );
+                if !yes {
+                    ask("send?")?;
+                }
+                ops::register(&provider, record, signer.address(), &registration).await?;
+                println!("registered {} at {}", signer.address(), registration.link_address);
+                Ok::<_, OperatorError>(())
+            })?;
+        }
+        OperatorCommand::Status { chain, keystore, address, password_file } => {
+            let (preset, rpc) = preset(&chain)?;
+            let operator = match (address, keystore) {
+                (Some(a), _) => a,
+                (None, Some(k)) => open(&KeyArgs { keystore: k, password_file })?.address(),
+                (None, None) => return Err(OperatorError::State("give --keystore or --address".into())),
+            };
+            let provider = nox_chain::deploy::wallet_provider(&rpc, &PrivateKeySigner::random())?;
+            let s = rt.block_on(ops::status(&provider, &preset.record, operator, &[]))?;
+            println!("operator {}", s.operator);
+            match s.status {
+                NodeStatus::None => println!("status   not registered"),
+                NodeStatus::Active => println!("status   active"),
+                NodeStatus::Unstaking { available_at } => {
+                    println!("status   unstaking (withdrawable from unix time {available_at})")
+                }
+            }
+            if let Some(n) = &s.node {
+                println!("address  {}", n.link_address);
+                println!("role     {}", n.role);
+                println!("stake    {}", n.stake);
+                println!("identity {}", hex::encode(n.identity_key));
+                println!("link     {}", hex::encode(n.link_key));
+            }
+            println!("balance  {} wei, {} stake tokens", s.eth, s.tokens);
+            for (asset, amount) in &s.rewards {
+                println!("reward   {amount} of {asset}");
+            }
+        }
+        OperatorCommand::Rotate { key, chain, node_dir } => {
+            let (preset, rpc) = preset(&chain)?;
+            let signer = open(&key)?;
+            let (identity_key, _) = node_keys(&node_dir)?;
+            rt.block_on(async {
+                let p = ops::connect(&rpc, &preset.record, &signer).await?;
+                ops::rotate(&p, &preset.record, identity_key).await
+            })?;
+            println!("identity key now {}", hex::encode(identity_key));
+        }
+        OperatorCommand::Update { key, chain, node_dir, address, role } => {
+            let (preset, rpc) = preset(&chain)?;
+            let signer = open(&key)?;
+            let (_, link_key) = node_keys(&node_dir)?;
+            rt.block_on(async {
+                let p = ops::connect(&rpc, &preset.record, &signer).await?;
+                ops::update(&p, &preset.record, link_key, &address, role).await
+            })?;
+            println!("updated: {address}, role {role}");
+        }
+        OperatorCommand::Unstake { key, chain } => {
+            let (preset, rpc) = preset(&chain)?;
+            let signer = open(&key)?;
+            let at = rt.block_on(async {
+                let p = ops::connect(&rpc, &preset.record, &signer).await?;
+                ops::unstake(&p, &preset.record, signer.address()).await
+            })?;
+            println!("left the active list; stake withdrawable from unix time {at}");
+        }
+        OperatorCommand::Withdraw { key, chain } => {
+            let (preset, rpc) = preset(&chain)?;
+            let signer = open(&key)?;
+            let amount = rt.block_on(async {
+                let p = ops::connect(&rpc, &preset.record, &signer).await?;
+                ops::withdraw(&p, &preset.record, signer.address()).await
+            })?;
+            println!("withdrew {amount} stake tokens");
+        }
+        OperatorCommand::Claim { key, chain, asset, to } => {
+            let (preset, rpc) = preset(&chain)?;
+            let signer = open(&key)?;
+            let asset = asset.unwrap_or(preset.record.contracts.stake_token);
+            let to = to.unwrap_or(signer.address());
+            let amount = rt.block_on(async {
+                let p = ops::connect(&rpc, &preset.record, &signer).await?;
+                ops::claim(&p, &preset.record, signer.address(), asset, to).await
+            })?;
+            println!("claimed {amount} of {asset} to {to}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! `nox deploy` and `nox operator` on a fresh Anvil (issue 33): deterministic CREATE2 deployment
+//! (the committed `deployments/31337.json` reproduced; a second run sends nothing; another
+//! chain id gives the same addresses), three operators with their own v3 keystores register
+//! from the `anvil` preset, `status` shows them, one unstakes and withdraws after the delay
+//! (Anvil time travel), `claim` moves a credited reward, a wrong passphrase is named.
+//! Run under the e2e lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator`.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+
+use alloy::network::TransactionBuilder;
+use alloy::providers::{Provider, ProviderBuilder};
+use alloy::rpc::types::TransactionRequest;
+use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
+use nox_chain::bindings::{NoxStakeToken, RewardLedger};
+use nox_chain::{Address, RegistryReader, U256};
+use nox_operator::DeploymentRecord;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// Runs `nox args…` in `dir`; returns (success, stdout, stderr).
+fn nox(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nox"));
+    command.current_dir(dir).args(args).env_remove("NOX_OPERATOR_PASSWORD");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().expect("nox runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let (success, out, err) = nox(dir, args, env);
+    assert!(success, "nox {args:?} failed:\n{out}\n{err}");
+    out
+}
+
+fn repo_deployments() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deployments")
+}
+
+#[test]
+fn deploy_register_status_unstake_withdraw_claim() {
+    let anvil = Anvil::spawn(&AnvilOptions::on_port(free_port())).expect("anvil");
+    let other = Anvil::spawn(&AnvilOptions { chain_id: 1337, ..AnvilOptions::on_port(free_port()) }).expect("anvil");
+    let rpc = anvil.url().to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("pass"), "deployer passphrase\n").unwrap();
+    std::fs::write(dir.join("dev.key"), DEV_KEY).unwrap();
+    let pw = ["--password-file", "pass"];
+
+    // The deployer's key, imported into a keystore (the hex file is only this test's input).
+    let out = ok(
+        dir,
+        &["operator", "new-key", "--keystore", "deployer.json", pw[0], pw[1], "--import-key-file", "dev.key"],
+        &[],
+    );
+    assert!(out.contains("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"), "{out}");
+
+    // Deterministic deployment: the committed record, reproduced on a fresh Anvil.
+    let deploy = ["deploy", "--rpc", &rpc, "--keystore", "deployer.json", pw[0], pw[1], "--deployments", "deployments"];
+    let first = ok(dir, &deploy, &[]);
+    assert!(first.contains("deployed registry"), "{first}");
+    let written = std::fs::read_to_string(dir.join("deployments/31337.json")).unwrap();
+    let committed = std::fs::read_to_string(repo_deployments().join("31337.json")).unwrap();
+    assert_eq!(
+        written, committed,
+        "deployments/31337.json is not what `nox deploy` writes on a fresh Anvil (a contract's bytecode changed?): \
+         regenerate it as deployments/README.md says"
+    );
+    let record = DeploymentRecord::from_json(&written).unwrap();
+    assert!(record.contracts.pool.is_some());
+    // A second run is a no-op: nothing sent, the same record.
+    let before = block_number(&rpc);
+    let second = ok(dir, &deploy, &[]);
+    assert!(second.contains("nothing to deploy"), "{second}");
+    assert_eq!(block_number(&rpc), before, "the second deployment sent transactions");
+    assert_eq!(std::fs::read_to_string(dir.join("deployments/31337.json")).unwrap(), written);
+    // Another chain id: the same addresses.
+    let other_rpc = other.url().to_owned();
+    let deploy_other =
+        ["deploy", "--rpc", &other_rpc, "--keystore", "deployer.json", pw[0], pw[1], "--deployments", "deployments"];
+    ok(dir, &deploy_other, &[]);
+    let on_1337 = DeploymentRecord::load(&dir.join("deployments/1337.json")).unwrap();
+    assert_eq!(on_1337.chain_id, 1337);
+    assert_eq!(on_1337.contracts, record.contracts, "CREATE2 addresses differ between chains");
+
+    // Three operators, each with its own keystore and passphrase source.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let deployer = nox_chain::deploy::signer(DEV_KEY).unwrap();
+    let stake = record.params.min_stake;
+    let mut operators = Vec::new();
+    for i in 1..=3u16 {
+        let ks = format!("op{i}.json");
+        let pass = format!("operator {i} passphrase");
+        std::fs::write(dir.join(format!("pass{i}")), &pass).unwrap();
+        let pf = format!("pass{i}");
+        // Operator 2 gives its passphrase through the environment, the others through a file.
+        let (args, env): (Vec<&str>, Vec<(&str, &str)>) = if i == 2 {
+            (vec!["--keystore", &ks], vec![("NOX_OPERATOR_PASSWORD", pass.as_str())])
+        } else {
+            (vec!["--keystore", &ks, "--password-file", &pf], vec![])
+        };
+        let mut new_key = vec!["operator", "new-key"];
+        new_key.extend(&args);
+        let out = ok(dir, &new_key, &env);
+        let address: Address = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+        rt.block_on(nox_chain::deploy::fund(
+            &rpc,
+            &record.deployment(),
+            &deployer,
+            address,
+            U256::from(10u64).pow(U256::from(18u64)),
+            stake,
+        ))
+        .unwrap();
+        let node = format!("node{i}");
+        let listen = format!("127.0.0.1:{}", 9100 + i);
+        ok(
+            dir,
+            &[
+                "operator",
+                "init",
+                "--chain",
+                "anvil",
+                "--rpc",
+                &rpc,
+                "--dir",
+                &node,
+                "--listen",
+                &listen,
+                "--directory",
+                "http://127.0.0.1:1",
+            ],
+            &[],
+        );
+        let config = std::fs::read_to_string(dir.join(&node).join("node.toml")).unwrap();
+        assert!(config.contains(&record.contracts.registry.to_string()), "{config}");
+        let mut register = vec![
+            "operator",
+            "register",
+            "--chain",
+            "anvil",
+            "--rpc",
+            &rpc,
+            "--node-dir",
+            &node,
+            "--address",
+            &listen,
+            "--yes",
+        ];
+        register.extend(&args);
+        let out = ok(dir, &register, &env);
+        assert!(out.contains("stake") && out.contains("gas") && out.contains("registered"), "{out}");
+        operators.push((
+            address,
+            args.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            env.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>(),
+        ));
+    }
+    let owned = |v: &Vec<String>| v.iter().map(String::as_str).collect::<Vec<_>>().join("\u{0}");
+    let run = |sub: &[&str], op: &(Address, Vec<String>, Vec<(String, String)>)| {
+        let key_args = owned(&op.1);
+        let mut args: Vec<&str> = sub.to_vec();
+        args.extend(["--chain", "anvil", "--rpc", rpc.as_str()]);
+        args.extend(key_args.split('\u{0}'));
+        let env: Vec<(&str, &str)> = op.2.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        nox(dir, &args, &env)
+    };
+
+    // The registry lists all three; `status` shows each.
+    let now = block_number(&rpc);
+    let snapshot = rt
+        .block_on(async {
+            RegistryReader::connect(&rpc, record.contracts.registry, Some(31337)).await.unwrap().snapshot_at(now).await
+        })
+        .unwrap();
+    assert_eq!(snapshot.nodes.len(), 3);
+    for (i, op) in operators.iter().enumerate() {
+        let (success, out, err) = run(&["operator", "status"], op);
+        assert!(success, "{err}");
+        assert!(out.contains("status   active") && out.contains(&format!("127.0.0.1:{}", 9101 + i)), "{out}");
+    }
+
+    // A wrong passphrase is named as such.
+    std::fs::write(dir.join("wrong"), "not it").unwrap();
+    let (success, _, err) = nox(
+        dir,
+        &[
+            "operator",
+            "unstake",
+            "--chain",
+            "anvil",
+            "--rpc",
+            &rpc,
+            "--keystore",
+            "op3.json",
+            "--password-file",
+            "wrong",
+        ],
+        &[],
+    );
+    assert!(!success && err.contains("wrong passphrase"), "{err}");
+
+    // Operator 3 leaves: out of the list at once, the stake only after the delay.
+    let op3 = &operators[2];
+    let (success, out, err) = run(&["operator", "unstake"], op3);
+    assert!(success && out.contains("withdrawable"), "{out}{err}");
+    let (_, out, _) = run(&["operator", "status"], op3);
+    assert!(out.contains("unstaking"), "{out}");
+    let (success, _, err) = run(&["operator", "withdraw"], op3);
+    assert!(!success && err.contains("withdrawable from"), "withdrew before the delay: {err}");
+    let tokens = |who: Address| {
+        rt.block_on(async {
+            let p = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
+            NoxStakeToken::new(record.contracts.stake_token, &p).balanceOf(who).call().await.unwrap()
+        })
+    };
+    assert_eq!(tokens(op3.0), U256::ZERO);
+    rt.block_on(async {
+        let p = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
+        let _: serde_json::Value =
+            p.raw_request("evm_increaseTime".into(), (record.params.unstake_delay + 1,)).await.unwrap();
+        let _: serde_json::Value = p.raw_request("evm_mine".into(), ()).await.unwrap();
+    });
+    let (success, out, err) = run(&["operator", "withdraw"], op3);
+    assert!(success, "{out}{err}");
+    assert_eq!(tokens(op3.0), stake);
+    let (_, out, _) = run(&["operator", "status"], op3);
+    assert!(out.contains("not registered"), "{out}");
+
+    // A reward credited to operator 1 by the executor (impersonated on Anvil) is claimed.
+    let op1 = &operators[0];
+    let reward = U256::from(12_345u64);
+    rt.block_on(async {
+        let p = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
+        let funded = nox_chain::deploy::wallet_provider(&rpc, &deployer).unwrap();
+        let sent = NoxStakeToken::new(record.contracts.stake_token, &funded)
+            .transfer(record.contracts.ledger, reward)
+            .send()
+            .await
+            .unwrap();
+        sent.get_receipt().await.unwrap();
+        let executor = record.contracts.executor;
+        let _: serde_json::Value = p.raw_request("anvil_impersonateAccount".into(), (executor,)).await.unwrap();
+        let _: serde_json::Value =
+            p.raw_request("anvil_setBalance".into(), (executor, "0xde0b6b3a7640000")).await.unwrap();
+        let call = RewardLedger::new(record.contracts.ledger, &p)
+            .credit(op1.0, record.contracts.stake_token, reward)
+            .calldata()
+            .clone();
+        let tx = TransactionRequest::default().with_from(executor).with_to(record.contracts.ledger).with_input(call);
+        let receipt = p.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
+        assert!(receipt.status());
+    });
+    let (_, out, _) = run(&["operator", "status"], op1);
+    assert!(out.contains(&format!("reward   {reward} of {}", record.contracts.stake_token)), "{out}");
+    let before = tokens(op1.0);
+    let (success, out, err) = run(&["operator", "claim"], op1);
+    assert!(success && out.contains("claimed 12345"), "{out}{err}");
+    assert_eq!(tokens(op1.0), before + reward);
+    let (success, _, err) = run(&["operator", "claim"], op1);
+    assert!(!success && err.contains("no reward"), "{err}");
+}
+
+fn block_number(rpc: &str) -> u64 {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async { ProviderBuilder::new().connect_http(rpc.parse().unwrap()).get_block_number().await.unwrap() })
+}
+
+/// `nox node --chain anvil --rpc URL`: the preset's registry and chain id replace the config's
+/// `[chain]`, whose operator key file and confirmations are kept.
+#[test]
+fn node_chain_section_from_preset() {
+    let current = nox_chain::ChainConfig {
+        rpc_urls: vec!["http://old:1".into()],
+        registry: Address::ZERO,
+        chain_id: 5,
+        confirmations: 2,
+        operator_key_file: Some("operator.key".into()),
+    };
+    let chain = nox::operator_cmd::chain_from_preset("anvil", Some("http://127.0.0.1:9545"), Some(current)).unwrap();
+    let record = DeploymentRecord::load(&repo_deployments().join("31337.json")).unwrap();
+    assert_eq!(chain.registry, record.contracts.registry);
+    assert_eq!(chain.chain_id, 31337);
+    assert_eq!(chain.rpc_urls, vec!["http://127.0.0.1:9545".to_owned()]);
+    assert_eq!((chain.confirmations, chain.operator_key_file), (2, Some("operator.key".into())));
+    assert!(nox::operator_cmd::chain_from_preset("no-such-chain", None, None).is_err());
+}
