@@ -1036,8 +1036,11 @@ mod tests {
         assert_eq!((plan.count as u64, plan.public.start_index), (b - 3, b));
         assert_eq!(plan.public.leaves[0], leaf(3));
         assert!(nox_zk::insert::is_satisfied(&plan.public, &plan.witness).unwrap());
-        m.apply(&QueueEvent::Inserted { start_leaf: b, first_queue: 3, count: b - 3, new_root: plan.public.new_root }, 0)
-            .unwrap();
+        m.apply(
+            &QueueEvent::Inserted { start_leaf: b, first_queue: 3, count: b - 3, new_root: plan.public.new_root },
+            0,
+        )
+        .unwrap();
         // Then whole batches, aligned on the queue index again.
         let plan = m.plan().unwrap().unwrap();
         assert_eq!((plan.count as u64, plan.public.leaves[0]), (b, leaf(b)));
