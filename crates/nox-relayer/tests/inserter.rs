@@ -186,7 +186,6 @@ fn spawned(handle: Result<InserterHandle, inserter::InserterError>) -> InserterH
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not yet passing in this tree: the testnet insertion setup takes > 4 min in the test profile here (H7 report)"]
 async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
     // The inserters' log on stderr (shown when the test fails).
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
