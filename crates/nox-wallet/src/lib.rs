@@ -6,6 +6,7 @@ pub mod error;
 pub mod file;
 pub mod keys;
 pub mod memo;
+pub mod privacy;
 pub mod spend;
 pub mod state;
 
