@@ -323,12 +323,8 @@ fn posteriors_where(
         let log_weights: Vec<f64> =
             candidates.iter().map(|&k| adversary.prior.log_likelihood(s.time_s - visible[k].1)).collect();
         let (probabilities, entropy_bits) = normalise(&log_weights);
-        let probabilities = candidates
-            .iter()
-            .zip(probabilities)
-            .filter(|(_, p)| *p > 0.0)
-            .map(|(&k, p)| (visible[k].0, p))
-            .collect();
+        let probabilities =
+            candidates.iter().zip(probabilities).filter(|(_, p)| *p > 0.0).map(|(&k, p)| (visible[k].0, p)).collect();
         out.push(WithdrawalPosterior { spend: index, amount_matched, probabilities, entropy_bits });
     }
     Ok(out)
@@ -403,8 +399,7 @@ pub fn linking_attack_sampled(
     }
     entropies.sort_by(f64::total_cmp);
     let mid = entropies.len() / 2;
-    let median =
-        if entropies.len() % 2 == 1 { entropies[mid] } else { (entropies[mid - 1] + entropies[mid]) / 2.0 };
+    let median = if entropies.len() % 2 == 1 { entropies[mid] } else { (entropies[mid - 1] + entropies[mid]) / 2.0 };
     Ok(LinkingReport {
         withdrawals: posteriors.len(),
         amount_matched_fraction: matched / n,

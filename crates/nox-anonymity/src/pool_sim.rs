@@ -118,7 +118,10 @@ impl PoolSimConfig {
         if !positive(self.horizon_s) || !positive(self.median_amount) || !positive(self.natural_delay_s) {
             return Err(AnonymityError::InvalidParameter("horizon, median amount and delay must be positive"));
         }
-        if !(0.0..=1.0).contains(&self.round_fraction) || !non_negative(self.amount_sigma) || !non_negative(self.mean_fee) {
+        if !(0.0..=1.0).contains(&self.round_fraction)
+            || !non_negative(self.amount_sigma)
+            || !non_negative(self.mean_fee)
+        {
             return Err(AnonymityError::InvalidParameter("round fraction in [0, 1], σ and fee non-negative"));
         }
         if !non_negative(self.wait_s) || !non_negative(self.insertion_lag_s) || self.max_chunks == 0 {
@@ -160,7 +163,13 @@ pub fn denominations(amount: u128, max_chunks: usize) -> Vec<u128> {
             scale *= 10;
         }
         let lead = left / scale;
-        let d = (if lead >= 5 { 5 } else if lead >= 2 { 2 } else { 1 }) * scale;
+        let d = (if lead >= 5 {
+            5
+        } else if lead >= 2 {
+            2
+        } else {
+            1
+        }) * scale;
         out.push(d);
         left -= d;
     }

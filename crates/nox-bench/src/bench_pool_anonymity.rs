@@ -112,7 +112,8 @@ pub fn run(args: &PoolAnonymityArgs) -> Result<(), BenchError> {
             .unwrap_or(f64::NAN)
     };
     let x: Vec<f64> = users.iter().map(|&n| n as f64).collect();
-    let best = |n: usize, policy: &str| (0..RULES.len()).map(|r| pick(n, policy, r, "top1_accuracy")).fold(0.0, f64::max);
+    let best =
+        |n: usize, policy: &str| (0..RULES.len()).map(|r| pick(n, policy, r, "top1_accuracy")).fold(0.0, f64::max);
     let top1_lines: Vec<Value> = WithdrawalPolicy::ALL
         .iter()
         .map(|p| series(p.name(), &x, &users.iter().map(|&n| best(n, p.name())).collect::<Vec<_>>()))
@@ -120,11 +121,7 @@ pub fn run(args: &PoolAnonymityArgs) -> Result<(), BenchError> {
     let entropy_lines: Vec<Value> = WithdrawalPolicy::ALL
         .iter()
         .map(|p| {
-            series(
-                p.name(),
-                &x,
-                &users.iter().map(|&n| pick(n, p.name(), 2, "mean_entropy_bits")).collect::<Vec<_>>(),
-            )
+            series(p.name(), &x, &users.iter().map(|&n| pick(n, p.name(), 2, "mean_entropy_bits")).collect::<Vec<_>>())
         })
         .collect();
     let top1_chart = Chart {

@@ -158,7 +158,13 @@ pub fn denominations(amount: u128, max_chunks: usize) -> Vec<u128> {
     while out.len() < max_chunks && left > 0 {
         let scale = power_of_ten_below(left);
         let lead = left / scale;
-        let d = (if lead >= 5 { 5 } else if lead >= 2 { 2 } else { 1 }) * scale;
+        let d = (if lead >= 5 {
+            5
+        } else if lead >= 2 {
+            2
+        } else {
+            1
+        }) * scale;
         out.push(d);
         left -= d;
     }
@@ -205,11 +211,7 @@ pub fn advise_withdrawal(
         let age_s = plan.time_s - latest.time_s;
         let deposits_since = pool.iter().filter(|d| d.time_s > latest.time_s && d.time_s <= plan.time_s).count();
         if age_s < policy.min_wait_s && deposits_since < policy.min_crowd {
-            warnings.push(PrivacyWarning::SoonAfterOwnDeposit {
-                age_s,
-                deposits_since,
-                min_wait_s: policy.min_wait_s,
-            });
+            warnings.push(PrivacyWarning::SoonAfterOwnDeposit { age_s, deposits_since, min_wait_s: policy.min_wait_s });
         }
     }
     warnings

@@ -26,7 +26,6 @@ use alloy::{
 };
 use nox::wallet_cmd::Unit;
 
-
 use crate::common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
 
 /// Anvil's default account 1 (the depositor) and 4 (A's own account for the direct step).

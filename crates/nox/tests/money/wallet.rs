@@ -27,7 +27,6 @@ use alloy::{
 use nox::wallet_cmd::BundleFile;
 use nox_chain::bindings::{BatchExecutor, RewardLedger};
 
-
 use crate::common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
 
 /// Anvil's default accounts 1–3 (account 0 deploys): a depositor, another account (a would-be
