@@ -57,7 +57,7 @@ pub struct DefiArgs {
 }
 
 const EXPERIMENT: &str = "defi";
-/// Anvil's development account 1 (account 0 deploys): deposits and insertions.
+/// Anvil's development account 1 (account 0 deploys): the deposits and the unpaid withdrawal.
 const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 /// Anvil's development account 2: the public baselines (a user with no privacy).
 const PUBLIC_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
@@ -65,6 +65,8 @@ const PUBLIC_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a8
 const TOTAL_SUPPLY: &str = "0x18160ddd";
 const PASSPHRASE: &str = "bench passphrase";
 const ONE_ETH: u128 = 1_000_000_000_000_000_000;
+/// The file a wallet caches the testnet transfer proving key in (`nox wallet`'s `cached_key`).
+const TRANSFER_KEY: &str = "testnet-transfer.pk";
 
 struct Net {
     exe: PathBuf,
@@ -86,9 +88,25 @@ impl Drop for Net {
 
 /// Runs `nox <args>`; the output, or an error with it.
 fn nox(exe: &Path, args: &[String]) -> Result<String, BenchError> {
+    let (success, text) = nox_status(exe, args)?;
+    if success { Ok(text) } else { Err(err(format!("nox {}:\n{text}", args.join(" ")))) }
+}
+
+/// Runs `nox <args>`: whether it exited 0, and its output.
+fn nox_status(exe: &Path, args: &[String]) -> Result<(bool, String), BenchError> {
     let out = Command::new(exe).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().map_err(err)?;
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(err(format!("nox {}:\n{text}", args.join(" ")))) }
+    Ok((out.status.success(), text))
+}
+
+/// Whether a `nox tx … --simulate-only` run got its simulation: the relayer's `simulated`
+/// outcome with the action succeeding. The command then exits non-zero ("nothing was sent"),
+/// which is its documented behaviour for a simulation, not a failure of the run.
+fn simulated(text: &str) -> bool {
+    text.lines()
+        .filter(|l| l.starts_with("{\"outcome\""))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|o| o["outcome"] == "simulated" && o["action_success"] == true)
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -225,31 +243,34 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         nox(&exe, &strings(&["wallet", "new", "--wallet", u]))?;
         deposit(u)?;
     }
-    // A batch inserts at most 16 leaves (nox_wallet::state::BATCH_SIZE): as many as it takes.
-    let mut insert_batches = Vec::new();
-    for _ in 0..deposits.len().div_ceil(nox_wallet::state::BATCH_SIZE as usize) {
+    // The exits' relayers insert the queued notes (their inserter); nobody inserts by hand: a
+    // manual `nox wallet insert` raced them (its proof, made against the queue it read, was
+    // refused as InvalidProof once an exit had inserted first while it proved).
+    let mut insert_waits = Vec::new();
+    for w in std::iter::once(&wallet).chain(&users) {
         let t = Instant::now();
-        nox(&exe, &with(&["wallet", "insert"], &["--key-file", &key]))?;
-        insert_batches.push(json!({ "wall_s": round3(t.elapsed().as_secs_f64()) }));
+        wait_spendable(&exe, w, &d, &rpc)?;
+        insert_waits.push(json!({ "wall_s": round3(t.elapsed().as_secs_f64()) }));
     }
 
     let info = nox_testnet::chain::load(&dir).ok_or_else(|| err("no chain.json"))?;
     let token = info.deployment.stake_token;
-    // Warm-up, not measured: the wallet derives and caches the testnet spend proving key on its
+    // Warm-up, not measured: the wallet derives and caches the testnet transfer proving key on its
     // first proof (a one-time cost), here with a simulate-only bundle that spends nothing.
     let t = Instant::now();
-    nox(
-        &exe,
-        &with(
-            &["tx", "send"],
-            &["--exit", "0", "--simulate-only", "--target", &token.to_string(), "--data", TOTAL_SUPPLY],
-        ),
-    )?;
+    let warm_up = with(
+        &["tx", "send"],
+        &["--exit", "0", "--simulate-only", "--target", &token.to_string(), "--data", TOTAL_SUPPLY],
+    );
+    let (_, text) = nox_status(&exe, &warm_up)?;
+    if !simulated(&text) {
+        return Err(err(format!("the warm-up simulation failed: nox {}:\n{text}", warm_up.join(" "))));
+    }
     let warm_up_s = t.elapsed().as_secs_f64();
     // The other users' wallets get the same cached key (a deterministic testnet setup: a copy
     // saves each the one-time derivation).
     for u in &users {
-        std::fs::copy(format!("{wallet}/testnet-spend.pk"), format!("{u}/testnet-spend.pk")).map_err(err)?;
+        std::fs::copy(format!("{wallet}/{TRANSFER_KEY}"), format!("{u}/{TRANSFER_KEY}")).map_err(err)?;
     }
     let mut sends = Vec::new();
     let mut swaps = Vec::new();
@@ -317,8 +338,8 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
     let public = runtime.block_on(public_baselines(&info.rpc_url, &defi, token, &deposit_txs))?;
     let unpaid_withdraw = {
         // The pool's own withdrawal, sent by the user's account (which links it to them), from
-        // a change note once inserted.
-        nox(&exe, &with(&["wallet", "insert"], &["--key-file", &key]))?;
+        // a change note once the exits have inserted it.
+        wait_spendable(&exe, &wallet, &d, &rpc)?;
         let out = nox(
             &exe,
             &with(
@@ -383,7 +404,7 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         "private_swap": summarise(&swaps),
         "gas_paid_withdrawal": summarise(&withdrawals),
         "in_flight": concurrent_summary,
-        "insert_batch_wall_s": stats(&insert_batches, "wall_s"),
+        "until_spendable_wall_s": stats(&insert_waits, "wall_s"),
         "public_gas": public,
         "unpaid_pool_withdrawal_gas": unpaid_withdraw,
         "privacy_premium": premium.clone(),
@@ -434,17 +455,48 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
         "public_baselines": "Anvil account 2 sends, on the same chain in the same run: 0.1 ETH to a fresh address, totalSupply() as a transaction, router.swapExactETHForTokens(0.1 ETH), an ERC-20 transfer of the NOX it got; deposit gas from the deposits' receipts; the unpaid pool withdrawal is `nox wallet withdraw` sent by the depositing account",
         "testnet_up_s": round3(testnet_up_s),
         "warm_up_s": round3(warm_up_s),
-        "warm_up": "one simulate-only `nox tx send` before the measured transactions: the wallet derives and caches the testnet spend proving key on its first proof (not a per-transaction cost); the in-flight users' wallets get a copy of the cached key",
+        "warm_up": "one simulate-only `nox tx send` before the measured transactions: the wallet derives and caches the testnet transfer proving key on its first proof (not a per-transaction cost); the in-flight users' wallets get a copy of the cached key",
         "economics_assumptions": economics["assumptions"].clone(),
     });
     let results = json!({ "deposits": deposits, "gas_paid_action": sends, "private_swap": swaps,
-        "gas_paid_withdrawal": withdrawals, "in_flight": concurrent, "insert_batches": insert_batches,
+        "gas_paid_withdrawal": withdrawals, "in_flight": concurrent, "until_spendable": insert_waits,
         "economics": economics["grid"].clone() });
     let mut report = envelope(EXPERIMENT, parameters, results, &summary, charts);
     report["elapsed_s"] = json!(round3(elapsed));
     write_json(&args.out, &report)?;
     println!("{EXPERIMENT}: {summary}\nwrote {}", args.out.display());
     Ok(())
+}
+
+/// The longest the bench waits for the exits' inserter to make a wallet's notes spendable.
+const SPENDABLE_WAIT: Duration = Duration::from_secs(180);
+
+/// Polls `nox wallet balance` (through the mixnet) until none of the wallet's ETH is pending
+/// insertion: the exits' relayers have inserted its notes.
+fn wait_spendable(exe: &Path, wallet: &str, testnet: &str, rpc: &str) -> Result<(), BenchError> {
+    let deadline = Instant::now() + SPENDABLE_WAIT;
+    let args = strings(&["wallet", "balance", "--wallet", wallet, "--testnet", testnet, "--rpc", rpc]);
+    loop {
+        let out = nox(exe, &args)?;
+        if nothing_pending(&out) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(err(format!(
+                "{wallet}: notes still pending insertion after {} s (no exit inserted them):\n{out}",
+                SPENDABLE_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Whether `nox wallet balance` shows ETH with nothing pending insertion.
+fn nothing_pending(out: &str) -> bool {
+    out.lines()
+        .find(|l| l.starts_with("ETH: spendable "))
+        .and_then(|l| l.split("pending insertion ").nth(1))
+        .is_some_and(|rest| rest.trim_end().trim_end_matches(" ETH").trim() == "0")
 }
 
 /// The `(tx 0x…)` hash in a `nox wallet` command's output.
@@ -560,4 +612,29 @@ fn economics(ops: &[(&str, f64)]) -> Value {
             "infrastructure": "break-even at $50/month (a VPS and a hosted RPC's free tier, as the report) and $300/month (with an own full node); the relayer's ETH float and its price risk are not counted",
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{nothing_pending, simulated};
+
+    #[test]
+    fn spendable_only_when_nothing_is_pending_insertion() {
+        let done = "pool 0x1 synced to block 9\nETH: spendable 1 ETH in 1 note(s) (largest 1 ETH, largest two 1 ETH), pending insertion 0 ETH\n";
+        assert!(nothing_pending(done));
+        let pending = "ETH: spendable 0 ETH in 0 note(s) (largest 0 ETH, largest two 0 ETH), pending insertion 1 ETH\n";
+        assert!(!nothing_pending(pending));
+        assert!(!nothing_pending("pool 0x1 synced to block 9\nno notes\n"));
+    }
+
+    #[test]
+    fn a_simulation_counts_only_with_the_relayers_simulated_outcome() {
+        let ok = "relayer quoted\n{\"outcome\":\"simulated\",\"gas_used\":469409,\"action_success\":true}\nerror: simulated only (--simulate-only): nothing was sent\n";
+        assert!(simulated(ok));
+        let reverted = "{\"outcome\":\"simulated\",\"gas_used\":1,\"action_success\":false}\n";
+        assert!(!simulated(reverted));
+        let refused = "{\"outcome\":\"refused\",\"reason\":\"Fee\"}\nerror: refused\n";
+        assert!(!simulated(refused));
+        assert!(!simulated("error: no wallet"));
+    }
 }
