@@ -1,6 +1,6 @@
 //! The async shell: links, tasks and waiters around a [`ClientCore`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -235,6 +235,8 @@ struct Directory {
 #[derive(Default)]
 struct Nodes {
     address: HashMap<LinkPublicKey, SocketAddr>,
+    /// Nodes whose WebSocket endpoint is `wss://` (their descriptor says so).
+    tls: HashSet<LinkPublicKey>,
     link_key: HashMap<NodeId, LinkPublicKey>,
     node_id: HashMap<LinkPublicKey, NodeId>,
 }
@@ -247,6 +249,9 @@ impl Directory {
             let address = if self.websocket { node.descriptor.websocket } else { Some(node.descriptor.address) };
             if let Some(address) = address {
                 nodes.address.insert(key, address);
+            }
+            if self.websocket && node.descriptor.websocket_tls {
+                nodes.tls.insert(key);
             }
             nodes.link_key.insert(node.id, key);
             nodes.node_id.insert(key, node.id);
@@ -266,6 +271,9 @@ impl Directory {
 impl PeerDirectory for Directory {
     fn address(&self, peer: &LinkPublicKey) -> Option<SocketAddr> {
         self.nodes.lock().unwrap_or_else(|p| p.into_inner()).address.get(peer).copied()
+    }
+    fn websocket_tls(&self, peer: &LinkPublicKey) -> bool {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner()).tls.contains(peer)
     }
 }
 

@@ -137,9 +137,23 @@ impl NodeIdentity {
         pow_difficulty: u8,
         sphinx_keys: Vec<EpochKey>,
     ) -> Result<SignedDescriptor, TopologyError> {
+        self.descriptor_with_endpoints(address, websocket, false, layers, pow_difficulty, sphinx_keys)
+    }
+
+    /// [`Self::descriptor_with_websocket`], saying whether the endpoint is `wss://` (TLS).
+    pub fn descriptor_with_endpoints(
+        &self,
+        address: SocketAddr,
+        websocket: Option<SocketAddr>,
+        websocket_tls: bool,
+        layers: LayerCount,
+        pow_difficulty: u8,
+        sphinx_keys: Vec<EpochKey>,
+    ) -> Result<SignedDescriptor, TopologyError> {
         let p = self.public();
         NodeDescriptor::new(p.identity_key, p.link_key, address, layers, pow_difficulty, sphinx_keys)
             .with_websocket(websocket)
+            .with_websocket_tls(websocket.is_some() && websocket_tls)
             .sign(&self.identity)
     }
 }

@@ -253,7 +253,7 @@ pub fn spawn(
     // The node's endpoints are those of its entry in the topology it started with: its link
     // address and, for an entry or gateway, its WebSocket client endpoint (kept on republish).
     let mine = &initial.node(&me).ok_or_else(|| NodeError::NotInTopology(hex::encode(&me.0[..4])))?.descriptor;
-    let (address, websocket) = (mine.address, mine.websocket);
+    let (address, websocket, websocket_tls) = (mine.address, mine.websocket, mine.websocket_tls);
     let schedule = *initial.schedule();
     let period = match section.refresh_secs {
         0 => Duration::from_secs((schedule.epoch_length().as_secs() / 4).clamp(1, 300)),
@@ -267,6 +267,7 @@ pub fn spawn(
             identity: identity.clone(),
             address,
             websocket,
+            websocket_tls,
             pow_difficulty,
             layers: initial.layers(),
             retry: period,
@@ -330,6 +331,7 @@ struct Upload {
     identity: NodeIdentity,
     address: SocketAddr,
     websocket: Option<SocketAddr>,
+    websocket_tls: bool,
     pow_difficulty: u8,
     layers: nox_topology::LayerCount,
     retry: Duration,
@@ -366,7 +368,14 @@ impl Upload {
     async fn upload(&self, keys: Vec<EpochKey>) -> Result<String, String> {
         let descriptor = self
             .identity
-            .descriptor_with_websocket(self.address, self.websocket, self.layers, self.pow_difficulty, keys)
+            .descriptor_with_endpoints(
+                self.address,
+                self.websocket,
+                self.websocket_tls,
+                self.layers,
+                self.pow_difficulty,
+                keys,
+            )
             .map_err(|e| e.to_string())?;
         let descriptor = match &self.operator {
             Some(operator) => operator.attach(descriptor)?,

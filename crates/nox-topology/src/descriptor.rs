@@ -67,6 +67,11 @@ pub struct NodeDescriptor {
     /// docs/spec/link.md §5), for browsers; `None` for a node that offers none. Encoded only
     /// when present, so descriptors without it (and their signatures) are unchanged.
     pub websocket: Option<SocketAddr>,
+    /// Whether the WebSocket endpoint speaks TLS (`wss://websocket/`, docs/spec/link.md §5.3):
+    /// pages served over `https://` can only open `wss://` sockets. Meaningless without
+    /// `websocket`; encoded as the endpoint's tag (`S` instead of `W`), so descriptors with a
+    /// plain endpoint (and their signatures) are unchanged.
+    pub websocket_tls: bool,
 }
 
 impl NodeDescriptor {
@@ -80,7 +85,7 @@ impl NodeDescriptor {
         sphinx_keys: Vec<EpochKey>,
     ) -> Self {
         let layer = layers.assign(&node_id_of(&identity_key));
-        Self { identity_key, link_key, address, layer, pow_difficulty, sphinx_keys, websocket: None }
+        Self { identity_key, link_key, address, layer, pow_difficulty, sphinx_keys, websocket: None, websocket_tls: false }
     }
 
     /// The same descriptor advertising a WebSocket client endpoint.
@@ -88,6 +93,19 @@ impl NodeDescriptor {
     pub fn with_websocket(mut self, websocket: Option<SocketAddr>) -> Self {
         self.websocket = websocket;
         self
+    }
+
+    /// The same descriptor saying whether its WebSocket endpoint is `wss://`.
+    #[must_use]
+    pub fn with_websocket_tls(mut self, tls: bool) -> Self {
+        self.websocket_tls = tls;
+        self
+    }
+
+    /// The WebSocket endpoint as a URL (`ws://ip:port/` or `wss://ip:port/`), if any.
+    pub fn websocket_url(&self) -> Option<String> {
+        let scheme = if self.websocket_tls { "wss" } else { "ws" };
+        self.websocket.map(|w| format!("{scheme}://{w}/"))
     }
 
     /// `BLAKE3-DK("NOX topology v1 node id", identity_key)`.

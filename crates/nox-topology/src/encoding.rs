@@ -38,9 +38,14 @@ fn put_address(out: &mut Vec<u8>, address: &SocketAddr) {
 /// Tag (`W`) of the optional WebSocket endpoint that may end a descriptor.
 pub const WEBSOCKET_TAG: u8 = 0x57;
 
+/// Tag (`S`) of the optional WebSocket endpoint when it speaks TLS (`wss://`), in place of
+/// [`WEBSOCKET_TAG`].
+pub const WEBSOCKET_TLS_TAG: u8 = 0x53;
+
 /// `identity(32) ‖ link(32) ‖ address ‖ layer(1) ‖ pow(1) ‖ n(4) ‖ n × (epoch(4) ‖ key(32))
-/// [‖ 0x57 ‖ websocket address]`: the WebSocket endpoint only when present, so a descriptor
-/// without one encodes (and is signed) exactly as before it existed.
+/// [‖ (0x57 | 0x53) ‖ websocket address]`: the WebSocket endpoint only when present, so a
+/// descriptor without one encodes (and is signed) exactly as before it existed; `0x53` marks
+/// a `wss://` endpoint, so a plain one encodes as before TLS existed.
 pub(crate) fn encode_descriptor(out: &mut Vec<u8>, d: &NodeDescriptor) {
     out.extend_from_slice(d.identity_key.as_bytes());
     out.extend_from_slice(&d.link_key.to_bytes());
@@ -58,7 +63,7 @@ pub(crate) fn encode_descriptor(out: &mut Vec<u8>, d: &NodeDescriptor) {
         out.extend_from_slice(k.key.as_bytes());
     }
     if let Some(websocket) = &d.websocket {
-        out.push(WEBSOCKET_TAG);
+        out.push(if d.websocket_tls { WEBSOCKET_TLS_TAG } else { WEBSOCKET_TAG });
         put_address(out, websocket);
     }
 }

@@ -84,9 +84,13 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
     let node_id: [u8; 32] = hex_array(&n.node_id, "node_id")?;
     let link_key = LinkPublicKey::from_bytes(hex_array(&n.link_key, "link_key")?)?;
     let address: SocketAddr = n.address.parse().map_err(|_| TopologyError::InvalidAddress(n.address.clone()))?;
-    let websocket = match &n.websocket {
-        None => None,
-        Some(w) => Some(w.parse::<SocketAddr>().map_err(|_| TopologyError::InvalidAddress(w.clone()))?),
+    // `ip:port` (plain `ws://`) or `wss://ip:port` (TLS).
+    let (websocket, websocket_tls) = match &n.websocket {
+        None => (None, false),
+        Some(w) => {
+            let (address, tls) = w.strip_prefix("wss://").map_or((w.as_str(), false), |a| (a, true));
+            (Some(address.parse::<SocketAddr>().map_err(|_| TopologyError::InvalidAddress(w.clone()))?), tls)
+        }
     };
     let sphinx_keys = n
         .sphinx_keys
@@ -113,6 +117,7 @@ fn parse_node(n: NodeJson) -> Result<SignedDescriptor, TopologyError> {
         pow_difficulty: n.pow_difficulty,
         sphinx_keys,
         websocket,
+        websocket_tls,
     };
     if descriptor.node_id().0 != node_id {
         return Err(TopologyError::NodeIdMismatch);
@@ -183,7 +188,7 @@ fn node_json(n: &SignedDescriptor) -> NodeJson {
         identity_key: hex::encode(x.identity_key.as_bytes()),
         link_key: hex::encode(x.link_key.to_bytes()),
         address: x.address.to_string(),
-        websocket: x.websocket.map(|w| w.to_string()),
+        websocket: x.websocket.map(|w| if x.websocket_tls { format!("wss://{w}") } else { w.to_string() }),
         layer: x.layer.0,
         pow_difficulty: x.pow_difficulty,
         sphinx_keys: x

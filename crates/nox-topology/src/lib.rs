@@ -19,7 +19,7 @@ pub use descriptor::{
     EpochKey, LinkPublicKey, MAX_EPOCH_KEYS, NodeDescriptor, OperatorStatement, SignedDescriptor, check_address,
 };
 pub use document::{MAX_DOCUMENT_BYTES, MAX_NODES, TopologyDocument, Trust, VERSION, VerifyConfig};
-pub use encoding::{DESCRIPTOR_CONTEXT, DOCUMENT_CONTEXT, FINGERPRINT_CONTEXT, WEBSOCKET_TAG};
+pub use encoding::{DESCRIPTOR_CONTEXT, DOCUMENT_CONTEXT, FINGERPRINT_CONTEXT, WEBSOCKET_TAG, WEBSOCKET_TLS_TAG};
 pub use error::{PathError, ScheduleError, TopologyError};
 pub use geometry::{UnknownScheme, geometry_for, known_geometries, network_geometry, parse_scheme};
 pub use json::MAX_DESCRIPTOR_BYTES;

@@ -119,10 +119,19 @@ fn spec_descriptor(n: &Value) -> Vec<u8> {
         out.extend((num(&k["epoch"]) as u32).to_le_bytes());
         out.extend(h(&k["key"]));
     }
-    // The optional WebSocket endpoint: `0x57 ‖ address`, only when present.
-    if !n["websocket"].is_null() {
-        out.push(0x57);
-        spec_address(&mut out, &n["websocket"]);
+    // The optional WebSocket endpoint: `0x57 ‖ address` (`ws://`) or `0x53 ‖ address`
+    // (`wss://`, JSON `"wss://ip:port"`), only when present.
+    if let Some(w) = n["websocket"].as_str() {
+        match w.strip_prefix("wss://") {
+            Some(address) => {
+                out.push(0x53);
+                spec_address(&mut out, &Value::String(address.to_owned()));
+            }
+            None => {
+                out.push(0x57);
+                spec_address(&mut out, &n["websocket"]);
+            }
+        }
     }
     out
 }
@@ -239,4 +248,37 @@ fn the_websocket_endpoint_is_an_optional_trailing_field() {
     let n = &mut net.nodes[2];
     n.signed = with.clone().sign(&n.identity).unwrap();
     assert!(net.verified().nodes().iter().any(|x| x.descriptor.websocket == with.websocket));
+}
+
+/// docs/spec/topology.md §3.2: a `wss://` endpoint (TLS) is the same trailing field under the
+/// tag `0x53` (`S`): the flag is signed (a relay cannot strip TLS from a node's endpoint
+/// without breaking its signature), a plain endpoint encodes as before, and JSON writes it as
+/// `"wss://ip:port"`.
+#[test]
+fn a_wss_endpoint_is_signed_under_its_own_tag() {
+    let net = network(2026, 2);
+    let plain = net.nodes[2].signed.descriptor.clone();
+    let ws = plain.clone().with_websocket(Some("127.0.0.1:9443".parse().unwrap()));
+    let wss = ws.clone().with_websocket_tls(true);
+    let (a, b) = (ws.canonical_bytes(), wss.canonical_bytes());
+    assert_eq!(a.len(), b.len());
+    assert_eq!(&b[..plain.canonical_bytes().len()], &plain.canonical_bytes()[..]);
+    assert_eq!(&b[plain.canonical_bytes().len()..], &[0x53, 4, 127, 0, 0, 1, 0xe3, 0x24]);
+    assert_ne!(ws.signing_message(), wss.signing_message());
+    assert_eq!(wss.websocket_url().as_deref(), Some("wss://127.0.0.1:9443/"));
+    assert_eq!(ws.websocket_url().as_deref(), Some("ws://127.0.0.1:9443/"));
+    let signed = wss.clone().sign(&net.nodes[2].identity).unwrap();
+    let json = signed.to_json().unwrap();
+    assert!(json.contains("\"websocket\":\"wss://127.0.0.1:9443\""), "{json}");
+    let back = nox_topology::SignedDescriptor::from_json(json.as_bytes()).unwrap();
+    assert_eq!(back, signed);
+    back.verify_signature().unwrap();
+    // Stripping the scheme in transit (a downgrade to ws://) breaks the signature.
+    let stripped = json.replace("wss://127.0.0.1:9443", "127.0.0.1:9443");
+    let downgraded = nox_topology::SignedDescriptor::from_json(stripped.as_bytes()).unwrap();
+    assert!(!downgraded.descriptor.websocket_tls);
+    assert!(downgraded.verify_signature().is_err());
+    // The encoding the spec describes, rebuilt from the JSON.
+    let value: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(spec_descriptor(&value), wss.canonical_bytes());
 }
