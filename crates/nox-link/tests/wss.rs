@@ -115,10 +115,8 @@ async fn tls_entry(cert: &Arc<TlsCertificate>, upgrade_timeout: Duration) -> Ent
     let mut listener =
         Listener::bind("127.0.0.1:0".parse().unwrap(), config, tx, counters.clone(), shutdown).await.unwrap();
     let ws = WsListenerConfig { upgrade_timeout };
-    let wss = listener
-        .bind_websocket_tls("127.0.0.1:0".parse().unwrap(), ws, cert.server_config().unwrap())
-        .await
-        .unwrap();
+    let wss =
+        listener.bind_websocket_tls("127.0.0.1:0".parse().unwrap(), ws, cert.server_config().unwrap()).await.unwrap();
     Entry { listener, wss, key, rx, counters, gate, _stop: stop }
 }
 

@@ -104,7 +104,11 @@ fn load_pair(cert: &Path, key: &Path, provider: &CryptoProvider) -> Result<Certi
     let pair = CertifiedKey::new(chain, signing);
     // Unlike `CertifiedKey::from_der`, an undecidable comparison is an error too: a node
     // must not serve a certificate it cannot show is its own.
-    pair.keys_match().map_err(|source| TlsError::Mismatch { cert: cert.to_path_buf(), key: key.to_path_buf(), source })?;
+    pair.keys_match().map_err(|source| TlsError::Mismatch {
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+        source,
+    })?;
     Ok(pair)
 }
 
@@ -182,7 +186,11 @@ impl TlsCertificate {
 
     /// Checks the files every `period` until `shutdown` turns `true`, reloading them when they
     /// change (a failed reload is logged, and the old certificate kept).
-    pub fn watch(self: Arc<Self>, period: Duration, mut shutdown: watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    pub fn watch(
+        self: Arc<Self>,
+        period: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
