@@ -85,7 +85,16 @@ impl NodeDescriptor {
         sphinx_keys: Vec<EpochKey>,
     ) -> Self {
         let layer = layers.assign(&node_id_of(&identity_key));
-        Self { identity_key, link_key, address, layer, pow_difficulty, sphinx_keys, websocket: None, websocket_tls: false }
+        Self {
+            identity_key,
+            link_key,
+            address,
+            layer,
+            pow_difficulty,
+            sphinx_keys,
+            websocket: None,
+            websocket_tls: false,
+        }
     }
 
     /// The same descriptor advertising a WebSocket client endpoint.

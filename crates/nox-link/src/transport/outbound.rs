@@ -434,7 +434,11 @@ impl PeerTask {
     }
 
     /// The client's HTTP upgrade to a WebSocket on a connected stream.
-    async fn upgrade<S: AsyncRead + AsyncWrite + Unpin>(&self, url: String, stream: S) -> Result<Box<WsIo<S>>, DialError> {
+    async fn upgrade<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        url: String,
+        stream: S,
+    ) -> Result<Box<WsIo<S>>, DialError> {
         match tokio_tungstenite::client_async_with_config(url, stream, Some(ws_config(&self.config.link))).await {
             Ok((socket, _response)) => {
                 bump(&self.counters.ws_connections);
