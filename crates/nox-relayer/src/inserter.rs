@@ -675,6 +675,8 @@ mod task {
         Journal(#[from] crate::journal::JournalError),
         #[error("signing: {0}")]
         Sign(String),
+        #[error("the relayer's account {account} holds {have} wei, an insertion may cost {need} wei: fund it")]
+        Unfunded { account: Address, have: U256, need: U256 },
     }
 
     struct Task {
@@ -873,6 +875,13 @@ mod task {
                 .with_gas_limit(gas.saturating_mul(6) / 5 + 10_000)
                 .with_max_fee_per_gas(fees.max_fee_per_gas)
                 .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+            // An account without the ETH for this transaction: say so (the node's answer,
+            // "insufficient funds for gas * price + value", names neither account nor amount).
+            let need = U256::from(tx.gas.unwrap_or_default()) * U256::from(fees.max_fee_per_gas);
+            let have = provider.get_balance(relayer.account()).await?;
+            if have < need {
+                return Err(StepError::Unfunded { account: relayer.account(), have, need });
+            }
             let nonce = self.send(tx).await?;
             match relayer.track_own(nonce).await {
                 Outcome::Included { gas_used, .. } => {

@@ -20,7 +20,9 @@ use nox_relayer::{Policy, Relayer, RelayerConfig, encode_verifying_key};
 
 /// Anvil's dev accounts 1 and 2 (the relayers) and 3 (the user).
 const RELAYER_A: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const RELAYER_B: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdf443a6";
+const RELAYER_B: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+/// A key with no ETH on Anvil.
+const UNFUNDED: &str = "0101010101010101010101010101010101010101010101010101010101010101";
 const USER_KEY: &str = "7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
 
 fn free_port() -> u16 {
@@ -101,6 +103,14 @@ impl World {
         };
         let r = Relayer::start(config).await.expect("relayer starts");
         eprintln!("relayer {name} started");
+        r
+    }
+
+    /// A relayer whose account must hold gas money (a dev account; a mistyped key is not one).
+    async fn funded_relayer(&self, name: &str, key: &str) -> Arc<Relayer> {
+        let r = self.relayer(name, key).await;
+        let balance = self.user.get_balance(r.account()).await.unwrap();
+        assert!(balance > U256::ZERO, "relayer {name}'s account {} holds no ETH: not an Anvil dev key", r.account());
         r
     }
 
@@ -192,8 +202,8 @@ async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
     let t = Instant::now();
     let w = world().await;
     eprintln!("world (Anvil, contracts, insertion key) in {:?}", t.elapsed());
-    let a = w.relayer("a", RELAYER_A).await;
-    let b = w.relayer("b", RELAYER_B).await;
+    let a = w.funded_relayer("a", RELAYER_A).await;
+    let b = w.funded_relayer("b", RELAYER_B).await;
     let ia = spawned(inserter::spawn(a.clone(), w.inserter_config(1_500, 1_000)).await);
     let ib = spawned(inserter::spawn(b.clone(), w.inserter_config(1_500, 1_000)).await);
 
@@ -263,6 +273,24 @@ async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
     // Every insertion went through the relayer's journal: nothing left pending, nonces in order.
     assert!(a.pending().await.is_empty());
     assert_eq!(a.next_nonce().await, w.user.get_transaction_count(a.account()).await.unwrap());
+    drop(ia);
+
+    // 4. A relayer whose account holds no ETH: it proves, finds it cannot pay, sends nothing and
+    // keeps failing (backing off) while the note stays queued for a funded relayer.
+    let poor = w.relayer("poor", UNFUNDED).await;
+    assert_eq!(w.user.get_balance(poor.account()).await.unwrap(), U256::ZERO);
+    let ip = spawned(inserter::spawn(poor.clone(), w.inserter_config(0, 0)).await);
+    let mp = ip.metrics().clone();
+    let start = Instant::now();
+    while mp.failures() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "the unfunded inserter never reported its failure");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(mp.inserts(), 0);
+    assert_eq!(w.user.get_transaction_count(poor.account()).await.unwrap(), 0, "it sent nothing");
+    assert!(poor.pending().await.is_empty(), "nothing journalled: the nonce was not taken");
+    let (first, next) = w.counters().await;
+    assert_eq!(next - first, 1, "the note is still queued");
 }
 
 /// The measurement of issue 35 (not a timed test: `--ignored`, docs/benchmarks/defi.md): from
@@ -273,8 +301,8 @@ async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
 #[ignore = "a measurement: cargo test -p nox-relayer --test inserter -- --ignored --nocapture"]
 async fn queued_to_spendable_at_the_testnet_defaults() {
     let w = world().await;
-    let a = w.relayer("a", RELAYER_A).await;
-    let b = w.relayer("b", RELAYER_B).await;
+    let a = w.funded_relayer("a", RELAYER_A).await;
+    let b = w.funded_relayer("b", RELAYER_B).await;
     let testnet = |w: &World| InserterConfig { poll_ms: 500, ..w.inserter_config(2_000, 1_000) };
     let _ia = spawned(inserter::spawn(a, testnet(&w)).await);
     let _ib = spawned(inserter::spawn(b, testnet(&w)).await);

@@ -61,7 +61,7 @@ impl PriceFeed for FixedFeed {
 
 /// Anvil's second and third dev accounts.
 const RELAYER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const OTHER_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdf443a6";
+const OTHER_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 const ETH: Address = Address::ZERO;
 const NOTE_VALUE: u128 = 1_000_000_000_000_000_000;
 /// Deposited notes (one insertion batch holds 16).
