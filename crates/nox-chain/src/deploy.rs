@@ -137,17 +137,21 @@ pub struct Registration {
     pub stake: U256,
 }
 
-/// Approves the stake and registers the node, from its operator account.
+/// Registers the node from `operator`'s account, through `provider` (which must sign as
+/// `operator`): approves the stake first only when the registry's allowance falls short of it.
+/// The one registration path of `nox operator register` and `nox testnet`.
 pub async fn register(
-    rpc_url: &str,
+    provider: &DynProvider,
     deployment: &Deployment,
-    operator: &PrivateKeySigner,
+    operator: Address,
     registration: &Registration,
 ) -> Result<(), ChainError> {
-    let provider = wallet_provider(rpc_url, operator)?;
-    let token = NoxStakeToken::new(deployment.stake_token, &provider);
-    confirm(token.approve(deployment.registry, registration.stake).send().await, "approving the stake").await?;
-    let registry = NodeRegistry::new(deployment.registry, &provider);
+    let token = NoxStakeToken::new(deployment.stake_token, provider);
+    let allowance = token.allowance(operator, deployment.registry).call().await.map_err(ChainError::contract)?;
+    if allowance < registration.stake {
+        confirm(token.approve(deployment.registry, registration.stake).send().await, "approving the stake").await?;
+    }
+    let registry = NodeRegistry::new(deployment.registry, provider);
     confirm(
         registry
             .register(

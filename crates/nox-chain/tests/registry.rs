@@ -51,7 +51,8 @@ async fn net(nodes: u8) -> Net {
         deploy::fund(anvil.url(), &deployment, &deployer, operator.address(), eth, U256::from(10_000u64))
             .await
             .expect("funds");
-        deploy::register(anvil.url(), &deployment, &operator, &registration(i)).await.expect("registers");
+        let provider = deploy::wallet_provider(anvil.url(), &operator).expect("provider");
+        deploy::register(&provider, &deployment, operator.address(), &registration(i)).await.expect("registers");
         operators.push(operator);
     }
     Net { anvil, deployment, operators }

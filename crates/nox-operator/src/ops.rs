@@ -156,37 +156,6 @@ pub async fn quote_register(
     })
 }
 
-/// Approves the stake (if needed) and registers the node.
-pub async fn register(
-    provider: &DynProvider,
-    record: &DeploymentRecord,
-    operator: Address,
-    registration: &Registration,
-) -> Result<(), OperatorError> {
-    let token = NoxStakeToken::new(record.contracts.stake_token, provider);
-    let allowance =
-        token.allowance(operator, record.contracts.registry).call().await.map_err(OperatorError::contract)?;
-    if allowance < registration.stake {
-        confirm(token.approve(record.contracts.registry, registration.stake).send().await, "approving the stake")
-            .await?;
-    }
-    let registry = NodeRegistry::new(record.contracts.registry, provider);
-    confirm(
-        registry
-            .register(
-                registration.identity_key.into(),
-                registration.link_key.into(),
-                registration.link_address.clone(),
-                registration.role,
-                registration.stake,
-            )
-            .send()
-            .await,
-        "register",
-    )
-    .await
-}
-
 /// The operator's node, balances and unclaimed rewards (in ETH and the stake token, plus `assets`).
 pub async fn status(
     provider: &DynProvider,

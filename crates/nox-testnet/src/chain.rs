@@ -320,7 +320,8 @@ pub fn register(dir: &Path, info: &ChainInfo, nodes: Vec<NodeToRegister>) -> Res
         for node in nodes {
             let info = info.clone();
             tasks.spawn(async move {
-                deploy::register(&info.rpc_url, &info.deployment, &node.operator, &node.registration)
+                let provider = deploy::wallet_provider(&info.rpc_url, &node.operator).map_err(|e| e.to_string())?;
+                deploy::register(&provider, &info.deployment, node.operator.address(), &node.registration)
                     .await
                     .map_err(|e| format!("registering operator {}: {e}", node.operator.address()))
             });

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use alloy::providers::DynProvider;
 use nox_chain::{Address, PrivateKeySigner, Registration, U256};
 use nox_operator::keystore::{self, PassphraseSource};
 use nox_operator::ops::{self, NodeStatus};
@@ -282,8 +283,39 @@ pub fn run(command: OperatorCommand) -> Result<(), String> {
     run_inner(command).map_err(|e| e.to_string())
 }
 
+/// An operator ready to send: the keystore unlocked, a provider signing with it on the preset's
+/// chain (the endpoint's chain id checked against the record), and a runtime to drive it. Every
+/// signing subcommand starts here.
+struct Session {
+    preset: Preset,
+    signer: PrivateKeySigner,
+    provider: DynProvider,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Session {
+    fn open(key: &KeyArgs, chain: &ChainArgs) -> Result<Self, OperatorError> {
+        let (preset, rpc) = preset(chain)?;
+        let signer = open(key)?;
+        let rt = runtime().map_err(OperatorError::Passphrase)?;
+        let provider = rt.block_on(ops::connect(&rpc, &preset.record, &signer))?;
+        Ok(Self { preset, signer, provider, rt })
+    }
+
+    fn record(&self) -> &nox_operator::DeploymentRecord {
+        &self.preset.record
+    }
+
+    fn operator(&self) -> Address {
+        self.signer.address()
+    }
+
+    fn block_on<T>(&self, f: impl std::future::Future<Output = Result<T, OperatorError>>) -> Result<T, OperatorError> {
+        self.rt.block_on(f)
+    }
+}
+
 fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
-    let rt = runtime().map_err(OperatorError::Passphrase)?;
     match command {
         OperatorCommand::NewKey { key, import_key_file } => {
             let pass = passphrase(&key).read(true)?;
@@ -315,23 +347,21 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             );
         }
         OperatorCommand::Register { key, chain, node_dir, address, role, stake, yes } => {
-            let (preset, rpc) = preset(&chain)?;
-            let signer = open(&key)?;
             let (identity_key, link_key) = node_keys(&node_dir)?;
-            let record = &preset.record;
-            rt.block_on(async {
-                let provider = ops::connect(&rpc, record, &signer).await?;
+            let s = Session::open(&key, &chain)?;
+            let (record, operator) = (s.record(), s.operator());
+            s.block_on(async {
                 let stake = match stake {
-                    Some(s) => s,
-                    None => nox_chain::bindings::NodeRegistry::new(record.contracts.registry, &provider)
+                    Some(stake) => stake,
+                    None => nox_chain::bindings::NodeRegistry::new(record.contracts.registry, &s.provider)
                         .minStake()
                         .call()
                         .await
                         .map_err(|e| OperatorError::Chain(nox_chain::ChainError::Contract(e.to_string())))?,
                 };
                 let registration = Registration { identity_key, link_key, link_address: address, role, stake };
-                let q = ops::quote_register(&provider, record, signer.address(), &registration).await?;
-                println!("operator      {}", signer.address());
+                let q = ops::quote_register(&s.provider, record, operator, &registration).await?;
+                println!("operator      {operator}");
                 println!("registry      {} (chain {})", record.contracts.registry, record.chain_id);
                 println!("stake         {} (minimum {}, balance {})", q.stake, q.min_stake, q.tokens);
                 println!(
@@ -346,9 +376,9 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
                 if !yes {
                     ask("send?")?;
                 }
-                ops::register(&provider, record, signer.address(), &registration).await?;
-                println!("registered {} at {}", signer.address(), registration.link_address);
-                Ok::<_, OperatorError>(())
+                nox_chain::deploy::register(&s.provider, &record.deployment(), operator, &registration).await?;
+                println!("registered {operator} at {}", registration.link_address);
+                Ok(())
             })?;
         }
         OperatorCommand::Status { chain, keystore, address, password_file } => {
@@ -359,6 +389,7 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
                 (None, None) => return Err(OperatorError::State("give --keystore or --address".into())),
             };
             let provider = nox_chain::deploy::wallet_provider(&rpc, &PrivateKeySigner::random())?;
+            let rt = runtime().map_err(OperatorError::Passphrase)?;
             let s = rt.block_on(ops::status(&provider, &preset.record, operator, &[]))?;
             println!("operator {}", s.operator);
             match s.status {
@@ -381,52 +412,32 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             }
         }
         OperatorCommand::Rotate { key, chain, node_dir } => {
-            let (preset, rpc) = preset(&chain)?;
-            let signer = open(&key)?;
             let (identity_key, _) = node_keys(&node_dir)?;
-            rt.block_on(async {
-                let p = ops::connect(&rpc, &preset.record, &signer).await?;
-                ops::rotate(&p, &preset.record, identity_key).await
-            })?;
+            let s = Session::open(&key, &chain)?;
+            s.block_on(ops::rotate(&s.provider, s.record(), identity_key))?;
             println!("identity key now {}", hex::encode(identity_key));
         }
         OperatorCommand::Update { key, chain, node_dir, address, role } => {
-            let (preset, rpc) = preset(&chain)?;
-            let signer = open(&key)?;
             let (_, link_key) = node_keys(&node_dir)?;
-            rt.block_on(async {
-                let p = ops::connect(&rpc, &preset.record, &signer).await?;
-                ops::update(&p, &preset.record, link_key, &address, role).await
-            })?;
+            let s = Session::open(&key, &chain)?;
+            s.block_on(ops::update(&s.provider, s.record(), link_key, &address, role))?;
             println!("updated: {address}, role {role}");
         }
         OperatorCommand::Unstake { key, chain } => {
-            let (preset, rpc) = preset(&chain)?;
-            let signer = open(&key)?;
-            let at = rt.block_on(async {
-                let p = ops::connect(&rpc, &preset.record, &signer).await?;
-                ops::unstake(&p, &preset.record, signer.address()).await
-            })?;
+            let s = Session::open(&key, &chain)?;
+            let at = s.block_on(ops::unstake(&s.provider, s.record(), s.operator()))?;
             println!("left the active list; stake withdrawable from unix time {at}");
         }
         OperatorCommand::Withdraw { key, chain } => {
-            let (preset, rpc) = preset(&chain)?;
-            let signer = open(&key)?;
-            let amount = rt.block_on(async {
-                let p = ops::connect(&rpc, &preset.record, &signer).await?;
-                ops::withdraw(&p, &preset.record, signer.address()).await
-            })?;
+            let s = Session::open(&key, &chain)?;
+            let amount = s.block_on(ops::withdraw(&s.provider, s.record(), s.operator()))?;
             println!("withdrew {amount} stake tokens");
         }
         OperatorCommand::Claim { key, chain, asset, to } => {
-            let (preset, rpc) = preset(&chain)?;
-            let signer = open(&key)?;
-            let asset = asset.unwrap_or(preset.record.contracts.stake_token);
-            let to = to.unwrap_or(signer.address());
-            let amount = rt.block_on(async {
-                let p = ops::connect(&rpc, &preset.record, &signer).await?;
-                ops::claim(&p, &preset.record, signer.address(), asset, to).await
-            })?;
+            let s = Session::open(&key, &chain)?;
+            let asset = asset.unwrap_or(s.record().contracts.stake_token);
+            let to = to.unwrap_or(s.operator());
+            let amount = s.block_on(ops::claim(&s.provider, s.record(), s.operator(), asset, to))?;
             println!("claimed {amount} of {asset} to {to}");
         }
     }
