@@ -64,6 +64,21 @@ pub fn signer(hex_key: &str) -> Result<PrivateKeySigner, ChainError> {
     hex_key.trim().parse().map_err(|e| ChainError::Config(format!("private key: {e}")))
 }
 
+/// Unlocks a Web3 Secret Storage v3 keystore (the JSON geth, cast and foundry write; `nox operator
+/// new-key`) with `passphrase`. A wrong passphrase is named as such.
+pub fn keystore_signer(path: &std::path::Path, passphrase: &str) -> Result<PrivateKeySigner, ChainError> {
+    use alloy::signers::local::LocalSignerError;
+    if !path.is_file() {
+        return Err(ChainError::Config(format!("operator keystore {}: no such file", path.display())));
+    }
+    PrivateKeySigner::decrypt_keystore(path, passphrase).map_err(|e| match e {
+        LocalSignerError::EthKeystoreError(eth_keystore::KeystoreError::MacMismatch) => {
+            ChainError::Config(format!("wrong passphrase for operator keystore {}", path.display()))
+        }
+        other => ChainError::Config(format!("operator keystore {}: {other}", path.display())),
+    })
+}
+
 /// Deploys the testnet stake token, the registry, the executor (which deploys its ledger) and
 /// the ERC-20 payment plugin, from `deployer`.
 pub async fn deploy(

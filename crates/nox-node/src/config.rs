@@ -44,6 +44,26 @@ pub struct NodeConfig {
     /// directory authority.
     #[serde(default)]
     pub chain: Option<nox_chain::ChainConfig>,
+    /// With `[chain]`: the operator's key in an encrypted keystore, unlocked at start (instead
+    /// of `[chain] operator_key_file`).
+    #[serde(default)]
+    pub operator: Option<OperatorSection>,
+}
+
+/// `[operator]`: the operator's Ethereum key as a Web3 Secret Storage v3 keystore (`nox operator
+/// new-key`), and where its passphrase comes from: a file or an environment variable, exactly
+/// one (never the command line, where other users of the host could read it).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorSection {
+    /// The keystore (JSON).
+    pub keystore: PathBuf,
+    /// A file whose first line is the passphrase (mode 0600, e.g. a systemd credential).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// The name of the environment variable holding the passphrase.
+    #[serde(default)]
+    pub password_env: Option<String>,
 }
 
 /// `[exit]`
@@ -380,6 +400,20 @@ impl NodeConfig {
                 message: "websocket_tls_cert without websocket_listen".into(),
             });
         }
+        if let Some(operator) = &self.operator {
+            let message = match &self.chain {
+                Some(chain) if chain.operator_key_file.is_some() => {
+                    Some("[operator] keystore and [chain] operator_key_file both name the operator key: keep one")
+                }
+                _ if operator.password_file.is_some() == operator.password_env.is_some() => {
+                    Some("give exactly one of password_file and password_env")
+                }
+                _ => None,
+            };
+            if let Some(message) = message {
+                return Err(ConfigError::Invalid { section: "operator", message: message.into() });
+            }
+        }
         if self.observe.is_some() && !crate::observe::COMPILED_IN {
             return Err(ConfigError::Invalid { section: "observe", message: crate::observe::NOT_BUILT.into() });
         }
@@ -593,5 +627,26 @@ mod tests {
     fn unknown_fields_are_refused() {
         let text = format!("{MINIMAL}\n[mixing]\nmean_dealy_ms = 3\n");
         assert!(toml::from_str::<NodeConfig>(&text).is_err());
+    }
+
+    /// `[operator]` names one passphrase source: none or both (a config that would fall back to
+    /// nothing, or leave it unclear which secret is used) is refused at load, and so is a
+    /// second operator key beside `[chain] operator_key_file`.
+    #[test]
+    fn operator_section_needs_exactly_one_passphrase_source() {
+        let chain = "[chain]\nrpc_urls = [\"http://127.0.0.1:8545\"]\nregistry = \"0x0000000000000000000000000000000000000001\"\nchain_id = 31337\n";
+        let load = |operator: &str, key_file: &str| {
+            let text = format!("{MINIMAL}\n{chain}{key_file}\n[operator]\nkeystore = \"/k.json\"\n{operator}");
+            let mut config: NodeConfig = toml::from_str(&text).expect("parses");
+            config.apply_env(|_| None).map(|()| config)
+        };
+        let ok = load("password_file = \"/p\"\n", "").expect("one source");
+        assert_eq!(ok.operator.map(|o| o.password_file), Some(Some(PathBuf::from("/p"))));
+        assert!(load("password_env = \"NOX_OPERATOR_PASSWORD\"\n", "").is_ok());
+        for bad in ["", "password_file = \"/p\"\npassword_env = \"X\"\n"] {
+            assert!(matches!(load(bad, ""), Err(ConfigError::Invalid { section: "operator", .. })), "{bad:?}");
+        }
+        let both_keys = load("password_file = \"/p\"\n", "operator_key_file = \"/op.key\"\n");
+        assert!(matches!(both_keys, Err(ConfigError::Invalid { section: "operator", .. })));
     }
 }

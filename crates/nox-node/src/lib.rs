@@ -24,8 +24,8 @@ pub use admission::{
 };
 pub use chaos::ChaosSection;
 pub use config::{
-    ConfigError, DEFAULT_MEAN_DELAY_MS, MixingSection, NodeConfig, NodeSection, PipelineSection, ReplaySection,
-    TopologySection,
+    ConfigError, DEFAULT_MEAN_DELAY_MS, MixingSection, NodeConfig, NodeSection, OperatorSection, PipelineSection,
+    ReplaySection, TopologySection,
 };
 pub use cover::{CoverSection, DROP_MAGIC, LOOP_MAGIC};
 pub use directory_client::{LAST_VERIFIED, Publisher, SharedTopology, initial_topology};

@@ -247,20 +247,51 @@ impl std::fmt::Debug for OperatorSigner {
 }
 
 impl OperatorSigner {
-    /// Loads the key named by `config.operator_key_file` (which must be set).
-    pub fn load(config: &ChainConfig) -> Result<Self, NodeError> {
-        let path = config.operator_key_file.as_ref().ok_or_else(|| {
-            NodeError::Chain(
-                "[chain] operator_key_file is missing: a node signs its epoch-key statements with its operator key"
-                    .into(),
-            )
-        })?;
-        let text = zeroize::Zeroizing::new(
-            std::fs::read_to_string(path).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?,
-        );
-        let signer =
-            nox_chain::deploy::signer(&text).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?;
+    /// Loads the operator key: unlocked from the `[operator]` keystore when there is one, else
+    /// read from `config.operator_key_file` (one of the two must be set).
+    pub fn load(config: &ChainConfig, operator: Option<&crate::OperatorSection>) -> Result<Self, NodeError> {
+        let signer = match operator {
+            Some(section) => Self::unlock(section, |name| std::env::var(name).ok())?,
+            None => {
+                let path = config.operator_key_file.as_ref().ok_or_else(|| {
+                    NodeError::Chain(
+                        "no operator key: a node signs its epoch-key statements with its operator key; name its \
+                         keystore in [operator] (keystore, password_file) or set [chain] operator_key_file"
+                            .into(),
+                    )
+                })?;
+                let text = zeroize::Zeroizing::new(
+                    std::fs::read_to_string(path).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?,
+                );
+                nox_chain::deploy::signer(&text).map_err(|e| NodeError::Chain(format!("{}: {e}", path.display())))?
+            }
+        };
         Ok(Self { signer, chain_id: config.chain_id, registry: config.registry })
+    }
+
+    /// Unlocks the `[operator]` keystore with the passphrase from its file (first line) or from
+    /// the environment variable it names (`env`).
+    pub fn unlock(
+        section: &crate::OperatorSection,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<nox_chain::PrivateKeySigner, NodeError> {
+        let passphrase = match (&section.password_file, &section.password_env) {
+            (Some(file), None) => {
+                let text = zeroize::Zeroizing::new(
+                    std::fs::read_to_string(file)
+                        .map_err(|e| NodeError::Chain(format!("operator passphrase {}: {e}", file.display())))?,
+                );
+                zeroize::Zeroizing::new(text.lines().next().unwrap_or("").to_owned())
+            }
+            (None, Some(name)) => zeroize::Zeroizing::new(
+                env(name).ok_or_else(|| NodeError::Chain(format!("operator passphrase: {name} is not set")))?,
+            ),
+            _ => return Err(NodeError::Chain("[operator]: give exactly one of password_file and password_env".into())),
+        };
+        if passphrase.is_empty() {
+            return Err(NodeError::Chain("operator passphrase: empty".into()));
+        }
+        nox_chain::deploy::keystore_signer(&section.keystore, &passphrase).map_err(|e| NodeError::Chain(e.to_string()))
     }
 
     /// The operator address.

@@ -22,10 +22,36 @@ pub struct InitOptions {
     pub layers: u8,
     /// The chain's RPC URL.
     pub rpc_url: String,
+    /// The operator's keystore and passphrase source, written as `[operator]` so that `nox node
+    /// --config node.toml` unlocks it alone (absent: no `[operator]` section).
+    pub operator: Option<OperatorKey>,
+}
+
+/// The operator key a node configuration names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorKey {
+    /// The v3 keystore.
+    pub keystore: PathBuf,
+    /// The passphrase file; absent: the environment variable [`crate::keystore::PASSWORD_ENV`].
+    pub password_file: Option<PathBuf>,
+}
+
+impl OperatorKey {
+    /// The `[operator]` section, with absolute paths (the node may run from another directory).
+    fn toml(&self) -> Result<String, OperatorError> {
+        let absolute = |p: &Path| std::fs::canonicalize(p).map_err(|e| OperatorError::io(p, e));
+        let mut section =
+            format!("\n[operator]\nkeystore = {:?}\n", absolute(&self.keystore)?.display().to_string());
+        match &self.password_file {
+            Some(file) => section.push_str(&format!("password_file = {:?}\n", absolute(file)?.display().to_string())),
+            None => section.push_str(&format!("password_env = {:?}\n", crate::keystore::PASSWORD_ENV)),
+        }
+        Ok(section)
+    }
 }
 
 /// Creates (or keeps) the node's identity and link keys in `<dir>/keys` and writes
-/// `<dir>/node.toml` (refusing to overwrite one). Returns the identity and the config path.
+/// `<dir>/node.toml` (refusing to overwrite one) naming the operator's keystore if given. Returns the identity and the config path.
 pub fn init(options: &InitOptions, preset: &Preset) -> Result<(NodeIdentity, PathBuf), OperatorError> {
     let keys = options.dir.join("keys");
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
@@ -35,7 +61,10 @@ pub fn init(options: &InitOptions, preset: &Preset) -> Result<(NodeIdentity, Pat
     if config.exists() {
         return Err(OperatorError::io(&config, "already exists: not overwriting"));
     }
-    std::fs::write(&config, node_toml(options, &keys, preset)).map_err(|e| OperatorError::io(&config, e))?;
+    let operator = options.operator.as_ref().map(OperatorKey::toml).transpose()?.unwrap_or_default();
+    // Absolute, so that the node (a service) may start from any working directory.
+    let keys = std::fs::canonicalize(&keys).map_err(|e| OperatorError::io(&keys, e))?;
+    std::fs::write(&config, node_toml(options, &keys, preset) + &operator).map_err(|e| OperatorError::io(&config, e))?;
     Ok((identity, config))
 }
 

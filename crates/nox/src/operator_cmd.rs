@@ -97,6 +97,13 @@ pub enum OperatorCommand {
         /// Layers of the network.
         #[arg(long, default_value_t = 3)]
         layers: u8,
+        /// The operator's keystore, named in node.toml's `[operator]` so that `nox node --config`
+        /// unlocks it at start (passphrase from --password-file, else NOX_OPERATOR_PASSWORD).
+        #[arg(long)]
+        keystore: Option<PathBuf>,
+        /// The passphrase file node.toml names (with --keystore).
+        #[arg(long, requires = "keystore")]
+        password_file: Option<PathBuf>,
     },
     /// Stake and register the node (shows gas and stake, asks on a terminal).
     Register {
@@ -333,10 +340,17 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             };
             println!("operator {} in {}", signer.address(), key.keystore.display());
         }
-        OperatorCommand::Init { chain, dir, listen, directory, layers } => {
+        OperatorCommand::Init { chain, dir, listen, directory, layers, keystore, password_file } => {
             let (preset, rpc) = preset(&chain)?;
-            let options =
-                nox_operator::init::InitOptions { dir, listen, directory_url: directory, layers, rpc_url: rpc };
+            let operator = keystore.map(|keystore| nox_operator::init::OperatorKey { keystore, password_file });
+            let options = nox_operator::init::InitOptions {
+                dir,
+                listen,
+                directory_url: directory,
+                layers,
+                rpc_url: rpc,
+                operator,
+            };
             let (identity, config) = nox_operator::init::init(&options, &preset)?;
             println!("{}", identity.public());
             println!(

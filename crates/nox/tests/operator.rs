@@ -295,3 +295,79 @@ fn node_chain_section_from_preset() {
     assert_eq!((chain.confirmations, chain.operator_key_file), (2, Some("operator.key".into())));
     assert!(nox::operator_cmd::chain_from_preset("no-such-chain", None, None).is_err());
 }
+
+/// Issue 33: a node from its keystore alone. `nox operator init --keystore … --password-file …`
+/// writes a node.toml naming the operator keystore (never the key, never the passphrase);
+/// `nox node --config node.toml` — no other flag — unlocks it, reads the registry, and refuses to
+/// run before `nox operator register` (naming that command) or with a wrong passphrase; once
+/// registered it passes the registry check and goes on to fetch its topology (from the directory
+/// the config names, absent here, which is where this test stops).
+#[test]
+fn node_starts_from_its_keystore_config_alone() {
+    let anvil = Anvil::spawn(&AnvilOptions::on_port(free_port())).expect("anvil");
+    let rpc = anvil.url().to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("dev.key"), DEV_KEY).unwrap();
+    std::fs::write(dir.join("pass"), "deployer passphrase\n").unwrap();
+    std::fs::write(dir.join("op.pass"), "node operator passphrase\n").unwrap();
+    let pw = ["--password-file", "pass"];
+    ok(dir, &["operator", "new-key", "--keystore", "deployer.json", pw[0], pw[1], "--import-key-file", "dev.key"], &[]);
+    ok(dir, &["deploy", "--rpc", &rpc, "--keystore", "deployer.json", pw[0], pw[1], "--no-pool"], &[]);
+    let record = DeploymentRecord::load(&dir.join("deployments/31337.json")).unwrap();
+    let out = ok(dir, &["operator", "new-key", "--keystore", "op.json", "--password-file", "op.pass"], &[]);
+    let operator: Address = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let deployer = nox_chain::deploy::signer(DEV_KEY).unwrap();
+    rt.block_on(nox_chain::deploy::fund(
+        &rpc,
+        &record.deployment(),
+        &deployer,
+        operator,
+        U256::from(10u64).pow(U256::from(18u64)),
+        record.params.min_stake,
+    ))
+    .unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let chain = ["--chain", "31337", "--rpc", rpc.as_str()];
+    let mut init = vec!["operator", "init", "--dir", "node", "--listen", &listen, "--directory", "http://127.0.0.1:1"];
+    init.extend(chain);
+    init.extend(["--keystore", "op.json", "--password-file", "op.pass"]);
+    ok(dir, &init, &[]);
+    let config = std::fs::read_to_string(dir.join("node/node.toml")).unwrap();
+    assert!(config.contains("[operator]") && config.contains("op.json") && config.contains("op.pass"), "{config}");
+    assert!(!config.contains("node operator passphrase"), "the passphrase itself is in node.toml");
+
+    // Run from another directory, as a service would: the config's paths must hold on their own.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config_path = dir.join("node/node.toml");
+    let node = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_nox"));
+        command.current_dir(elsewhere.path()).args(["node", "--config"]).arg(&config_path);
+        command.env_remove("NOX_OPERATOR_PASSWORD").env("NOX_LOG", "info");
+        let out = command.output().expect("nox node runs");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    // Not registered yet: refused, naming the command that fixes it.
+    let (success, err) = node();
+    assert!(!success && err.contains("is not registered") && err.contains("nox operator register"), "{err}");
+
+    // A wrong passphrase in the file the config names: refused as such.
+    std::fs::write(dir.join("op.pass"), "not the passphrase\n").unwrap();
+    let (success, err) = node();
+    assert!(!success && err.contains("wrong passphrase"), "{err}");
+    std::fs::write(dir.join("op.pass"), "node operator passphrase\n").unwrap();
+
+    let mut register = vec!["operator", "register", "--node-dir", "node", "--address", &listen, "--yes"];
+    register.extend(chain);
+    register.extend(["--keystore", "op.json", "--password-file", "op.pass"]);
+    ok(dir, &register, &[]);
+
+    // Registered: the keystore unlocks, the registry vouches for the node, and it goes on to its
+    // topology (the directory at 127.0.0.1:1 does not exist: the only failure left).
+    let (success, err) = node();
+    assert!(err.contains("registered and active in the node registry"), "{err}");
+    assert!(err.contains(&operator.to_string()), "{err}");
+    assert!(!success && err.contains("topology") && !err.contains("nox operator register"), "{err}");
+}

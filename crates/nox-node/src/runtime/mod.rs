@@ -109,13 +109,13 @@ fn check_registered(
     let Some(record) = snapshot.by_identity(&identity_key) else {
         return Err(NodeError::NotRegistered(format!(
             "this node's identity key {} is not registered (or no longer active) in {where_}: register it with a stake \
-             (NodeRegistry.register) before starting the node",
+             (`nox operator register`) before starting the node",
             hex::encode(identity_key)
         )));
     };
     if record.operator != operator {
         return Err(NodeError::NotRegistered(format!(
-            "{where_} lists operator {} for this node, the operator key file is {operator}'s",
+            "{where_} lists operator {} for this node, the configured operator key is {operator}'s",
             record.operator
         )));
     }
@@ -164,11 +164,16 @@ pub async fn run_with(
         crate::Trust::from_config(config.topology.authority_key.as_deref(), config.chain.as_ref(), Some(kept_registry))
             .await?;
     let operator = match &config.chain {
-        Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config)?)),
+        Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config, config.operator.as_ref())?)),
+        None if config.operator.is_some() => {
+            return Err(NodeError::Chain("[operator] needs a [chain] section: the registry it is registered in".into()));
+        }
         None => None,
     };
     if let (Some(chain), Some(operator)) = (trust.chain(), &operator) {
-        check_registered(&*chain.last().await, &identity, operator.address(), &config)?;
+        let snapshot = chain.last().await;
+        check_registered(&snapshot, &identity, operator.address(), &config)?;
+        tracing::info!(operator = %operator.address(), registry = %snapshot.registry, block = snapshot.block, "registered and active in the node registry");
     }
     // The last topology verified from the directory, for a restart while the directory is down.
     let cache = config.node.key_dir.join(crate::directory_client::LAST_VERIFIED);
