@@ -18,18 +18,27 @@ const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(clap::Args, Debug, Clone)]
 pub struct TopologyArgs {
     /// A testnet state directory (`topology.json` and `authority.pub`).
-    #[arg(long, conflicts_with_all = ["topology", "authority", "directory"])]
+    #[arg(long, conflicts_with_all = ["topology", "authority", "directory", "chain"])]
     pub testnet: Option<PathBuf>,
     /// A topology document (JSON); needs `--authority`.
     #[arg(long, requires = "authority", conflicts_with = "directory")]
     pub topology: Option<PathBuf>,
     /// A directory mirror, `http://IP:PORT`; repeat for several (fetches fall over between
-    /// them). Needs `--authority`.
-    #[arg(long, requires = "authority")]
+    /// them). Needs `--authority` or `--chain`.
+    #[arg(long)]
     pub directory: Vec<String>,
     /// The directory authority's Ed25519 public key, hex.
     #[arg(long)]
     pub authority: Option<String>,
+    /// Verify the directory's documents against the on-chain node registry, as nodes do,
+    /// instead of an authority key: a chain preset (`anvil`, a chain id with
+    /// `deployments/<id>.json`, a deployment record) or a TOML file with a `[chain]` section
+    /// (a node.toml). The directory is then an untrusted mirror. Needs `--directory`.
+    #[arg(long, requires = "directory", conflicts_with_all = ["topology", "authority"])]
+    pub chain: Option<String>,
+    /// JSON-RPC URL of the chain (default: the preset's or the file's).
+    #[arg(long, requires = "chain")]
+    pub chain_rpc: Option<String>,
     /// Seconds before a request without a complete reply fails (never retried).
     #[arg(long, default_value_t = 30)]
     pub timeout_secs: u64,
@@ -124,6 +133,27 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
 pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
     let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
     match (&args.testnet, &args.topology, &args.authority) {
+        // The registry vouches for the nodes; any directory mirror serves the documents.
+        (None, None, None) if args.chain.is_some() => {
+            let spec = args.chain.as_deref().unwrap_or_default();
+            let chain = crate::operator_cmd::client_chain(spec, args.chain_rpc.as_deref())?;
+            let membership = nox_node::ChainMembership::start(chain).await.map_err(|e| e.to_string())?;
+            let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(|e| e.to_string())?;
+            let members = std::sync::Arc::new(membership.refresh().await.membership().0);
+            let topology = mirrors
+                .fetch(DIRECTORY_TIMEOUT, |document| {
+                    let geometry = nox_topology::geometry_for(&document)?;
+                    document.verify(&nox_topology::VerifyConfig::registry(members.clone(), geometry), now_unix())
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            let geometry = *topology.geometry();
+            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+                .await
+                .map_err(|e| e.to_string())?;
+            tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, nox_node::Trust::Chain(membership), geometry));
+            Ok(client)
+        }
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
@@ -142,11 +172,16 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
                 .await
                 .map_err(|e| e.to_string())?;
             // Refreshes must be of the same geometry.
-            let verify = nox_topology::VerifyConfig::new(authority, *topology.geometry());
+            let geometry = *topology.geometry();
             let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
                 .await
                 .map_err(|e| e.to_string())?;
-            tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, verify));
+            tokio::spawn(refresh_from_mirrors(
+                client.clone(),
+                mirrors,
+                nox_node::Trust::Authority(authority),
+                geometry,
+            ));
             Ok(client)
         }
         (None, Some(file), Some(key)) => {
@@ -158,10 +193,9 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
             tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
             Ok(client)
         }
-        _ => {
-            Err("give --testnet <dir>, --topology <file> --authority <hex>, or --directory <url>... --authority <hex>"
-                .into())
-        }
+        _ => Err("give --testnet <dir>, --topology <file> --authority <hex>, or --directory <url>... with \
+                  --authority <hex> or --chain <preset|file>"
+            .into()),
     }
 }
 
@@ -223,16 +257,18 @@ async fn fetch_from_mirrors(
 }
 
 /// Fetches from the directory mirrors every poll period (falling over between them) and hands
-/// a newer document (by issue time) to the client.
+/// a newer document (by issue time) to the client, verified under `trust` as it is then (with
+/// the registry: its membership re-read).
 async fn refresh_from_mirrors(
     client: ClientHandle,
     mirrors: nox_directory::Mirrors,
-    verify: nox_topology::VerifyConfig,
+    trust: nox_node::Trust,
+    geometry: Geometry,
 ) {
     let mut issued = 0;
     loop {
         tokio::time::sleep(TOPOLOGY_POLL).await;
-        match fetch_from_mirrors(&mirrors, &verify).await {
+        match fetch_from_mirrors(&mirrors, &trust.verify_config(&geometry).await).await {
             Ok(topology) if topology.issued_at() > issued => {
                 issued = topology.issued_at();
                 if let Err(e) = client.set_topology(topology) {

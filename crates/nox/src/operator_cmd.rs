@@ -6,8 +6,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Subcommand};
 use alloy::providers::DynProvider;
+use clap::{Args, Subcommand};
 use nox_chain::{Address, PrivateKeySigner, Registration, U256};
 use nox_operator::keystore::{self, PassphraseSource};
 use nox_operator::ops::{self, NodeStatus};
@@ -211,6 +211,25 @@ pub fn chain_from_preset(
         chain.confirmations = current.confirmations;
     }
     Ok(chain)
+}
+
+/// `nox client --chain SPEC [--chain-rpc URL]`: the registry a client verifies topologies
+/// against. `SPEC` is a preset (as for `nox node --chain`) or a TOML file with a `[chain]`
+/// section (a node.toml written by `nox operator init`, a testnet's `chain.toml`).
+pub fn client_chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainConfig, String> {
+    let path = Path::new(spec);
+    if path.extension().is_some_and(|e| e == "toml") {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| format!("{spec}: {e}"))?;
+        let section = table.get("chain").cloned().ok_or_else(|| format!("{spec}: no [chain] section"))?;
+        let mut chain: nox_chain::ChainConfig = section.try_into().map_err(|e| format!("{spec} [chain]: {e}"))?;
+        chain.operator_key_file = None;
+        if let Some(rpc) = rpc {
+            chain.rpc_urls = vec![rpc.to_owned()];
+        }
+        return Ok(chain);
+    }
+    chain_from_preset(spec, rpc, None).map_err(|e| e.to_string())
 }
 
 fn passphrase(key: &KeyArgs) -> PassphraseSource {

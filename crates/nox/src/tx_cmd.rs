@@ -201,6 +201,8 @@ async fn connect(testnet: &std::path::Path, mix: &MixArgs) -> CmdResult<RelayCli
         topology: None,
         directory: Vec::new(),
         authority: None,
+        chain: None,
+        chain_rpc: None,
         timeout_secs: mix.timeout_secs,
         transport: crate::client_cmd::LinkTransport::Tcp,
     };

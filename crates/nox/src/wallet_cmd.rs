@@ -755,6 +755,8 @@ pub(crate) async fn read_endpoint(p: &PoolArgs, mixnet: Option<&nox_client::Clie
                 topology: None,
                 directory: Vec::new(),
                 authority: None,
+                chain: None,
+                chain_rpc: None,
                 timeout_secs: MIXNET_READ_TIMEOUT_S,
                 transport: crate::client_cmd::LinkTransport::Tcp,
             };

@@ -88,6 +88,10 @@ fn membership_follows_the_registry() {
     // Descriptors the registry does not vouch for are refused by clients.
     refuses_unvouched_descriptors(&dir);
 
+    // `nox client --chain FILE`: no authority key, the registry vouches for the nodes and the
+    // directory is only a mirror (issue 33).
+    client_echo_from_the_chain(&dir);
+
     // A 10th node registers mid-run and is routed to within an epoch.
     let joined = nox_testnet::join_with(&dir, Path::new(NOX)).expect("joins");
     let new_id = identity_of(&joined);
@@ -212,4 +216,36 @@ fn refuses_unvouched_descriptors(dir: &Path) {
     );
     assert!(verified.node(&forged_id).is_none() && verified.node(&victim_id).is_none());
     assert_eq!(verified.nodes().len(), 8);
+}
+
+/// `nox client echo --chain <chain.toml> --directory URL`: a reply through the network whose
+/// topology is verified against the registry alone; the same mirror under a wrong registry
+/// address is refused (no document verifies), so the chain really is the trust root.
+fn client_echo_from_the_chain(dir: &Path) {
+    let directory = format!("http://{}", nox_testnet::directory::addr(dir).expect("a directory"));
+    let chain_toml = nox_testnet::directory::process_dir(dir).join("chain.toml");
+    let echo = |chain: &Path| {
+        let out = Command::new(NOX)
+            .args(["client", "echo", "--timeout-secs", "20", "--directory", &directory, "--chain"])
+            .arg(chain)
+            .arg("from the chain")
+            .output()
+            .expect("run nox client echo");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (success, stdout, stderr) = echo(&chain_toml);
+    assert!(success, "echo failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.lines().next(), Some("from the chain"), "{stdout}");
+    let text = std::fs::read_to_string(&chain_toml).unwrap();
+    let info = nox_testnet::chain::load(dir).expect("chain.json");
+    let wrong = dir.join("wrong-registry.toml");
+    let registry = info.deployment.registry.to_string();
+    assert!(text.contains(&registry), "{text}");
+    std::fs::write(&wrong, text.replace(&registry, &info.deployment.stake_token.to_string())).unwrap();
+    let (success, _, stderr) = echo(&wrong);
+    assert!(!success, "a client trusted a registry that is not one: {stderr}");
 }
