@@ -40,8 +40,7 @@ impl OperatorKey {
     /// The `[operator]` section, with absolute paths (the node may run from another directory).
     fn toml(&self) -> Result<String, OperatorError> {
         let absolute = |p: &Path| std::fs::canonicalize(p).map_err(|e| OperatorError::io(p, e));
-        let mut section =
-            format!("\n[operator]\nkeystore = {:?}\n", absolute(&self.keystore)?.display().to_string());
+        let mut section = format!("\n[operator]\nkeystore = {:?}\n", absolute(&self.keystore)?.display().to_string());
         match &self.password_file {
             Some(file) => section.push_str(&format!("password_file = {:?}\n", absolute(file)?.display().to_string())),
             None => section.push_str(&format!("password_env = {:?}\n", crate::keystore::PASSWORD_ENV)),
@@ -64,7 +63,8 @@ pub fn init(options: &InitOptions, preset: &Preset) -> Result<(NodeIdentity, Pat
     let operator = options.operator.as_ref().map(OperatorKey::toml).transpose()?.unwrap_or_default();
     // Absolute, so that the node (a service) may start from any working directory.
     let keys = std::fs::canonicalize(&keys).map_err(|e| OperatorError::io(&keys, e))?;
-    std::fs::write(&config, node_toml(options, &keys, preset) + &operator).map_err(|e| OperatorError::io(&config, e))?;
+    std::fs::write(&config, node_toml(options, &keys, preset) + &operator)
+        .map_err(|e| OperatorError::io(&config, e))?;
     Ok((identity, config))
 }
 

@@ -166,7 +166,9 @@ pub async fn run_with(
     let operator = match &config.chain {
         Some(chain_config) => Some(Arc::new(crate::OperatorSigner::load(chain_config, config.operator.as_ref())?)),
         None if config.operator.is_some() => {
-            return Err(NodeError::Chain("[operator] needs a [chain] section: the registry it is registered in".into()));
+            return Err(NodeError::Chain(
+                "[operator] needs a [chain] section: the registry it is registered in".into(),
+            ));
         }
         None => None,
     };
