@@ -371,3 +371,58 @@ fn node_starts_from_its_keystore_config_alone() {
     assert!(err.contains(&operator.to_string()), "{err}");
     assert!(!success && err.contains("topology") && !err.contains("nox operator register"), "{err}");
 }
+
+/// docs/operating.md's command lines are the commands as they are: every `nox operator`, `nox
+/// deploy` and `nox client` line of its shell blocks, with `$CHAIN` and `$RPC` filled in, parses
+/// with the binary's own argument parsers (a renamed flag or subcommand fails here), the `nox
+/// node` line is the bare `--config` start the guide promises, and the systemd unit the guide
+/// points to runs that same command.
+#[test]
+fn every_command_line_in_the_operator_guide_parses() {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    #[command(name = "nox")]
+    enum Cli {
+        #[command(subcommand)]
+        Operator(nox::operator_cmd::OperatorCommand),
+        Deploy(nox::operator_cmd::DeployArgs),
+        Client(nox::client_cmd::ClientArgs),
+    }
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let guide = std::fs::read_to_string(root.join("docs/operating.md")).unwrap();
+    let mut in_shell = false;
+    let mut parsed = Vec::new();
+    for line in guide.lines() {
+        if line.starts_with("```") {
+            in_shell = line == "```sh";
+            continue;
+        }
+        let line = line.trim();
+        if !in_shell || !line.starts_with("nox ") {
+            continue;
+        }
+        let filled = line.replace("$CHAIN", "anvil").replace("$RPC", "http://127.0.0.1:8545");
+        let words: Vec<&str> = filled.split_whitespace().collect();
+        match words[1] {
+            "operator" | "deploy" | "client" => {
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("docs/operating.md: `{line}` does not parse:\n{e}");
+                }
+                parsed.push(format!("{} {}", words[1], words.get(2).unwrap_or(&"")));
+            }
+            "node" => assert_eq!(words[2..], ["--config", "/var/lib/nox/node.toml"], "{line}"),
+            other => panic!("docs/operating.md: `nox {other}` is not checked here: add it to this test"),
+        }
+    }
+    for sub in ["new-key", "init", "register", "status", "update", "rotate", "unstake", "withdraw", "claim"] {
+        assert!(parsed.contains(&format!("operator {sub}")), "the guide shows no `nox operator {sub}`: {parsed:?}");
+    }
+    assert!(parsed.iter().any(|p| p.starts_with("deploy")) && parsed.iter().any(|p| p.starts_with("client")));
+    let unit = std::fs::read_to_string(root.join("deploy/nox-node.service")).unwrap();
+    assert!(unit.contains("\nExecStart=/usr/local/bin/nox node --config /var/lib/nox/node.toml\n"), "{unit}");
+    for hardening in ["ProtectSystem=strict", "NoNewPrivileges=yes", "StateDirectory=nox\n", "LimitNOFILE="] {
+        assert!(unit.contains(hardening), "deploy/nox-node.service lacks {hardening}");
+    }
+}
