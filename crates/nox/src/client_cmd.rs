@@ -133,27 +133,6 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
 pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
     let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
     match (&args.testnet, &args.topology, &args.authority) {
-        // The registry vouches for the nodes; any directory mirror serves the documents.
-        (None, None, None) if args.chain.is_some() => {
-            let spec = args.chain.as_deref().unwrap_or_default();
-            let chain = crate::operator_cmd::client_chain(spec, args.chain_rpc.as_deref())?;
-            let membership = nox_node::ChainMembership::start(chain).await.map_err(|e| e.to_string())?;
-            let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(|e| e.to_string())?;
-            let members = std::sync::Arc::new(membership.refresh().await.membership().0);
-            let topology = mirrors
-                .fetch(DIRECTORY_TIMEOUT, |document| {
-                    let geometry = nox_topology::geometry_for(&document)?;
-                    document.verify(&nox_topology::VerifyConfig::registry(members.clone(), geometry), now_unix())
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-            let geometry = *topology.geometry();
-            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
-                .await
-                .map_err(|e| e.to_string())?;
-            tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, nox_node::Trust::Chain(membership), geometry));
-            Ok(client)
-        }
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
@@ -164,11 +143,31 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
             tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
             Ok(client)
         }
-        (None, None, Some(key)) if !args.directory.is_empty() => {
+        // Directory mirrors, verified under the authority's key or, with `--chain`, the on-chain
+        // registry's membership (as nodes do; the directory is then only a mirror).
+        (None, None, authority) if !args.directory.is_empty() && (authority.is_some() || args.chain.is_some()) => {
             let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(|e| e.to_string())?;
-            let authority = authority_key(key)?;
+            let (trust, members) = match (authority, &args.chain) {
+                (Some(key), _) => (nox_node::Trust::Authority(authority_key(key)?), None),
+                (None, spec) => {
+                    let spec = spec.as_deref().unwrap_or_default();
+                    let chain = crate::operator_cmd::client_chain(spec, args.chain_rpc.as_deref())?;
+                    let chain = nox_node::ChainMembership::start(chain).await.map_err(|e| e.to_string())?;
+                    let members = std::sync::Arc::new(chain.refresh().await.membership().0);
+                    (nox_node::Trust::Chain(chain), Some(members))
+                }
+            };
             let topology = mirrors
-                .fetch(DIRECTORY_TIMEOUT, |document| verify_named(&document, authority))
+                .fetch(DIRECTORY_TIMEOUT, |document| {
+                    let geometry = nox_topology::geometry_for(&document)?;
+                    let config = match (&trust, &members) {
+                        (nox_node::Trust::Authority(key), _) => nox_topology::VerifyConfig::new(*key, geometry),
+                        (_, members) => {
+                            nox_topology::VerifyConfig::registry(members.clone().unwrap_or_default(), geometry)
+                        }
+                    };
+                    document.verify(&config, now_unix())
+                })
                 .await
                 .map_err(|e| e.to_string())?;
             // Refreshes must be of the same geometry.
@@ -176,12 +175,7 @@ pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<Client
             let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
                 .await
                 .map_err(|e| e.to_string())?;
-            tokio::spawn(refresh_from_mirrors(
-                client.clone(),
-                mirrors,
-                nox_node::Trust::Authority(authority),
-                geometry,
-            ));
+            tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, trust, geometry));
             Ok(client)
         }
         (None, Some(file), Some(key)) => {

@@ -38,6 +38,20 @@ pub struct ChainArgs {
     pub deployments: PathBuf,
 }
 
+/// The node as the registry records it (`register`, `update`).
+#[derive(Args, Clone, Debug)]
+pub struct NodeArgs {
+    /// The node's directory (or key directory): its identity and link keys.
+    #[arg(long)]
+    pub node_dir: PathBuf,
+    /// Link address registered (`ip:port`, the address other nodes dial).
+    #[arg(long)]
+    pub address: String,
+    /// Role bits: 1 relay, 2 exit, 3 both.
+    #[arg(long, default_value_t = 1)]
+    pub role: u8,
+}
+
 /// `nox deploy`.
 #[derive(Args, Clone, Debug)]
 pub struct DeployArgs {
@@ -111,15 +125,8 @@ pub enum OperatorCommand {
         key: KeyArgs,
         #[command(flatten)]
         chain: ChainArgs,
-        /// The node's directory (or key directory).
-        #[arg(long)]
-        node_dir: PathBuf,
-        /// Link address registered (`ip:port`).
-        #[arg(long)]
-        address: String,
-        /// Role bits: 1 relay, 2 exit, 3 both.
-        #[arg(long, default_value_t = 1)]
-        role: u8,
+        #[command(flatten)]
+        node: NodeArgs,
         /// Stake (token base units; default: the registry's minimum).
         #[arg(long)]
         stake: Option<U256>,
@@ -157,15 +164,8 @@ pub enum OperatorCommand {
         key: KeyArgs,
         #[command(flatten)]
         chain: ChainArgs,
-        /// The node's directory.
-        #[arg(long)]
-        node_dir: PathBuf,
-        /// New link address.
-        #[arg(long)]
-        address: String,
-        /// New role bits.
-        #[arg(long, default_value_t = 1)]
-        role: u8,
+        #[command(flatten)]
+        node: NodeArgs,
     },
     /// Leave the network: out of the active list now, stake withdrawable after the delay.
     Unstake {
@@ -379,7 +379,7 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
                 preset.record.contracts.registry
             );
         }
-        OperatorCommand::Register { key, chain, node_dir, address, role, stake, yes } => {
+        OperatorCommand::Register { key, chain, node: NodeArgs { node_dir, address, role }, stake, yes } => {
             let (identity_key, link_key) = node_keys(&node_dir)?;
             let s = Session::open(&key, &chain)?;
             let (record, operator) = (s.record(), s.operator());
@@ -450,7 +450,7 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             s.block_on(ops::rotate(&s.provider, s.record(), identity_key))?;
             println!("identity key now {}", hex::encode(identity_key));
         }
-        OperatorCommand::Update { key, chain, node_dir, address, role } => {
+        OperatorCommand::Update { key, chain, node: NodeArgs { node_dir, address, role } } => {
             let (_, link_key) = node_keys(&node_dir)?;
             let s = Session::open(&key, &chain)?;
             s.block_on(ops::update(&s.provider, s.record(), link_key, &address, role))?;

@@ -220,14 +220,15 @@ fn refuses_unvouched_descriptors(dir: &Path) {
 
 /// `nox client echo --chain <chain.toml> --directory URL`: a reply through the network whose
 /// topology is verified against the registry alone; the same mirror under a wrong registry
-/// address is refused (no document verifies), so the chain really is the trust root.
+/// address is refused (no document verifies), so the chain really is the trust root. The same
+/// mirror under the directory's authority key (`--authority`, the path `--chain` shares) works too.
 fn client_echo_from_the_chain(dir: &Path) {
     let directory = format!("http://{}", nox_testnet::directory::addr(dir).expect("a directory"));
     let chain_toml = nox_testnet::directory::process_dir(dir).join("chain.toml");
-    let echo = |chain: &Path| {
+    let echo_with = |trust: &[&std::ffi::OsStr]| {
         let out = Command::new(NOX)
-            .args(["client", "echo", "--timeout-secs", "20", "--directory", &directory, "--chain"])
-            .arg(chain)
+            .args(["client", "echo", "--timeout-secs", "20", "--directory", &directory])
+            .args(trust)
             .arg("from the chain")
             .output()
             .expect("run nox client echo");
@@ -237,9 +238,13 @@ fn client_echo_from_the_chain(dir: &Path) {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+    let echo = |chain: &Path| echo_with(&["--chain".as_ref(), chain.as_os_str()]);
     let (success, stdout, stderr) = echo(&chain_toml);
     assert!(success, "echo failed: {stdout}\n{stderr}");
     assert_eq!(stdout.lines().next(), Some("from the chain"), "{stdout}");
+    let authority = std::fs::read_to_string(dir.join("authority.pub")).expect("authority.pub");
+    let (success, stdout, stderr) = echo_with(&["--authority".as_ref(), authority.trim().as_ref()]);
+    assert!(success, "echo under the authority key failed: {stdout}\n{stderr}");
     let text = std::fs::read_to_string(&chain_toml).unwrap();
     let info = nox_testnet::chain::load(dir).expect("chain.json");
     let wrong = dir.join("wrong-registry.toml");
