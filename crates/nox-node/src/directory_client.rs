@@ -233,6 +233,49 @@ impl Publisher {
     }
 }
 
+/// How long a new node waits to appear in the directory's document after announcing itself
+/// (the directory admits it once it has re-read the registry, every few seconds).
+pub const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A registered node that the directory's document does not name yet (a new node joining a
+/// running network): uploads `descriptor` (its first, with the operator's statements) to every
+/// mirror until a verified document names the node, and returns that document. Without this,
+/// a node could only join a network whose directory someone had given its descriptor already.
+pub async fn announce(
+    section: &TopologySection,
+    geometry: &Geometry,
+    trust: &Trust,
+    descriptor: &nox_topology::SignedDescriptor,
+    me: NodeId,
+) -> Result<VerifiedTopology, NodeError> {
+    let Some(mirrors) = section.directory()? else {
+        return Err(NodeError::NotInTopology(format!("{} (no directory to announce it to)", hex::encode(&me.0[..4]))));
+    };
+    let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
+    let mut last = String::new();
+    loop {
+        for &addr in mirrors.addrs() {
+            match nox_directory::upload_descriptor(addr, descriptor, TIMEOUT).await {
+                Ok(answer) => tracing::info!(%answer, %addr, "first descriptor announced"),
+                Err(error) => last = format!("{addr}: {error}"),
+            }
+        }
+        match fetch_verified(&mirrors, trust, geometry).await {
+            Ok(topology) if topology.node(&me).is_some() => return Ok(topology),
+            Ok(_) => {}
+            Err(error) => last = error,
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(NodeError::NotInTopology(format!(
+                "{}: announced for {} s, not admitted by the directory ({last})",
+                hex::encode(&me.0[..4]),
+                JOIN_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// Starts the refresh task and one upload task per mirror when a directory is configured. `initial` is the topology the
 /// node started with (it fixes the node's address, the layer count and the schedule).
 #[allow(clippy::too_many_arguments)]

@@ -165,7 +165,88 @@ fn membership_follows_the_registry() {
     });
     let line = delivered_fraction(&dir, 300);
     assert!(line.contains("delivered 300 (100.0 %)"), "{line}");
+
+    // An operator joins the running network with `nox operator` and `nox node --config` alone.
+    operator_node_joins(&dir, &info);
     drop(net);
+}
+
+/// Issue 33: a new operator's node joins a running network from its keystore and configuration
+/// alone — `nox operator new-key`, `init`, `register` against the testnet's registry (a
+/// deployment record file), then `nox node --config node.toml` with no other flag: the node,
+/// absent from the directory's document, announces its first descriptor itself and is admitted
+/// (before, only `nox testnet join`, which uploads it for the node, could add a node).
+fn operator_node_joins(dir: &Path, info: &nox_testnet::chain::ChainInfo) {
+    let work = dir.join("joiner");
+    std::fs::create_dir_all(&work).unwrap();
+    let d = &info.deployment;
+    let record = nox_operator::DeploymentRecord {
+        chain_id: d.chain_id,
+        factory: nox_chain::Address::ZERO,
+        salt: Default::default(),
+        start_block: d.block,
+        testnet_verifier_keys: true,
+        params: nox_operator::deploy::Params::development(),
+        contracts: nox_operator::deploy::Contracts {
+            stake_token: d.stake_token,
+            registry: d.registry,
+            executor: d.executor,
+            ledger: d.ledger,
+            erc20_payment: d.erc20_payment,
+            pool: None,
+        },
+    };
+    let record_file = record.store(&work).expect("record");
+    std::fs::write(work.join("pass"), "joining operator\n").unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(NOX).current_dir(&work).args(args).output().expect("run nox");
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "nox {args:?} failed:\n{text}");
+        text
+    };
+    let key = ["--keystore", "op.json", "--password-file", "pass"];
+    let out = run(&["operator", "new-key", key[0], key[1], key[2], key[3]]);
+    let operator: nox_chain::Address = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let deployer = nox_chain::deploy::signer(nox_chain::anvil::DEV_KEY).expect("dev key");
+    runtime().block_on(async {
+        let eth = U256::from(10u64).pow(U256::from(18u64));
+        let stake = nox_testnet::chain::testnet_stake();
+        nox_chain::deploy::fund(&info.rpc_url, d, &deployer, operator, eth, stake).await.expect("funds the operator");
+    });
+    let layers = nox_testnet::directory::topology(dir).expect("topology").layers();
+    let directory = format!("http://{}", nox_testnet::directory::addr(dir).expect("a directory"));
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let chain = ["--chain", record_file.to_str().unwrap(), "--rpc", info.rpc_url.as_str()];
+    let layer_count = layers.get().to_string();
+    let mut init = vec!["operator", "init", "--dir", "node", "--listen", &listen, "--directory", &directory];
+    init.extend(["--layers", &layer_count]);
+    init.extend(chain);
+    init.extend(key);
+    run(&init);
+    let identity = nox_keystore::load_identity(&work.join("node/keys")).expect("identity");
+    let role = nox_testnet::chain::role(identity.public().layer(layers).0, layers.get()).to_string();
+    let mut register =
+        vec!["operator", "register", "--node-dir", "node", "--address", &listen, "--role", &role, "--yes"];
+    register.extend(chain);
+    register.extend(key);
+    run(&register);
+
+    let id = identity.public().identity_key.to_bytes();
+    assert!(!node_ids(dir).contains(&id));
+    let log = std::fs::File::create(work.join("node.log")).unwrap();
+    let mut node = Command::new(NOX)
+        .args(["node", "--config"])
+        .arg(work.join("node/node.toml"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("nox node starts");
+    let joined = wait_until(Duration::from_secs(60), Duration::from_millis(500), || node_ids(dir).contains(&id));
+    let _ = node.kill();
+    let _ = node.wait();
+    let log = std::fs::read_to_string(work.join("node.log")).unwrap_or_default();
+    assert!(joined, "the operator's node never joined the topology:\n{log}");
+    assert!(log.contains("first descriptor announced"), "{log}");
 }
 
 /// A forged node and a tampered descriptor in the document a cache serves: left out, each with

@@ -180,15 +180,36 @@ pub async fn run_with(
     // The last topology verified from the directory, for a restart while the directory is down.
     let cache = config.node.key_dir.join(crate::directory_client::LAST_VERIFIED);
     let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust, Some(&cache)).await?;
-    let shared = crate::directory_client::SharedTopology::new(topology.clone());
     let me = identity.node_id();
-    let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
 
     // Epoch keys and the relay.
     let schedule = *topology.schedule();
     let mut store = EpochKeyStore::open_for(&config.node.sphinx_key_dir(), schedule, geometry.scheme())?;
     store.rotate(now_unix(), &mut rng)?;
+    // A registered node the directory does not name yet announces itself (joining a running
+    // network from its configuration alone).
+    let topology = match (&operator, topology.node(&me)) {
+        (Some(operator), None) => {
+            let now = now_unix();
+            let keys = store.public_keys(schedule.published_epochs(now))?;
+            let descriptor = identity
+                .descriptor_with_endpoints(
+                    config.node.listen,
+                    config.node.websocket_listen,
+                    config.node.websocket_tls_cert.is_some(),
+                    topology.layers(),
+                    config.node.pow_difficulty,
+                    keys,
+                )
+                .map_err(|e| NodeError::Topology(e.to_string()))?;
+            let descriptor = operator.attach(descriptor).map_err(NodeError::Chain)?;
+            crate::directory_client::announce(&config.topology, &geometry, &trust, &descriptor, me).await?
+        }
+        _ => topology,
+    };
+    let shared = crate::directory_client::SharedTopology::new(topology.clone());
+    let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
     let publisher = crate::directory_client::spawn(
         &config.topology,
         &geometry,
