@@ -30,6 +30,9 @@ pub struct ClientConfig {
     /// real packets at once (default 0 in the core; the daemon uses
     /// [`DAEMON_COVER_RATE`]).
     pub cover_rate: f64,
+    /// Which free λ_P slots carry cover (`nox client --profile`; default `always-on`: every
+    /// one). Real packets take the same slots under every profile (crate::profile).
+    pub profile: nox_cover::CoverProfile,
     /// Real packets the send queue holds while waiting for a slot (default 4096).
     pub queue_capacity: usize,
     /// Requests in flight at most (default 1024).
@@ -65,6 +68,7 @@ impl Default for ClientConfig {
             parity_percent: 25,
             timeout: Duration::from_secs(30),
             cover_rate: 0.0,
+            profile: nox_cover::CoverProfile::AlwaysOn,
             queue_capacity: 4096,
             max_pending: 1024,
             loop_fraction: 0.5,

@@ -56,6 +56,8 @@ pub struct ClientCore {
     pub(crate) streams: crate::core_streams::Streams,
     notices: HashMap<NodeId, u8>,
     queue: Option<SendQueue<Outgoing, ChaCha20Rng>>,
+    /// Which free slots of `queue` carry cover (the profile).
+    gate: crate::profile::ProfileGate,
     pub(crate) probes: LoopProbes,
     pub(crate) degraded: BTreeSet<NodeId>,
     pub(crate) stats: ClientStats,
@@ -91,6 +93,14 @@ impl ClientCore {
         } else {
             None
         };
+        let gate = crate::profile::ProfileGate::new(
+            config.profile,
+            config.cover_rate,
+            geometry.packet_len(),
+            now.at,
+            &mut rng,
+        )
+        .map_err(|e| ClientError::Setup(e.to_string()))?;
         let config_health = config.health;
         Ok(Self {
             topology,
@@ -108,6 +118,7 @@ impl ClientCore {
             streams: Default::default(),
             notices: HashMap::new(),
             queue,
+            gate,
             probes: LoopProbes::new(config_health),
             degraded: BTreeSet::new(),
             stats: ClientStats::default(),
@@ -247,6 +258,7 @@ impl ClientCore {
         match &mut self.queue {
             None => Ok((id, packets)),
             Some(queue) => {
+                self.gate.on_use(now.at);
                 for packet in packets {
                     // Capacity was checked above; a refusal cannot happen.
                     let _ = queue.push(packet);
@@ -352,18 +364,31 @@ impl ClientCore {
 
     /// The packet for the next due slot, if one is due: the oldest queued
     /// real packet, or a fresh cover packet: a loop (share
-    /// `config.loop_fraction`) or a drop. Call until `None`.
+    /// `config.loop_fraction`) or a drop — unless the cover profile keeps a
+    /// free slot silent, which is skipped. Call until `None`.
     pub fn poll_transmit(&mut self, now: Now) -> Option<Result<Outgoing, ClientError>> {
-        let emission = self.queue.as_mut()?.poll(now.at)?;
-        Some(match emission.payload {
-            Payload::Real(packet) => Ok(packet),
-            // A stream message, when one is due, takes the slot of a cover packet.
-            Payload::Cover => match self.next_stream_packet(now) {
-                Some(Ok(packet)) => Ok(packet),
-                Some(Err(_)) | None if self.draw_loop() => self.loop_packet(now).or_else(|_| self.cover_packet(now)),
-                Some(Err(_)) | None => self.cover_packet(now),
-            },
-        })
+        loop {
+            let emission = self.queue.as_mut()?.poll(now.at)?;
+            return Some(match emission.payload {
+                Payload::Real(packet) => {
+                    self.gate.on_real_sent(emission.at);
+                    Ok(packet)
+                }
+                // A stream message, when one is due, takes the slot of a cover packet.
+                Payload::Cover => match self.next_stream_packet(now) {
+                    Some(Ok(packet)) => {
+                        self.gate.on_real_sent(emission.at);
+                        Ok(packet)
+                    }
+                    // The profile keeps this free slot silent.
+                    Some(Err(_)) | None if !self.gate.allow_cover(emission.at) => continue,
+                    Some(Err(_)) | None if self.draw_loop() => {
+                        self.loop_packet(now).or_else(|_| self.cover_packet(now))
+                    }
+                    Some(Err(_)) | None => self.cover_packet(now),
+                },
+            });
+        }
     }
 
     /// Whether cover traffic is on (packets wait for Poisson slots).

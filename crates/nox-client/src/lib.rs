@@ -9,6 +9,7 @@ mod error;
 mod gateways;
 mod health;
 mod paths;
+pub mod profile;
 #[cfg(feature = "shell")]
 #[allow(clippy::disallowed_methods, reason = "the native shell reads the system clocks for the core")]
 mod proxy;
