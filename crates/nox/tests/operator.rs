@@ -387,7 +387,7 @@ fn every_command_line_in_the_operator_guide_parses() {
         #[command(subcommand)]
         Operator(nox::operator_cmd::OperatorCommand),
         Deploy(nox::operator_cmd::DeployArgs),
-        Client(nox::client_cmd::ClientArgs),
+        Client(Box<nox::client_cmd::ClientArgs>),
     }
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
