@@ -88,6 +88,10 @@ pub struct ClientArgs {
     /// Loopix λ_P cover rate in packets per second (each 32 KiB); 0 = off.
     #[arg(long, default_value_t = nox_client::DAEMON_COVER_RATE)]
     pub cover_rate: f64,
+    /// Cover profile: `always-on` (every free slot), `wallet` (only in sessions padded to 120 s
+    /// and 30 s after the last use) or `mobile` (a 1 GB/day budget); docs/benchmarks/cover.md.
+    #[arg(long, default_value = "always-on", value_parser = nox_client::profile::CoverProfile::from_name)]
+    pub profile: nox_client::profile::CoverProfile,
     /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).
     #[arg(long, default_value_t = 16 * 1024)]
     pub rpc_reply_len: usize,
@@ -121,7 +125,7 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
             None => {
                 let topology = args.topology.ok_or("give --testnet <dir> or --topology <file> --authority <hex>")?;
                 let budgets = ReplyBudgets { rpc: args.rpc_reply_len };
-                daemon(&topology, args.cover_rate, args.socks, args.rpc, budgets).await
+                daemon(&topology, (args.cover_rate, args.profile), args.socks, args.rpc, budgets).await
             }
         }
     })
@@ -131,7 +135,16 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
 /// length, hops) is the one the topology document names (`nox_topology::geometry_for`): no flag
 /// chooses it, and later topologies of another geometry are refused.
 pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
-    let core = ClientConfig { cover_rate, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
+    start_with(args, cover_rate, nox_client::profile::CoverProfile::AlwaysOn).await
+}
+
+/// [`start`] with a cover profile (`--profile`).
+async fn start_with(
+    args: &TopologyArgs,
+    cover_rate: f64,
+    profile: nox_client::profile::CoverProfile,
+) -> Result<ClientHandle, String> {
+    let core = ClientConfig { cover_rate, profile, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
     match (&args.testnet, &args.topology, &args.authority) {
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
@@ -317,7 +330,7 @@ struct ReplyBudgets {
 
 async fn daemon(
     args: &TopologyArgs,
-    cover_rate: f64,
+    (cover_rate, profile): (f64, nox_client::profile::CoverProfile),
     socks: Option<SocketAddr>,
     rpc: Option<SocketAddr>,
     budgets: ReplyBudgets,
@@ -325,8 +338,8 @@ async fn daemon(
     if socks.is_none() && rpc.is_none() {
         return Err("nothing to serve: give --socks and/or --rpc".into());
     }
-    let client = start(args, cover_rate).await?;
-    eprintln!("nox client: cover {cover_rate} packets/s ({:.0} KiB/s)", cover_rate * 32.0);
+    let client = start_with(args, cover_rate, profile).await?;
+    eprintln!("nox client: cover {cover_rate} packets/s ({:.0} KiB/s), profile {}", cover_rate * 32.0, profile.name());
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(addr) = socks {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("socks {addr}: {e}"))?;
