@@ -12,7 +12,7 @@ use nox_relayer::inserter::{InserterConfig, InserterHandle};
 use nox_relayer::{Relayer, RelayerConfig};
 use nox_sphinx::Surb;
 
-use crate::exit_streams::StreamService;
+use nox_exit_streams::StreamService;
 
 /// Bytes a response message adds around its body (version, status).
 const RESPONSE_OVERHEAD: usize = 2;

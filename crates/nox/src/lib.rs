@@ -10,7 +10,6 @@ pub mod dashboard_metrics;
 pub mod dashboard_state;
 pub mod demo;
 pub mod exit_glue;
-pub mod exit_streams;
 pub mod operator_cmd;
 pub mod tx_cmd;
 pub mod wallet_cmd;

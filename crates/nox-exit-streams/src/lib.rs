@@ -33,8 +33,12 @@
 //!   `RESET` closes the TCP connection abortively.
 //! - **Metrics** ([`StreamMetrics`]): aggregate counters only, no per-stream
 //!   timing or address is logged. [`StreamMetrics::render`] gives Prometheus
-//!   text; the node's `/metrics` endpoint does not include it yet (the node
-//!   renders only its own and `ExitMetrics`).
+//!   text, which the exit's adapter (`nox::exit_glue`) appends to the node's
+//!   `/metrics`.
+//!
+//! What is pure and what does I/O: the crate's README.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod pool;
 mod session;
