@@ -6,7 +6,7 @@
 #![no_main]
 
 #[allow(dead_code)]
-#[path = "../../crates/nox/src/dashboard_metrics.rs"]
+#[path = "../../crates/nox-dashboard/src/metrics.rs"]
 mod dashboard_metrics;
 
 use dashboard_metrics::{Limits, NodeReading, parse};

@@ -6,8 +6,6 @@
 pub mod client_cmd;
 pub mod daemon_hint;
 pub mod dashboard;
-pub mod dashboard_metrics;
-pub mod dashboard_state;
 pub mod demo;
 pub mod exit_glue;
 pub mod operator_cmd;

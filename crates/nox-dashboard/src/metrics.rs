@@ -3,7 +3,7 @@
 //!
 //! Pure (no I/O, no clock): it only sees the bytes a scrape returned. It depends on `std` and
 //! `thiserror` alone, so the fuzz target `fuzz/fuzz_targets/dashboard_metrics.rs` includes this
-//! file as a module without building the whole `nox` crate. No Rust crate for *parsing* the text
+//! file as a module without building the whole `nox-dashboard` crate. No Rust crate for *parsing* the text
 //! format is both kept up and small (the `prometheus` crate only writes it; `prometheus-parse`
 //! has had no release since 2023), and the subset a NOX node writes is small: `# HELP` / `# TYPE`
 //! comments and `name{label="value",...} value` samples.
