@@ -26,6 +26,8 @@ pub(crate) const CTX_HOP_KEYS: &str = "NOX sphinx v1 hop key schedule";
 pub(crate) const CTX_REPLAY_TAG: &str = "NOX sphinx v1 replay tag";
 pub(crate) const CTX_POW: &str = "NOX sphinx v1 proof of work";
 pub(crate) const CTX_REPLY_BODY: &str = "NOX sphinx v1 hctr2 reply body key";
+/// Context of the geometry identifier (its tag is the first 4 bytes).
+pub(crate) const CTX_GEOMETRY: &str = "NOX sphinx v1 geometry";
 
 /// Length of the hop key schedule's output.
 pub(crate) const HOP_OKM_LEN: usize = 128;
@@ -76,8 +78,10 @@ pub(crate) fn hop_key_material(alpha: &[u8], shared_secret: &[u8; 32]) -> [u8; H
 }
 
 /// The KDF (spec §3): `BLAKE3-derive_key(ctx, parts[0] ‖ parts[1] ‖ …)`, extended with
-/// its XOF to fill `out`. Every derivation of the format goes through it except the
-/// proof of work, which hashes from a cloned keyed state per nonce (`pow.rs`).
+/// its XOF to fill `out` (its first 32 bytes are the plain BLAKE3 output). Every derivation
+/// of the format goes through it (hop keys, reply body key, ML-KEM seed, replay tag, geometry
+/// identifier, proof-of-work check) except the proof-of-work *search*, which clones a keyed
+/// state per nonce (`pow.rs`) to the same bytes.
 pub(crate) fn kdf(ctx: &str, parts: &[&[u8]], out: &mut [u8]) {
     let mut hasher = blake3::Hasher::new_derive_key(ctx);
     for part in parts {

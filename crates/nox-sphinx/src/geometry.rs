@@ -1,5 +1,6 @@
 //! The packet geometry: every size in the format derives from one value.
 
+use crate::crypto::{CTX_GEOMETRY, kdf};
 use crate::error::SphinxError;
 
 /// Bytes of the plaintext prefix: geometry tag (4) and key epoch (4).
@@ -210,19 +211,16 @@ impl Geometry {
     }
 
     fn identifier_of(packet_len: usize, hops: usize, scheme: Scheme, blinding: Blinding) -> [u8; 32] {
-        let mut h = blake3::Hasher::new_derive_key("NOX sphinx v1 geometry");
+        let (packet_len, hops) = ((packet_len as u32).to_be_bytes(), (hops as u32).to_be_bytes());
+        let (routing, mac) = ((ROUTING_BLOCK_LEN as u32).to_be_bytes(), (MAC_LEN as u32).to_be_bytes());
         // The body cipher is part of the suite: the change from Lioness to
         // HCTR2 (2026-11-26) gave every geometry a new identifier and tag.
-        h.update(scheme.label());
-        h.update(b"blake3|aes128ctr|hctr2|");
-        if !scheme.is_kem() {
-            h.update(blinding.label());
-        }
-        h.update(&(packet_len as u32).to_be_bytes());
-        h.update(&(hops as u32).to_be_bytes());
-        h.update(&(ROUTING_BLOCK_LEN as u32).to_be_bytes());
-        h.update(&(MAC_LEN as u32).to_be_bytes());
-        *h.finalize().as_bytes()
+        let suite: &[u8] = b"blake3|aes128ctr|hctr2|";
+        // KEM schemes have no blinding: their identifier hashes no label for it.
+        let blinding: &[u8] = if scheme.is_kem() { b"" } else { blinding.label() };
+        let mut id = [0u8; 32];
+        kdf(CTX_GEOMETRY, &[scheme.label(), suite, blinding, &packet_len, &hops, &routing, &mac], &mut id);
+        id
     }
 
     /// Total packet length in bytes.

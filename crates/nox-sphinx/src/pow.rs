@@ -8,23 +8,35 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::{crypto::CTX_POW, error::SphinxError, header::ReplayTag};
+use crate::{
+    crypto::{CTX_POW, kdf},
+    error::SphinxError,
+    header::ReplayTag,
+};
 
 /// Highest difficulty accepted: a 64-bit nonce cannot reliably do better.
 pub const MAX_DIFFICULTY: u8 = 48;
 
-/// Leading zero bits of the work hash for `nonce`.
+/// Leading zero bits of the work hash for `nonce` (the shared [`kdf`]).
 pub fn work_bits(tag: &ReplayTag, nonce: &[u8; 8]) -> u8 {
-    let mut hasher = blake3::Hasher::new_derive_key(CTX_POW);
-    leading_zero_bits_after(&mut hasher, tag, nonce)
+    let mut work = [0u8; 32];
+    kdf(CTX_POW, &[&tag.0, nonce], &mut work);
+    leading_zero_bits(&work)
 }
 
-fn leading_zero_bits_after(hasher: &mut blake3::Hasher, tag: &ReplayTag, nonce: &[u8; 8]) -> u8 {
+/// `work_bits` from a clone of the keyed state (`base` = `derive_key(CTX_POW)` with nothing
+/// hashed yet): the same bytes as [`kdf`], without deriving the context key again for every
+/// nonce the search tries.
+fn work_bits_from(base: &blake3::Hasher, tag: &ReplayTag, nonce: &[u8; 8]) -> u8 {
+    let mut hasher = base.clone();
     hasher.update(&tag.0);
     hasher.update(nonce);
-    let digest = hasher.finalize();
+    leading_zero_bits(hasher.finalize().as_bytes())
+}
+
+fn leading_zero_bits(work: &[u8; 32]) -> u8 {
     let mut bits = 0u32;
-    for byte in digest.as_bytes() {
+    for byte in work {
         bits += byte.leading_zeros();
         if *byte != 0 {
             break;
@@ -88,7 +100,7 @@ fn search(
     let mut counter = start;
     loop {
         let nonce = counter.to_be_bytes();
-        if leading_zero_bits_after(&mut base.clone(), tag, &nonce) >= difficulty {
+        if work_bits_from(base, tag, &nonce) >= difficulty {
             done.store(true, Ordering::Relaxed);
             return Some(nonce);
         }
