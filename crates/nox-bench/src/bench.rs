@@ -87,6 +87,10 @@ pub enum BenchCommand {
     /// request round trip and upstream bytes vs λ_P (and μ), with real `nox-client`s on the
     /// testnet (needs the `observe` build).
     Cover(crate::bench_cover::CoverArgs),
+    /// What each client cover profile (`nox client --profile`) costs: upstream bytes per
+    /// minute idle and in one session of requests, per day, and the session's round trip
+    /// (bench/data/cover-profiles.json).
+    Profiles(crate::bench_profiles::ProfilesArgs),
     /// Topology refresh cost from the on-chain registry (RPC calls, bytes, time, eth_call gas)
     /// for 9, 100 and 1,000 nodes registered on Anvil (bench/data/registry.json).
     Registry(crate::bench_registry::RegistryArgs),
@@ -151,6 +155,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Streams(args) => crate::bench_streams::run(args),
         BenchCommand::Soak(args) => crate::bench_soak::run(args),
         BenchCommand::Cover(args) => crate::bench_cover::run(args),
+        BenchCommand::Profiles(args) => crate::bench_profiles::run(args),
         BenchCommand::LatencyVsDelay(args) => crate::bench_sweeps::latency_vs_delay(args),
         BenchCommand::Concurrency(args) => crate::bench_sweeps::concurrency(args),
         BenchCommand::Scaling(args) => crate::bench_sweeps::scaling(args),

@@ -12,6 +12,7 @@ pub mod bench_anonymity;
 pub mod bench_attacks;
 pub mod bench_common;
 pub mod bench_cover;
+pub mod bench_profiles;
 pub mod bench_defi;
 pub mod bench_gate;
 pub mod bench_http;
