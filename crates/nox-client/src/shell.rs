@@ -402,8 +402,20 @@ impl Client {
     /// `Transport::WebSocket` dials each node's WebSocket endpoint from the topology
     /// (`ws://websocket/`, docs/spec/link.md §5), as a browser does; entries and gateways that
     /// advertise none are avoided.
-    pub async fn start_over(mut config: ShellConfig, transport: Transport) -> Result<ClientHandle, ClientError> {
+    pub async fn start_over(config: ShellConfig, transport: Transport) -> Result<ClientHandle, ClientError> {
+        Self::start_trusting(config, transport, None).await
+    }
+
+    /// [`Client::start_over`], trusting the CA certificates in the PEM file `ca_file` for the
+    /// entries and gateways whose WebSocket endpoint is `wss://` (their signed descriptor says
+    /// so). Without it such nodes cannot be dialed (no system roots are trusted).
+    pub async fn start_trusting(
+        mut config: ShellConfig,
+        transport: Transport,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<ClientHandle, ClientError> {
         let setup = |e: &dyn std::fmt::Display| ClientError::Setup(e.to_string());
+        let tls = ca_file.map(nox_link::transport::client_config_with_roots).transpose().map_err(|e| setup(&e))?;
         if transport == Transport::WebSocket {
             let last = config.topology.layers().get().saturating_sub(1);
             let without = config.topology.nodes().iter().filter(|n| {
@@ -430,7 +442,7 @@ impl Client {
         let (stop, stop_rx) = watch::channel(false);
         let (inbound_tx, inbound_rx) = mpsc::channel(1024);
         let entries = OutboundLinks::new(
-            DialerConfig { transport, ..DialerConfig::client(link) },
+            DialerConfig { transport, tls: tls.clone(), ..DialerConfig::client(link) },
             directory.clone(),
             inbound_tx.clone(),
             Arc::new(LinkCounters::default()),
@@ -441,6 +453,7 @@ impl Client {
             dialer: DialerConfig {
                 mailbox: Some(core.mailbox()),
                 transport,
+                tls,
                 backoff: REPLY_BACKOFF,
                 ..DialerConfig::client(link)
             },

@@ -2,7 +2,8 @@
 //! benchmarks: node processes on loopback with their keys, signed topology and configs in one
 //! state directory ([`net`]), the chain next to them (Anvil, the contracts, every node
 //! registered: [`chain`]), the directory authority ([`directory`]), the demo's requests
-//! ([`demo_requests`]) and the test servers its exits are allowed to reach ([`servers`]).
+//! ([`demo_requests`]) and the test servers its exits are allowed to reach ([`servers`]), and with `--tls` the
+//! throwaway CA behind the entries' and gateways' `wss://` certificates ([`tls`]).
 //!
 //! Nodes and the directory are the `nox` binary (the running executable, or the one passed in):
 //! this crate starts, stops, kills and reads them; it holds no protocol logic of its own.
@@ -13,5 +14,6 @@ pub mod demo_requests;
 pub mod directory;
 pub mod net;
 pub mod servers;
+pub mod tls;
 
 pub use net::*;

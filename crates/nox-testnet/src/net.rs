@@ -237,6 +237,11 @@ pub struct Layout {
     /// or xwing. Nodes, keys and the directory use it; clients read it from the topology.
     #[arg(long, default_value = "ristretto255", value_parser = parse_scheme)]
     pub geometry: Scheme,
+    /// Entries and gateways serve `wss://` (TLS) instead of `ws://`: a throwaway CA signs a
+    /// certificate per node for its loopback address; its certificate is written to
+    /// `<dir>/ca.pem` (trust it with `nox client --ca-file`, `NODE_EXTRA_CA_CERTS`).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// `--geometry`: a scheme name, with the known names in the error.
@@ -298,6 +303,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         chaos_link_delay_ms,
         chaos_link_jitter_ms,
         geometry: scheme,
+        tls,
         ..
     } = layout.clone();
     // The nodes are this binary: without the `observe` feature they would refuse [observe].
@@ -368,6 +374,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let mut index = 0usize;
     let mut attempts = 0;
     let mut configs = Vec::new();
+    let ca = if tls { Some(crate::tls::TestnetCa::new().map_err(|e| format!("--tls: {e}"))?) } else { None };
     while filled.iter().any(|f| *f < per_layer) {
         attempts += 1;
         if attempts > 100 * per_layer * usize::from(layers) {
@@ -395,8 +402,19 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         }
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity
-            .descriptor_with_websocket(listen, websocket, layer_count, 0, sphinx_keys)
+            .descriptor_with_endpoints(listen, websocket, ca.is_some(), layer_count, 0, sphinx_keys)
             .map_err(|e| e.to_string())?;
+        let websocket_tls = match (&ca, websocket) {
+            (Some(ca), Some(w)) => {
+                let (cert, key) = ca.issue_node(&node_dir, w.ip()).map_err(|e| format!("--tls: {e}"))?;
+                format!(
+                    "websocket_tls_cert = {:?}\nwebsocket_tls_key = {:?}\n",
+                    cert.display().to_string(),
+                    key.display().to_string()
+                )
+            }
+            _ => String::new(),
+        };
         // With a chain: a fresh operator account signs the node's epoch-key statements and
         // registers it with a stake.
         let descriptor = match &chain {
@@ -453,13 +471,18 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
                 String::new()
             },
             keys = keys.display().to_string(),
-            websocket_line = websocket.map(|w| format!("websocket_listen = \"{w}\"\n")).unwrap_or_default(),
+            websocket_line =
+                websocket.map(|w| format!("websocket_listen = \"{w}\"\n{websocket_tls}")).unwrap_or_default(),
         );
         configs.push((node_dir.join("node.toml"), config));
         write(&node_dir.join("metrics.addr"), metrics.to_string().as_bytes())?;
         write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
         index += 1;
     }
+    let ca_line = match &ca {
+        Some(ca) => format!(", wss:// under the CA in {}", ca.write(dir).map_err(|e| format!("--tls: {e}"))?.display()),
+        None => String::new(),
+    };
     let topology = builder.sign(&authority, now).map_err(|e| e.to_string())?;
     let json = topology.document().to_json().map_err(|e| e.to_string())?;
     write(&dir.join("topology.json"), json.as_bytes())?;
@@ -506,7 +529,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         |c| format!("registry {} on chain {} at {}", c.deployment.registry, c.deployment.chain_id, c.rpc_url),
     );
     println!(
-        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., geometry {scheme} ({} B header), directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}",
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., geometry {scheme} ({} B header), directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}{ca_line}",
         index,
         geometry.header_len(),
         dir.display()
@@ -621,6 +644,7 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
     let mut config: String = config
         .lines()
         .filter(|l| !l.starts_with("websocket_listen = "))
+        .filter(|l| websocket.is_some() || !l.starts_with("websocket_tls_"))
         .map(|l| match (l.starts_with("listen = "), websocket) {
             (true, Some(w)) => format!("{l}\nwebsocket_listen = \"{w}\"\n"),
             _ => format!("{l}\n"),
@@ -628,6 +652,15 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
         .collect();
     if !template_text.ends_with('\n') {
         config.pop();
+    }
+    // `--tls`: the CA's key is gone, but the template's certificate names the same loopback address.
+    let websocket_tls = config.contains("websocket_tls_cert");
+    if websocket_tls {
+        std::fs::create_dir_all(node_dir.join("tls")).map_err(|e| e.to_string())?;
+        for file in ["cert.pem", "key.pem"] {
+            std::fs::copy(template.dir.join("tls").join(file), node_dir.join("tls").join(file))
+                .map_err(|e| format!("--tls {file}: {e}"))?;
+        }
     }
     write(&node_dir.join("node.toml"), config.as_bytes())?;
     write(&node_dir.join("layer"), layer.to_string().as_bytes())?;
@@ -658,8 +691,9 @@ pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
         store.ensure(epoch, &mut rng).map_err(|e| e.to_string())?;
     }
     let keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
-    let descriptor =
-        identity.descriptor_with_websocket(listen, websocket, layers, 0, keys).map_err(|e| e.to_string())?;
+    let descriptor = identity
+        .descriptor_with_endpoints(listen, websocket, websocket_tls, layers, 0, keys)
+        .map_err(|e| e.to_string())?;
     let descriptor = chain::with_statements(&info, &operator, descriptor)?;
     let directory_addr = directory::addr(dir).ok_or("the testnet has no directory")?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;

@@ -2,7 +2,7 @@
 //! the mixnet, and a JSON-RPC endpoint) and the one-shot `nox client echo`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
@@ -95,6 +95,11 @@ pub struct ClientArgs {
     /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).
     #[arg(long, default_value_t = 16 * 1024)]
     pub rpc_reply_len: usize,
+    /// Trust the CA certificates in this PEM file for entries and gateways that serve `wss://`
+    /// (with `--transport websocket`); with `--testnet`, the testnet's own `ca.pem` (written by
+    /// `nox testnet up --tls`) is trusted without it.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// One-shot client commands.
@@ -107,6 +112,9 @@ pub enum ClientCommand {
         /// Cover rate while waiting (packets per second; 0 = off).
         #[arg(long, default_value_t = 0.0)]
         cover_rate: f64,
+        /// Trust the CA certificates in this PEM file for `wss://` entries and gateways.
+        #[arg(long)]
+        ca_file: Option<PathBuf>,
         /// The text to echo.
         text: String,
     },
@@ -121,11 +129,20 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         match args.command {
-            Some(ClientCommand::Echo { topology, cover_rate, text }) => echo(&topology, cover_rate, text).await,
+            Some(ClientCommand::Echo { topology, cover_rate, ca_file, text }) => {
+                echo(&topology, cover_rate, ca_file.as_deref(), text).await
+            }
             None => {
                 let topology = args.topology.ok_or("give --testnet <dir> or --topology <file> --authority <hex>")?;
                 let budgets = ReplyBudgets { rpc: args.rpc_reply_len };
-                daemon(&topology, (args.cover_rate, args.profile), args.socks, args.rpc, budgets).await
+                daemon(
+                    &topology,
+                    (args.cover_rate, args.profile, args.ca_file.as_deref()),
+                    args.socks,
+                    args.rpc,
+                    budgets,
+                )
+                .await
             }
         }
     })
@@ -135,7 +152,7 @@ pub fn run(args: ClientArgs) -> Result<(), String> {
 /// length, hops) is the one the topology document names (`nox_topology::geometry_for`): no flag
 /// chooses it, and later topologies of another geometry are refused.
 pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
-    start_with(args, cover_rate, nox_client::profile::CoverProfile::AlwaysOn).await
+    start_with(args, cover_rate, nox_client::profile::CoverProfile::AlwaysOn, None).await
 }
 
 /// [`start`] with a cover profile (`--profile`).
@@ -143,14 +160,23 @@ async fn start_with(
     args: &TopologyArgs,
     cover_rate: f64,
     profile: nox_client::profile::CoverProfile,
+    ca_file: Option<&Path>,
 ) -> Result<ClientHandle, String> {
-    let core = ClientConfig { cover_rate, profile, timeout: Duration::from_secs(args.timeout_secs), ..ClientConfig::default() };
+    // `wss://` entries and gateways: the CA given, or the testnet's own (`testnet up --tls`).
+    let testnet_ca = args.testnet.as_deref().and_then(nox_testnet::tls::existing_ca_file);
+    let ca_file = ca_file.or(testnet_ca.as_deref());
+    let core = ClientConfig {
+        cover_rate,
+        profile,
+        timeout: Duration::from_secs(args.timeout_secs),
+        ..ClientConfig::default()
+    };
     match (&args.testnet, &args.topology, &args.authority) {
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
             let topology = nox_testnet::directory::topology_async(dir).await?;
-            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+            let client = Client::start_trusting(ShellConfig { topology, core }, args.transport.into(), ca_file)
                 .await
                 .map_err(|e| e.to_string())?;
             tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
@@ -185,7 +211,7 @@ async fn start_with(
                 .map_err(|e| e.to_string())?;
             // Refreshes must be of the same geometry.
             let geometry = *topology.geometry();
-            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+            let client = Client::start_trusting(ShellConfig { topology, core }, args.transport.into(), ca_file)
                 .await
                 .map_err(|e| e.to_string())?;
             tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, trust, geometry));
@@ -194,7 +220,7 @@ async fn start_with(
         (None, Some(file), Some(key)) => {
             let topology = load_file(file, authority_key(key)?)?;
             let geometry = *topology.geometry();
-            let client = Client::start_over(ShellConfig { topology, core }, args.transport.into())
+            let client = Client::start_trusting(ShellConfig { topology, core }, args.transport.into(), ca_file)
                 .await
                 .map_err(|e| e.to_string())?;
             tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
@@ -309,8 +335,8 @@ async fn reload_topology(client: ClientHandle, file: PathBuf, authority: String,
     }
 }
 
-async fn echo(args: &TopologyArgs, cover_rate: f64, text: String) -> Result<(), String> {
-    let client = start(args, cover_rate).await?;
+async fn echo(args: &TopologyArgs, cover_rate: f64, ca_file: Option<&Path>, text: String) -> Result<(), String> {
+    let client = start_with(args, cover_rate, nox_client::profile::CoverProfile::AlwaysOn, ca_file).await?;
     let started = Instant::now();
     let response = client.request(RequestBody::Echo(text.into_bytes()), 1024).await.map_err(|e| e.to_string())?;
     let rtt = started.elapsed();
@@ -330,7 +356,7 @@ struct ReplyBudgets {
 
 async fn daemon(
     args: &TopologyArgs,
-    (cover_rate, profile): (f64, nox_client::profile::CoverProfile),
+    (cover_rate, profile, ca_file): (f64, nox_client::profile::CoverProfile, Option<&Path>),
     socks: Option<SocketAddr>,
     rpc: Option<SocketAddr>,
     budgets: ReplyBudgets,
@@ -338,7 +364,7 @@ async fn daemon(
     if socks.is_none() && rpc.is_none() {
         return Err("nothing to serve: give --socks and/or --rpc".into());
     }
-    let client = start_with(args, cover_rate, profile).await?;
+    let client = start_with(args, cover_rate, profile, ca_file).await?;
     eprintln!("nox client: cover {cover_rate} packets/s ({:.0} KiB/s), profile {}", cover_rate * 32.0, profile.name());
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(addr) = socks {
