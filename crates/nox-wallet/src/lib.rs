@@ -13,4 +13,4 @@ pub mod state;
 pub use error::WalletError;
 pub use keys::{PaymentAddress, Seed, ViewingKey};
 pub use spend::{OutputRole, PreparedOutput, PreparedTransaction, SpentInput, TransactionFields, TxRequest};
-pub use state::{Balance, CorruptNote, CorruptReason, Origin, OwnedNote, PoolEvent, PoolView};
+pub use state::{Balance, CorruptNote, CorruptReason, DepositSeen, Origin, OwnedNote, PoolEvent, PoolView};

@@ -111,30 +111,37 @@ pub enum PrivacyWarning {
     },
 }
 
-impl fmt::Display for PrivacyWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl PrivacyWarning {
+    /// The advice in words, with amounts written by `show` (e.g. "0.5 ETH" from base units).
+    pub fn describe(&self, show: impl Fn(u128) -> String) -> String {
         match self {
-            PrivacyWarning::MatchesOwnDeposit { deposit_amount, age_s, crowd, pool_deposits, suggested } => write!(
-                f,
-                "this withdrawal (amount + fee) equals your deposit of {deposit_amount} made {} ago; only {crowd} of the \
-                 pool's {pool_deposits} deposits have that amount, so an observer links them with probability ≥ 1/{crowd}: \
+            PrivacyWarning::MatchesOwnDeposit { deposit_amount, age_s, crowd, pool_deposits, suggested } => format!(
+                "this withdrawal (amount + fee) equals your deposit of {} made {} ago; only {crowd} of the pool's \
+                 {pool_deposits} deposits have that amount, so an observer links them with probability ≥ 1/{crowd}: \
                  withdraw round denominations instead ({}) and keep the rest shielded",
+                show(*deposit_amount),
                 duration(*age_s),
-                suggested.iter().map(u128::to_string).collect::<Vec<_>>().join(" + ")
+                suggested.iter().map(|v| show(*v)).collect::<Vec<_>>().join(" + ")
             ),
-            PrivacyWarning::SoonAfterOwnDeposit { age_s, deposits_since, min_wait_s } => write!(
-                f,
+            PrivacyWarning::SoonAfterOwnDeposit { age_s, deposits_since, min_wait_s } => format!(
                 "your last deposit was {} ago and only {deposits_since} deposits were made since: timing narrows the \
                  depositor to those; wait at least {} (a random delay is better than a fixed one)",
                 duration(*age_s),
                 duration(*min_wait_s)
             ),
-            PrivacyWarning::RareDepositAmount { amount, crowd, suggested } => write!(
-                f,
-                "only {crowd} earlier deposits have the amount {amount}: it will point back to this deposit when it \
-                 leaves the pool; deposit a round amount such as {suggested}"
+            PrivacyWarning::RareDepositAmount { amount, crowd, suggested } => format!(
+                "only {crowd} earlier deposits have the amount {}: it will point back to this deposit when it leaves \
+                 the pool; deposit a round amount such as {}",
+                show(*amount),
+                show(*suggested)
             ),
         }
+    }
+}
+
+impl fmt::Display for PrivacyWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(|v| v.to_string()))
     }
 }
 
@@ -256,6 +263,24 @@ pub fn own_deposits<'a>(view: &PoolView, events: impl IntoIterator<Item = (u64, 
             _ => None,
         })
         .collect()
+}
+
+/// The deposit history of one asset that [`advise_withdrawal`] needs, from a synced view: the
+/// wallet's own deposits (deposits whose note is one of the view's, [`Origin::Deposit`]) and all
+/// the pool's deposits, each with a recorded block time ([`PoolView::set_deposit_time`];
+/// deposits without one are left out).
+pub fn deposit_history(view: &PoolView, asset: &ark_bn254::Fr) -> (Vec<PublicDeposit>, Vec<PublicDeposit>) {
+    let timed = || {
+        view.deposits()
+            .iter()
+            .filter(move |d| d.asset == *asset)
+            .filter_map(|d| d.time_s.map(|time_s| (d, PublicDeposit { time_s, amount: d.amount })))
+    };
+    let own = timed()
+        .filter(|(d, _)| view.notes().iter().any(|n| n.origin == Origin::Deposit && n.queue_index == d.queue_index))
+        .map(|(_, p)| p)
+        .collect();
+    (own, timed().map(|(_, p)| p).collect())
 }
 
 #[cfg(test)]

@@ -222,6 +222,22 @@ impl<'a> Keys<'a> {
     }
 }
 
+/// A pool deposit as the chain shows it (every deposit, not only this wallet's): what the
+/// privacy advice ([`crate::privacy`]) compares a withdrawal with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepositSeen {
+    /// Position in the pool's queue.
+    pub queue_index: u64,
+    /// `uint160(asset)` as a word, 0 for ETH.
+    #[serde(with = "word")]
+    pub asset: Fr,
+    /// The public amount.
+    pub amount: u128,
+    /// Its block's time (Unix seconds), once the caller recorded it
+    /// ([`PoolView::set_deposit_time`]).
+    pub time_s: Option<u64>,
+}
+
 /// The wallet's view of one pool.
 ///
 /// Feed it every pool event in chain order ([`PoolView::apply`] / [`PoolView::apply_all`]);
@@ -238,6 +254,8 @@ pub struct PoolView {
     root: Fr,
     notes: Vec<OwnedNote>,
     corrupt: Vec<CorruptNote>,
+    deposits: Vec<DepositSeen>,
+    deposits_from_block: u64,
 }
 
 impl Default for PoolView {
@@ -260,6 +278,28 @@ impl PoolView {
             root,
             notes: Vec::new(),
             corrupt: Vec::new(),
+            deposits: Vec::new(),
+            deposits_from_block: 0,
+        }
+    }
+
+    /// Every pool deposit seen, in queue order (see [`PoolView::deposits_from_block`]).
+    pub fn deposits(&self) -> &[DepositSeen] {
+        &self.deposits
+    }
+
+    /// The first block whose deposits [`PoolView::deposits`] holds: 0 for a view that saw the
+    /// pool's whole history; later for a view restored from a file of format 2, which kept no
+    /// deposit history (delete the state file and resync for all of it).
+    pub fn deposits_from_block(&self) -> u64 {
+        self.deposits_from_block
+    }
+
+    /// Records the block time of the deposit at `queue_index` (read by the caller with the
+    /// event's block). Unknown queue indexes are ignored.
+    pub fn set_deposit_time(&mut self, queue_index: u64, time_s: u64) {
+        if let Some(d) = self.deposits.iter_mut().rev().find(|d| d.queue_index == queue_index) {
+            d.time_s = Some(time_s);
         }
     }
 
@@ -417,6 +457,7 @@ impl PoolView {
         match event {
             PoolEvent::Deposited { queue_index, commitment, asset, amount, memo } => {
                 self.enqueue(*queue_index, *commitment)?;
+                self.deposits.push(DepositSeen { queue_index: *queue_index, asset: *asset, amount: *amount, time_s: None });
                 self.recognise(keys, *queue_index, *commitment, *asset, memo, Some(*amount), Origin::Deposit)?;
             }
             PoolEvent::Transacted { first_queue_index, nullifiers, commitments, notes, asset, .. } => {
@@ -549,12 +590,15 @@ impl PoolView {
             root: hex::encode(field::to_be32(&self.root)),
             notes: self.notes.clone(),
             corrupt: self.corrupt.clone(),
+            deposits: self.deposits.clone(),
+            deposits_from_block: self.deposits_from_block,
         };
         serde_json::to_vec(&file).map_err(|e| WalletError::State(e.to_string()))
     }
 
     /// Restores a view written by [`PoolView::to_json`], rebuilding the tree from its leaves and
-    /// checking it reaches the recorded root. A view of an older format (the pool before
+    /// checking it reaches the recorded root. A view of format 2 (before the deposit history)
+    /// loads, with the history starting after its last block; an older format (the pool before
     /// private transfers) is refused: the wallet resynchronises from the chain instead.
     pub fn from_json(bytes: &[u8]) -> Result<Self, WalletError> {
         #[derive(Deserialize)]
@@ -562,7 +606,7 @@ impl PoolView {
             version: u32,
         }
         let v: Version = serde_json::from_slice(bytes).map_err(|e| WalletError::State(e.to_string()))?;
-        if v.version != VIEW_VERSION {
+        if v.version != VIEW_VERSION && v.version != 2 {
             return Err(WalletError::State(format!(
                 "view version {} (this wallet writes {VIEW_VERSION}): resynchronise from the chain",
                 v.version
@@ -592,6 +636,12 @@ impl PoolView {
         }
         view.notes = file.notes;
         view.corrupt = file.corrupt;
+        if v.version == 2 {
+            view.deposits_from_block = file.last_block + 1;
+        } else {
+            view.deposits = file.deposits;
+            view.deposits_from_block = file.deposits_from_block;
+        }
         Ok(view)
     }
 }
@@ -677,8 +727,9 @@ impl BatchTree {
     }
 }
 
-/// The view file's format: 2 since the 2-in/2-out pool (issue 30).
-const VIEW_VERSION: u32 = 2;
+/// The view file's format: 2 since the 2-in/2-out pool (issue 30); 3 adds the pool's deposits
+/// with their block times (the privacy advice, issue 35). Format 2 still loads.
+const VIEW_VERSION: u32 = 3;
 
 #[derive(Serialize, Deserialize)]
 struct ViewFile {
@@ -691,6 +742,11 @@ struct ViewFile {
     root: String,
     notes: Vec<OwnedNote>,
     corrupt: Vec<CorruptNote>,
+    /// Absent in format 2.
+    #[serde(default)]
+    deposits: Vec<DepositSeen>,
+    #[serde(default)]
+    deposits_from_block: u64,
 }
 
 /// Serde for scalars as 64 hex digits (a big-endian word).

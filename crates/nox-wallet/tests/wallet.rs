@@ -738,3 +738,59 @@ fn seed_file_needs_the_passphrase_and_an_untouched_header() {
     let other = Seed::random(&mut r);
     assert!(matches!(file::open_state(&other, &state), Err(WalletError::Decrypt)));
 }
+
+/// The privacy advice's inputs come from the view (issue 35): every pool deposit with the block
+/// time the caller recorded, the wallet's own among them; a withdrawal right after a deposit of a
+/// unique amount is flagged twice. The history survives the state file, and a file of format 2
+/// (no history) still loads, its history starting after its last block.
+#[test]
+fn the_view_keeps_the_deposit_history_the_privacy_advice_needs_and_old_files_load() {
+    use nox_wallet::privacy::{self, AdvicePolicy, PrivacyWarning, WithdrawalPlan};
+    let mut r = rng();
+    let mut pool = Pool::new();
+    let mut a = Wallet::new(&mut r);
+    let b = Wallet::new(&mut r);
+    for _ in 0..3 {
+        pool.deposit(&b.address(), eth(), 1_000_000, &mut r);
+    }
+    pool.deposit(&a.address(), eth(), 1_234_567, &mut r);
+    pool.insert_all();
+    a.sync(&pool);
+    a.view.last_block = 40;
+    for (i, t) in [(0, 1_000), (1, 2_000), (2, 3_000), (3, 10_000)] {
+        a.view.set_deposit_time(i, t);
+    }
+    let check = |view: &PoolView| {
+        let (own, all) = privacy::deposit_history(view, &eth());
+        assert_eq!(own, vec![privacy::PublicDeposit { time_s: 10_000, amount: 1_234_567 }]);
+        assert_eq!(all.len(), 4);
+        let plan = WithdrawalPlan { time_s: 10_060, public_out: 1_234_000, fee: 0 };
+        let w = privacy::advise_withdrawal(&plan, &own, &all, &AdvicePolicy::default());
+        assert!(
+            matches!(
+                w.as_slice(),
+                [PrivacyWarning::MatchesOwnDeposit { crowd: 1, .. }, PrivacyWarning::SoonAfterOwnDeposit { .. }]
+            ),
+            "{w:?}"
+        );
+        let text = w[0].describe(|v| format!("{v} units"));
+        assert!(text.contains("your deposit of 1234567 units made 1 min ago"), "{text}");
+    };
+    check(&a.view);
+    let json = a.view.to_json().unwrap();
+    let back = PoolView::from_json(&json).unwrap();
+    assert_eq!(back.deposits(), a.view.deposits());
+    check(&back);
+
+    // A format-2 file: no history; it loads, notes and balance intact.
+    let mut old: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let o = old.as_object_mut().unwrap();
+    o.insert("version".into(), 2.into());
+    o.remove("deposits");
+    o.remove("deposits_from_block");
+    let old = PoolView::from_json(&serde_json::to_vec(&old).unwrap()).unwrap();
+    assert!(old.deposits().is_empty());
+    assert_eq!(old.deposits_from_block(), 41);
+    assert_eq!(old.balance(&eth()).spendable, 1_234_567);
+    assert_eq!(a.view.deposits_from_block(), 0);
+}
