@@ -98,12 +98,8 @@ pub fn run(args: &ProfilesArgs) -> Result<(), BenchError> {
         return Err(err("idle and session seconds must be positive, μ not negative"));
     }
     let started = Instant::now();
-    let layout = Layout {
-        mean_delay_ms: args.mean_delay_ms,
-        base_port: args.base_port,
-        no_chain: true,
-        ..Layout::default()
-    };
+    let layout =
+        Layout { mean_delay_ms: args.mean_delay_ms, base_port: args.base_port, no_chain: true, ..Layout::default() };
     testnet::up(&args.dir, &layout).map_err(err)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(err)?;
     let result = runtime.block_on(measure(args, &plan));
@@ -116,7 +112,8 @@ pub fn run(args: &ProfilesArgs) -> Result<(), BenchError> {
         let per_min = |packets: u64, secs: f64| packets as f64 * packet_len / 1e6 / secs * 60.0;
         let (idle_mb_min, session_mb_min) = (per_min(m.idle_packets, idle_s), per_min(m.session_packets, session_s));
         // A day idle except for this one session.
-        let one_session_day_mb = m.session_packets as f64 * packet_len / 1e6 + idle_mb_min / 60.0 * (86_400.0 - session_s);
+        let one_session_day_mb =
+            m.session_packets as f64 * packet_len / 1e6 + idle_mb_min / 60.0 * (86_400.0 - session_s);
         let mut rtts = m.rtts_ms.clone();
         let rtt = stats(&mut rtts);
         println!(
@@ -144,7 +141,11 @@ pub fn run(args: &ProfilesArgs) -> Result<(), BenchError> {
         }));
     }
     let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(if args.quick { "bench/data/cover-profiles-quick.json" } else { "bench/data/cover-profiles.json" })
+        PathBuf::from(if args.quick {
+            "bench/data/cover-profiles-quick.json"
+        } else {
+            "bench/data/cover-profiles.json"
+        })
     });
     let parameters = json!({
         "mean_delay_ms": args.mean_delay_ms,
