@@ -153,7 +153,8 @@ pub fn round_to_one_digit(x: u128) -> u128 {
 }
 
 /// The greedy split of `amount` into at most `max_chunks` round denominations (1, 2, 5 × 10^k),
-/// largest first; what is left stays in the pool.
+/// largest first; what is left stays in the pool. The only copy: the wallet's privacy advice
+/// (`nox_wallet::privacy::denominations`) re-exports it, so it suggests what this model measures.
 pub fn denominations(amount: u128, max_chunks: usize) -> Vec<u128> {
     let mut left = amount;
     let mut out = Vec::new();

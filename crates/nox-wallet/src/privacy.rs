@@ -157,26 +157,10 @@ fn duration(seconds: u64) -> String {
 }
 
 /// The greedy split of `amount` into at most `max_chunks` round denominations (1, 2, 5 × 10^k),
-/// largest first (what is left stays shielded). The same denominations as the model's
-/// `nox_anonymity::pool_sim::denominations`.
-pub fn denominations(amount: u128, max_chunks: usize) -> Vec<u128> {
-    let mut left = amount;
-    let mut out = Vec::new();
-    while out.len() < max_chunks && left > 0 {
-        let scale = power_of_ten_below(left);
-        let lead = left / scale;
-        let d = (if lead >= 5 {
-            5
-        } else if lead >= 2 {
-            2
-        } else {
-            1
-        }) * scale;
-        out.push(d);
-        left -= d;
-    }
-    out
-}
+/// largest first (what is left stays shielded): the pool model's own
+/// (`nox_anonymity::pool_sim`, whose simulation measures what it buys), so the advice suggests
+/// exactly what was measured.
+pub use nox_anonymity::pool_sim::denominations;
 
 /// The largest power of ten ≤ `x` (1 for 0).
 fn power_of_ten_below(x: u128) -> u128 {
