@@ -457,7 +457,12 @@ impl PoolView {
         match event {
             PoolEvent::Deposited { queue_index, commitment, asset, amount, memo } => {
                 self.enqueue(*queue_index, *commitment)?;
-                self.deposits.push(DepositSeen { queue_index: *queue_index, asset: *asset, amount: *amount, time_s: None });
+                self.deposits.push(DepositSeen {
+                    queue_index: *queue_index,
+                    asset: *asset,
+                    amount: *amount,
+                    time_s: None,
+                });
                 self.recognise(keys, *queue_index, *commitment, *asset, memo, Some(*amount), Origin::Deposit)?;
             }
             PoolEvent::Transacted { first_queue_index, nullifiers, commitments, notes, asset, .. } => {
