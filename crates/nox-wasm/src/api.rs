@@ -232,7 +232,8 @@ impl Module {
     }
 
     /// A JSON summary of a verified topology: fingerprint, geometry, layers,
-    /// the client epoch at `now_unix` and every node (id, layer, address, PoW).
+    /// the client epoch at `now_unix` and every node (id, layer, address, WebSocket endpoint and
+    /// whether it is `wss://`, PoW).
     pub fn topology_info(&self, handle: u32, now_unix: u64) -> Result<String, WasmError> {
         let topology = self.topology(handle)?;
         let nodes: Vec<serde_json::Value> = topology
@@ -244,6 +245,7 @@ impl Module {
                     "layer": n.descriptor.layer.index(),
                     "address": n.descriptor.address.to_string(),
                     "websocket": n.descriptor.websocket.map(|w| w.to_string()),
+                    "websocket_tls": n.descriptor.websocket_tls,
                     "link_key": hex::encode(n.descriptor.link_key.to_bytes()),
                     "pow_difficulty": n.descriptor.pow_difficulty,
                 })

@@ -1,15 +1,31 @@
 // Serves this folder's browser.html, the compiled SDK and the module on 127.0.0.1 (a page's own origin),
-// for the headless-Chromium test and the round-trip benchmark.
+// for the headless-Chromium test and the round-trip benchmark. With `tls` ({cert, key}, PEM) it serves
+// https:// instead, and with `directory` it also answers `/topology` with that directory's document (so an
+// https page fetches it from its own origin).
 
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import { join } from "node:path";
 
-/** Starts the server; `wasm` is the module's path. Resolves to the listening `http.Server`. */
-export async function servePage(wasm) {
+/**
+ * Starts the server; `wasm` is the module's path, `tls` an optional {cert, key} (PEM) to serve
+ * https with, `directory` an optional directory URL proxied at `/topology`. Resolves to the
+ * listening server.
+ */
+export async function servePage(wasm, { tls, directory } = {}) {
   const root = join(import.meta.dirname, "..");
-  const server = createServer((request, response) => {
+  const handler = async (request, response) => {
     const path = new URL(request.url, "http://x").pathname;
+    if (path === "/topology" && directory !== undefined) {
+      try {
+        const upstream = await fetch(directory);
+        response.writeHead(upstream.status, { "content-type": "application/json" }).end(Buffer.from(await upstream.arrayBuffer()));
+      } catch {
+        response.writeHead(502).end();
+      }
+      return;
+    }
     const file =
       path === "/" ? [join(root, "examples/browser.html"), "text/html"]
       : path === "/nox_wasm.wasm" ? [wasm, "application/wasm"]
@@ -20,7 +36,8 @@ export async function servePage(wasm) {
       return;
     }
     response.writeHead(200, { "content-type": file[1] }).end(readFileSync(file[0]));
-  });
+  };
+  const server = tls === undefined ? createServer(handler) : createTlsServer(tls, handler);
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   return server;
 }

@@ -17,6 +17,11 @@ export interface TopologyNode {
   linkKey: string;
   /** WebSocket client endpoint (`host:port`), when the node accepts browser clients. */
   websocket?: string;
+  /**
+   * The endpoint serves TLS (`wss://`): the node's signed descriptor says so (tag 0x53,
+   * docs/spec/topology.md). Absent or false: plain `ws://`.
+   */
+  websocketTls?: boolean;
 }
 
 /** A request the core finished: an answer from the exit, or a failure. */
@@ -91,7 +96,12 @@ export interface NoxClientOptions {
   WebSocket?: WebSocketLike;
   /** fetch implementation (default: the global one). */
   fetch?: typeof fetch;
-  /** ws: or wss: (default ws:). */
+  /**
+   * Force one scheme for every node. By default each node is dialed as its signed descriptor
+   * says: `wss://` when it serves TLS, `ws://` otherwise. A page served over `https:` never
+   * dials `ws://` (browsers block it as mixed content): such nodes fail with a `transport`
+   * error naming the node instead.
+   */
   scheme?: "ws" | "wss";
   /**
    * Fetch the directory's document again this often (default 600 000 ms; 0: never, call
@@ -120,12 +130,35 @@ function unhex(text: string, what: string): Uint8Array {
   return out;
 }
 
+/** The protocol of the page this runs in (`https:`, `http:`), or undefined outside a page. */
+function pageProtocol(): string | undefined {
+  const location = (globalThis as { location?: { protocol?: unknown } }).location;
+  return typeof location?.protocol === "string" ? location.protocol : undefined;
+}
+
+/**
+ * The URL to dial `info` at: its descriptor's scheme (or the forced one), refused if the page
+ * is `https:` and the node serves only plain `ws://`.
+ */
+export function endpointUrl(id: string, info: TopologyNode, forced?: "ws" | "wss"): string {
+  const scheme = forced ?? (info.websocketTls === true ? "wss" : "ws");
+  if (scheme === "ws" && pageProtocol() === "https:") {
+    throw new NoxError(
+      "transport",
+      `node ${id.slice(0, 8)} serves only ws://${info.websocket ?? ""}: a page served over https cannot open ` +
+        "plain WebSocket connections (mixed content); the network's entries and gateways need wss:// " +
+        "(websocket_tls_cert in their node.toml, `nox testnet up --tls`)",
+    );
+  }
+  return `${scheme}://${info.websocket ?? ""}/`;
+}
+
 const nowUnix = (): number => Math.floor(Date.now() / 1000);
 const nowMs = (): number => performance.now();
 
 interface LinkSettings {
   handshakeTimeoutMs: number;
-  scheme: "ws" | "wss";
+  scheme: "ws" | "wss" | undefined;
   WebSocket: WebSocketLike;
 }
 
@@ -240,7 +273,7 @@ export class NoxClient implements MixnetRequester {
       topology,
       nodes,
       core,
-      { handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000, scheme: options.scheme ?? "ws", WebSocket: WebSocketImpl },
+      { handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000, scheme: options.scheme, WebSocket: WebSocketImpl },
       directory,
     );
     try {
@@ -461,7 +494,7 @@ export class NoxClient implements MixnetRequester {
     }
     const mailbox = this.#replyGateways.has(id) ? this.#mailbox : null;
     const { link, first } = this.#m.linkStart(this.#topology, node, mailbox);
-    const url = `${this.#options.scheme}://${info.websocket}/`;
+    const url = endpointUrl(id, info, this.#options.scheme);
     const created = new NodeLink(
       url,
       first,

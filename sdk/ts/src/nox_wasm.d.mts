@@ -21,7 +21,7 @@ export declare class NoxWasm {
     fingerprint: string;
     layers: number;
     client_epoch: number;
-    nodes: { id: string; layer: number; link_key: string; websocket: string | null; pow_difficulty: number }[];
+    nodes: { id: string; layer: number; link_key: string; websocket: string | null; websocket_tls: boolean; pow_difficulty: number }[];
   };
   clientNew(
     topology: number,

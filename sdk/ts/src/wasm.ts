@@ -9,10 +9,17 @@ import { NoxWasm } from "./nox_wasm.mjs";
  */
 export async function loadModule(source: BufferSource | WebAssembly.Module): Promise<ClientCoreModule> {
   const m = await NoxWasm.instantiate(source);
-  const node = (n: { id: string; layer: number; link_key: string; websocket: string | null }): TopologyNode => {
+  const node = (n: {
+    id: string;
+    layer: number;
+    link_key: string;
+    websocket: string | null;
+    websocket_tls?: boolean;
+  }): TopologyNode => {
     const out: TopologyNode = { id: n.id, layer: n.layer, linkKey: n.link_key };
     if (n.websocket !== null) {
       out.websocket = n.websocket;
+      out.websocketTls = n.websocket_tls === true;
     }
     return out;
   };

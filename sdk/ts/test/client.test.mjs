@@ -241,3 +241,56 @@ test("the directory's fetch is called as a plain function (a browser's fetch ref
   assert.equal(await client.refreshTopology(), null);
   client.close();
 });
+
+test("each node is dialed as its descriptor says (wss:// or ws://); an https page refuses ws://", async () => {
+  const tlsNodes = (module, tls) => {
+    const nodes = module.topologyNodes;
+    module.topologyNodes = (t) => nodes(t).map((n) => ({ ...n, websocketTls: tls(n) }));
+    return module;
+  };
+  // The entry serves wss://, the gateway plain ws://: each gets its own scheme.
+  {
+    const module = tlsNodes(fakeModule(), (n) => n.id === hex(ENTRY));
+    const { made, FakeSocket } = fakeSockets();
+    const client = await NoxClient.connect({
+      directory: "http://directory.invalid/topology",
+      authorityKey: "11".repeat(32),
+      module,
+      WebSocket: FakeSocket,
+      fetch: async () => new Response("{}"),
+    });
+    client.request("echo", new Uint8Array([1])).catch(() => {});
+    await new Promise((resolve) => setImmediate(resolve));
+    const urls = made.map((s) => s.url).sort();
+    assert.deepEqual(urls, ["wss://127.0.0.1:1/", "ws://127.0.0.1:2/"].sort());
+    client.close();
+  }
+  // On an https page the plain gateway is refused by name before any socket is made; a
+  // network whose nodes all serve wss:// connects.
+  const saved = Object.getOwnPropertyDescriptor(globalThis, "location");
+  Object.defineProperty(globalThis, "location", { value: { protocol: "https:" }, configurable: true });
+  try {
+    const { made, FakeSocket } = fakeSockets();
+    const options = (module) => ({
+      directory: "http://directory.invalid/topology",
+      authorityKey: "11".repeat(32),
+      module,
+      WebSocket: FakeSocket,
+      fetch: async () => new Response("{}"),
+    });
+    await assert.rejects(
+      NoxClient.connect(options(tlsNodes(fakeModule(), (n) => n.id === hex(ENTRY)))),
+      (error) => error instanceof NoxError && error.code === "transport" && /mixed content/.test(error.message),
+    );
+    assert.equal(made.length, 0, "no ws:// socket from an https page");
+    const client = await NoxClient.connect(options(tlsNodes(fakeModule(), () => true)));
+    assert.ok(made.length >= 1 && made.every((s) => s.url.startsWith("wss://")), made.map((s) => s.url).join(" "));
+    client.close();
+  } finally {
+    if (saved === undefined) {
+      delete globalThis.location;
+    } else {
+      Object.defineProperty(globalThis, "location", saved);
+    }
+  }
+});
