@@ -44,6 +44,7 @@ use zeroize::Zeroizing;
 
 use crate::tx_cmd::{FeeArgs, MixArgs};
 
+mod insert_race;
 pub mod journal;
 
 /// The exit status of a command that handed a transaction over (broadcast it, or sent it to a
@@ -821,6 +822,7 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
     let (notes_before, corrupt_before) = (view.notes().len(), view.corrupt_notes().len());
     let mut from = first;
     let mut events = 0usize;
+    let mut times = std::collections::HashMap::new();
     while from <= head {
         let to = (from + nox_chain::pool_sync::LOG_PAGE - 1).min(head);
         let filter = Filter::new().address(at.pool).from_block(from).to_block(to);
@@ -832,6 +834,14 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
             }
             if let Some(event) = nox_chain::pool_sync::decode(log).map_err(|e| e.to_string())? {
                 view.apply(seed, &event).map_err(|e| format!("block {:?}: {e}", log.block_number))?;
+                if let nox_wallet::PoolEvent::Deposited { queue_index, .. } = &event {
+                    // The privacy advice compares a withdrawal with the deposits' times.
+                    let time = match log.block_timestamp {
+                        Some(t) => t,
+                        None => block_time(provider, log.block_number, &mut times).await.map_err(explain)?,
+                    };
+                    view.set_deposit_time(*queue_index, time);
+                }
                 events += 1;
             }
         }
@@ -859,6 +869,25 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
         view.corrupt_notes().len() - corrupt_before
     );
     Ok(head)
+}
+
+/// The time of block `number` (cached in `times`: a block holds many events).
+async fn block_time(
+    provider: &DynProvider,
+    number: Option<u64>,
+    times: &mut std::collections::HashMap<u64, u64>,
+) -> CmdResult<u64> {
+    let number = number.ok_or("a pool event without its block number")?;
+    if let Some(t) = times.get(&number) {
+        return Ok(*t);
+    }
+    let block = provider
+        .get_block_by_number(number.into())
+        .await
+        .map_err(|e| format!("reading block {number}: {e}"))?
+        .ok_or_else(|| format!("block {number} not found"))?;
+    times.insert(number, block.header.timestamp);
+    Ok(block.header.timestamp)
 }
 
 pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
@@ -1489,6 +1518,7 @@ async fn split_cmd(a: &SplitArgs) -> CmdResult {
 async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
     let unit = unit_for(&a.private).await?;
     let amount = unit.parse(&a.amount)?;
+    privacy_advice(&a.private, amount, &unit).await?;
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
         outputs: Vec::new(),
@@ -1498,6 +1528,39 @@ async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
         what: format!("withdrawing {} to {}", unit.show(amount), a.to),
     };
     Stop::finish(make(&a.private, &plan).await)
+}
+
+/// Prints the privacy advice before a withdrawal of `amount` (docs/design/pool-anonymity.md §5):
+/// what links it to this wallet's deposits (a matching amount, a withdrawal soon after), from the
+/// pool's deposits and their block times recorded during the sync. It comes before any fee
+/// confirmation; the user decides (the advice never stops the command).
+async fn privacy_advice(p: &PrivateArgs, amount: u128, unit: &Unit) -> CmdResult {
+    let (_, _, provider, view) = synced(&p.chain).await?;
+    let (_, now) = chain_context(&provider).await?;
+    let asset = asset_word(p.asset.unwrap_or(Address::ZERO));
+    let (own, pool) = nox_wallet::privacy::deposit_history(&view, &asset);
+    // The fee of a paid withdrawal is not known yet: within the advice's tolerance anyway.
+    let plan = nox_wallet::privacy::WithdrawalPlan { time_s: now, public_out: amount, fee: 0 };
+    let policy = nox_wallet::privacy::AdvicePolicy::default();
+    let warnings = nox_wallet::privacy::advise_withdrawal(&plan, &own, &pool, &policy);
+    for w in &warnings {
+        eprintln!("PRIVACY: {}", w.describe(|v| unit.show(v)));
+        if let nox_wallet::privacy::PrivacyWarning::MatchesOwnDeposit { suggested, .. } = w {
+            let steps: Vec<String> =
+                suggested.iter().map(|v| format!("--amount {}", format_units(*v, unit.decimals))).collect();
+            eprintln!(
+                "PRIVACY: the split, one `nox wallet withdraw` each, best at different times: {}",
+                steps.join(", then ")
+            );
+        }
+    }
+    if view.deposits_from_block() > 0 && !warnings.is_empty() {
+        eprintln!(
+            "PRIVACY: (this wallet's deposit history starts at block {}: delete wallet.state and resync for all of it)",
+            view.deposits_from_block()
+        );
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1629,19 +1692,28 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     // cheaply (CountMismatch) instead of after verifying the proof.
     let leaves = queued.iter().map(|c| U256::from_be_bytes(field::to_be32(c))).collect();
     let tx = pool.insertBatch(words, new_root, leaves).into_transaction_request();
+    // An exit's inserter may have landed this batch while it was being proved here: re-read the
+    // pool and simulate the exact call from our account; a doomed transaction is never sent.
+    let already = |by| {
+        println!("{}, {:.1} s", insert_race::already_inserted_line(by, first_queued), started.elapsed().as_secs_f64());
+    };
+    let gas =
+        match insert_race::before_send(&sender, at.pool, signer.address(), &tx, first_queued, view.last_block).await? {
+            insert_race::BeforeSend::Send { gas } => gas,
+            insert_race::BeforeSend::AlreadyInserted(by) => {
+                already(by);
+                return Ok(());
+            }
+        };
+    let tx = tx.gas_limit(gas.saturating_mul(6) / 5 + 10_000);
     let receipt = match send_tx(&sender, tx, "insertBatch").await {
         Ok(receipt) => receipt,
         Err(e) => {
-            // The exits' relayers insert on their own (nox_relayer::inserter): if one inserted this
-            // batch while it was being proved here, the pool refused ours (a changed count or root)
-            // and there is nothing left to do. Anything else is an error.
-            let first =
-                pool.firstUninsertedQueueIndex().call().await.map_err(|r| format!("{e}; reading the pool: {r}"))?;
-            if first > U256::from(first_queued) {
-                println!(
-                    "a relayer inserted this batch first (the pool's queue now starts at {first}); nothing to do, {:.1} s",
-                    started.elapsed().as_secs_f64()
-                );
+            // Mined after a rival insertion in the same block: nothing left to do but say so.
+            if insert_race::queue_moved_past(&sender, at.pool, first_queued).await.map_err(|r| format!("{e}; {r}"))? {
+                let by = insert_race::inserted_by(&sender, at.pool, first_queued, view.last_block).await?;
+                eprintln!("our insertBatch lost the race in the same block: {e}");
+                already(by);
                 return Ok(());
             }
             return Err(e);

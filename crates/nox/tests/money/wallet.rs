@@ -337,6 +337,63 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
         U256::from(amount),
         "the fresh address received exactly the withdrawal"
     );
+
+    // 7. A manual `nox wallet insert` racing the exits' inserters (issue 35): right after a
+    // deposit both prove the same batch. Whoever wins, the manual insertion never sends a
+    // doomed transaction: it re-reads the pool and simulates just before sending, and a batch
+    // someone else inserted is reported with who did it, exit 0, no transaction of ours.
+    let unique: u128 = 123_456_789_000_000_000;
+    run("deposit", &["--amount", &format!("{unique}wei"), "--key-file", user_key.to_str().unwrap()]);
+    let user = nox_chain::deploy::signer(USER_KEY).expect("key").address();
+    let nonce_before = relayer_provider.get_transaction_count(user).await.expect("nonce");
+    let out = run("insert", &["--key-file", user_key.to_str().unwrap()]);
+    let nonce_after = relayer_provider.get_transaction_count(user).await.expect("nonce");
+    eprintln!("manual insertion against the inserters: {out}");
+    if out.contains("already inserted by ") {
+        assert!(out.contains("nothing to do"), "{out}");
+        assert_eq!(nonce_after, nonce_before, "a batch inserted by someone else: no transaction sent\n{out}");
+    } else if out.contains("nothing queued") {
+        assert_eq!(nonce_after, nonce_before, "{out}");
+    } else {
+        assert!(out.contains("inserted ") && out.contains(" leaves at leaf "), "{out}");
+        assert_eq!(nonce_after, nonce_before + 1, "one successful insertion\n{out}");
+    }
+    assert!(!out.contains("reverted"), "{out}");
+
+    // 8. The wallet's privacy advice (issue 35): withdrawing right after a deposit of a unique
+    // amount, about that amount, prints both warnings before anything is sent.
+    settled();
+    let withdraw_to = Address::from([0x5d; 20]);
+    let out = run(
+        "withdraw",
+        &[
+            "--amount",
+            "0.1234",
+            "--to",
+            &withdraw_to.to_string(),
+            "--direct",
+            "--key-file",
+            submitter.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.contains("PRIVACY: this withdrawal (amount + fee) equals your deposit of 0.123456789 ETH made "),
+        "{out}"
+    );
+    assert!(
+        out.contains("only 1 of the pool's ")
+            && out.contains("withdraw round denominations instead (0.1 ETH + 0.02 ETH"),
+        "{out}"
+    );
+    assert!(out.contains("PRIVACY: the split, one `nox wallet withdraw` each"), "{out}");
+    assert!(out.contains("PRIVACY: your last deposit was ") && out.contains("timing narrows the depositor"), "{out}");
+    let advice = out.find("PRIVACY: ").expect("advice");
+    let submitting = out.find("submitting directly").expect("the submission line");
+    assert!(advice < submitting, "the advice comes before the transaction\n{out}");
+    assert_eq!(
+        relayer_provider.get_balance(withdraw_to).await.expect("balance"),
+        U256::from(123_400_000_000_000_000u128)
+    );
 }
 
 /// Runs `nox tx <args>`; returns stdout + stderr, or the failure text.
