@@ -2,9 +2,11 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod activity;
 pub mod attacks;
 mod correlation;
 mod delays;
+pub mod disclosure;
 mod entropy;
 mod error;
 mod observation;

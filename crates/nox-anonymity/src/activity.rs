@@ -1,0 +1,518 @@
+//! Realistic client activity at scale: who sends when, under the client profiles the real code
+//! runs, and the sender anonymity a global passive adversary (GPA) is left with at 100 to
+//! 10,000 users (design: `docs/design/anonymity-metrics.md`; figures:
+//! `docs/benchmarks/anonymity.md`, "Anonymity at scale").
+//!
+//! **Activity.** Users are idle most of the time; a user opens its wallet in *sessions*
+//! (Poisson, one every [`ActivityConfig::session_interval_s`] on average), each a burst of
+//! [`ActivityConfig::requests_per_session`] requests spaced Exp([`ActivityConfig::request_gap_s`]).
+//! One request is one packet (a 64-byte JSON-RPC request fits one Sphinx payload).
+//!
+//! **Profiles** ([`Profile`]), as `nox-client` sends:
+//! - [`Profile::AlwaysOn`]: substitution cover at λ_P while the client runs (`nox client`'s
+//!   daemon): packets leave in Poisson(λ_P) slots, a real packet takes the next free slot, the
+//!   other slots carry loop or drop cover (no destination emission at the exit).
+//! - [`Profile::Sessions`]: the same, but the client is online (and sends slots) only from the
+//!   start of a session until both [`ActivityConfig::min_session_s`] has passed and its last
+//!   request has left; offline, it sends nothing.
+//! - [`Profile::NoCover`]: each request leaves at once; nothing else is sent.
+//!
+//! **Two adversaries / two simulators.**
+//! - [`simulate_substitution`] builds the full link-level [`Observation`] (every client send,
+//!   every hop on a random `layers × width` route, Exp(μ) per hop after a constant processing
+//!   time), scored by the hop-by-hop tracer of [`crate::sender_entropy`]. Exact, but its cost
+//!   grows with (users × λ_P)² per unit of time: used at 10–100 users.
+//! - [`pool_sender_anonymity`] is the **pool (mean-field) model**: the adversary weights every
+//!   client send in the window before a delivery by the density of the end-to-end delay
+//!   (`L·p + Gamma(L, μ)`), ignoring which nodes the packets crossed. It is the limit the
+//!   hop-by-hop tracer reaches when every node holds many packets per μ (it can only do better
+//!   where nodes are nearly empty), and its cost is linear in the users sending in one window:
+//!   used at 100–10,000 users. The gap between the two at the same N is measured by
+//!   `nox bench anonymity-scale` and stated beside the figures.
+
+use serde::Serialize;
+
+use rand_core::RngCore;
+
+use crate::random::{exponential_us, index, unit};
+use crate::simulate::Simulation;
+use crate::{AnonymityError, Endpoint, GroundTruth, LinkEvent, MessageId, Observation, Topology};
+
+/// How a client sends (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Profile {
+    /// Substitution cover at λ_P whenever the client runs.
+    AlwaysOn,
+    /// Substitution cover at λ_P only while a wallet session is open (padded to a minimum).
+    Sessions,
+    /// No cover: requests leave when made.
+    NoCover,
+}
+
+impl Profile {
+    /// Every profile, in report order.
+    pub const ALL: [Profile; 3] = [Profile::AlwaysOn, Profile::Sessions, Profile::NoCover];
+
+    /// Short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::AlwaysOn => "always-on",
+            Profile::Sessions => "session-only",
+            Profile::NoCover => "no cover",
+        }
+    }
+
+    /// Whether packets leave in λ_P slots (substitution cover).
+    pub fn has_cover(self) -> bool {
+        !matches!(self, Profile::NoCover)
+    }
+}
+
+/// A population of users, its habits and the network's public parameters. Times in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ActivityConfig {
+    /// Users (clients), the target included.
+    pub users: u32,
+    /// How every user sends.
+    pub profile: Profile,
+    /// λ_P, client slots per second while sending with cover.
+    pub cover_rate_per_s: f64,
+    /// μ, mean mixing delay per hop (s).
+    pub mean_delay_s: f64,
+    /// Constant processing time per hop (s).
+    pub processing_s: f64,
+    /// Hops a packet crosses from client to destination (the layers).
+    pub layers: usize,
+    /// Mean time between one user's wallet sessions (s).
+    pub session_interval_s: f64,
+    /// Requests per session.
+    pub requests_per_session: u32,
+    /// Mean gap between the requests of a session (s).
+    pub request_gap_s: f64,
+    /// [`Profile::Sessions`]: a session keeps the client online at least this long (s).
+    pub min_session_s: f64,
+}
+
+impl Default for ActivityConfig {
+    /// 1,000 always-on users at the shipped μ = 50 ms and λ_P = 2/s, 0.3 ms processing, 3 layers;
+    /// a wallet session every 4 h on average, 5 requests 5 s apart, sessions padded to 60 s.
+    fn default() -> Self {
+        Self {
+            users: 1_000,
+            profile: Profile::AlwaysOn,
+            cover_rate_per_s: 2.0,
+            mean_delay_s: 0.05,
+            processing_s: 0.000_3,
+            layers: 3,
+            session_interval_s: 4.0 * 3_600.0,
+            requests_per_session: 5,
+            request_gap_s: 5.0,
+            min_session_s: 60.0,
+        }
+    }
+}
+
+impl ActivityConfig {
+    /// Checks the domain of every parameter.
+    pub fn validate(&self) -> Result<(), AnonymityError> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if self.users < 2 || self.layers == 0 || self.requests_per_session == 0 {
+            return Err(AnonymityError::InvalidParameter("need users ≥ 2, layers ≥ 1, requests_per_session ≥ 1"));
+        }
+        if !positive(self.mean_delay_s) || !positive(self.session_interval_s) || !positive(self.request_gap_s) {
+            return Err(AnonymityError::InvalidParameter("need μ, session interval and request gap > 0"));
+        }
+        if !(self.processing_s.is_finite() && self.processing_s >= 0.0)
+            || !(self.min_session_s.is_finite() && self.min_session_s >= 0.0)
+        {
+            return Err(AnonymityError::InvalidParameter("need processing and minimum session ≥ 0"));
+        }
+        if self.profile.has_cover() && !positive(self.cover_rate_per_s) {
+            return Err(AnonymityError::InvalidParameter("a cover profile needs λ_P > 0"));
+        }
+        Ok(())
+    }
+
+    /// Mean length of a session's request burst, `k · gap` (s).
+    pub fn burst_s(&self) -> f64 {
+        f64::from(self.requests_per_session) * self.request_gap_s
+    }
+
+    /// Probability that a given user is sending at a given instant (stationary): 1 for
+    /// always-on; the online share for sessions (`max(min_session, burst + 1/λ_P) / interval`);
+    /// the burst share without cover.
+    pub fn sending_probability(&self) -> f64 {
+        let share = match self.profile {
+            Profile::AlwaysOn => 1.0,
+            Profile::Sessions => {
+                self.min_session_s.max(self.burst_s() + 1.0 / self.cover_rate_per_s) / self.session_interval_s
+            }
+            Profile::NoCover => self.burst_s() / self.session_interval_s,
+        };
+        share.min(1.0)
+    }
+
+    /// Packets per second of a user while it is sending: λ_P with cover, `1/gap` without.
+    pub fn send_rate_while_sending(&self) -> f64 {
+        if self.profile.has_cover() { self.cover_rate_per_s } else { 1.0 / self.request_gap_s }
+    }
+
+    /// Long-run packets per second of one user (what it costs: × packet size = bytes).
+    pub fn mean_send_rate(&self) -> f64 {
+        self.sending_probability() * self.send_rate_while_sending()
+    }
+
+    /// Delay of one packet from its client send to the destination: `L·p + Gamma(L, μ)`.
+    pub fn sample_delay<R: RngCore + ?Sized>(&self, rng: &mut R) -> f64 {
+        let mut delay = self.layers as f64 * self.processing_s;
+        for _ in 0..self.layers {
+            delay += exponential_us(rng, self.mean_delay_s);
+        }
+        delay
+    }
+
+    /// The density (per second) of that delay at `lag_s` (0 below `L·p`).
+    pub fn delay_density(&self, lag_s: f64) -> f64 {
+        let x = lag_s - self.layers as f64 * self.processing_s;
+        if x <= 0.0 {
+            return 0.0;
+        }
+        let k = self.layers as f64;
+        let log_factorial: f64 = (1..self.layers).map(|i| (i as f64).ln()).sum();
+        ((k - 1.0) * x.ln() - x / self.mean_delay_s - log_factorial - k * self.mean_delay_s.ln()).exp()
+    }
+
+    /// How far back from a delivery a send can matter: `L·p + (L + 40) μ` (the Gamma tail
+    /// beyond is below 10⁻¹⁵).
+    pub fn horizon_s(&self) -> f64 {
+        self.layers as f64 * self.processing_s + (self.layers as f64 + 40.0) * self.mean_delay_s
+    }
+}
+
+/// Sender anonymity at scale under the pool model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleReport {
+    /// The population.
+    pub config: ActivityConfig,
+    /// Scored deliveries (one per trial).
+    pub trials: usize,
+    /// Mean entropy of the adversary's posterior over users (bits).
+    pub mean_entropy_bits: f64,
+    /// `log₂ N`.
+    pub max_entropy_bits: f64,
+    /// `mean H / log₂ N`.
+    pub normalized_entropy: f64,
+    /// Mean number of users sending at the delivery's time (the target included): who a GPA
+    /// sees as possible senders.
+    pub mean_users_sending: f64,
+    /// `mean H / mean log₂(users sending)`: the entropy against the visibly active fraction.
+    pub normalized_entropy_of_sending: f64,
+    /// `2^mean H`.
+    pub effective_anonymity_set: f64,
+    /// Mean probability the adversary puts on the true sender.
+    pub mean_true_sender_probability: f64,
+    /// Fraction of deliveries whose true sender is the adversary's first guess (ties split).
+    pub top1_accuracy: f64,
+    /// `1/N`: a uniform guess over all users.
+    pub chance_top1_all: f64,
+    /// Mean of `1/(users sending)`: a uniform guess over the visibly active users.
+    pub chance_top1_sending: f64,
+}
+
+/// Scores `trials` deliveries of a real request made by a user in a session, against the
+/// population `config` in its stationary state, with the pool model (module documentation).
+///
+/// Per trial: the target's request leaves at `−D` (`D` the sampled delay) and is delivered at
+/// 0; in `[−horizon, 0]` the target sends its other packets (Poisson at its sending rate) and
+/// each other user, sending with [`ActivityConfig::sending_probability`], sends Poisson packets
+/// at its rate. The adversary weights each send at `−s` by the delay density at `s` and sums
+/// per user.
+pub fn pool_sender_anonymity<R: RngCore + ?Sized>(
+    config: &ActivityConfig,
+    trials: usize,
+    rng: &mut R,
+) -> Result<ScaleReport, AnonymityError> {
+    config.validate()?;
+    if trials == 0 {
+        return Err(AnonymityError::InvalidParameter("need trials ≥ 1"));
+    }
+    let horizon = config.horizon_s();
+    let rate = config.send_rate_while_sending();
+    let p_sending = config.sending_probability();
+    let others = config.users - 1;
+    let (mut entropy, mut log_sending, mut users_sending, mut chance_sending) = (0.0, 0.0, 0.0, 0.0);
+    let (mut true_probability, mut top1) = (0.0, 0.0);
+    let mut weights: Vec<f64> = Vec::new();
+    for _ in 0..trials {
+        weights.clear();
+        let delay = config.sample_delay(rng);
+        let mut target = config.delay_density(delay);
+        target += poisson_weight(config, rng, rate, horizon);
+        weights.push(target);
+        let mut sending = 1u32;
+        for _ in 0..others {
+            if p_sending < 1.0 && unit(rng) >= p_sending {
+                continue;
+            }
+            sending += 1;
+            let w = poisson_weight(config, rng, rate, horizon);
+            if w > 0.0 {
+                weights.push(w);
+            }
+        }
+        let total: f64 = weights.iter().sum();
+        let h: f64 = weights.iter().map(|w| w / total).filter(|&p| p > 0.0).map(|p| -p * p.log2()).sum();
+        entropy += h.max(0.0);
+        let best = weights.iter().copied().fold(0.0, f64::max);
+        let tied = weights.iter().filter(|&&w| w >= best * (1.0 - 1e-12)).count().max(1);
+        if target >= best * (1.0 - 1e-12) {
+            top1 += 1.0 / tied as f64;
+        }
+        true_probability += target / total;
+        users_sending += f64::from(sending);
+        log_sending += f64::from(sending).log2();
+        chance_sending += 1.0 / f64::from(sending);
+    }
+    let n = trials as f64;
+    let mean_entropy_bits = entropy / n;
+    let max_entropy_bits = f64::from(config.users).log2();
+    Ok(ScaleReport {
+        config: *config,
+        trials,
+        mean_entropy_bits,
+        max_entropy_bits,
+        normalized_entropy: mean_entropy_bits / max_entropy_bits,
+        mean_users_sending: users_sending / n,
+        normalized_entropy_of_sending: if log_sending > 0.0 { entropy / log_sending } else { 0.0 },
+        effective_anonymity_set: mean_entropy_bits.exp2(),
+        mean_true_sender_probability: true_probability / n,
+        top1_accuracy: top1 / n,
+        chance_top1_all: 1.0 / f64::from(config.users),
+        chance_top1_sending: chance_sending / n,
+    })
+}
+
+/// The adversary's summed weight of a Poisson(`rate`) stream of sends on `[−horizon, 0)`.
+fn poisson_weight<R: RngCore + ?Sized>(config: &ActivityConfig, rng: &mut R, rate: f64, horizon: f64) -> f64 {
+    let mut weight = 0.0;
+    let mut lag = exponential_us(rng, 1.0 / rate);
+    while lag < horizon {
+        weight += config.delay_density(lag);
+        lag += exponential_us(rng, 1.0 / rate);
+    }
+    weight
+}
+
+/// The full link-level simulation of substitution cover (the testnet's `nox bench cover` set-up).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SubstitutionConfig {
+    /// Clients.
+    pub clients: u32,
+    /// Of which this many make requests (the others only send cover).
+    pub active: u32,
+    /// Requests per second of an active client (Poisson).
+    pub request_rate_per_s: f64,
+    /// λ_P (0 = no cover: requests leave when made).
+    pub cover_rate_per_s: f64,
+    /// Layers.
+    pub layers: usize,
+    /// Nodes per layer.
+    pub width: u16,
+    /// μ per hop (µs).
+    pub mean_delay_us: f64,
+    /// Constant processing time per hop (µs).
+    pub processing_us: f64,
+    /// Sending window (µs).
+    pub duration_us: u64,
+}
+
+impl Default for SubstitutionConfig {
+    /// The shipped point of `docs/benchmarks/cover.md`: 10 clients, 5 active at 0.25
+    /// requests/s, λ_P = 2/s, 3 × 3 nodes, μ = 50 ms, 0.3 ms processing, 40 s.
+    fn default() -> Self {
+        Self {
+            clients: 10,
+            active: 5,
+            request_rate_per_s: 0.25,
+            cover_rate_per_s: 2.0,
+            layers: 3,
+            width: 3,
+            mean_delay_us: 50_000.0,
+            processing_us: 300.0,
+            duration_us: 40_000_000,
+        }
+    }
+}
+
+/// One link event before sorting: time (µs), hop, packet number, the link, the message.
+type Pending = (f64, usize, u64, LinkEvent, Option<MessageId>);
+
+/// Simulates clients sending with substitution cover through a `layers × width` network and
+/// returns what a GPA sees (client sends, hops, destination emissions; cover is discarded at
+/// the exit) with the ground truth apart. Client `c` writes to destination `c`. Deterministic
+/// for a given `rng` state.
+pub fn simulate_substitution<R: RngCore + ?Sized>(config: &SubstitutionConfig, rng: &mut R) -> Simulation {
+    let topology = Topology::uniform(config.layers, config.width);
+    let span = config.duration_us as f64;
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut truth = GroundTruth::default();
+    let mut packet = 0u64;
+    for client in 0..config.clients {
+        let requests =
+            if client < config.active { poisson_times_us(rng, config.request_rate_per_s, span) } else { Vec::new() };
+        let mut sends: Vec<(f64, bool)> = Vec::new();
+        if config.cover_rate_per_s > 0.0 {
+            let mut queue = requests.iter().peekable();
+            let mut waiting = 0usize;
+            let mut t = exponential_us(rng, 1e6 / config.cover_rate_per_s);
+            // Slots until the window ends and every request has had its slot.
+            while t < span || waiting > 0 || queue.peek().is_some() {
+                while queue.next_if(|&&r| r <= t).is_some() {
+                    waiting += 1;
+                }
+                let real = waiting > 0;
+                waiting -= usize::from(real);
+                if t < span || real {
+                    sends.push((t, real));
+                }
+                t += exponential_us(rng, 1e6 / config.cover_rate_per_s);
+            }
+        } else {
+            sends.extend(requests.iter().map(|&r| (r, true)));
+        }
+        for (start, real) in sends {
+            let path: Vec<u16> = topology.layers.iter().map(|layer| layer[index(rng, layer.len())]).collect();
+            let message = real.then(|| {
+                let m = MessageId(packet);
+                truth.message_sender.insert(m, client);
+                m
+            });
+            let mut from = Endpoint::Client(client);
+            let mut time = start;
+            for (hop, &node) in path.iter().enumerate() {
+                if hop > 0 {
+                    time += hop_delay(config, rng);
+                }
+                pending.push((time, hop, packet, link(time, from, Endpoint::Node(node)), None));
+                from = Endpoint::Node(node);
+            }
+            if real {
+                time += hop_delay(config, rng);
+                pending.push((time, path.len(), packet, link(time, from, Endpoint::Destination(client)), message));
+            }
+            packet += 1;
+        }
+    }
+    pending.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut events = Vec::with_capacity(pending.len());
+    for (i, (_, _, _, event, message)) in pending.into_iter().enumerate() {
+        if let Some(message) = message {
+            truth.message_delivery.insert(message, i);
+        }
+        events.push(event);
+    }
+    Simulation { observation: Observation { events }, truth, topology }
+}
+
+fn hop_delay<R: RngCore + ?Sized>(config: &SubstitutionConfig, rng: &mut R) -> f64 {
+    config.processing_us + exponential_us(rng, config.mean_delay_us)
+}
+
+fn link(time: f64, from: Endpoint, to: Endpoint) -> LinkEvent {
+    LinkEvent { time_us: time as u64, from, to }
+}
+
+/// Poisson arrival instants (µs) of `rate_per_s` on `[0, span_us)`.
+fn poisson_times_us<R: RngCore + ?Sized>(rng: &mut R, rate_per_s: f64, span_us: f64) -> Vec<f64> {
+    let mut times = Vec::new();
+    if rate_per_s <= 0.0 {
+        return times;
+    }
+    let mut t = exponential_us(rng, 1e6 / rate_per_s);
+    while t < span_us {
+        times.push(t);
+        t += exponential_us(rng, 1e6 / rate_per_s);
+    }
+    times
+}
+
+#[cfg(test)]
+mod tests {
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::SeedableRng;
+
+    use super::*;
+    use crate::{DelayModel, sender_entropy};
+
+    #[test]
+    fn delay_density_integrates_to_one_and_matches_samples() {
+        let config = ActivityConfig::default();
+        let step = 1e-4;
+        let integral: f64 = (0..20_000).map(|i| config.delay_density(i as f64 * step) * step).sum();
+        assert!((integral - 1.0).abs() < 1e-3, "∫ density = {integral}");
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let mean = (0..20_000).map(|_| config.sample_delay(&mut rng)).sum::<f64>() / 20_000.0;
+        let expected = 3.0 * (config.processing_s + config.mean_delay_s);
+        assert!((mean - expected).abs() < 0.005, "mean delay {mean} vs {expected}");
+    }
+
+    #[test]
+    fn more_senders_or_more_delay_buy_more_entropy() {
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let small = ActivityConfig { users: 30, ..ActivityConfig::default() };
+        let large = ActivityConfig { users: 1_000, ..small };
+        let slow = ActivityConfig { mean_delay_s: 0.2, ..small };
+        let s = pool_sender_anonymity(&small, 400, &mut rng).unwrap();
+        let l = pool_sender_anonymity(&large, 400, &mut rng).unwrap();
+        let m = pool_sender_anonymity(&slow, 400, &mut rng).unwrap();
+        assert!(l.mean_entropy_bits > s.mean_entropy_bits + 3.0, "{} vs {}", l.mean_entropy_bits, s.mean_entropy_bits);
+        assert!(m.normalized_entropy > s.normalized_entropy, "{} vs {}", m.normalized_entropy, s.normalized_entropy);
+        assert!(l.top1_accuracy < s.top1_accuracy);
+        assert!(s.mean_entropy_bits <= s.max_entropy_bits);
+        assert_eq!(s.mean_users_sending, 30.0, "always-on: everyone sends");
+    }
+
+    #[test]
+    fn an_idle_population_without_cover_leaves_the_sender_alone() {
+        // 100 users, a session every 4 h: almost nobody else is sending when the target does.
+        let config = ActivityConfig { users: 100, profile: Profile::NoCover, ..ActivityConfig::default() };
+        let report = pool_sender_anonymity(&config, 300, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
+        assert!(report.top1_accuracy > 0.9, "top-1 {}", report.top1_accuracy);
+        assert!(report.mean_users_sending < 1.5, "{}", report.mean_users_sending);
+        let sessions = ActivityConfig { profile: Profile::Sessions, ..config };
+        let with_sessions = pool_sender_anonymity(&sessions, 300, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
+        assert!(with_sessions.mean_users_sending < report.mean_users_sending + 1.0);
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused() {
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let bad = ActivityConfig { users: 1, ..ActivityConfig::default() };
+        assert!(pool_sender_anonymity(&bad, 10, &mut rng).is_err());
+        let no_rate = ActivityConfig { cover_rate_per_s: 0.0, ..ActivityConfig::default() };
+        assert!(pool_sender_anonymity(&no_rate, 10, &mut rng).is_err());
+        assert!(pool_sender_anonymity(&ActivityConfig::default(), 0, &mut rng).is_err());
+    }
+
+    #[test]
+    fn substitution_sends_at_lambda_whatever_the_activity() {
+        let config = SubstitutionConfig { duration_us: 60_000_000, ..SubstitutionConfig::default() };
+        let sim = simulate_substitution(&config, &mut ChaCha20Rng::seed_from_u64(5));
+        let mut sends = vec![0u32; config.clients as usize];
+        for event in &sim.observation.events {
+            if let Endpoint::Client(c) = event.from {
+                sends[c as usize] += 1;
+            }
+        }
+        // Active (0..5) and idle (5..10) clients both send ≈ λ_P · 60 s = 120 packets.
+        let active: u32 = sends[..5].iter().sum();
+        let idle: u32 = sends[5..].iter().sum();
+        assert!((f64::from(active) / f64::from(idle) - 1.0).abs() < 0.15, "{active} vs {idle}");
+        assert!(!sim.truth.message_sender.is_empty());
+        assert!(sim.truth.message_sender.values().all(|&c| c < config.active));
+        let model = DelayModel { mean_delay_us: 50_000.0, processing_us: 300.0, jitter_floor_us: 1.0 };
+        let report = sender_entropy(&sim.observation, &sim.topology, &model, Some(&sim.truth)).unwrap();
+        assert_eq!(report.clients, 10, "idle clients are candidates too");
+        assert!(report.mean_entropy_bits > 0.5, "{}", report.mean_entropy_bits);
+    }
+}
