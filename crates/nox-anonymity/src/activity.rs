@@ -122,9 +122,8 @@ impl ActivityConfig {
         if !positive(self.mean_delay_s) || !positive(self.session_interval_s) || !positive(self.request_gap_s) {
             return Err(AnonymityError::InvalidParameter("need μ, session interval and request gap > 0"));
         }
-        if !(self.processing_s.is_finite() && self.processing_s >= 0.0)
-            || !(self.min_session_s.is_finite() && self.min_session_s >= 0.0)
-        {
+        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        if !non_negative(self.processing_s) || !non_negative(self.min_session_s) {
             return Err(AnonymityError::InvalidParameter("need processing and minimum session ≥ 0"));
         }
         if self.profile.has_cover() && !positive(self.cover_rate_per_s) {

@@ -194,9 +194,9 @@ pub fn statistical_disclosure<R: RngCore + ?Sized>(
     if !unit_interval(config.habit) || !unit_interval(config.target_habit) {
         return Err(AnonymityError::InvalidParameter("habits are probabilities"));
     }
-    if !(config.round_s.is_finite() && config.round_s > 0.0)
-        || !(config.zipf_exponent.is_finite() && config.zipf_exponent >= 0.0)
-    {
+    let round_ok = config.round_s.is_finite() && config.round_s > 0.0;
+    let zipf_ok = config.zipf_exponent.is_finite() && config.zipf_exponent >= 0.0;
+    if !round_ok || !zipf_ok {
         return Err(AnonymityError::InvalidParameter("need round > 0 and Zipf exponent ≥ 0"));
     }
     let popularity = Popularity::zipf(config.destinations as usize, config.zipf_exponent);
