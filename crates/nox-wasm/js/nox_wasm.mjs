@@ -155,6 +155,32 @@ export class NoxWasm {
     return { proof: out.slice(0, 256), publicInputs, bytes: out };
   }
 
+  /**
+   * The raw execution hash (32 bytes) a payment for `action` binds:
+   * keccak256(target ‖ data ‖ fee ‖ gas), `action` = { target, data (hex), gas, fee (decimal) }.
+   */
+  payExecutionHash(action) {
+    return this.call('nox_pay_execution_hash', [], [JSON.stringify(action)]);
+  }
+
+  /**
+   * `BatchExecutor.execute(Bundle)` calldata for a proved transaction: its `description`
+   * (walletPrepare's, object or JSON), its 256-byte `proof`, and `action` = { pool, target, data, gas }.
+   */
+  payBundle(description, proof, action) {
+    const d = typeof description === 'string' ? description : JSON.stringify(description);
+    return this.call('nox_pay_bundle', [], [d, proof, JSON.stringify(action)]);
+  }
+
+  /**
+   * Applies the pool's `eth_getLogs` entries (in chain order) to a wallet view (JSON, empty: a new
+   * view) with the seed's keys, up to `lastBlock`; returns the new view's JSON (a string).
+   */
+  walletSync(seed, viewJson, logs, pool, lastBlock) {
+    const out = this.call('nox_wallet_sync', [BigInt(lastBlock)], [seed, viewJson ?? '', JSON.stringify(logs), pool]);
+    return decoder.decode(out);
+  }
+
   /** Re-seeds the module's ChaCha20 RNG with 32 host-drawn bytes. */
   seed(bytes) {
     this.call('nox_seed', [], [bytes]);

@@ -382,3 +382,25 @@ pub extern "C" fn nox_prover_key_bytes(key: u32) -> i32 {
 pub extern "C" fn nox_transfer_prove(key: u32, prepared: u32) -> i32 {
     call(|m, _| m.transfer_prove(key, prepared))
 }
+
+/// The raw execution hash a payment binds. arg 0: action JSON `{"target", "data", "gas",
+/// "fee"}`. Output: 32 bytes.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_pay_execution_hash() -> i32 {
+    call(|m, a| m.pay_execution_hash(&a[0]))
+}
+
+/// `BatchExecutor.execute(Bundle)` calldata. arg 0: the prepared transaction's description
+/// JSON; arg 1: its proof (256); arg 2: action JSON `{"pool", "target", "data", "gas"}`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_pay_bundle() -> i32 {
+    call(|m, a| m.pay_bundle(&a[0], &a[1], &a[2]))
+}
+
+/// Applies pool logs to a wallet view. arg 0: seed (32); arg 1: view JSON (empty: new);
+/// arg 2: `eth_getLogs` entries (JSON array); arg 3: the pool's address (20); `last_block`:
+/// the last block the logs cover. Output: the new view JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_sync(last_block: u64) -> i32 {
+    call(|m, a| m.wallet_sync(&a[0], &a[1], &a[2], &a[3], last_block))
+}

@@ -9,6 +9,7 @@ pub mod abi;
 mod api;
 mod client;
 mod link;
+mod pay;
 mod private;
 
 pub use api::{Module, NewSurb, RAW_HOP_LEN, SEED_LEN, WasmError};

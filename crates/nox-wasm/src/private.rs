@@ -86,7 +86,7 @@ fn hex_word(x: &Fr) -> String {
     hex::encode(field::to_be32(x))
 }
 
-fn seed_of(bytes: &[u8]) -> Result<Seed, WasmError> {
+pub(crate) fn seed_of(bytes: &[u8]) -> Result<Seed, WasmError> {
     let s: [u8; WALLET_SEED_LEN] = bytes
         .try_into()
         .map_err(|_| bad(format!("wallet seed must be {WALLET_SEED_LEN} bytes, got {}", bytes.len())))?;
@@ -94,7 +94,7 @@ fn seed_of(bytes: &[u8]) -> Result<Seed, WasmError> {
     Ok(Seed::from_bytes(*s))
 }
 
-fn view_of(json: &[u8]) -> Result<PoolView, WasmError> {
+pub(crate) fn view_of(json: &[u8]) -> Result<PoolView, WasmError> {
     if json.is_empty() {
         return Ok(PoolView::new());
     }

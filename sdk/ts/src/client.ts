@@ -438,14 +438,17 @@ export class NoxClient implements MixnetRequester {
   /**
    * Hands a bundle to the relayer of `exit` (the one that quoted): it checks
    * the gas payment's proof, simulates, signs and sends it, and answers with
-   * the outcome (relay.md §3). The calldata — with its zero-knowledge gas
-   * payment — is built by the caller (see README, "Not yet").
+   * the outcome (relay.md §3), once the transaction is mined (`timeoutMs`:
+   * how long to wait, default the client's request timeout). The calldata —
+   * with its zero-knowledge gas payment — comes from `PrivateSender`.
    */
-  async relaySubmit(exit: string, submission: RelaySubmission): Promise<RelayOutcome> {
+  async relaySubmit(exit: string, submission: RelaySubmission, options: { timeoutMs?: number } = {}): Promise<RelayOutcome> {
     if (!this.exits().includes(exit)) {
       throw new NoxError("bad-input", `not an exit of the topology: ${exit}`);
     }
-    const body = await this.request("relay", submitBody(submission), { exit, expectedReplyLen: 4096 });
+    const request: RequestOptions = { exit, expectedReplyLen: 4096 };
+    if (options.timeoutMs !== undefined) request.timeoutMs = options.timeoutMs;
+    const body = await this.request("relay", submitBody(submission), request);
     return parseRelayAnswer<RelayOutcome>(body);
   }
 

@@ -26,6 +26,16 @@ export type {
   WasmSource,
   WorkerLike,
 } from "./prover.js";
+export { LOG_PAGE, NoxWallet } from "./wallet.js";
+export type { AssetBalance, SyncReport, WalletBalances, WalletOptions } from "./wallet.js";
+export {
+  DEFAULT_ACTION_GAS,
+  DEFAULT_FEE_PERCENT,
+  MAX_QUOTE_AGE_BLOCKS,
+  PrivateSender,
+  readQuoteFees,
+} from "./private.js";
+export type { PrivateSenderOptions, PrivateSent, PrivateTransaction, Relay } from "./private.js";
 export { MAX_CALLDATA, QUOTE_BODY, parseRelayAnswer, submitBody } from "./relay.js";
 export type { RelayOutcome, RelayQuote, RelaySubmission } from "./relay.js";
 export {

@@ -79,4 +79,11 @@ export declare class NoxWasm {
   loadProvingKey(bytes: Uint8Array, options?: { uncompressed?: boolean }): number;
   provingKeyBytes(key: number): Uint8Array;
   proveTransfer(key: number, prepared: number): { proof: Uint8Array; publicInputs: Uint8Array[]; bytes: Uint8Array };
+  payExecutionHash(action: { target: string; data: string; gas: number; fee: string }): Uint8Array;
+  payBundle(
+    description: object | string,
+    proof: Uint8Array,
+    action: { pool: string; target: string; data: string; gas: number },
+  ): Uint8Array;
+  walletSync(seed: Uint8Array, viewJson: string | null, logs: unknown[], pool: Uint8Array, lastBlock: number | bigint): string;
 }

@@ -9,9 +9,13 @@
 // The provider holds no accounts. Transactions are signed where the keys are
 // (a viem local account, ethers' Wallet, a hardware wallet) and broadcast with
 // `eth_sendRawTransaction`; methods that need keys at the provider are refused
-// with EIP-1193's 4200 (unsupported) or 4100 (unauthorized).
+// with EIP-1193's 4200 (unsupported) or 4100 (unauthorized). Built with a
+// shielded wallet (`options.private`, a PrivateSender), it also accepts
+// `eth_sendTransaction`: the transaction is sent privately, its gas paid from
+// the shielded balance through an exit's relayer (private.ts).
 
 import { NoxError, ProviderRpcError, RpcCode, toProviderError } from "./errors.js";
+import type { PrivateSent, PrivateTransaction } from "./private.js";
 
 /** What a request asks the exit to do (docs/spec/messages.md §2). */
 export type RequestKind = "echo" | "json-rpc" | "relay";
@@ -53,6 +57,11 @@ export interface ProviderOptions {
   timeoutMs?: number;
   /** Largest JSON-RPC request sent, in bytes (default 256 KiB, as the native endpoint). */
   maxRequestBytes?: number;
+  /**
+   * A shielded wallet's sender (`PrivateSender`): `eth_sendTransaction` and `sendPrivate` then
+   * send private paid transactions. Without it both are refused (4200).
+   */
+  private?: { send(tx: PrivateTransaction): Promise<PrivateSent> };
 }
 
 /** Methods that need keys held by the provider: refused, sign where the keys are. */
@@ -79,6 +88,7 @@ export class NoxProvider {
     timeoutMs: number | undefined;
   };
   readonly #listeners = new Map<ProviderEvent, Set<Listener>>();
+  #private: ProviderOptions["private"];
   #connectedChain: string | undefined;
   #disconnected: NoxError | undefined;
 
@@ -89,6 +99,35 @@ export class NoxProvider {
       maxRequestBytes: options.maxRequestBytes ?? 256 * 1024,
       timeoutMs: options.timeoutMs,
     };
+    this.#private = options.private;
+  }
+
+  /** Gives the provider a shielded wallet's sender (see `ProviderOptions.private`). */
+  setPrivate(sender: ProviderOptions["private"]): void {
+    this.#private = sender;
+  }
+
+  /**
+   * Sends `{to, data, value, gas}` privately: a fee proved from the shielded balance pays an
+   * exit's relayer, which sends it from its BatchExecutor (the action's `msg.sender`); `value`
+   * (only without `data`) goes to `to` out of the shielded balance. Resolves once mined, with the
+   * transaction hash and the parts' timings; rejects with a `ProviderRpcError` (4200 without a wallet).
+   */
+  async sendPrivate(tx: PrivateTransaction): Promise<PrivateSent> {
+    if (this.#disconnected !== undefined) {
+      throw toProviderError(this.#disconnected);
+    }
+    if (this.#private === undefined) {
+      throw new ProviderRpcError(
+        RpcCode.UnsupportedMethod,
+        "eth_sendTransaction needs keys at the provider: sign locally and send with eth_sendRawTransaction",
+      );
+    }
+    try {
+      return await this.#private.send(tx);
+    } catch (error) {
+      throw toProviderError(error);
+    }
   }
 
   /** EIP-1193 `request`. Rejects with a `ProviderRpcError` only. */
@@ -108,6 +147,14 @@ export class NoxProvider {
         RpcCode.Unauthorized,
         "the NOX provider holds no accounts: sign with a local account or a wallet, then eth_sendRawTransaction",
       );
+    }
+    if (method === "eth_sendTransaction" && this.#private !== undefined) {
+      const params = args.params;
+      const tx = Array.isArray(params) ? (params[0] as unknown) : undefined;
+      if (typeof tx !== "object" || tx === null) {
+        throw new ProviderRpcError(RpcCode.InvalidParams, "eth_sendTransaction needs [transaction]");
+      }
+      return (await this.sendPrivate(tx as PrivateTransaction)).txHash;
     }
     if (SIGNING.has(method)) {
       throw new ProviderRpcError(
