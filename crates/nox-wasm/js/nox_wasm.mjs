@@ -181,6 +181,11 @@ export class NoxWasm {
     return decoder.decode(out);
   }
 
+  /** The seed sealed under `passphrase` as `nox wallet`'s `wallet.key` (`nox wallet restore --from` opens it). */
+  walletSealKey(seed, passphrase) {
+    return this.call('nox_wallet_seal_key', [], [seed, passphrase]);
+  }
+
   /** Re-seeds the module's ChaCha20 RNG with 32 host-drawn bytes. */
   seed(bytes) {
     this.call('nox_seed', [], [bytes]);

@@ -404,3 +404,9 @@ pub extern "C" fn nox_pay_bundle() -> i32 {
 pub extern "C" fn nox_wallet_sync(last_block: u64) -> i32 {
     call(|m, a| m.wallet_sync(&a[0], &a[1], &a[2], &a[3], last_block))
 }
+
+/// The seed sealed as `nox wallet`'s `wallet.key`. arg 0: seed (32); arg 1: passphrase.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_seal_key() -> i32 {
+    call(|m, a| m.wallet_seal_key(&a[0], &a[1]))
+}

@@ -180,6 +180,15 @@ impl Module {
         Ok(seed_of(seed)?.address()?.to_string())
     }
 
+    /// The seed sealed under `passphrase` as `nox wallet` keeps it (`wallet.key`: Argon2id at
+    /// the default cost, ChaCha20-Poly1305; docs/spec/notes.md §6): `nox wallet restore --from`
+    /// opens it.
+    pub fn wallet_seal_key(&mut self, seed: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, WasmError> {
+        let seed = seed_of(seed)?;
+        let mut rng = self.zk_rng()?;
+        Ok(nox_wallet::file::seal_seed(&seed, passphrase, nox_wallet::file::KdfParams::default(), &mut rng)?)
+    }
+
     /// Opens a note ciphertext published with `commitment` (of `asset`, a 32-byte word) with the
     /// viewing key of `seed`: JSON `{"result":"mine","value":"…","blinding":"…"}`, or
     /// `{"result":"not_mine"}`, or `{"result":"corrupt"}` (the view tag is ours but the note does

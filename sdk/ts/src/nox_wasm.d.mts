@@ -85,5 +85,6 @@ export declare class NoxWasm {
     proof: Uint8Array,
     action: { pool: string; target: string; data: string; gas: number },
   ): Uint8Array;
+  walletSealKey(seed: Uint8Array, passphrase: string | Uint8Array): Uint8Array;
   walletSync(seed: Uint8Array, viewJson: string | null, logs: unknown[], pool: Uint8Array, lastBlock: number | bigint): string;
 }

@@ -162,6 +162,14 @@ export class NoxWallet {
     return { spendable: BigInt(a?.spendable ?? 0), pending: BigInt(a?.pending ?? 0) };
   }
 
+  /**
+   * The seed sealed under `passphrase` in `nox wallet`'s `wallet.key` format (Argon2id,
+   * ChaCha20-Poly1305): `nox wallet restore --from <file>` restores this wallet natively.
+   */
+  exportKeyFile(passphrase: string): Uint8Array {
+    return this.#m.walletSealKey(this.#seed, passphrase);
+  }
+
   /** @internal The seed, for the prover Worker (a copy). */
   seedCopy(): Uint8Array {
     return this.#seed.slice();

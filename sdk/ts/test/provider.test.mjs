@@ -171,3 +171,41 @@ test("relay submit bodies follow relay.md §2 byte for byte, and bad input is re
     assert.throws(() => submitBody(bad), (error) => error instanceof NoxError && error.code === "bad-input");
   }
 });
+
+test("with a shielded wallet's sender, eth_sendTransaction and sendPrivate send privately; without, 4200", async () => {
+  const exit = fakeExit(async () => ({ error: { code: -32601, message: "nothing goes to the exit" } }));
+  const sent = [];
+  const hash = `0x${"ab".repeat(32)}`;
+  const sender = {
+    async send(tx) {
+      sent.push(tx);
+      if (tx.to === "0x0000000000000000000000000000000000000bad") {
+        throw new NoxError("refused", "the exit's quote is refused");
+      }
+      return { txHash: hash, fee: 7n };
+    },
+  };
+  const to = "0x00000000000000000000000000000000000000aa";
+  // viem's sendTransaction with no account (the action's sender is the relayer's executor).
+  const { createWalletClient } = await import("viem");
+  const wallet = createWalletClient({ transport: custom(new NoxProvider(exit, { private: sender })) });
+  assert.equal(await wallet.sendTransaction({ account: null, chain: null, to, value: 5n }), hash);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].to, to);
+  assert.equal(BigInt(sent[0].value), 5n);
+  assert.equal(exit.sent.length, 0, "a private transaction sends no eth_sendTransaction to the exit");
+  // The typed call, and a refusal mapped like any client failure.
+  const provider = new NoxProvider(exit, { private: sender });
+  assert.deepEqual(await provider.sendPrivate({ to, data: "0x" }), { txHash: hash, fee: 7n });
+  await assert.rejects(provider.request({ method: "eth_sendTransaction", params: [{ to: "0x0000000000000000000000000000000000000bad" }] }), (error) => {
+    assert.ok(error instanceof ProviderRpcError);
+    assert.equal(error.code, RpcCode.ResourceUnavailable);
+    return true;
+  });
+  await assert.rejects(provider.request({ method: "eth_sendTransaction", params: [] }), (error) => error.code === RpcCode.InvalidParams);
+  // Without a wallet both are refused, as before.
+  const plain = new NoxProvider(exit);
+  await assert.rejects(plain.request({ method: "eth_sendTransaction", params: [{ to }] }), (error) => error.code === RpcCode.UnsupportedMethod);
+  await assert.rejects(plain.sendPrivate({ to }), (error) => error.code === RpcCode.UnsupportedMethod);
+  assert.equal(sent.length, 3);
+});

@@ -10,9 +10,7 @@
 // which scripts/test.sh builds first.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { createPublicClient, createWalletClient, custom, parseEther } from "viem";
@@ -21,38 +19,23 @@ import { chromium } from "playwright-core";
 import WebSocket from "ws";
 import { NoxClient, loadModule } from "../dist/index.js";
 import { servePage } from "../examples/page-server.mjs";
+import { WASM, startTestnet, target } from "./testnet-helper.mjs";
 
-const target = process.env.CARGO_TARGET_DIR ?? join(import.meta.dirname, "../../../target");
-const NOX = process.env.NOX_BIN ?? join(target, "debug/nox");
-const WASM = process.env.NOX_WASM ?? join(target, "wasm32-unknown-unknown/release/nox_wasm.wasm");
 // Anvil's first default account (a public test key).
 const FUNDED = privateKeyToAccount("0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80");
 
+let net;
 let dir;
 let client;
 
 before(() => {
-  assert.ok(existsSync(NOX), `the nox binary is missing at ${NOX} (cargo build -p nox, or set NOX_BIN)`);
-  assert.ok(existsSync(WASM), `the module is missing at ${WASM} (see crates/nox-wasm/README.md, or set NOX_WASM)`);
-  dir = mkdtempSync(join(tmpdir(), "nox-sdk-"));
-  const base = String(31_000 + (process.pid % 100) * 40);
-  execFileSync(
-    NOX,
-    ["testnet", "up", "--dir", dir, "--base-port", base, "--nodes-per-layer", "1", "--mean-delay-ms", "1",
-      "--loop-rate", "0", "--drop-rate", "0"],
-    { stdio: ["ignore", "inherit", "inherit"], timeout: 240_000 },
-  );
+  net = startTestnet({ prefix: "nox-sdk-", portBase: 31_000, stride: 40 });
+  dir = net.dir;
 });
 
 after(() => {
   client?.close();
-  if (dir !== undefined) {
-    try {
-      execFileSync(NOX, ["testnet", "down", "--dir", dir], { stdio: "ignore", timeout: 60_000 });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
+  net?.down();
 });
 
 async function connect(coverRate) {

@@ -10,46 +10,30 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash, X509Certificate } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import { servePage } from "../examples/page-server.mjs";
+import { WASM, startTestnet } from "./testnet-helper.mjs";
 
-const target = process.env.CARGO_TARGET_DIR ?? join(import.meta.dirname, "../../../target");
-const NOX = process.env.NOX_BIN ?? join(target, "debug/nox");
-const WASM = process.env.NOX_WASM ?? join(target, "wasm32-unknown-unknown/release/nox_wasm.wasm");
 const SDK = pathToFileURL(join(import.meta.dirname, "../dist/index.js")).href;
 
+let net;
 let dir;
 
 before(() => {
-  assert.ok(existsSync(NOX), `the nox binary is missing at ${NOX} (cargo build -p nox, or set NOX_BIN)`);
-  assert.ok(existsSync(WASM), `the module is missing at ${WASM} (see crates/nox-wasm/README.md, or set NOX_WASM)`);
-  dir = mkdtempSync(join(tmpdir(), "nox-sdk-wss-"));
-  const base = String(17_000 + (process.pid % 100) * 20);
-  execFileSync(
-    NOX,
-    ["testnet", "up", "--tls", "--no-chain", "--dir", dir, "--base-port", base, "--nodes-per-layer", "1",
-      "--mean-delay-ms", "1", "--loop-rate", "0", "--drop-rate", "0"],
-    { stdio: ["ignore", "inherit", "inherit"], timeout: 120_000 },
-  );
+  net = startTestnet({ prefix: "nox-sdk-wss-", portBase: 17_000, stride: 20, extra: ["--tls", "--no-chain"], timeoutMs: 120_000 });
+  dir = net.dir;
 });
 
 after(() => {
-  if (dir !== undefined) {
-    try {
-      execFileSync(NOX, ["testnet", "down", "--dir", dir], { stdio: "ignore", timeout: 60_000 });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
+  net?.down();
 });
 
-const directoryUrl = () => `http://${readFileSync(join(dir, "directory.addr"), "utf8").trim()}/topology`;
-const authority = () => readFileSync(join(dir, "authority.pub"), "utf8").trim();
+const directoryUrl = () => net.directoryUrl();
+const authority = () => net.authority();
 
 /** The nodes that serve wss://: their directory and layer. */
 function tlsNodes() {

@@ -1,0 +1,42 @@
+// Starting and stopping a `nox testnet` for the SDK's tests (testnet, wss, private). Not a test
+// itself: node --test runs it and finds none.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const target = process.env.CARGO_TARGET_DIR ?? join(import.meta.dirname, "../../../target");
+export const NOX = process.env.NOX_BIN ?? join(target, "debug/nox");
+export const WASM = process.env.NOX_WASM ?? join(target, "wasm32-unknown-unknown/release/nox_wasm.wasm");
+
+/**
+ * `nox testnet up` in a fresh temporary directory: one node per layer, 1 ms mean delay, no loop
+ * or drop cover at the nodes, plus `extra` flags; ports from `portBase + (pid % 100) × stride`.
+ * Returns the directory and `down()` (stops the network, removes the directory).
+ */
+export function startTestnet({ prefix, portBase, stride, extra = [], timeoutMs = 240_000 }) {
+  assert.ok(existsSync(NOX), `the nox binary is missing at ${NOX} (cargo build -p nox, or set NOX_BIN)`);
+  assert.ok(existsSync(WASM), `the module is missing at ${WASM} (see crates/nox-wasm/README.md, or set NOX_WASM)`);
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const base = String(portBase + (process.pid % 100) * stride);
+  execFileSync(
+    NOX,
+    ["testnet", "up", ...extra, "--dir", dir, "--base-port", base, "--nodes-per-layer", "1", "--mean-delay-ms", "1",
+      "--loop-rate", "0", "--drop-rate", "0"],
+    { stdio: ["ignore", "inherit", "inherit"], timeout: timeoutMs },
+  );
+  return {
+    dir,
+    directoryUrl: () => `http://${readFileSync(join(dir, "directory.addr"), "utf8").trim()}/topology`,
+    authority: () => readFileSync(join(dir, "authority.pub"), "utf8").trim(),
+    down() {
+      try {
+        execFileSync(NOX, ["testnet", "down", "--dir", dir], { stdio: "ignore", timeout: 60_000 });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
