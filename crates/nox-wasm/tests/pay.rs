@@ -63,7 +63,12 @@ fn events() -> (Vec<PoolEvent>, Vec<Value>) {
         tree.push(Fr::from(0u64)).unwrap();
     }
     let root = tree.root();
-    let e = BatchInserted { startLeafIndex: U256::ZERO, firstQueueIndex: U256::ZERO, count: U256::from(2), newRoot: u(&root) };
+    let e = BatchInserted {
+        startLeafIndex: U256::ZERO,
+        firstQueueIndex: U256::ZERO,
+        count: U256::from(2),
+        newRoot: u(&root),
+    };
     logs.push(log(POOL, &e.encode_log_data()));
     events.push(PoolEvent::BatchInserted { start_leaf: 0, first_queue: 0, count: 2, new_root: root });
     (events, logs)
@@ -113,7 +118,8 @@ fn bundle_calldata_carries_exactly_the_prepared_transaction() {
     let view = sync(&module, &logs).unwrap();
     let target = [0x66u8; 20];
     let (fee, gas, data) = (3_000_000_000_000_000u128, 120_000u64, vec![0xde, 0xad, 0xbe, 0xef]);
-    let action = json!({ "target": hex::encode(target), "data": hex::encode(&data), "gas": gas, "fee": fee.to_string() });
+    let action =
+        json!({ "target": hex::encode(target), "data": hex::encode(&data), "gas": gas, "fee": fee.to_string() });
     let hash = module.pay_execution_hash(action.to_string().as_bytes()).unwrap();
     assert_eq!(hash, field::execution_hash(&target, &data, fee, gas).0.to_vec());
     let request = json!({
@@ -123,7 +129,8 @@ fn bundle_calldata_carries_exactly_the_prepared_transaction() {
     let (_, description) = module.wallet_prepare(&SEED, &view, request.to_string().as_bytes()).unwrap();
     let d: Value = serde_json::from_slice(&description).unwrap();
     let proof: Vec<u8> = (0..=255u8).collect();
-    let bundle_action = json!({ "pool": hex::encode(POOL), "target": hex::encode(target), "data": hex::encode(&data), "gas": gas });
+    let bundle_action =
+        json!({ "pool": hex::encode(POOL), "target": hex::encode(target), "data": hex::encode(&data), "gas": gas });
     let calldata = module.pay_bundle(&description, &proof, bundle_action.to_string().as_bytes()).unwrap();
     let b = abi::executeCall::abi_decode(&calldata).unwrap().bundle;
     assert_eq!(b.payment, Address::from(POOL));
@@ -144,7 +151,10 @@ fn bundle_calldata_carries_exactly_the_prepared_transaction() {
         assert_eq!(hex::encode(&t.notes[i]), d["notes"][i].as_str().unwrap());
     }
     // A proof of the wrong length, a bundle without its pool: refused.
-    assert_eq!(module.pay_bundle(&description, &proof[..255], bundle_action.to_string().as_bytes()).unwrap_err().code(), 1);
+    assert_eq!(
+        module.pay_bundle(&description, &proof[..255], bundle_action.to_string().as_bytes()).unwrap_err().code(),
+        1
+    );
     let no_pool = json!({ "target": hex::encode(target), "gas": gas });
     assert_eq!(module.pay_bundle(&description, &proof, no_pool.to_string().as_bytes()).unwrap_err().code(), 1);
 }
