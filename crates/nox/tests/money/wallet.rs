@@ -338,27 +338,73 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
         "the fresh address received exactly the withdrawal"
     );
 
-    // 7. A manual `nox wallet insert` racing the exits' inserters (issue 35): right after a
-    // deposit both prove the same batch. Whoever wins, the manual insertion never sends a
-    // doomed transaction: it re-reads the pool and simulates just before sending, and a batch
-    // someone else inserted is reported with who did it, exit 0, no transaction of ours.
+    // 7. Manual `nox wallet insert`s racing each other and the exits' inserters (issue 35):
+    // right after a deposit, two wallets (two accounts) prove the same batch at once; only one
+    // insertion can land. The others never send a doomed transaction: each re-reads the pool and
+    // simulates just before sending, and a batch someone else inserted is reported with who
+    // did it, exit 0, no transaction of its account.
     let unique: u128 = 123_456_789_000_000_000;
+    let wdir2 = dir.join("wallet2");
+    let w2 = wdir2.to_str().expect("utf-8 path");
+    ok(&["new", "--wallet", w2]);
     run("deposit", &["--amount", &format!("{unique}wei"), "--key-file", user_key.to_str().unwrap()]);
-    let user = nox_chain::deploy::signer(USER_KEY).expect("key").address();
-    let nonce_before = relayer_provider.get_transaction_count(user).await.expect("nonce");
-    let out = run("insert", &["--key-file", user_key.to_str().unwrap()]);
-    let nonce_after = relayer_provider.get_transaction_count(user).await.expect("nonce");
-    eprintln!("manual insertion against the inserters: {out}");
-    if out.contains("already inserted by ") {
-        assert!(out.contains("nothing to do"), "{out}");
-        assert_eq!(nonce_after, nonce_before, "a batch inserted by someone else: no transaction sent\n{out}");
-    } else if out.contains("nothing queued") {
-        assert_eq!(nonce_after, nonce_before, "{out}");
-    } else {
-        assert!(out.contains("inserted ") && out.contains(" leaves at leaf "), "{out}");
-        assert_eq!(nonce_after, nonce_before + 1, "one successful insertion\n{out}");
+    let racers = [(w, user_key.clone(), USER_KEY), (w2, submitter.clone(), INSERTER_KEY)];
+    let accounts: Vec<Address> =
+        racers.iter().map(|(_, _, k)| nox_chain::deploy::signer(k).expect("key").address()).collect();
+    let mut nonces = Vec::new();
+    for a in &accounts {
+        nonces.push(relayer_provider.get_transaction_count(*a).await.expect("nonce"));
     }
-    assert!(!out.contains("reverted"), "{out}");
+    let rpc_url: &str = &rpc;
+    let outs: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = racers
+            .iter()
+            .map(|(wallet_dir, key, _)| {
+                s.spawn(move || {
+                    ok(&[
+                        "insert",
+                        "--wallet",
+                        wallet_dir,
+                        "--testnet",
+                        t,
+                        "--rpc",
+                        rpc_url,
+                        "--key-file",
+                        key.to_str().unwrap(),
+                    ])
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("insert thread")).collect()
+    });
+    let winners: Vec<usize> = (0..2)
+        .filter(|i| outs[*i].lines().any(|l| l.starts_with("inserted ") && l.contains(" leaves at leaf ")))
+        .collect();
+    assert!(winners.len() <= 1, "one batch, one insertion: {outs:?}");
+    for (i, out) in outs.iter().enumerate() {
+        eprintln!("manual insertion {i} against the other and the inserters: {out}");
+        assert!(!out.contains("reverted") || out.contains("lost the race in the same block"), "{out}");
+        let nonce = relayer_provider.get_transaction_count(accounts[i]).await.expect("nonce");
+        if winners.contains(&i) {
+            assert_eq!(nonce, nonces[i] + 1, "one successful insertion\n{out}");
+            continue;
+        }
+        assert!(out.contains("already inserted by ") || out.contains("nothing queued"), "{out}");
+        if !out.contains("lost the race in the same block") {
+            assert_eq!(nonce, nonces[i], "a batch inserted by someone else: no transaction sent\n{out}");
+        }
+        if let Some(&win) = winners.first() {
+            if out.contains("already inserted by 0x") {
+                assert!(out.contains(&format!("already inserted by {}", accounts[win])), "names the winner: {out}");
+            }
+        }
+    }
+    // An exit's inserter may land the batch before either racer has synced (both then find
+    // nothing queued: no race happened); otherwise at least one racer lost and said so.
+    let raced = outs.iter().any(|o| o.contains("already inserted by "));
+    let early = outs.iter().all(|o| o.contains("nothing queued"));
+    assert!(raced || early, "a racer lost and said so: {outs:?}");
+    eprintln!("insertion race: {}", if raced { "a racer lost to a rival and said so" } else { "the exits inserted first" });
 
     // 8. The wallet's privacy advice (issue 35): withdrawing right after a deposit of a unique
     // amount, about that amount, prints both warnings before anything is sent.
