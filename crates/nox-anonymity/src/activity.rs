@@ -12,9 +12,14 @@
 //! - [`Profile::AlwaysOn`]: substitution cover at λ_P while the client runs (`nox client`'s
 //!   daemon): packets leave in Poisson(λ_P) slots, a real packet takes the next free slot, the
 //!   other slots carry loop or drop cover (no destination emission at the exit).
-//! - [`Profile::Sessions`]: the same, but the client is online (and sends slots) only from the
-//!   start of a session until both [`ActivityConfig::min_session_s`] has passed and its last
-//!   request has left; offline, it sends nothing.
+//! - [`Profile::Wallet`] (`nox client --profile wallet`): the same, but cover only during a
+//!   session, from its first request until `max(start + min_session, last request +
+//!   idle_tail)` ([`ActivityConfig::min_session_s`], [`ActivityConfig::idle_tail_s`]: 120 s
+//!   and 30 s as shipped); outside a session it sends nothing.
+//! - [`Profile::Mobile`] (`nox client --profile mobile`): a byte budget per day spent evenly as
+//!   a thinned Poisson process of cover at [`ActivityConfig::mobile_rate_per_s`] (capped at
+//!   λ_P: the shipped 1 GB/day of 32 KiB packets is 0.35/s); a real packet still takes the next
+//!   λ_P slot.
 //! - [`Profile::NoCover`]: each request leaves at once; nothing else is sent.
 //!
 //! **Two adversaries / two simulators.**
@@ -43,21 +48,25 @@ use crate::{AnonymityError, Endpoint, GroundTruth, LinkEvent, MessageId, Observa
 pub enum Profile {
     /// Substitution cover at λ_P whenever the client runs.
     AlwaysOn,
-    /// Substitution cover at λ_P only while a wallet session is open (padded to a minimum).
-    Sessions,
+    /// Substitution cover at λ_P only while a wallet session is open (padded to a minimum and
+    /// an idle tail).
+    Wallet,
+    /// Cover at a daily byte budget's rate, all day.
+    Mobile,
     /// No cover: requests leave when made.
     NoCover,
 }
 
 impl Profile {
     /// Every profile, in report order.
-    pub const ALL: [Profile; 3] = [Profile::AlwaysOn, Profile::Sessions, Profile::NoCover];
+    pub const ALL: [Profile; 4] = [Profile::AlwaysOn, Profile::Wallet, Profile::Mobile, Profile::NoCover];
 
     /// Short name for reports.
     pub fn name(self) -> &'static str {
         match self {
             Profile::AlwaysOn => "always-on",
-            Profile::Sessions => "session-only",
+            Profile::Wallet => "wallet",
+            Profile::Mobile => "mobile",
             Profile::NoCover => "no cover",
         }
     }
@@ -89,13 +98,22 @@ pub struct ActivityConfig {
     pub requests_per_session: u32,
     /// Mean gap between the requests of a session (s).
     pub request_gap_s: f64,
-    /// [`Profile::Sessions`]: a session keeps the client online at least this long (s).
+    /// [`Profile::Wallet`]: a session keeps the client online at least this long (s).
     pub min_session_s: f64,
+    /// [`Profile::Wallet`]: and at least this long after its last request (s).
+    pub idle_tail_s: f64,
+    /// [`Profile::Mobile`]: the budget's cover rate (packets/s; budget / packet size / day).
+    pub mobile_rate_per_s: f64,
 }
+
+/// The shipped mobile budget's rate: 10⁹ bytes a day of 32 KiB packets (`nox-cover`'s
+/// `MobileProfile` default), packets per second.
+pub const MOBILE_DEFAULT_RATE_PER_S: f64 = 1e9 / 32_768.0 / 86_400.0;
 
 impl Default for ActivityConfig {
     /// 1,000 always-on users at the shipped μ = 50 ms and λ_P = 2/s, 0.3 ms processing, 3 layers;
-    /// a wallet session every 4 h on average, 5 requests 5 s apart, sessions padded to 60 s.
+    /// a wallet session every 4 h on average, 5 requests 5 s apart; the wallet profile's
+    /// padding (120 s minimum, 30 s idle tail) and the mobile budget (1 GB/day) as shipped.
     fn default() -> Self {
         Self {
             users: 1_000,
@@ -107,7 +125,9 @@ impl Default for ActivityConfig {
             session_interval_s: 4.0 * 3_600.0,
             requests_per_session: 5,
             request_gap_s: 5.0,
-            min_session_s: 60.0,
+            min_session_s: 120.0,
+            idle_tail_s: 30.0,
+            mobile_rate_per_s: MOBILE_DEFAULT_RATE_PER_S,
         }
     }
 }
@@ -123,8 +143,11 @@ impl ActivityConfig {
             return Err(AnonymityError::InvalidParameter("need μ, session interval and request gap > 0"));
         }
         let non_negative = |v: f64| v.is_finite() && v >= 0.0;
-        if !non_negative(self.processing_s) || !non_negative(self.min_session_s) {
-            return Err(AnonymityError::InvalidParameter("need processing and minimum session ≥ 0"));
+        if !non_negative(self.processing_s) || !non_negative(self.min_session_s) || !non_negative(self.idle_tail_s) {
+            return Err(AnonymityError::InvalidParameter("need processing, minimum session and idle tail ≥ 0"));
+        }
+        if self.profile == Profile::Mobile && !positive(self.mobile_rate_per_s) {
+            return Err(AnonymityError::InvalidParameter("the mobile profile needs a budget rate > 0"));
         }
         if self.profile.has_cover() && !positive(self.cover_rate_per_s) {
             return Err(AnonymityError::InvalidParameter("a cover profile needs λ_P > 0"));
@@ -138,22 +161,28 @@ impl ActivityConfig {
     }
 
     /// Probability that a given user is sending at a given instant (stationary): 1 for
-    /// always-on; the online share for sessions (`max(min_session, burst + 1/λ_P) / interval`);
-    /// the burst share without cover.
+    /// always-on and mobile; the online share for wallet sessions
+    /// (`max(min_session, burst + 1/λ_P + idle_tail) / interval`); the burst share without cover.
     pub fn sending_probability(&self) -> f64 {
         let share = match self.profile {
-            Profile::AlwaysOn => 1.0,
-            Profile::Sessions => {
-                self.min_session_s.max(self.burst_s() + 1.0 / self.cover_rate_per_s) / self.session_interval_s
+            Profile::AlwaysOn | Profile::Mobile => 1.0,
+            Profile::Wallet => {
+                self.min_session_s.max(self.burst_s() + 1.0 / self.cover_rate_per_s + self.idle_tail_s)
+                    / self.session_interval_s
             }
             Profile::NoCover => self.burst_s() / self.session_interval_s,
         };
         share.min(1.0)
     }
 
-    /// Packets per second of a user while it is sending: λ_P with cover, `1/gap` without.
+    /// Packets per second of a user while it is sending: λ_P with cover, the budget's rate
+    /// (at most λ_P) for mobile, `1/gap` without.
     pub fn send_rate_while_sending(&self) -> f64 {
-        if self.profile.has_cover() { self.cover_rate_per_s } else { 1.0 / self.request_gap_s }
+        match self.profile {
+            Profile::AlwaysOn | Profile::Wallet => self.cover_rate_per_s,
+            Profile::Mobile => self.mobile_rate_per_s.min(self.cover_rate_per_s),
+            Profile::NoCover => 1.0 / self.request_gap_s,
+        }
     }
 
     /// Long-run packets per second of one user (what it costs: × packet size = bytes).
@@ -478,9 +507,36 @@ mod tests {
         let report = pool_sender_anonymity(&config, 300, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
         assert!(report.top1_accuracy > 0.9, "top-1 {}", report.top1_accuracy);
         assert!(report.mean_users_sending < 1.5, "{}", report.mean_users_sending);
-        let sessions = ActivityConfig { profile: Profile::Sessions, ..config };
+        let sessions = ActivityConfig { profile: Profile::Wallet, ..config };
         let with_sessions = pool_sender_anonymity(&sessions, 300, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
         assert!(with_sessions.mean_users_sending < report.mean_users_sending + 1.0);
+    }
+
+    #[test]
+    fn mobile_and_wallet_profiles_send_what_their_rules_allow() {
+        let base = ActivityConfig { users: 300, ..ActivityConfig::default() };
+        let mobile = ActivityConfig { profile: Profile::Mobile, ..base };
+        // 10⁹ B/day of 32 KiB packets: 0.353 packets/s, all day.
+        assert!((mobile.mean_send_rate() - 0.3532).abs() < 1e-3, "{}", mobile.mean_send_rate());
+        let wallet = ActivityConfig { profile: Profile::Wallet, ..base };
+        // Online max(120 s, 25 s burst + 0.5 s + 30 s tail) = 120 s of every 4 h.
+        assert!((wallet.sending_probability() - 120.0 / 14_400.0).abs() < 1e-12);
+        let long_burst = ActivityConfig { request_gap_s: 30.0, ..wallet };
+        assert!((long_burst.sending_probability() - 180.5 / 14_400.0).abs() < 1e-12, "the idle tail counts");
+        // Thinner cover mixes less: mobile sits between no cover and always-on.
+        let mut rng = ChaCha20Rng::seed_from_u64(6);
+        let on = pool_sender_anonymity(&base, 300, &mut rng).unwrap();
+        let m = pool_sender_anonymity(&mobile, 300, &mut rng).unwrap();
+        let none = pool_sender_anonymity(&ActivityConfig { profile: Profile::NoCover, ..base }, 300, &mut rng).unwrap();
+        assert!(m.mean_entropy_bits < on.mean_entropy_bits, "{} vs {}", m.mean_entropy_bits, on.mean_entropy_bits);
+        assert!(
+            m.mean_entropy_bits > none.mean_entropy_bits + 1.0,
+            "{} vs {}",
+            m.mean_entropy_bits,
+            none.mean_entropy_bits
+        );
+        let broke = ActivityConfig { mobile_rate_per_s: 0.0, ..mobile };
+        assert!(pool_sender_anonymity(&broke, 10, &mut rng).is_err());
     }
 
     #[test]

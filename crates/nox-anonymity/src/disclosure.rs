@@ -304,14 +304,30 @@ fn run_trial<R: RngCore + ?Sized>(
             let slots = poisson_on(rng, a.cover_rate_per_s, 0.0, span + 3_600.0);
             substitute(&slots, &requests, &mut target_sends)
         }
-        Profile::Sessions => {
+        Profile::Mobile => {
+            // λ_P slots all day; a real request takes the next one, a free one carries cover
+            // with probability (budget rate / λ_P).
+            let slots = poisson_on(rng, a.cover_rate_per_s, 0.0, span + 3_600.0);
+            let mut used = Vec::new();
+            let real = substitute(&slots, &requests, &mut used);
+            let keep = (a.mobile_rate_per_s / a.cover_rate_per_s).min(1.0);
+            let mut reals = real.iter().map(|&(t, _)| t).peekable();
+            for &slot in &slots {
+                if reals.next_if(|&t| t == slot).is_some() || unit(rng) < keep {
+                    target_sends.push(slot);
+                }
+            }
+            real
+        }
+        Profile::Wallet => {
             let mut slots = Vec::new();
             for &(start, last) in &sessions {
-                // Online from the session's start until the minimum length has passed and the
-                // last request has had a slot.
+                // Online from the session's start until the minimum length has passed, the
+                // last request has had a slot and the idle tail after it has run out.
+                let end = (start + a.min_session_s).max(last + a.idle_tail_s);
                 let mut s = start + exponential_us(rng, 1.0 / a.cover_rate_per_s);
                 let mut after_last = false;
-                while s < start + a.min_session_s || !after_last {
+                while s < end || !after_last {
                     slots.push(s);
                     after_last |= s >= last;
                     s += exponential_us(rng, 1.0 / a.cover_rate_per_s);
@@ -487,6 +503,42 @@ mod tests {
         let ratio = c.mean_weight_target / c.mean_weight_others;
         assert!((ratio - 1.0).abs() < 0.05, "round-count weights {ratio}");
         assert!(c.ranked_first_by_day[3] < 0.5, "counts {:?}", c.ranked_first_by_day);
+    }
+
+    #[test]
+    fn thinner_cover_leaks_more_per_request() {
+        // The mobile budget's cover (0.35/s) dilutes each real send's timing less than λ_P = 2/s.
+        let on = statistical_disclosure(
+            &small(Profile::AlwaysOn, Evidence::Timing, 1.0),
+            10,
+            &mut ChaCha20Rng::seed_from_u64(5),
+        )
+        .unwrap();
+        let mobile = statistical_disclosure(
+            &small(Profile::Mobile, Evidence::Timing, 1.0),
+            10,
+            &mut ChaCha20Rng::seed_from_u64(5),
+        )
+        .unwrap();
+        assert!(
+            mobile.mean_weight_target > on.mean_weight_target,
+            "{} vs {}",
+            mobile.mean_weight_target,
+            on.mean_weight_target
+        );
+        let wallet = statistical_disclosure(
+            &small(Profile::Wallet, Evidence::RoundCounts, 1.0),
+            10,
+            &mut ChaCha20Rng::seed_from_u64(5),
+        )
+        .unwrap();
+        // Session-only cover: the target's rounds with a session stand out, unlike always-on.
+        assert!(
+            wallet.mean_weight_target > 1.5 * wallet.mean_weight_others,
+            "{} vs {}",
+            wallet.mean_weight_target,
+            wallet.mean_weight_others
+        );
     }
 
     #[test]
