@@ -1,0 +1,182 @@
+// Private paid transactions from the SDK (issue 31) on a real testnet with Anvil: a native
+// wallet (`nox wallet` subprocesses) deposits and pays the SDK wallet's shielded address
+// privately; the SDK wallet syncs its notes from the pool's logs through the mixnet and sees the
+// exact amount; viem's `sendTransaction` through the NOX provider sends a paid private
+// transaction (quote bounded by the client's own reading, proof in the Worker, bundle to the
+// exit's relayer) whose receipt arrives through the provider; the shielded balance then drops by
+// exactly fee + value, and the recipient holds the value. The SDK's seed, sealed as
+// `wallet.key`, restores natively to the same address and the same balance.
+//
+// Needs the `nox` binary (NOX_BIN), the module (NOX_WASM) and the prover fixture
+// (NOX_PROVER_PEER, default <target>/debug/examples/prover_peer: the testnet proving key).
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { createPublicClient, createWalletClient, custom, parseEventLogs, parseAbi } from "viem";
+import WebSocket from "ws";
+import { NoxClient, NoxWallet, PrivateSender, TransferProver, loadModule } from "../dist/index.js";
+import { NOX, WASM, startTestnet, target } from "./testnet-helper.mjs";
+
+const PEER = process.env.NOX_PROVER_PEER ?? join(target, "debug/examples/prover_peer");
+// Anvil's account #1 (a public test key, as the money tests): the native wallet's depositor.
+const USER_KEY = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+const PASSPHRASE = "correct horse battery staple";
+const E18 = 10n ** 18n;
+const TRANSACTED = parseAbi([
+  "event Transacted(uint256 firstQueueIndex, uint256[2] nullifiers, uint256[2] commitments, bytes[2] notes, address indexed asset, uint256 publicIn, uint256 publicOut, uint256 fee, address recipient, address indexed relayer, bytes32 actionHash)",
+]);
+
+let net;
+let client;
+let prover;
+
+before(() => {
+  net = startTestnet({ prefix: "nox-sdk-private-", portBase: 21_000, stride: 40 });
+});
+
+after(() => {
+  prover?.terminate();
+  client?.close();
+  net?.down();
+});
+
+/** Runs `nox wallet <args>` with the test passphrase; returns stdout. */
+function wallet(args) {
+  return execFileSync(NOX, ["wallet", ...args], {
+    encoding: "utf8",
+    env: { ...process.env, NOX_WALLET_PASSPHRASE: PASSPHRASE },
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 180_000,
+  });
+}
+
+/** Decimal ETH as `nox wallet balance` prints it → wei. */
+function wei(text) {
+  const [whole, frac = ""] = text.trim().split(".");
+  return BigInt(whole) * E18 + BigInt((frac + "0".repeat(18)).slice(0, 18));
+}
+
+/** `nox wallet balance`'s ETH figures: { spendable, pending } in wei. */
+function nativeBalance(args) {
+  const out = wallet(["balance", ...args]);
+  const line = out.split("\n").find((l) => l.startsWith("ETH: spendable "));
+  if (line === undefined) return { spendable: 0n, pending: 0n };
+  const spendable = wei(line.split("spendable ")[1].split(" ETH")[0]);
+  const pending = wei(line.split("pending insertion ")[1].split(" ETH")[0]);
+  return { spendable, pending };
+}
+
+async function until(what, timeoutMs, f) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+test("a native wallet pays the SDK wallet; viem sends a private paid transaction from it through the NOX provider", async () => {
+  const started = performance.now();
+  const dir = net.dir;
+  const chain = JSON.parse(readFileSync(join(dir, "chain.json"), "utf8"));
+  const pool = chain.pool.pool;
+  const direct = ["--testnet", dir, "--direct-rpc", chain.rpc_url];
+  const keyFile = join(dir, "user.key");
+  writeFileSync(keyFile, USER_KEY);
+
+  // The native payer: deposits 1 ETH (its own note), which the exits' relayers insert.
+  const a = join(dir, "wallet-a");
+  assert.match(wallet(["new", "--wallet", a]), /nox1/);
+  wallet(["deposit", "--wallet", a, ...direct, "--amount", "1", "--key-file", keyFile]);
+
+  // The SDK wallet, meanwhile: a fresh seed, its reads through the mixnet.
+  const module = await loadModule(readFileSync(WASM));
+  client = await NoxClient.connect({
+    directory: net.directoryUrl(),
+    authorityKey: net.authority(),
+    module,
+    coverRate: 0,
+    requestTimeoutMs: 20_000,
+    WebSocket,
+  });
+  const reads = client.provider();
+  const seed = crypto.getRandomValues(new Uint8Array(32));
+  const sdk = await NoxWallet.open({ seed, module: readFileSync(WASM), provider: reads, pool });
+  assert.match(sdk.address, /^nox1/);
+  // The same seed in `nox wallet`'s own key format restores natively to the same address.
+  const b = join(dir, "wallet-b");
+  const exported = join(dir, "b.key");
+  writeFileSync(exported, sdk.exportKeyFile(PASSPHRASE));
+  wallet(["restore", "--wallet", b, "--from", exported]);
+  assert.equal(wallet(["address", "--wallet", b]).trim().split(/\s+/).find((w) => w.startsWith("nox1")), sdk.address);
+
+  // The prover Worker with the testnet proving key (the pool's verifier's).
+  execFileSync(PEER, ["fixture", dir], { stdio: "ignore" });
+  prover = await TransferProver.start({
+    wasm: readFileSync(WASM),
+    key: { bytes: readFileSync(join(dir, "transfer.pk.uncompressed")), uncompressed: true },
+  });
+
+  await until("the deposit's insertion", 90_000, () => {
+    const f = nativeBalance(["--wallet", a, ...direct]);
+    return f.pending === 0n && f.spendable === E18;
+  });
+  // A private transfer to the SDK wallet, paid through the mixnet by an exit's relayer.
+  const amount = 3n * 10n ** 17n;
+  wallet(["send", "--wallet", a, ...direct, "--to", sdk.address, "--amount", `${amount}wei`, "--cover-rate", "0", "--yes"]);
+
+  // The SDK wallet finds the note in the pool's logs (read through the mixnet) and, once the
+  // relayers insert it, can spend it.
+  await sdk.sync();
+  assert.deepEqual(
+    sdk.balance().spendable + sdk.balance().pending,
+    amount,
+    "the SDK wallet sees exactly the amount paid to it",
+  );
+  await until("the payment's insertion", 90_000, async () => {
+    await sdk.sync();
+    return sdk.balance().spendable === amount;
+  });
+  const before = sdk.balance();
+  assert.deepEqual(before, { spendable: amount, pending: 0n });
+
+  // viem's sendTransaction through the NOX provider: a paid private withdrawal to a fresh address.
+  const sender = new PrivateSender({ wallet: sdk, prover, relay: client, provider: reads, submitTimeoutMs: 60_000 });
+  let last;
+  const provider = client.provider({ private: { send: async (tx) => (last = await sender.send(tx)) } });
+  const walletClient = createWalletClient({ transport: custom(provider) });
+  const publicClient = createPublicClient({ transport: custom(provider) });
+  const to = `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(20))).toString("hex")}`;
+  const value = 10n ** 17n;
+  const sending = performance.now();
+  const hash = await walletClient.sendTransaction({ account: null, chain: null, to, value });
+  const sentMs = performance.now() - sending;
+  assert.match(hash, /^0x[0-9a-f]{64}$/);
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 1_000, timeout: 30_000 });
+  assert.equal(receipt.status, "success");
+  const [event] = parseEventLogs({ abi: TRANSACTED, logs: receipt.logs, eventName: "Transacted" });
+  assert.ok(event !== undefined, "the receipt carries the pool's Transacted event");
+  const fee = event.args.fee;
+  assert.ok(fee > 0n, "a relayer fee was paid");
+  assert.equal(event.args.publicOut, value);
+  assert.equal((await publicClient.getBalance({ address: to })), value, "the recipient holds the value");
+
+  // The shielded balance dropped by exactly fee + value (the change is pending insertion).
+  await sdk.sync();
+  const after = sdk.balance();
+  assert.equal(after.spendable + after.pending, before.spendable - fee - value);
+
+  // Natively, the same seed finds the same notes.
+  const native = nativeBalance(["--wallet", b, ...direct]);
+  assert.equal(native.spendable + native.pending, after.spendable + after.pending);
+  assert.equal(last.fee, fee, "the fee proved is the fee the pool paid");
+  const t = Object.fromEntries(Object.entries(last.timings).map(([k, v]) => [k, Math.round(v)]));
+  console.log(
+    `private transaction: sendTransaction → mined in ${(sentMs / 1000).toFixed(1)} s (ms: ${JSON.stringify(t)}); ` +
+      `whole test ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+});
