@@ -139,6 +139,10 @@ export async function readQuoteFees(provider: Eip1193, quoteBlock: number): Prom
 /** Sends private paid transactions from a shielded wallet. */
 export class PrivateSender {
   readonly #o: PrivateSenderOptions;
+  /** One transaction at a time: two at once would pick the same notes. */
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Nullifiers of transactions the relayer broadcast but had not mined when it answered. */
+  readonly #pending: string[] = [];
 
   constructor(options: PrivateSenderOptions) {
     this.#o = options;
@@ -154,7 +158,16 @@ export class PrivateSender {
    * mined (or broadcast and still pending). Rejects with a `NoxError` (a `QuoteRefusedError`
    * when the quote or the fee broke a bound: then nothing was proved, spent or sent).
    */
-  async send(tx: PrivateTransaction): Promise<PrivateSent> {
+  send(tx: PrivateTransaction): Promise<PrivateSent> {
+    const run = this.#queue.then(
+      () => this.#send(tx),
+      () => this.#send(tx),
+    );
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #send(tx: PrivateTransaction): Promise<PrivateSent> {
     const o = this.#o;
     const wallet = o.wallet;
     if (typeof tx !== "object" || tx === null || typeof tx.to !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(tx.to)) {
@@ -210,6 +223,8 @@ export class PrivateSender {
       chain_id: Number(chainId),
       pool: wallet.pool,
       deadline: Number(reading.timestamp) + (o.validFor ?? 600),
+      // Notes of a transaction still pending are not spent again (the sync has not seen it yet).
+      avoid: [...this.#pending],
     };
     if (value > 0n) {
       request.public_out = value.toString();
@@ -237,6 +252,7 @@ export class PrivateSender {
       );
     }
     if (outcome.outcome === "simulated") throw new NoxError("refused", "the relayer only simulated the bundle");
+    if (outcome.outcome === "pending") this.#pending.push(...proved.description.inputs.map((i) => i.nullifier));
     return {
       txHash: outcome.tx_hash,
       outcome,
