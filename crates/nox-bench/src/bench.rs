@@ -76,6 +76,10 @@ pub enum BenchCommand {
     /// linking by amount and time, and the input anonymity set, per wallet policy and pool size
     /// (bench/data/pool-anonymity.json).
     PoolAnonymity(crate::bench_pool_anonymity::PoolAnonymityArgs),
+    /// Sender anonymity at 100–10,000 users per client cover profile and the statistical
+    /// disclosure attack over days (simulation, calibrated against the testnet's figures;
+    /// bench/data/anonymity-scale.json).
+    AnonymityScale(crate::bench_disclosure::AnonymityScaleArgs),
     /// FEC (one round) vs ARQ (retransmission rounds) for an m-fragment reply.
     FecArq(crate::bench_attacks::FecArqArgs),
     /// The testnet as shipped under load while it is broken on purpose: a node SIGKILLed and
@@ -102,6 +106,9 @@ pub enum BenchCommand {
     /// quotes: quote latency and answered fraction with and without the flood
     /// (bench/data/relayer-flood.json).
     RelayerFlood(crate::bench_relayer_flood::RelayerFloodArgs),
+    /// Packet length trade-offs (issue 32): cover bytes/day, RTT, SURBs, stream bounds,
+    /// per-hop CPU per geometry (bench/data/packet-size.json).
+    PacketSize(crate::bench_packet_size::PacketSizeArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -163,9 +170,11 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Attacks(args) => crate::bench_attacks::run_attacks(args),
         BenchCommand::FecArq(args) => crate::bench_attacks::run_fec_arq(args),
         BenchCommand::PoolAnonymity(args) => crate::bench_pool_anonymity::run(args),
+        BenchCommand::AnonymityScale(args) => crate::bench_disclosure::run(args),
         BenchCommand::Registry(args) => crate::bench_registry::run(args),
         BenchCommand::Defi(args) => crate::bench_defi::run(args),
         BenchCommand::RelayerFlood(args) => crate::bench_relayer_flood::run(args),
+        BenchCommand::PacketSize(args) => crate::bench_packet_size::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()
