@@ -25,6 +25,13 @@ pub struct TestnetArgs {
     dir: PathBuf,
 }
 
+impl TestnetArgs {
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
 /// `nox testnet ...`
 #[derive(clap::Subcommand)]
 pub enum TestnetCommand {

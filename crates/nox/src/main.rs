@@ -92,6 +92,10 @@ fn main() -> std::process::ExitCode {
         Command::Keygen { dir } => keygen(&dir),
         Command::Node { config, chain, rpc } => node(&config, chain.as_deref(), rpc.as_deref()),
         Command::Directory { config, chain } => directory(&config, chain.as_deref()),
+        // The demo's money part needs the wallet (this crate): the rest is nox-testnet's.
+        Command::Testnet(testnet::TestnetCommand::Demo { args, packets, geometry }) => {
+            demo::testnet_demo(args.dir(), packets, geometry).map_err(|e| e.to_string())
+        }
         Command::Testnet(command) => testnet::run(&command),
         Command::Bench(command) => bench::run(&command).map_err(|e| e.to_string()),
         Command::Wallet(command) => wallet_cmd::run(command),
