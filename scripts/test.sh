@@ -108,8 +108,73 @@ step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
 free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 
-step "tests"
-cargo test --workspace --locked
+step "tests, in three lanes: the money binary | the other test binaries of crates/nox | the rest of the workspace"
+# The end-to-end binaries of crates/nox start testnets, Anvil and wallets and spend their time
+# waiting on the mixnet, the chain and the exits' inserters, not on the CPU. One after another
+# the step took the sum of every binary (~19 min, docs/ci.md); now three lanes run at once and
+# the step takes about the longest lane (the money binary, ~8.5 min):
+#   A. crates/nox/tests/money (its ports sit below 10 000: tests/money/main.rs);
+#   B. the other crates/nox/tests binaries, one after another (fixed port blocks 10 000–32 767);
+#   C. `cargo test` of every other crate, then crates/nox's unit and doc tests (their servers and
+#      Anvils take ports the kernel picks, ≥ 32 768: no lane shares a port with another).
+# Lanes A and B run the built test executables directly (from crates/nox, as cargo does): a
+# second cargo would wait on the build directory's lock until lane C's cargo ends.
+# NOX_TEST_LANES=1 runs everything one binary after another, as before.
+cargo test --workspace --locked --no-run
+if [ "${NOX_TEST_LANES:-3}" = 1 ]; then
+  cargo test --workspace --locked
+else
+  lanes=$(mktemp -d)
+  # name<TAB>executable of every integration-test binary of crates/nox
+  cargo test -p nox --locked --tests --no-run --message-format=json \
+    | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"] + "\t" + m["executable"])
+' >"$lanes/nox-tests.tsv"
+  money_exe=$(awk -F '\t' '$1 == "money" {print $2}' "$lanes/nox-tests.tsv")
+  [ -x "$money_exe" ] || { echo "error: no money test binary in crates/nox/tests" >&2; exit 1; }
+  (
+    cd crates/nox
+    status=0
+    "$money_exe" --test-threads 4 || status=$?
+    printf 'lane A done at %d s since the start\n' "$SECONDS"
+    exit "$status"
+  ) >"$lanes/a.log" 2>&1 &
+  lane_a=$!
+  (
+    cd crates/nox
+    status=0
+    while IFS=$'\t' read -r name exe; do
+      [ "$name" = money ] && continue
+      printf '\n     Running tests/%s (%s)\n' "$name" "$exe"
+      "$exe" || status=1
+    done <"$lanes/nox-tests.tsv"
+    printf 'lane B done at %d s since the start\n' "$SECONDS"
+    exit "$status"
+  ) >"$lanes/b.log" 2>&1 &
+  lane_b=$!
+  status_c=0
+  cargo test --workspace --exclude nox --locked || status_c=$?
+  cargo test -p nox --locked --lib --bins || status_c=$?
+  cargo test -p nox --locked --doc || status_c=$?
+  printf 'lane C done at %d s since the start\n' "$SECONDS"
+  status_b=0
+  wait "$lane_b" || status_b=$?
+  printf '\n==> lane B: the crates/nox test binaries other than money\n'
+  cat "$lanes/b.log"
+  status_a=0
+  wait "$lane_a" || status_a=$?
+  printf '\n==> lane A: crates/nox/tests/money (%s)\n' "$money_exe"
+  cat "$lanes/a.log"
+  rm -rf "$lanes"
+  if [ "$status_a" -ne 0 ] || [ "$status_b" -ne 0 ] || [ "$status_c" -ne 0 ]; then
+    echo "error: tests failed (status: lane A $status_a, lane B $status_b, lane C $status_c; logs above)" >&2
+    exit 1
+  fi
+fi
 
 step "nox-wasm: the module in Node, cross-checked against native nox_sphinx, nox_topology and the client core (crates/nox-wasm/README.md)"
 bash crates/nox-wasm/js/test/run.sh
