@@ -13,7 +13,7 @@ use rand_core::RngCore;
 
 use crate::config::ClientConfig;
 use crate::error::ClientError;
-use crate::gateways::FormerGateways;
+use crate::gateways::{FormerGateways, GatewayPatience};
 use crate::health::LoopProbes;
 use crate::paths::{Exclude, hop_of, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
 use crate::surbs::{Retired, SurbTable};
@@ -44,8 +44,8 @@ pub struct ClientCore {
     pub(crate) config: ClientConfig,
     mailbox: Mailbox,
     pub(crate) gateway: NodeId,
-    /// When the current gateway became the current one.
-    pub(crate) gateway_since: Instant,
+    /// When loop health may make the client leave the gateway (hysteresis).
+    pub(crate) patience: GatewayPatience,
     /// Gateways left while SURBs naming them were live (replies still owed).
     former: FormerGateways,
     pub(crate) rng: ChaCha20Rng,
@@ -108,7 +108,7 @@ impl ClientCore {
             config,
             mailbox: Mailbox(mailbox),
             gateway,
-            gateway_since: now.at,
+            patience: GatewayPatience::new(config_health.return_timeout),
             former: FormerGateways::default(),
             rng,
             base: now.at,
@@ -126,8 +126,9 @@ impl ClientCore {
     }
 
     /// Switches to a newer topology (epoch keys rotate). The gateway is kept
-    /// while it is listed with a key for the client epoch, not avoided and
-    /// not degraded; otherwise a new one is drawn and returned, and the shell
+    /// while it is listed with a key for the client epoch and not avoided
+    /// (a degraded one is left by loop health, with its patience); otherwise
+    /// a new one is drawn and returned, and the shell
     /// must connect to it (same mailbox). Requests in flight keep their SURBs,
     /// which name the old gateway: it stays in [`Self::reply_gateways`] until
     /// they are over.
@@ -143,16 +144,16 @@ impl ClientCore {
         let gateway = keep_or_pick_gateway(&topology, &self.gateway, exclude, epoch, &mut self.rng)?;
         self.topology = topology;
         if let Some(gateway) = gateway {
-            self.move_gateway(gateway, now.at);
+            self.move_gateway(gateway);
         }
         Ok(gateway)
     }
 
     /// Makes `gateway` the reply gateway of new SURBs; the old one is kept
     /// among the former gateways while live SURBs name it.
-    pub(crate) fn move_gateway(&mut self, gateway: NodeId, at: Instant) {
+    pub(crate) fn move_gateway(&mut self, gateway: NodeId) {
         let old = std::mem::replace(&mut self.gateway, gateway);
-        self.gateway_since = at;
+        self.patience.moved();
         let owed = self.surbs.live_for(&old) > 0;
         let evicted = self.former.moved(old, gateway, owed);
         self.stats.reply_gateways_evicted += evicted.len() as u64;

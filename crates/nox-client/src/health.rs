@@ -17,7 +17,7 @@ use rand_core::RngCore;
 
 use crate::core::ClientCore;
 use crate::error::ClientError;
-use crate::paths::{Exclude, keep_or_pick_gateway, last_layer, path_ending_at, random_hop};
+use crate::paths::{Exclude, last_layer, path_ending_at, random_hop};
 use crate::types::PacketKind;
 use crate::types::{DROP_MAGIC, Now, Outgoing};
 
@@ -177,43 +177,31 @@ impl ClientCore {
         self.stats.degraded_nodes = self.degraded.len() as u64;
     }
 
-    /// Expires lost loops, updates the degraded set and, if the gateway is
-    /// degraded, draws a new one ([`ClientCore::gateway`] changes; the shell
-    /// connects to it). Replies still owed come back via the old one, which
-    /// stays in [`ClientCore::reply_gateways`] until they are over.
+    /// Expires lost loops, updates the degraded set and, once the gateway
+    /// has been degraded for a whole return timeout without a break
+    /// ([`GatewayPatience`](crate::gateways::GatewayPatience)), moves to
+    /// another one ([`ClientCore::gateway`] changes; the shell connects to
+    /// it). Replies still owed come back via the old one, which stays in
+    /// [`ClientCore::reply_gateways`] until they are over.
     pub(crate) fn refresh_health(&mut self, now: Now) {
         self.stats.loops_lost += self.probes.expire(now.at) as u64;
         self.degraded = self.probes.degraded();
         self.stats.degraded_nodes = self.degraded.len() as u64;
-        if !self.degraded.contains(&self.gateway) {
+        let degraded = self.degraded.contains(&self.gateway);
+        if !self.patience.leave(degraded, now.at) {
             return;
         }
         let epoch = self.topology.client_epoch(now.unix);
-        // A healthy replacement, if the last layer has one.
-        let exclude = Exclude { avoid: &self.config.avoid, degraded: &self.degraded };
-        let picked = match keep_or_pick_gateway(&self.topology, &self.gateway, exclude, epoch, &mut self.rng) {
-            Ok(picked) => picked,
-            Err(e) => {
-                tracing::debug!("no replacement for a degraded gateway: {e}");
-                return;
-            }
-        };
-        match picked {
-            Some(gateway) if !self.degraded.contains(&gateway) => self.move_gateway(gateway, now.at),
-            // Every gateway is degraded (a dead gateway's lost loops also charge the other
-            // nodes they crossed, e.g. the others as exits). Moving on every tick would hop
-            // between them and leave a former gateway each time; instead the current one gets
-            // one loop timeout to show it works (loops through a live one return and restore
-            // it) before the client moves to another one.
-            _ if now.at < self.gateway_since + self.config.health.return_timeout => {}
-            _ => {
-                let mut avoid = self.config.avoid.clone();
-                avoid.insert(self.gateway);
-                let exclude = Exclude { avoid: &avoid, degraded: &self.degraded };
-                if let Ok(hop) = random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng) {
-                    self.move_gateway(hop.node, now.at);
-                }
-            }
+        // A healthy replacement if the last layer has one; otherwise (every gateway is
+        // degraded: a dead gateway's lost loops are also charged to the other nodes they
+        // crossed, e.g. the others as exits) another degraded one, which in turn gets a
+        // return timeout to show it works before the client moves on.
+        let mut avoid = self.config.avoid.clone();
+        avoid.insert(self.gateway);
+        let exclude = Exclude { avoid: &avoid, degraded: &self.degraded };
+        match random_hop(&self.topology, last_layer(&self.topology), epoch, exclude, &mut self.rng) {
+            Ok(hop) => self.move_gateway(hop.node),
+            Err(e) => tracing::debug!("no replacement for a degraded gateway: {e}"),
         }
     }
 }

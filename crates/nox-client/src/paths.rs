@@ -83,8 +83,11 @@ pub(crate) fn path_ending_at<R: RngCore + CryptoRng>(
     Ok(path)
 }
 
-/// The reply gateway to use: `None` to keep `current` (listed with a key for
-/// `epoch`, not avoided, not degraded), or a fresh uniform last-layer node.
+/// The reply gateway to use with a new topology: `None` to keep `current`
+/// (listed with a key for `epoch`, not avoided), or a fresh uniform
+/// last-layer node. Whether a degraded gateway is left is loop health's
+/// decision, with its patience (`crate::gateways::GatewayPatience`), not the
+/// topology's: a new document must not cut that patience short.
 pub(crate) fn keep_or_pick_gateway<R: RngCore + CryptoRng>(
     topology: &VerifiedTopology,
     current: &NodeId,
@@ -92,10 +95,8 @@ pub(crate) fn keep_or_pick_gateway<R: RngCore + CryptoRng>(
     epoch: u32,
     rng: &mut R,
 ) -> Result<Option<NodeId>, ClientError> {
-    let usable = !exclude.avoid.contains(current) && hop_of(topology, current, epoch).is_some();
-    if usable && !exclude.degraded.contains(current) {
+    if !exclude.avoid.contains(current) && hop_of(topology, current, epoch).is_some() {
         return Ok(None);
     }
-    let picked = random_hop(topology, last_layer(topology), epoch, exclude, rng)?.node;
-    Ok((picked != *current || !usable).then_some(picked))
+    Ok(Some(random_hop(topology, last_layer(topology), epoch, exclude, rng)?.node))
 }
