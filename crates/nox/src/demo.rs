@@ -403,9 +403,9 @@ fn parse<P: clap::Parser>(args: &[&str]) -> Result<P, TestnetDemoError> {
 /// exactly 0.4 ETH, A exactly 0.6 ETH less the fee, and the pool holds exactly their sum.
 /// Every wallet read goes through one in-process mixnet client (as `nox client --rpc`).
 pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDemoError> {
+    use crate::wallet_cmd::{self, Plan, asset_word};
     use alloy::primitives::Address;
     use alloy::providers::{Provider, ProviderBuilder};
-    use crate::wallet_cmd::{self, Plan, asset_word};
 
     let info = nox_testnet::chain::load(dir).ok_or_else(|| TestnetDemoError::Testnet("no chain.json".into()))?;
     let pool = info.pool.as_ref().ok_or_else(|| TestnetDemoError::Testnet("the testnet has no pool".into()))?.pool;
@@ -418,8 +418,7 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
 
     // One mixnet client for every read of both wallets, served as a local JSON-RPC endpoint.
     let topology = parse::<TopologyCli>(&["--testnet", d])?.topology;
-    let client =
-        runtime.block_on(crate::client_cmd::start(&topology, 2.0)).map_err(TestnetDemoError::Wallet)?;
+    let client = runtime.block_on(crate::client_cmd::start(&topology, 2.0)).map_err(TestnetDemoError::Wallet)?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))?;
     let rpc = format!("http://{}", listener.local_addr()?);
     runtime.spawn(nox_client::serve_rpc(listener, client, nox_client::RpcConfig::default()));
@@ -432,7 +431,9 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
     let wallet_a = format!("{d}/demo-wallet-a");
     let wallet_b = format!("{d}/demo-wallet-b");
     let with_chain = |wallet: &str| -> Vec<String> {
-        ["--wallet", wallet, "--passphrase-file", pass.as_str(), "--testnet", d, "--rpc", rpc.as_str()].map(str::to_owned).to_vec()
+        ["--wallet", wallet, "--passphrase-file", pass.as_str(), "--testnet", d, "--rpc", rpc.as_str()]
+            .map(str::to_owned)
+            .to_vec()
     };
     let run = |args: Vec<String>| -> Result<(), TestnetDemoError> {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -499,7 +500,11 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
     let a = settled(&chain_a, "A's deposit")?;
     check("A after the deposit", DEPOSIT_WEI, a)?;
     let gas = inserts(before_deposit, block()?)?;
-    steps.push(MoneyStep { what: "exits' inserter inserts it; A syncs: 1 ETH spendable".into(), seconds: secs(t), gas });
+    steps.push(MoneyStep {
+        what: "exits' inserter inserts it; A syncs: 1 ETH spendable".into(),
+        seconds: secs(t),
+        gas,
+    });
 
     let (t, before_transfer) = (Instant::now(), block()?);
     let mut args = with_chain(&wallet_a);
@@ -513,7 +518,8 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
         recipient: Address::ZERO,
         what: format!("a private payment of 0.4 ETH to {address_b}"),
     };
-    let (landed, unit) = runtime.block_on(wallet_cmd::private(&private, &plan)).map_err(|e| TestnetDemoError::Wallet(e.message()))?;
+    let (landed, unit) =
+        runtime.block_on(wallet_cmd::private(&private, &plan)).map_err(|e| TestnetDemoError::Wallet(e.message()))?;
     wallet_cmd::report(&landed, &unit, t);
     steps.push(MoneyStep {
         what: "A pays B 0.4 ETH: quote, proof, mixnet, exit 0's relayer, inclusion".into(),

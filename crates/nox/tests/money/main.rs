@@ -5,6 +5,7 @@
 //!
 //! - [`wallet`]: the paid action, the exit as the relayer (`nox tx send|swap|withdraw`), a
 //!   replayed bundle refused, a restored wallet.
+//! - [`demo`]: `nox testnet demo`'s money part (two wallets, a paid private transfer).
 //! - [`private_transfer`]: two wallets, deposit → split → join → transfer → spend → withdraw,
 //!   direct and paid through the mixnet (issue 30).
 //!
@@ -20,6 +21,7 @@
 #[path = "../common/mod.rs"]
 mod shared;
 
+mod demo;
 mod private_transfer;
 mod wallet;
 
@@ -43,7 +45,7 @@ mod common {
 }
 
 /// Every `port_base` block of this binary: (start, slots, stride) as its tests call it.
-const BLOCKS: [(u16, u32, u16); 2] = [(27_000, 100, 30), (29_000, 100, 30)];
+const BLOCKS: [(u16, u32, u16); 3] = [(27_000, 100, 30), (28_000, 100, 30), (29_000, 100, 30)];
 
 /// The lowest fixed port another test binary of `crates/nox/tests` uses (tty.rs' block).
 const OTHER_BINARIES_FIRST_PORT: u32 = 10_000;
