@@ -456,7 +456,6 @@ mod task {
     use alloy::rpc::types::{Filter, TransactionRequest};
     use alloy::sol_types::SolCall;
     use ark_bn254::Bn254;
-    use ark_serialize::CanonicalDeserialize;
     use nox_chain::pool::ShieldedPool;
     use nox_zk::groth16::ProvingKey;
     use rand_chacha_03::ChaCha20Rng;
@@ -490,7 +489,7 @@ mod task {
             /// The file.
             path: std::path::PathBuf,
             /// Why.
-            source: ark_serialize::SerializationError,
+            source: nox_zk::ZkError,
         },
     }
 
@@ -608,10 +607,12 @@ mod task {
         let metrics = Arc::new(InserterMetrics::default());
         let task_metrics = metrics.clone();
         let task = tokio::spawn(async move {
+            let key_started = std::time::Instant::now();
             let loaded = tokio::task::spawn_blocking(move || match key_bytes {
                 // The file is the operator's own (written by `nox zk setup` or the testnet):
                 // its points are trusted, as the wallet trusts its cached key.
-                Some((path, bytes)) => ProvingKey::<Bn254>::deserialize_compressed_unchecked(&bytes[..])
+                // Decoded in nox-zk (not generic here: unoptimised, it took 15 s in a debug build).
+                Some((path, bytes)) => nox_zk::insert::proving_key_from_bytes(&bytes)
                     .map_err(|source| InserterError::KeyFormat { path, source }),
                 None => {
                     tracing::warn!(
@@ -624,7 +625,10 @@ mod task {
             })
             .await;
             let pk = match loaded {
-                Ok(Ok(pk)) => pk,
+                Ok(Ok(pk)) => {
+                    tracing::info!(load_ms = key_started.elapsed().as_millis(), "inserter: proving key loaded");
+                    pk
+                }
                 Ok(Err(e)) => {
                     tracing::error!(error = %e, "inserter: no proving key; not inserting");
                     return;
@@ -729,7 +733,14 @@ mod task {
             match decide(now, age, c.max_wait_ms, jitter, self.retry.not_before_ms()) {
                 super::Decision::Idle => Ok(c.poll_ms),
                 super::Decision::WaitUntil(at) => Ok(at.saturating_sub(now)),
-                super::Decision::Insert { .. } => {
+                super::Decision::Insert { count } => {
+                    tracing::info!(
+                        count,
+                        head,
+                        waited_ms = age.map_or(0, |a| now.saturating_sub(a.oldest_ms)),
+                        jitter_ms = jitter,
+                        "inserter: batch due"
+                    );
                     let attempt = self.insert(head).await?;
                     self.retry.on(attempt, unix_ms(), c.backoff_ms, c.max_backoff_ms);
                     Ok(1)
@@ -795,21 +806,29 @@ mod task {
 
         /// Proves the next batch and submits it, unless the pool moved on meanwhile.
         async fn insert(&mut self, head: u64) -> Result<Attempt, StepError> {
+            let started = std::time::Instant::now();
             let Some(batch) = self.mirror.plan()? else { return Ok(Attempt::LostRace) };
+            let planned_ms = started.elapsed().as_millis();
             let pk = self.pk.clone();
-            let mut rng = ChaCha20Rng::from_seed({
-                let mut s = [0u8; 32];
-                self.rng.fill_bytes(&mut s);
-                s
-            });
+            let mut seed = [0u8; 32];
+            self.rng.fill_bytes(&mut seed);
             let (public, witness) = (batch.public.clone(), batch.witness.clone());
             let proof = tokio::task::spawn_blocking(move || {
-                let proof = nox_zk::insert::prove(&pk, &public, &witness, &mut rng)?;
+                // `prove_seeded`, not the generic `prove`: the prover's code must be nox-zk's
+                // optimised instance, not one compiled in this crate (16–49 s in a debug build
+                // instead of 1.6 s: the inserter's whole delay in issue 35's measurement).
+                let proof = nox_zk::insert::prove_seeded(&pk, &public, &witness, seed)?;
                 nox_zk::insert::verify(&pk.vk, &public, &proof)?;
                 Ok::<_, nox_zk::ZkError>(nox_zk::groth16::proof_to_evm(&proof))
             })
             .await
             .map_err(|_| StepError::Join)??;
+            tracing::info!(
+                count = batch.count,
+                plan_ms = planned_ms,
+                prove_ms = started.elapsed().as_millis() - planned_ms,
+                "inserter: batch proved"
+            );
             // The pool may have moved while we proved: another inserter, or a new commitment
             // (which changes the count the pool would insert).
             let now_state = self.pool_state(BlockId::latest()).await?;
@@ -883,6 +902,7 @@ mod task {
                 return Err(StepError::Unfunded { account: relayer.account(), have, need });
             }
             let nonce = self.send(tx).await?;
+            tracing::info!(nonce, count = batch.count, "inserter: insertBatch sent");
             match relayer.track_own(nonce).await {
                 Outcome::Included { gas_used, .. } => {
                     let delay = unix_ms().saturating_sub(batch.oldest_ms);

@@ -300,6 +300,7 @@ async fn notes_are_inserted_by_the_relayers_with_no_user_transaction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test -p nox-relayer --test inserter -- --ignored --nocapture"]
 async fn queued_to_spendable_at_the_testnet_defaults() {
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
     let w = world().await;
     let a = w.funded_relayer("a", RELAYER_A).await;
     let b = w.funded_relayer("b", RELAYER_B).await;

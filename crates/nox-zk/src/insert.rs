@@ -210,6 +210,38 @@ pub fn prove<R: RngCore + CryptoRng>(
         .map_err(|e| ZkError::Snark(e.to_string()))
 }
 
+/// [`prove`] with a ChaCha20 generator seeded from `seed` (32 bytes from the caller's CSPRNG).
+/// Not generic, so the prover's code (arkworks' MSMs and FFTs, all generic) is compiled here,
+/// with this crate's optimisation: a caller's instance of the generic [`prove`] is compiled in
+/// the caller's crate, unoptimised in a debug or test build (the inserter's proof took 16–49 s
+/// instead of 1.6 s that way, issue 35).
+pub fn prove_seeded(
+    pk: &ProvingKey<Bn254>,
+    public: &InsertPublic,
+    witness: &InsertWitness,
+    seed: [u8; 32],
+) -> Result<Proof<Bn254>, ZkError> {
+    prove(pk, public, witness, &mut rand_chacha::ChaCha20Rng::from_seed(seed))
+}
+
+/// Reads an insertion proving key in arkworks' compressed encoding (as `testnet_setup`'s key is
+/// written by the testnet), without subgroup checks (the caller verifies each proof against the
+/// key's verifying key). Not generic, for the reason given at [`prove_seeded`]: decoding
+/// ~10⁵ compressed points unoptimised took 15 s.
+pub fn proving_key_from_bytes(bytes: &[u8]) -> Result<ProvingKey<Bn254>, ZkError> {
+    use ark_serialize::CanonicalDeserialize;
+    let mut reader = bytes;
+    let pk = ProvingKey::<Bn254>::deserialize_compressed_unchecked(&mut reader)
+        .map_err(|_| ZkError::Encoding("not an arkworks compressed Groth16 proving key"))?;
+    if !reader.is_empty() {
+        return Err(ZkError::Encoding("trailing bytes after the proving key"));
+    }
+    if pk.vk.gamma_abc_g1.len() != INSERT_NUM_PUBLIC_INPUTS + 1 {
+        return Err(ZkError::Encoding("not an insertion proving key (wrong number of public inputs)"));
+    }
+    Ok(pk)
+}
+
 /// Verifies an insertion proof.
 pub fn verify(vk: &VerifyingKey<Bn254>, public: &InsertPublic, proof: &Proof<Bn254>) -> Result<(), ZkError> {
     match Groth16::<Bn254>::verify(vk, &public.to_vec(), proof) {
