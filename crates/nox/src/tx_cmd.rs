@@ -15,7 +15,6 @@
 //! The protocol is `nox_pay`'s; this is its command line: the wallet on disk, the testnet's
 //! addresses, progress and timings.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -398,20 +397,10 @@ async fn checked_fee(
             Ceiling::Default { wei } => format!("{} ETH (default)", eth(wei)),
         }
     );
-    if !f.fee.yes && std::io::stdin().is_terminal() {
-        print!(
-            "pay {fee} of {} (worth {} ETH) to relayer {} for {}? [y/N] ",
-            asset_label(f.asset),
-            eth(value_wei),
-            quote.relayer,
-            f.what
-        );
-        std::io::stdout().flush().map_err(|e| e.to_string())?;
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer).map_err(|e| e.to_string())?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            return Err("not confirmed; nothing was proved, spent or sent".into());
-        }
+    let question =
+        format!("pay {fee} of {} (worth {} ETH) to relayer {} for {}?", asset_label(f.asset), eth(value_wei), quote.relayer, f.what);
+    if !wallet_cmd::confirmed_on_terminal(f.fee.yes, &question)? {
+        return Err(wallet_cmd::NOT_CONFIRMED.into());
     }
     Ok(fee)
 }
@@ -604,7 +593,8 @@ async fn send(a: &SendArgs) -> Result<(), Stop> {
         let code = s.provider.get_code_at(a.target).await.map_err(|e| format!("reading {}'s code: {e}", a.target))?;
         if code.is_empty() {
             return Err(Stop::Failed(format!(
-                "--target {} has no code: a call with calldata to it would do nothing and still pay the fee (a typo?);                  nothing was proved, spent or sent (--force sends it anyway)",
+                "--target {} has no code: a call with calldata to it would do nothing and still pay the fee (a typo?); \
+                 nothing was proved, spent or sent (--force sends it anyway)",
                 a.target
             )));
         }
@@ -647,6 +637,7 @@ async fn withdraw(a: &AdaptorArgs) -> Result<(), Stop> {
         recipient: a.to,
         what: format!("a withdrawal of {} to {}", unit.show(a.amount), a.to),
     };
+    wallet_cmd::privacy_advice(&a.chain, Address::ZERO, a.amount, &unit, wallet_cmd::WithdrawCommand::Tx).await?;
     let (landed, unit) = paid(&private, &plan).await?;
     wallet_cmd::report(&landed, &unit, started);
     Ok(())

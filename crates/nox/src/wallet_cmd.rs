@@ -1334,6 +1334,12 @@ async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
         return Err(Stop::Already { tx_hash, block });
     }
     let unit = unit_of(&provider, plan.asset).await;
+    let signer = read_key_file(key_file)?;
+    let question =
+        format!("{} directly from {} (it pays the gas and is seen sending it)?", plan.what, signer.address());
+    if !confirmed_on_terminal(p.submit.fee.yes, &question)? {
+        return Err(NOT_CONFIRMED.into());
+    }
     let (chain_id, now) = chain_context(&provider).await?;
     let req = nox_wallet::TxRequest {
         asset: asset_word(plan.asset),
@@ -1358,7 +1364,6 @@ async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
     let proof = prove_transaction(&p.chain.wallet, &prepared)?;
     let t = nox_pay::bundle::transaction_struct(&proof, &prepared);
     let t = ShieldedPool::Transaction::abi_decode(&t.abi_encode()).map_err(|e| format!("re-encoding: {e}"))?;
-    let signer = read_key_file(key_file)?;
     eprintln!(
         "submitting directly from {} (--direct): that account pays the gas and is seen sending this transaction",
         signer.address()
@@ -1387,6 +1392,9 @@ async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
     Ok((landed, unit))
 }
 
+/// The error of a command the user did not confirm on the terminal.
+pub(crate) const NOT_CONFIRMED: &str = "not confirmed; nothing was proved, spent or sent";
+
 /// Runs `plan`, reports it; `NeedsJoin` is passed up.
 async fn make(p: &PrivateArgs, plan: &Plan) -> Result<(), Stop> {
     let started = Instant::now();
@@ -1399,10 +1407,27 @@ async fn make(p: &PrivateArgs, plan: &Plan) -> Result<(), Stop> {
     Ok(())
 }
 
+/// Asks `question` on an interactive terminal; `false` without one (nothing can answer).
 fn confirm(question: &str) -> CmdResult<bool> {
     if !std::io::stdin().is_terminal() {
         return Ok(false);
     }
+    ask(question)
+}
+
+/// Whether the command may go on: `--yes`, or no terminal on stdin (nothing is asked, so a
+/// script never hangs on a question), or the user answers yes to `question` on the terminal.
+/// The question names what is sent and where (an Ethereum address in its EIP-55 form, amounts
+/// in the asset's unit), so a typo'd destination can still be refused (issue 35).
+pub(crate) fn confirmed_on_terminal(yes: bool, question: &str) -> CmdResult<bool> {
+    if yes || !std::io::stdin().is_terminal() {
+        return Ok(true);
+    }
+    ask(question)
+}
+
+/// Prints `question [y/N] ` and reads one line from stdin: yes only for an explicit yes.
+fn ask(question: &str) -> CmdResult<bool> {
     print!("{question} [y/N] ");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     let mut answer = String::new();
@@ -1518,7 +1543,8 @@ async fn split_cmd(a: &SplitArgs) -> CmdResult {
 async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
     let unit = unit_for(&a.private).await?;
     let amount = unit.parse(&a.amount)?;
-    privacy_advice(&a.private, amount, &unit).await?;
+    let asset = a.private.asset.unwrap_or(Address::ZERO);
+    privacy_advice(&a.private.chain, asset, amount, &unit, WithdrawCommand::Wallet).await?;
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
         outputs: Vec::new(),
@@ -1533,11 +1559,18 @@ async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
 /// Prints the privacy advice before a withdrawal of `amount` (docs/design/pool-anonymity.md §5):
 /// what links it to this wallet's deposits (a matching amount, a withdrawal soon after), from the
 /// pool's deposits and their block times recorded during the sync. It comes before any fee
-/// confirmation; the user decides (the advice never stops the command).
-async fn privacy_advice(p: &PrivateArgs, amount: u128, unit: &Unit) -> CmdResult {
-    let (_, _, provider, view) = synced(&p.chain).await?;
+/// confirmation; the user decides (the advice never stops the command). `nox wallet withdraw`
+/// and `nox tx withdraw` both print it, each naming its own command line in the split.
+pub(crate) async fn privacy_advice(
+    chain: &ChainArgs,
+    asset: Address,
+    amount: u128,
+    unit: &Unit,
+    command: WithdrawCommand,
+) -> CmdResult {
+    let (_, _, provider, view) = synced(chain).await?;
     let (_, now) = chain_context(&provider).await?;
-    let asset = asset_word(p.asset.unwrap_or(Address::ZERO));
+    let asset = asset_word(asset);
     let (own, pool) = nox_wallet::privacy::deposit_history(&view, &asset);
     // The fee of a paid withdrawal is not known yet: within the advice's tolerance anyway.
     let plan = nox_wallet::privacy::WithdrawalPlan { time_s: now, public_out: amount, fee: 0 };
@@ -1546,12 +1579,7 @@ async fn privacy_advice(p: &PrivateArgs, amount: u128, unit: &Unit) -> CmdResult
     for w in &warnings {
         eprintln!("PRIVACY: {}", w.describe(|v| unit.show(v)));
         if let nox_wallet::privacy::PrivacyWarning::MatchesOwnDeposit { suggested, .. } = w {
-            let steps: Vec<String> =
-                suggested.iter().map(|v| format!("--amount {}", format_units(*v, unit.decimals))).collect();
-            eprintln!(
-                "PRIVACY: the split, one `nox wallet withdraw` each, best at different times: {}",
-                steps.join(", then ")
-            );
+            eprintln!("{}", command.split_advice(suggested, unit));
         }
     }
     if view.deposits_from_block() > 0 && !warnings.is_empty() {
@@ -1561,6 +1589,30 @@ async fn privacy_advice(p: &PrivateArgs, amount: u128, unit: &Unit) -> CmdResult
         );
     }
     Ok(())
+}
+
+/// The command a withdrawal's privacy advice is printed for: its split names that command with
+/// amounts as that command reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WithdrawCommand {
+    /// `nox wallet withdraw --amount` (the asset's unit, decimals).
+    Wallet,
+    /// `nox tx withdraw --amount` (wei).
+    Tx,
+}
+
+impl WithdrawCommand {
+    /// The advice's line with the 1-2-5 split `suggested`, one command each.
+    pub(crate) fn split_advice(self, suggested: &[u128], unit: &Unit) -> String {
+        let (command, steps): (&str, Vec<String>) = match self {
+            WithdrawCommand::Wallet => (
+                "nox wallet withdraw",
+                suggested.iter().map(|v| format!("--amount {}", format_units(*v, unit.decimals))).collect(),
+            ),
+            WithdrawCommand::Tx => ("nox tx withdraw", suggested.iter().map(|v| format!("--amount {v}")).collect()),
+        };
+        format!("PRIVACY: the split, one `{command}` each, best at different times: {}", steps.join(", then "))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1749,6 +1801,21 @@ mod tests {
         assert_eq!(usdc.parse("12.5").unwrap(), 12_500_000);
         assert_eq!(usdc.show(12_500_000), "12.5 USDC");
         assert_eq!(format_units(1, 18), "0.000000000000000001");
+    }
+
+    #[test]
+    fn the_split_advice_names_each_withdraw_command_in_its_own_amounts() {
+        let split = [100_000_000_000_000_000, 20_000_000_000_000_000];
+        assert_eq!(
+            WithdrawCommand::Wallet.split_advice(&split, &Unit::eth()),
+            "PRIVACY: the split, one `nox wallet withdraw` each, best at different times: --amount 0.1, then --amount \
+             0.02"
+        );
+        assert_eq!(
+            WithdrawCommand::Tx.split_advice(&split, &Unit::eth()),
+            "PRIVACY: the split, one `nox tx withdraw` each, best at different times: --amount 100000000000000000, \
+             then --amount 20000000000000000"
+        );
     }
 
     #[test]
