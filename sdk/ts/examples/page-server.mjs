@@ -29,7 +29,7 @@ export async function servePage(wasm, { tls, directory } = {}) {
     const file =
       path === "/" ? [join(root, "examples/browser.html"), "text/html"]
       : path === "/nox_wasm.wasm" ? [wasm, "application/wasm"]
-      : /^\/sdk\/[a-z_]+\.(js|mjs)$/.test(path) ? [join(root, "dist", path.slice(5)), "text/javascript"]
+      : /^\/sdk\/[a-z_-]+\.(js|mjs)$/.test(path) ? [join(root, "dist", path.slice(5)), "text/javascript"]
       : null;
     if (file === null || !existsSync(file[0])) {
       response.writeHead(404).end();
