@@ -397,8 +397,13 @@ async fn checked_fee(
             Ceiling::Default { wei } => format!("{} ETH (default)", eth(wei)),
         }
     );
-    let question =
-        format!("pay {fee} of {} (worth {} ETH) to relayer {} for {}?", asset_label(f.asset), eth(value_wei), quote.relayer, f.what);
+    let question = format!(
+        "pay {fee} of {} (worth {} ETH) to relayer {} for {}?",
+        asset_label(f.asset),
+        eth(value_wei),
+        quote.relayer,
+        f.what
+    );
     if !wallet_cmd::confirmed_on_terminal(f.fee.yes, &question)? {
         return Err(wallet_cmd::NOT_CONFIRMED.into());
     }
