@@ -121,3 +121,29 @@ fn insert_constraint_count_is_what_the_docs_say() {
     assert_eq!(instance, 1 + insert::INSERT_NUM_PUBLIC_INPUTS);
     assert_eq!(constraints, INSERT_CONSTRAINTS);
 }
+
+/// The non-generic entry points a service calls (issue 35: the generic `prove` instantiated in
+/// an unoptimised caller took 10–30× longer): the seeded prover is `prove` with that seed, and
+/// the key decoder reads exactly one insertion key.
+#[test]
+fn seeded_prover_and_key_decoder_are_the_generic_ones() {
+    use ark_serialize::CanonicalSerialize;
+    let (_, public, witness) = second_batch();
+    let (pk, vk) = insert_keys();
+    let seeded = insert::prove_seeded(pk, &public, &witness, [7; 32]).expect("prove");
+    insert::verify(vk, &public, &seeded).expect("verifies");
+    assert_eq!(seeded, insert::prove(pk, &public, &witness, &mut rng(7)).expect("prove"), "the same randomness");
+    assert_ne!(seeded, insert::prove_seeded(pk, &public, &witness, [8; 32]).expect("prove"), "fresh per seed");
+
+    let mut bytes = Vec::new();
+    pk.serialize_compressed(&mut bytes).expect("serialise");
+    assert!(insert::proving_key_from_bytes(&bytes).expect("decodes") == *pk);
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    assert!(matches!(insert::proving_key_from_bytes(&trailing), Err(ZkError::Encoding(_))));
+    assert!(matches!(insert::proving_key_from_bytes(&bytes[..bytes.len() - 1]), Err(ZkError::Encoding(_))));
+    // The transfer key is a well-formed Groth16 key of another circuit.
+    let mut transfer = Vec::new();
+    nox_zk::transfer::testnet_keys().expect("setup").0.serialize_compressed(&mut transfer).expect("serialise");
+    assert!(matches!(insert::proving_key_from_bytes(&transfer), Err(ZkError::Encoding(_))));
+}
