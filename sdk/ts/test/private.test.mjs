@@ -12,12 +12,15 @@
 
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { createPublicClient, createWalletClient, custom, parseEventLogs, parseAbi } from "viem";
+import { chromium } from "playwright-core";
 import WebSocket from "ws";
+import { servePage } from "../examples/page-server.mjs";
 import { NoxClient, NoxWallet, PrivateSender, TransferProver, loadModule } from "../dist/index.js";
 import { NOX, WASM, startTestnet, target } from "./testnet-helper.mjs";
 
@@ -33,6 +36,8 @@ const TRANSACTED = parseAbi([
 let net;
 let client;
 let prover;
+/** What the first test leaves for the browser's: the SDK wallet's seed and balance. */
+let shared;
 
 before(() => {
   net = startTestnet({ prefix: "nox-sdk-private-", portBase: 21_000, stride: 40 });
@@ -193,10 +198,98 @@ test("a native wallet pays the SDK wallet; viem sends a private paid transaction
   // Natively, the same seed finds the same notes.
   const native = nativeBalance(["--wallet", b, ...direct]);
   assert.equal(native.spendable + native.pending, after.spendable + after.pending);
+  shared = { seed, pool, total: after.spendable + after.pending, rpc: chain.rpc_url };
   assert.equal(last.fee, fee, "the fee proved is the fee the pool paid");
   const t = Object.fromEntries(Object.entries(last.timings).map(([k, v]) => [k, Math.round(v)]));
   console.log(
     `private transaction: sendTransaction → mined in ${(sentMs / 1000).toFixed(1)} s (ms: ${JSON.stringify(t)}); ` +
       `whole test ${((performance.now() - started) / 1000).toFixed(1)} s (${phases.join(", ")})`,
   );
+});
+
+test("headless Chromium: a page restores the wallet from its seed, sees the same balance and sends a private paid transaction", async (t) => {
+  assert.ok(shared !== undefined, "the first test ran");
+  const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+  assert.ok(existsSync(executablePath), `Chromium is missing at ${executablePath} (apt-get install chromium; CI installs it)`);
+  // The proving key (its uncompressed copy: what the Worker caches after a first load) from
+  // another origin; CORS allows the page.
+  const key = readFileSync(join(net.dir, "transfer.pk.uncompressed"));
+  const keyServer = createServer((req, res) => {
+    res.writeHead(200, { "access-control-allow-origin": "*", "content-type": "application/octet-stream" }).end(key);
+  });
+  await new Promise((resolve) => keyServer.listen(0, "127.0.0.1", resolve));
+  const server = await servePage(WASM);
+  const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+  t.after(async () => {
+    await browser.close();
+    server.close();
+    keyServer.close();
+  });
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  const to = `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(20))).toString("hex")}`;
+  const value = 5n * 10n ** 16n;
+  const result = await page.evaluate(
+    async ({ directory, authority, seed, pool, keyUrl, to, value }) => {
+      const sdk = await import("/sdk/index.js");
+      const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
+      const client = await sdk.NoxClient.connect({
+        directory, authorityKey: authority, module: await sdk.loadModule(bytes), coverRate: 0, requestTimeoutMs: 20_000,
+      });
+      try {
+        const reads = client.provider();
+        const wallet = await sdk.NoxWallet.open({ seed: Uint8Array.from(seed), module: bytes, provider: reads, pool });
+        await wallet.sync();
+        const restored = wallet.balance();
+        // The change of the first transaction becomes spendable once a relayer inserts it.
+        const deadline = Date.now() + 90_000;
+        while (wallet.balance().pending > 0n && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 1000));
+          await wallet.sync();
+        }
+        const before = wallet.balance();
+        const keyBytes = new Uint8Array(await (await fetch(keyUrl)).arrayBuffer());
+        const prover = await sdk.TransferProver.start({
+          wasm: `${location.origin}/nox_wasm.wasm`,
+          key: { bytes: keyBytes, uncompressed: true },
+        });
+        let sent;
+        const sender = new sdk.PrivateSender({ wallet, prover, relay: client, provider: reads, submitTimeoutMs: 60_000 });
+        const provider = client.provider({ private: { send: async (tx) => (sent = await sender.send(tx)) } });
+        const clicked = performance.now();
+        const hash = await provider.request({ method: "eth_sendTransaction", params: [{ to, value: `0x${BigInt(value).toString(16)}` }] });
+        const receipt = await provider.request({ method: "eth_getTransactionReceipt", params: [hash] });
+        const ms = performance.now() - clicked;
+        prover.terminate();
+        await wallet.sync();
+        const after = wallet.balance();
+        return {
+          address: wallet.address, hash, status: receipt?.status, ms, timings: sent.timings, fee: String(sent.fee),
+          restored: String(restored.spendable + restored.pending), before: String(before.spendable), beforePending: String(before.pending),
+          after: String(after.spendable + after.pending), userAgent: navigator.userAgent,
+        };
+      } finally {
+        client.close();
+      }
+    },
+    {
+      directory: net.directoryUrl(), authority: net.authority(), seed: [...shared.seed], pool: shared.pool,
+      keyUrl: `http://127.0.0.1:${keyServer.address().port}/transfer.pk`, to, value: String(value),
+    },
+  );
+  assert.deepEqual(errors, []);
+  assert.match(result.userAgent, /Chrome/);
+  assert.equal(BigInt(result.restored), shared.total, "the restored wallet sees the same balance");
+  assert.equal(result.beforePending, "0", "the change was inserted");
+  assert.equal(result.status, "0x1", "the receipt arrives through the provider");
+  assert.equal(BigInt(result.after), BigInt(result.before) - BigInt(result.fee) - value, "the balance drops by fee + value");
+  const balance = await (await fetch(shared.rpc, {
+    method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [to, "latest"] }),
+  })).json();
+  assert.equal(BigInt(balance.result), value, "the recipient holds the value");
+  const ms = Object.fromEntries(Object.entries(result.timings).map(([k, v]) => [k, Math.round(v)]));
+  console.log(`Chromium private transaction: click → receipt ${(result.ms / 1000).toFixed(1)} s (ms: ${JSON.stringify(ms)})`);
 });
