@@ -27,10 +27,7 @@
 //! testnet: the JSON says so per field, and the 32 KiB row can be compared with the
 //! testnet's measured RTT (bench/data/surb-rtt.json, cover.json).
 
-use std::{
-    hint::black_box,
-    time::Instant,
-};
+use std::{hint::black_box, time::Instant};
 
 use nox_client::{ClientConfig, DAEMON_COVER_RATE, StreamConfig};
 use nox_link::{Accept, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder};
