@@ -479,7 +479,7 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
     println!("private value: wallets A and B, every wallet read through the mixnet ({rpc})");
     let t = Instant::now();
     for w in [&wallet_a, &wallet_b] {
-        run(["wallet", "new", "--wallet", w.as_str(), "--passphrase-file", pass.as_str()].map(str::to_owned).to_vec())?;
+        run(["new", "--wallet", w.as_str(), "--passphrase-file", pass.as_str()].map(str::to_owned).to_vec())?;
     }
     let (seed_b, _, _, _) = runtime.block_on(wallet_cmd::synced(&chain_b)).map_err(TestnetDemoError::Wallet)?;
     let address_b = seed_b.address().map_err(|e| TestnetDemoError::Wallet(e.to_string()))?;
@@ -489,7 +489,7 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
     // Insertions are counted from the block before the transaction that queued the notes: an
     // exit's inserter may land its batch before this demo reads the next block number.
     let (t, before_deposit) = (Instant::now(), block()?);
-    let mut args = vec!["wallet".to_owned(), "deposit".to_owned()];
+    let mut args = vec!["deposit".to_owned()];
     args.extend(with_chain(&wallet_a));
     args.extend(["--amount", "1", "--key-file", key.as_str()].map(str::to_owned));
     run(args)?;
