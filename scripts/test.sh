@@ -112,62 +112,62 @@ step "tests, in three lanes: the money binary | the other test binaries of crate
 # The end-to-end binaries of crates/nox start testnets, Anvil and wallets and spend their time
 # waiting on the mixnet, the chain and the exits' inserters, not on the CPU. One after another
 # the step took the sum of every binary (~19 min, docs/ci.md); now three lanes run at once and
-# the step takes about the longest lane (the money binary, ~8.5 min):
+# the step takes about the longest lane (~8.5 min):
 #   A. crates/nox/tests/money (its ports sit below 10 000: tests/money/main.rs);
 #   B. the other crates/nox/tests binaries, one after another (fixed port blocks 10 000–32 767);
-#   C. `cargo test` of every other crate, then crates/nox's unit and doc tests (their servers and
-#      Anvils take ports the kernel picks, ≥ 32 768: no lane shares a port with another).
-# Lanes A and B run the built test executables directly (from crates/nox, as cargo does): a
-# second cargo would wait on the build directory's lock until lane C's cargo ends.
-# NOX_TEST_LANES=1 runs everything one binary after another, as before.
-cargo test --workspace --locked --no-run
+#   C. every other test binary of the workspace (unit tests included) one after another, then
+#      the doc tests (their servers and Anvils take ports the kernel picks, ≥ 32 768).
+# `cargo test --workspace` builds every binary once (one feature resolution for the whole
+# workspace); the lanes then run the built executables as cargo would (from the package's
+# directory, CARGO_MANIFEST_DIR set): a second cargo would wait on the build directory's lock.
+# NOX_TEST_LANES=1 runs everything one binary after another through cargo, as before.
 if [ "${NOX_TEST_LANES:-3}" = 1 ]; then
   cargo test --workspace --locked
 else
   lanes=$(mktemp -d)
-  # name<TAB>executable of every integration-test binary of crates/nox
-  cargo test -p nox --locked --tests --no-run --message-format=json \
+  # lane<TAB>package directory<TAB>target<TAB>executable, for every test executable
+  cargo test --workspace --locked --no-run --message-format=json \
     | python3 -c '
-import json, sys
+import json, os, sys
+nox = os.path.realpath("crates/nox")
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        print(m["target"]["name"] + "\t" + m["executable"])
-' >"$lanes/nox-tests.tsv"
-  money_exe=$(awk -F '\t' '$1 == "money" {print $2}' "$lanes/nox-tests.tsv")
-  [ -x "$money_exe" ] || { echo "error: no money test binary in crates/nox/tests" >&2; exit 1; }
-  (
-    cd crates/nox
-    status=0
-    "$money_exe" --test-threads 4 || status=$?
-    printf 'lane A done at %d s since the start\n' "$SECONDS"
-    exit "$status"
-  ) >"$lanes/a.log" 2>&1 &
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
+        continue
+    pkg, name = os.path.dirname(os.path.realpath(m["manifest_path"])), m["target"]["name"]
+    integration = m["target"]["kind"] == ["test"]
+    lane = "A" if pkg == nox and integration and name == "money" else "B" if pkg == nox and integration else "C"
+    print("\t".join([lane, pkg, name, m["executable"]]))
+' >"$lanes/tests.tsv"
+  grep -q '^A' "$lanes/tests.tsv" || { echo "error: no money test binary in crates/nox/tests" >&2; exit 1; }
+  run_lane() { # lane letter: runs its executables one after another; status 1 if any failed
+    local status=0 lane dir name exe
+    while IFS=$'\t' read -r lane dir name exe; do
+      [ "$lane" = "$1" ] || continue
+      printf '\n     Running %s (%s)\n' "$name" "$exe"
+      if [ "$1" = A ]; then
+        (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --test-threads 4) || status=1
+      else
+        (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe") || status=1
+      fi
+    done <"$lanes/tests.tsv"
+    printf 'lane %s done at %d s since the start\n' "$1" "$SECONDS"
+    return "$status"
+  }
+  run_lane A >"$lanes/a.log" 2>&1 &
   lane_a=$!
-  (
-    cd crates/nox
-    status=0
-    while IFS=$'\t' read -r name exe; do
-      [ "$name" = money ] && continue
-      printf '\n     Running tests/%s (%s)\n' "$name" "$exe"
-      "$exe" || status=1
-    done <"$lanes/nox-tests.tsv"
-    printf 'lane B done at %d s since the start\n' "$SECONDS"
-    exit "$status"
-  ) >"$lanes/b.log" 2>&1 &
+  run_lane B >"$lanes/b.log" 2>&1 &
   lane_b=$!
   status_c=0
-  cargo test --workspace --exclude nox --locked || status_c=$?
-  cargo test -p nox --locked --lib --bins || status_c=$?
-  cargo test -p nox --locked --doc || status_c=$?
-  printf 'lane C done at %d s since the start\n' "$SECONDS"
+  run_lane C || status_c=$?
+  cargo test --workspace --locked --doc || status_c=$?
   status_b=0
   wait "$lane_b" || status_b=$?
   printf '\n==> lane B: the crates/nox test binaries other than money\n'
   cat "$lanes/b.log"
   status_a=0
   wait "$lane_a" || status_a=$?
-  printf '\n==> lane A: crates/nox/tests/money (%s)\n' "$money_exe"
+  printf '\n==> lane A: crates/nox/tests/money\n'
   cat "$lanes/a.log"
   rm -rf "$lanes"
   if [ "$status_a" -ne 0 ] || [ "$status_b" -ne 0 ] || [ "$status_c" -ne 0 ]; then
