@@ -1819,6 +1819,14 @@ mod tests {
     }
 
     #[test]
+    fn enough_in_all_but_not_in_two_notes_says_join_and_how() {
+        let e = nox_wallet::WalletError::NeedsJoin { total: 670, largest_pair: 450, needed: 500 };
+        let Err(message) = Stop::finish(Err(Stop::wallet(e))) else { panic!("a needed join is an error") };
+        assert!(message.contains("your notes must be joined first (`nox wallet join`)"), "{message}");
+        assert!(message.contains("670 spendable in all") && message.contains("500 is needed"), "{message}");
+    }
+
+    #[test]
     fn ethereum_address_checks() {
         let lower = "0x52908400098527886e0f7030069857d2e4169ee7";
         assert!(parse_eth_address(lower).is_ok());

@@ -393,10 +393,10 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
         if !out.contains("lost the race in the same block") {
             assert_eq!(nonce, nonces[i], "a batch inserted by someone else: no transaction sent\n{out}");
         }
-        if let Some(&win) = winners.first() {
-            if out.contains("already inserted by 0x") {
-                assert!(out.contains(&format!("already inserted by {}", accounts[win])), "names the winner: {out}");
-            }
+        if let Some(&win) = winners.first()
+            && out.contains("already inserted by 0x")
+        {
+            assert!(out.contains(&format!("already inserted by {}", accounts[win])), "names the winner: {out}");
         }
     }
     // An exit's inserter may land the batch before either racer has synced (both then find
@@ -404,7 +404,10 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     let raced = outs.iter().any(|o| o.contains("already inserted by "));
     let early = outs.iter().all(|o| o.contains("nothing queued"));
     assert!(raced || early, "a racer lost and said so: {outs:?}");
-    eprintln!("insertion race: {}", if raced { "a racer lost to a rival and said so" } else { "the exits inserted first" });
+    eprintln!(
+        "insertion race: {}",
+        if raced { "a racer lost to a rival and said so" } else { "the exits inserted first" }
+    );
 
     // 8. The wallet's privacy advice (issue 35): withdrawing right after a deposit of a unique
     // amount, about that amount, prints both warnings before anything is sent.
