@@ -146,9 +146,9 @@ for line in sys.stdin:
       [ "$lane" = "$1" ] || continue
       printf '\n     Running %s (%s)\n' "$name" "$exe"
       if [ "$1" = A ]; then
-        (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --test-threads 4) || status=1
+        (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --test-threads 4) || { status=1; printf '%s\t%s\t%s\n' "$dir" "$name" "$exe" >>"$lanes/failed.tsv"; }
       else
-        (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe") || status=1
+        (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe") || { status=1; printf '%s\t%s\t%s\n' "$dir" "$name" "$exe" >>"$lanes/failed.tsv"; }
       fi
     done <"$lanes/tests.tsv"
     printf 'lane %s done at %d s since the start\n' "$1" "$SECONDS"
@@ -169,10 +169,29 @@ for line in sys.stdin:
   wait "$lane_a" || status_a=$?
   printf '\n==> lane A: crates/nox/tests/money\n'
   cat "$lanes/a.log"
-  rm -rf "$lanes"
   if [ "$status_a" -ne 0 ] || [ "$status_b" -ne 0 ] || [ "$status_c" -ne 0 ]; then
-    echo "error: tests failed (status: lane A $status_a, lane B $status_b, lane C $status_c; logs above)" >&2
-    exit 1
+    printf '\n==> tests failed in the lanes (status: lane A %s, lane B %s, lane C %s; logs above)\n' "$status_a" "$status_b" "$status_c"
+    # The lanes share two cores: a test with a deadline can miss it there and pass alone. Each
+    # binary that failed (not the doc tests) runs again, alone; a second failure fails the step.
+    # A pass alone is printed as a load-sensitive test, not hidden: docs/ci.md.
+    [ -s "$lanes/failed.tsv" ] || { echo "error: a lane failed outside its test binaries (see above)" >&2; exit 1; }
+    status=0
+    while IFS=$'\t' read -r dir name exe; do
+      printf '\n==> re-running %s alone (it failed beside the other lanes)\n' "$name"
+      if (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe"); then
+        printf 'LOAD-SENSITIVE: %s failed beside the other lanes and passed alone\n' "$name"
+      else
+        status=1
+      fi
+    done <"$lanes/failed.tsv"
+    if [ "$status_c" -ne 0 ] && ! grep -q . "$lanes/failed.tsv"; then status=1; fi
+    rm -rf "$lanes"
+    if [ "$status" -ne 0 ]; then
+      echo "error: tests failed, also when run alone (logs above)" >&2
+      exit 1
+    fi
+  else
+    rm -rf "$lanes"
   fi
 fi
 
