@@ -90,7 +90,12 @@ pub fn run(args: &PacketSizeArgs) -> Result<(), BenchError> {
         &[2048, 4096, 8192, 16_384, DEFAULT_PACKET_LEN],
     );
     let (ops, trials) = if quick { (args.ops.min(100), args.trials.min(2000)) } else { (args.ops, args.trials) };
-    if ops == 0 || trials == 0 || !(args.mean_delay_ms >= 0.0) || !(args.cover_rate > 0.0) || !(args.link_mbit > 0.0) {
+    if ops == 0
+        || trials == 0
+        || !(args.mean_delay_ms.is_finite() && args.mean_delay_ms >= 0.0)
+        || !positive(args.cover_rate)
+        || !positive(args.link_mbit)
+    {
         return Err(err("--ops, --trials, --cover-rate and --link-mbit must be positive, --mean-delay-ms ≥ 0"));
     }
     let client = ClientConfig::default();
@@ -344,6 +349,11 @@ fn link_pair(config: &LinkConfig) -> Result<(FrameSealer, FrameOpener), BenchErr
     let (sealer, _) = client_session.into_parts();
     let (_, opener) = server_session.into_parts();
     Ok((sealer, opener))
+}
+
+/// Finite and > 0 (false for NaN).
+fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
 }
 
 fn median(samples: &mut [f64]) -> f64 {
