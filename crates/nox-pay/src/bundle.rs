@@ -220,7 +220,11 @@ pub fn prove<R: RngCore + CryptoRng>(
     prepared: &PreparedTransaction,
     rng: &mut R,
 ) -> Result<[u8; 256], PayError> {
-    let proof = transfer::prove(pk, &prepared.public, &prepared.witness, rng).map_err(PayError::Proving)?;
+    // The prover's randomness as a seed: `prove_seeded` is compiled (optimised) in nox-zk, where
+    // an instance of the generic `prove` here would be unoptimised in a debug build.
+    let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+    rng.fill_bytes(seed.as_mut());
+    let proof = transfer::prove_seeded(pk, &prepared.public, &prepared.witness, *seed).map_err(PayError::Proving)?;
     transfer::verify(&pk.vk, &prepared.public, &proof).map_err(PayError::Proving)?;
     Ok(groth16::proof_to_evm(&proof))
 }

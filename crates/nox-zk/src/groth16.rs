@@ -83,3 +83,19 @@ pub fn scalar_modulus_decimal() -> String {
 pub fn base_modulus_decimal() -> String {
     Fq::MODULUS.to_string()
 }
+
+/// Decodes a Groth16 proving key over BN254 in arkworks' compressed encoding, without subgroup
+/// checks and without checking which circuit it belongs to (the caller checks its shape, e.g.
+/// `transfer::check_shape`, and verifies each proof before it leaves). Not generic, so the
+/// decoding is compiled in this crate with its optimisation (a caller's instance of arkworks'
+/// generic decoder is unoptimised in a debug build: seconds per key).
+pub fn proving_key_from_compressed_unchecked(bytes: &[u8]) -> Result<ProvingKey<ark_bn254::Bn254>, ZkError> {
+    use ark_serialize::CanonicalDeserialize;
+    let mut reader = bytes;
+    let pk = ProvingKey::<ark_bn254::Bn254>::deserialize_compressed_unchecked(&mut reader)
+        .map_err(|_| ZkError::Encoding("not an arkworks compressed Groth16 proving key"))?;
+    if !reader.is_empty() {
+        return Err(ZkError::Encoding("trailing bytes after the proving key"));
+    }
+    Ok(pk)
+}

@@ -710,6 +710,20 @@ pub fn prove<R: RngCore + CryptoRng>(
     prove_timed(pk, public, witness, rng).map(|(p, _)| p)
 }
 
+/// [`prove`] with a ChaCha20 generator seeded from `seed` (32 bytes from the caller's CSPRNG;
+/// they are the proof's blinding randomness: keep them secret and use them once). Not generic,
+/// so arkworks' prover (generic code) is compiled in this crate with its optimisation: a caller's
+/// instance of the generic [`prove`] is compiled in the caller's crate, unoptimised in a debug or
+/// test build (the same cause made the inserter's proofs 10–30× slower there: `insert::prove_seeded`).
+pub fn prove_seeded(
+    pk: &ProvingKey<Bn254>,
+    public: &TransferPublic,
+    witness: &TransferWitness,
+    seed: [u8; 32],
+) -> Result<Proof<Bn254>, ZkError> {
+    prove(pk, public, witness, &mut rand_chacha::ChaCha20Rng::from_seed(seed))
+}
+
 /// [`prove`], reporting where the time went.
 pub fn prove_timed<R: RngCore + CryptoRng>(
     pk: &ProvingKey<Bn254>,

@@ -39,7 +39,7 @@ use nox_wallet::{
     file::{self, KdfParams},
 };
 use nox_zk::field;
-use rand_core_06::SeedableRng;
+use rand_core_06::{RngCore, SeedableRng};
 use zeroize::Zeroizing;
 
 use crate::tx_cmd::{FeeArgs, MixArgs};
@@ -1102,7 +1102,7 @@ fn cached_key(
     setup: KeySetup,
     shape: fn(&ProvingKey) -> Result<(), nox_zk::ZkError>,
 ) -> CmdResult<ProvingKey> {
-    use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+    use ark_serialize::CanonicalSerialize;
     let path = w.wallet.join(file);
     let digest_path = w.wallet.join(format!("{file}.keccak"));
     if let Ok(bytes) = std::fs::read(&path) {
@@ -1111,7 +1111,7 @@ fn cached_key(
         let checked = if recorded.trim() != expected {
             Err("its length or hash does not match the one recorded when it was written".to_owned())
         } else {
-            nox_zk::groth16::ProvingKey::deserialize_compressed_unchecked(&bytes[..])
+            nox_zk::groth16::proving_key_from_compressed_unchecked(&bytes[..])
                 .map_err(|e| e.to_string())
                 .and_then(|pk| shape(&pk).map(|()| pk).map_err(|e| e.to_string()))
         };
@@ -1732,7 +1732,10 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     let (public, witness) = view.insert_statement(&queued).map_err(|e| format!("building the batch: {e}"))?;
     let pk = insert_keys(&a.chain.wallet)?;
     let t = Ticker::start(&format!("proving the insertion of {} leaves at leaf {start}", queued.len()));
-    let proof = nox_zk::insert::prove(&pk, &public, &witness, &mut os_rng()).map_err(|e| format!("proving: {e}"))?;
+    let mut seed = Zeroizing::new([0u8; 32]);
+    os_rng().fill_bytes(seed.as_mut());
+    // Seeded: compiled (optimised) in nox-zk, not instantiated unoptimised here in a debug build.
+    let proof = nox_zk::insert::prove_seeded(&pk, &public, &witness, *seed).map_err(|e| format!("proving: {e}"))?;
     t.finish();
     nox_zk::insert::verify(&pk.vk, &public, &proof).map_err(|e| format!("the new proof does not verify: {e}"))?;
     let words = proof_words(&nox_zk::groth16::proof_to_evm(&proof));
