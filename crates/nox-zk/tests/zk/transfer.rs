@@ -303,6 +303,30 @@ fn a_real_proof_verifies_and_is_bound_to_every_input() {
     assert!(transfer::prove(pk, &bad, &w2, &mut rng(9)).is_err());
 }
 
+/// The non-generic entry points callers use (compiled optimised in nox-zk, not in the caller's
+/// debug crate) are the generic ones: the same proof for the same randomness, the same key back.
+#[test]
+fn seeded_prover_and_key_decoder_are_the_generic_ones() {
+    use ark_serialize::CanonicalSerialize;
+    let (pk, vk) = keys();
+    let (p, w) = tx(52, &[60, 40], &[70, 25], 0, 0, 5).expect("honest");
+    let seeded = transfer::prove_seeded(pk, &p, &w, [7; 32]).expect("prove");
+    transfer::verify(vk, &p, &seeded).expect("verifies");
+    assert_eq!(seeded, transfer::prove(pk, &p, &w, &mut rng(7)).expect("prove"), "the same randomness");
+    assert_ne!(seeded, transfer::prove_seeded(pk, &p, &w, [8; 32]).expect("prove"), "fresh per seed");
+
+    let mut bytes = Vec::new();
+    pk.serialize_compressed(&mut bytes).expect("serialise");
+    assert!(nox_zk::groth16::proving_key_from_compressed_unchecked(&bytes).expect("decodes") == *pk);
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    assert!(matches!(nox_zk::groth16::proving_key_from_compressed_unchecked(&trailing), Err(ZkError::Encoding(_))));
+    assert!(matches!(
+        nox_zk::groth16::proving_key_from_compressed_unchecked(&bytes[..bytes.len() - 1]),
+        Err(ZkError::Encoding(_))
+    ));
+}
+
 /// The verifier refuses inputs ≥ r on chain; the Rust side refuses them as scalars too, so the two
 /// never disagree on an input.
 #[test]
