@@ -53,7 +53,7 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # client asks for quotes (in process; ~1 min, quick ~30 s).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity registry defi relayer-flood soak"
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity registry defi relayer-flood soak packet-size profiles"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {
