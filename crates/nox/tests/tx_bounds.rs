@@ -183,6 +183,14 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     let out = ok(&["wallet", "balance", "--wallet", w, "--testnet", t]);
     // 1 ETH, pending or (once an exit's relayer inserted it) spendable.
     assert!(out.contains("pending insertion 1 ETH") || out.contains("spendable 1 ETH"), "{out}");
+    // The exits' relayers insert the deposit within seconds; wait for it, so that the relayer's
+    // nonce below moves only if a lying quote's bundle were sent (its inserter then has nothing
+    // to insert: an insertion would otherwise be counted as "sent").
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while !ok(&["wallet", "balance", "--wallet", w, "--testnet", t]).contains("spendable 1 ETH") {
+        assert!(std::time::Instant::now() < deadline, "the deposit was never inserted by the exits' relayers");
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
     // A direct read only when asked, and then the command says so, naming the URL.
     let out = ok(&["wallet", "balance", "--wallet", w, "--testnet", t, "--direct-rpc", &chain_rpc]);
     assert!(out.contains(&format!("warning: reading the chain directly from {chain_rpc}")), "{out}");
