@@ -221,6 +221,39 @@ async fn two_wallets_deposit_split_join_transfer_and_withdraw_through_the_mixnet
         .expect_err("refused");
     assert!(err.contains("Ethereum address, not a shielded address"), "{err}");
 
+    // Every operation also runs the other way (issue 30: each step direct and paid). Steps 1–7
+    // split paid, joined direct, transferred and withdrew paid; now the reverse of each.
+    // 7b. B withdraws 0.05 directly to another fresh address (the submitting account pays gas).
+    let fresh2 = Address::from([0x5b; 20]);
+    let out = b.run("withdraw", &["--amount", "0.05", "--to", &fresh2.to_string(), "--direct", "--key-file", &own_key]);
+    assert!(out.contains("submitting directly"), "{out}");
+    has_b -= 50 * MILLI;
+    assert_eq!(chain.get_balance(fresh2).await.expect("balance"), U256::from(50 * MILLI));
+    assert_eq!(b.settled(), has_b);
+    exact("direct withdrawal", has_a, has_b, pool_holds().await);
+
+    // 7c. A splits off 0.05 directly, then joins two notes paid through the mixnet.
+    let out = a.run("split", &["--amounts", "0.05", "--direct", "--key-file", &own_key]);
+    assert!(out.contains("submitting directly") && out.contains("new note: 0.05 ETH"), "{out}");
+    assert_eq!(a.settled(), has_a);
+    exact("direct split", has_a, has_b, pool_holds().await);
+    let (out, fee) = a.paid("join", &[]);
+    assert!(out.contains("spent note(s): "), "{out}");
+    has_a -= fee;
+    assert_eq!(a.settled(), has_a);
+    exact("paid join", has_a, has_b, pool_holds().await);
+
+    // 7d. A pays B 0.05 directly (A's shielded notes; the submitting account only pays gas).
+    let out = a.run("send", &["--to", &addr_b, "--amount", "0.05", "--direct", "--key-file", &own_key]);
+    assert!(out.contains(&format!("new note: 0.05 ETH to {addr_b}")), "{out}");
+    has_a -= 50 * MILLI;
+    has_b += 50 * MILLI;
+    assert_eq!(a.settled(), has_a);
+    let out = b.run("sync", &[]);
+    assert!(out.contains("note(s) found, 0 corrupt"), "{out}");
+    assert_eq!(b.settled(), has_b);
+    exact("direct transfer", has_a, has_b, pool_holds().await);
+
     // 8. A wallet restored from A's seed file alone finds A's balance on the chain.
     let restored = wallet("restored");
     let copy = dir.join("a-backup.key");
