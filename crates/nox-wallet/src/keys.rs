@@ -56,8 +56,9 @@ impl Seed {
         Seed(bytes)
     }
 
-    /// The seed's bytes, for the encrypted wallet file only.
-    pub(crate) fn as_bytes(&self) -> &[u8; 32] {
+    /// The seed's bytes: for the sealed wallet file, and for a host that keeps the seed itself
+    /// (the browser SDK opens `wallet.key` through nox-wasm). Never log them.
+    pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
 
