@@ -21,7 +21,10 @@ pub use descriptor::{
 pub use document::{MAX_DOCUMENT_BYTES, MAX_NODES, TopologyDocument, Trust, VERSION, VerifyConfig};
 pub use encoding::{DESCRIPTOR_CONTEXT, DOCUMENT_CONTEXT, FINGERPRINT_CONTEXT, WEBSOCKET_TAG, WEBSOCKET_TLS_TAG};
 pub use error::{PathError, ScheduleError, TopologyError};
-pub use geometry::{UnknownScheme, geometry_for, known_geometries, network_geometry, parse_scheme};
+pub use geometry::{
+    PACKET_LENS, PacketLen, UnknownScheme, UnsupportedPacketLen, geometry_for, known_geometries, network_geometry,
+    network_geometry_with_len, parse_scheme,
+};
 pub use json::MAX_DESCRIPTOR_BYTES;
 pub use layer::{LAYER_CONTEXT, Layer, LayerCount, MAX_LAYERS, NODE_ID_CONTEXT, node_id_of};
 pub use membership::{Member, Membership, StatementCheck, Unvouched};
