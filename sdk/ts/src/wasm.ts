@@ -4,11 +4,30 @@ import type { ClientCoreModule, TopologyNode } from "./client.js";
 import { NoxWasm } from "./nox_wasm.mjs";
 
 /**
- * Instantiates the module (`nox_wasm.wasm`: its bytes or a compiled
- * WebAssembly.Module) and seeds it with 32 bytes of `crypto.getRandomValues`.
+ * The module's bytes shipped beside this file in the package (`dist/nox_wasm.wasm`): fetched in
+ * browsers, read from disk in Node. The literal `new URL("./nox_wasm.wasm", import.meta.url)` is the
+ * pattern bundlers (Vite, webpack 5, esbuild with a loader) recognise and copy into the build.
  */
-export async function loadModule(source: BufferSource | WebAssembly.Module): Promise<ClientCoreModule> {
-  const m = await NoxWasm.instantiate(source);
+async function packagedModule(): Promise<ArrayBuffer | Uint8Array> {
+  const url = new URL("./nox_wasm.wasm", import.meta.url);
+  if (url.protocol === "file:") {
+    const { readFile } = await import("node:fs/promises");
+    return await readFile(url);
+  }
+  const response = await fetch(url);
+  if (!response.ok) {
+    throw new Error(`nox_wasm.wasm: HTTP ${response.status} from ${url.href}`);
+  }
+  return await response.arrayBuffer();
+}
+
+/**
+ * Instantiates the module (`nox_wasm.wasm`: its bytes or a compiled
+ * WebAssembly.Module; by default the copy shipped in the package) and seeds it
+ * with 32 bytes of `crypto.getRandomValues`.
+ */
+export async function loadModule(source?: BufferSource | WebAssembly.Module): Promise<ClientCoreModule> {
+  const m = await NoxWasm.instantiate(source ?? (await packagedModule()));
   const node = (n: {
     id: string;
     layer: number;

@@ -1,0 +1,95 @@
+// The example dapps, installed from the SDK's npm tarball and built (test.sh does both), loaded by
+// headless Chromium over https:// against a testnet whose entry and gateway serve wss:// under a
+// throwaway CA (`nox testnet up --tls`, with its Anvil chain). Each page reads eth_blockNumber and
+// eth_chainId through the mixnet; the test checks them against Anvil itself, and that the page's
+// module came from the installed package (a request for the .wasm under the build's own paths).
+//
+// Needs the `nox` binary (NOX_BIN), as sdk/ts/test/testnet.test.mjs; Chromium at CHROMIUM or /usr/bin/chromium.
+
+import assert from "node:assert/strict";
+import { createHash, X509Certificate } from "node:crypto";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { createRequire } from "node:module";
+import { startTestnet } from "../ts/test/testnet-helper.mjs";
+import { serveStatic } from "./serve.mjs";
+
+// playwright-core is the SDK's dev dependency (sdk/ts/node_modules), not the examples'.
+const { chromium } = createRequire(join(import.meta.dirname, "../ts/package.json"))("playwright-core");
+
+let net;
+let browser;
+let nodes;
+
+before(async () => {
+  net = startTestnet({ prefix: "nox-sdk-examples-", portBase: 26_000, stride: 40, extra: ["--tls"] });
+  nodes = readdirSync(net.dir)
+    .filter((name) => name.startsWith("node-") && existsSync(join(net.dir, name, "tls/cert.pem")))
+    .map((name) => ({ dir: join(net.dir, name), layer: Number(readFileSync(join(net.dir, name, "layer"), "utf8")) }));
+  const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+  assert.ok(existsSync(executablePath), `Chromium is missing at ${executablePath}`);
+  // Chromium trusts exactly the nodes' keys (SHA-256 of each certificate's SubjectPublicKeyInfo).
+  const spki = nodes.map((n) => {
+    const der = new X509Certificate(readFileSync(join(n.dir, "tls/cert.pem"))).publicKey.export({ type: "spki", format: "der" });
+    return createHash("sha256").update(der).digest("base64");
+  });
+  browser = await chromium.launch({ executablePath, args: ["--no-sandbox", `--ignore-certificate-errors-spki-list=${spki.join(",")}`] });
+});
+
+after(async () => {
+  await browser?.close();
+  net?.down();
+});
+
+/** Anvil's own answer to `method` (its URL from a node's chain config). */
+async function anvil(method) {
+  const toml = readFileSync(join(nodes[0].dir, "node.toml"), "utf8");
+  const url = /rpc_urls\s*=\s*\["([^"]+)"\]/.exec(toml)?.[1];
+  assert.ok(url, "no rpc_urls in node.toml");
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }) });
+  return (await response.json()).result;
+}
+
+/** Serves `root` over https (the entry's certificate), loads it with the cover default, returns the page's result. */
+async function runApp(root) {
+  assert.ok(existsSync(join(root, "index.html")), `${root} is not built (run sdk/examples/test.sh)`);
+  const entry = nodes.find((n) => n.layer === 0);
+  const tls = { cert: readFileSync(join(entry.dir, "tls/cert.pem")), key: readFileSync(join(entry.dir, "tls/key.pem")) };
+  const server = await serveStatic(root, { tls, directory: net.directoryUrl() });
+  const page = await browser.newPage();
+  const wasm = [];
+  const errors = [];
+  page.on("request", (r) => r.url().endsWith(".wasm") && wasm.push(new URL(r.url()).pathname));
+  page.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    const origin = `https://127.0.0.1:${server.address().port}`;
+    const before = BigInt(await anvil("eth_blockNumber"));
+    await page.goto(`${origin}/?${new URLSearchParams({ authority: net.authority() })}`);
+    await page.waitForSelector("body[data-done]", { timeout: 90_000 });
+    const status = await page.textContent("#status");
+    assert.equal(await page.getAttribute("body", "data-done"), "ok", `${status} ${errors.join("; ")}`);
+    const result = JSON.parse(await page.textContent("#result"));
+    const after = BigInt(await anvil("eth_blockNumber"));
+    assert.ok(BigInt(result.block) >= before && BigInt(result.block) <= after, `${result.block} not in [${before}, ${after}]`);
+    assert.equal(result.chainId, await anvil("eth_chainId"));
+    assert.equal(result.protocol, "https:");
+    return { result, wasm };
+  } finally {
+    await page.close();
+    server.close();
+  }
+}
+
+test("plain ES modules (import map into node_modules): eth_blockNumber over wss:// through the mixnet", async () => {
+  const { result, wasm } = await runApp(join(import.meta.dirname, "plain/build"));
+  assert.deepEqual(wasm, ["/node_modules/@nox-mixnet/sdk/dist/nox_wasm.wasm"]);
+  console.log(`plain: connect ${result.connectMs.toFixed(0)} ms, eth_blockNumber ${result.roundTripMs.toFixed(0)} ms (cover default)`);
+});
+
+test("Vite build: the bundled SDK finds its hashed module and reads eth_blockNumber over wss://", async () => {
+  const { result, wasm } = await runApp(join(import.meta.dirname, "vite/dist"));
+  assert.equal(wasm.length, 1);
+  assert.match(wasm[0], /^\/assets\/nox_wasm-[\w-]+\.wasm$/);
+  console.log(`vite: connect ${result.connectMs.toFixed(0)} ms, eth_blockNumber ${result.roundTripMs.toFixed(0)} ms (cover default)`);
+});
