@@ -19,6 +19,8 @@ export const Status = Object.freeze({
   LINK: 9,
   WALLET: 10,
   ZK: 11,
+  WRONG_PASSPHRASE: 12,
+  BAD_KEY_FILE: 13,
   BUSY: 100,
 });
 
@@ -184,6 +186,25 @@ export class NoxWasm {
   /** The seed sealed under `passphrase` as `nox wallet`'s `wallet.key` (`nox wallet restore --from` opens it). */
   walletSealKey(seed, passphrase) {
     return this.call('nox_wallet_seal_key', [], [seed, passphrase]);
+  }
+
+  /**
+   * Opens a `wallet.key` (`nox wallet new`'s, or walletSealKey's) with `passphrase`: the 32-byte
+   * seed (the caller zeroes it when done). Throws status WRONG_PASSPHRASE (also for an altered
+   * byte) or BAD_KEY_FILE.
+   */
+  walletOpenKey(sealed, passphrase) {
+    return this.call('nox_wallet_open_key', [], [sealed, passphrase]);
+  }
+
+  /** A pool view's JSON sealed under the seed's state key (`nox wallet`'s `state` file format). */
+  walletSealState(seed, viewJson) {
+    return this.call('nox_wallet_seal_state', [], [seed, viewJson]);
+  }
+
+  /** Opens a sealed state with the seed: the view's JSON (a string). Throws WRONG_PASSPHRASE or BAD_KEY_FILE. */
+  walletOpenState(seed, sealed) {
+    return decoder.decode(this.call('nox_wallet_open_state', [], [seed, sealed]));
   }
 
   /** Re-seeds the module's ChaCha20 RNG with 32 host-drawn bytes. */

@@ -410,3 +410,23 @@ pub extern "C" fn nox_wallet_sync(last_block: u64) -> i32 {
 pub extern "C" fn nox_wallet_seal_key() -> i32 {
     call(|m, a| m.wallet_seal_key(&a[0], &a[1]))
 }
+
+/// Opens a `wallet.key`. arg 0: the sealed file; arg 1: passphrase. Output: the seed (32).
+/// Status 12: wrong passphrase or an altered byte; 13: not a wallet key file.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_open_key() -> i32 {
+    call(|m, a| m.wallet_open_key(&a[0], &a[1]))
+}
+
+/// Seals a pool view as `nox wallet`'s `state` file. arg 0: seed (32); arg 1: view JSON.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_seal_state() -> i32 {
+    call(|m, a| m.wallet_seal_state(&a[0], &a[1]))
+}
+
+/// Opens a sealed state. arg 0: seed (32); arg 1: the sealed state. Output: the view JSON.
+/// Status 12: another seed or an altered byte; 13: not a state file.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_wallet_open_state() -> i32 {
+    call(|m, a| m.wallet_open_state(&a[0], &a[1]))
+}

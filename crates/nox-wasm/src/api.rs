@@ -61,6 +61,15 @@ pub enum WasmError {
     /// satisfy the statement, a proof its own verifying key rejects).
     #[error("zk: {0}")]
     Zk(nox_zk::ZkError),
+    /// A sealed wallet file (the seed's `wallet.key`, the view's `state`) does not open: the
+    /// passphrase (or the seed, for a state file) is wrong, or a byte of the file was altered
+    /// (the AEAD cannot tell the two apart).
+    #[error("wrong passphrase, or the sealed wallet file was altered")]
+    WrongPassphrase,
+    /// A sealed wallet file is not one this version reads (wrong length, magic or KDF
+    /// parameters out of range).
+    #[error("not a NOX sealed wallet file: {0}")]
+    BadKeyFile(&'static str),
 }
 
 impl WasmError {
@@ -78,6 +87,8 @@ impl WasmError {
             WasmError::Link(_) => 9,
             WasmError::Wallet(_) => 10,
             WasmError::Zk(_) => 11,
+            WasmError::WrongPassphrase => 12,
+            WasmError::BadKeyFile(_) => 13,
         }
     }
 }

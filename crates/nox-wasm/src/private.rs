@@ -189,6 +189,30 @@ impl Module {
         Ok(nox_wallet::file::seal_seed(&seed, passphrase, nox_wallet::file::KdfParams::default(), &mut rng)?)
     }
 
+    /// Opens a `wallet.key` (the seed sealed under `passphrase`, written by `nox wallet new` or
+    /// [`Module::wallet_seal_key`]): the 32-byte seed. A wrong passphrase or an altered byte is
+    /// [`WasmError::WrongPassphrase`]; a file of another format [`WasmError::BadKeyFile`].
+    pub fn wallet_open_key(&self, sealed: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, WasmError> {
+        let seed = nox_wallet::file::open_seed(sealed, passphrase).map_err(file_error)?;
+        Ok(seed.as_bytes().to_vec())
+    }
+
+    /// The pool view's JSON sealed under the seed's state key, as `nox wallet` writes its `state`
+    /// file (docs/spec/notes.md §6): what the browser keeps in IndexedDB.
+    pub fn wallet_seal_state(&mut self, seed: &[u8], view_json: &[u8]) -> Result<Vec<u8>, WasmError> {
+        let seed = seed_of(seed)?;
+        let mut rng = self.zk_rng()?;
+        Ok(nox_wallet::file::seal_state(&seed, view_json, &mut rng)?)
+    }
+
+    /// Opens a sealed state (a `state` file or [`Module::wallet_seal_state`]'s output) with the
+    /// seed: the pool view's JSON. Another wallet's seed or an altered byte is
+    /// [`WasmError::WrongPassphrase`].
+    pub fn wallet_open_state(&self, seed: &[u8], sealed: &[u8]) -> Result<Vec<u8>, WasmError> {
+        let seed = seed_of(seed)?;
+        nox_wallet::file::open_state(&seed, sealed).map_err(file_error)
+    }
+
     /// Opens a note ciphertext published with `commitment` (of `asset`, a 32-byte word) with the
     /// viewing key of `seed`: JSON `{"result":"mine","value":"…","blinding":"…"}`, or
     /// `{"result":"not_mine"}`, or `{"result":"corrupt"}` (the view tag is ours but the note does
@@ -325,6 +349,17 @@ impl Module {
             Some(_) => Err(WasmError::WrongHandle { handle, expected: "proving key" }),
             None => Err(WasmError::UnknownHandle(handle)),
         }
+    }
+}
+
+/// A sealed file's refusal (opening) as its own status (the host tells a wrong passphrase from a file of
+/// another format without reading the text).
+fn file_error(e: WalletError) -> WasmError {
+    match e {
+        WalletError::Decrypt => WasmError::WrongPassphrase,
+        WalletError::BadFile(what) => WasmError::BadKeyFile(what),
+        WalletError::Kdf(_) => WasmError::BadKeyFile("key-derivation parameters Argon2id refuses"),
+        other => WasmError::Wallet(other),
     }
 }
 

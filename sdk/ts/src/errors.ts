@@ -15,7 +15,11 @@ export type NoxErrorCode =
   /** The client was closed. */
   | "closed"
   /** The caller passed something the SDK cannot send (too large, malformed). */
-  | "bad-input";
+  | "bad-input"
+  /** A sealed wallet key or state does not open: wrong passphrase, or a byte of it was altered. */
+  | "wrong-passphrase"
+  /** A sealed wallet key or state is not in a format this SDK reads (not a `wallet.key`). */
+  | "bad-key-file";
 
 /** An error of the NOX client. */
 export class NoxError extends Error {

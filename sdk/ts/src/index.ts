@@ -27,7 +27,10 @@ export type {
   WorkerLike,
 } from "./prover.js";
 export { LOG_PAGE, NoxWallet } from "./wallet.js";
-export type { AssetBalance, SyncReport, WalletBalances, WalletOptions } from "./wallet.js";
+export type { AssetBalance, SealedWalletOptions, SyncReport, WalletBalances, WalletOptions } from "./wallet.js";
+export { SEED_LEN, openSeed, openState, sealSeed, sealState, wipe } from "./seal.js";
+export { IndexedDbWalletStore, MemoryWalletStore } from "./store.js";
+export type { SyncCursor, WalletRecord, WalletStore } from "./store.js";
 export {
   DEFAULT_ACTION_GAS,
   DEFAULT_FEE_PERCENT,

@@ -86,5 +86,8 @@ export declare class NoxWasm {
     action: { pool: string; target: string; data: string; gas: number },
   ): Uint8Array;
   walletSealKey(seed: Uint8Array, passphrase: string | Uint8Array): Uint8Array;
+  walletOpenKey(sealed: Uint8Array, passphrase: string | Uint8Array): Uint8Array;
+  walletSealState(seed: Uint8Array, viewJson: string): Uint8Array;
+  walletOpenState(seed: Uint8Array, sealed: Uint8Array): string;
   walletSync(seed: Uint8Array, viewJson: string | null, logs: unknown[], pool: Uint8Array, lastBlock: number | bigint): string;
 }

@@ -3,10 +3,18 @@
 // shielded address and balances. The keys, note opening, the pool view and its JSON are nox-wasm's,
 // the same Rust `nox wallet` runs: a seed gives the same address and, over the same chain, the same
 // notes in either.
+//
+// Kept between page loads (sealed): `NoxWallet.create` / `restore` / `unlock` seal the seed under a
+// passphrase in `nox wallet`'s `wallet.key` format (seal.ts) and keep it, with the pool view
+// sealed in `nox wallet`'s `state` format and the sync cursor, in a WalletStore (store.ts:
+// IndexedDB in browsers); every synced page of logs is saved, so a reload resumes at the next
+// block instead of the pool's first.
 
 import type { Eip1193 } from "./bounds.js";
 import { NoxError } from "./errors.js";
 import { NoxWasm } from "./nox_wasm.mjs";
+import { SEED_LEN, openSeed, openState, sealSeed, sealState, wipe } from "./seal.js";
+import type { SyncCursor, WalletStore } from "./store.js";
 
 /** Blocks per `eth_getLogs` page (`nox_chain::pool_sync::LOG_PAGE`: an exit's default bound). */
 export const LOG_PAGE = 1000;
@@ -57,6 +65,23 @@ export interface WalletOptions {
   view?: string;
 }
 
+/** Where a sealed wallet is kept, and under which passphrase. */
+export interface SealedWalletOptions extends Omit<WalletOptions, "seed" | "view"> {
+  /**
+   * The passphrase the seed is sealed under (Argon2id). A `Uint8Array` is wiped after use; a
+   * string cannot be (JavaScript strings are immutable).
+   */
+  passphrase: string | Uint8Array;
+  /** Where the sealed key, the sealed view and the sync cursor are kept (IndexedDbWalletStore in a browser). */
+  store?: WalletStore;
+  /** The wallet's name in the store (default "default"). */
+  walletId?: string;
+}
+
+function equal(a: Uint8Array, b: Uint8Array | undefined): boolean {
+  return b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 function hexBytes(text: string, length: number, what: string): Uint8Array {
   const clean = text.startsWith("0x") ? text.slice(2) : text;
   if (clean.length !== 2 * length || !/^[0-9a-fA-F]*$/.test(clean)) {
@@ -71,6 +96,9 @@ function hexBytes(text: string, length: number, what: string): Uint8Array {
 export class NoxWallet {
   readonly #m: NoxWasm;
   readonly #seed: Uint8Array;
+  #store: { store: WalletStore; id: string } | undefined;
+  #closed = false;
+  #sealedKey: Uint8Array | undefined;
   readonly #provider: Eip1193;
   readonly #pool: string;
   readonly #fromBlock: number;
@@ -93,10 +121,91 @@ export class NoxWallet {
     this.address = m.walletAddress(this.#seed);
   }
 
-  /** Opens the wallet (no chain read yet: call `sync`). */
+  /** Opens the wallet (no chain read yet: call `sync`). The caller keeps (and wipes) its `seed`. */
   static async open(options: WalletOptions): Promise<NoxWallet> {
     const m = options.module instanceof NoxWasm ? options.module : await NoxWasm.instantiate(options.module);
     return new NoxWallet(m, options);
+  }
+
+  /**
+   * A new wallet: a fresh seed from the platform's CSPRNG, sealed under `passphrase` and kept in
+   * `store` (if given) under `walletId`. Refused if the store already holds a wallet of that id.
+   */
+  static async create(options: SealedWalletOptions): Promise<NoxWallet> {
+    const seed = crypto.getRandomValues(new Uint8Array(SEED_LEN));
+    try {
+      return await NoxWallet.#sealed(options, seed, undefined, true);
+    } finally {
+      wipe(seed);
+      if (options.passphrase instanceof Uint8Array) wipe(options.passphrase);
+    }
+  }
+
+  /**
+   * The wallet of a sealed key (`wallet.key`: from `exportKeyFile`, another page, or `nox wallet
+   * new`). With a store, the sealed key is kept there and the sync resumes from the view stored
+   * under `walletId` (if any: it must be this wallet's and this pool's). A wrong passphrase or an
+   * altered byte throws `NoxError` "wrong-passphrase"; another format "bad-key-file".
+   */
+  static async restore(options: SealedWalletOptions & { sealed: Uint8Array }): Promise<NoxWallet> {
+    const m = options.module instanceof NoxWasm ? options.module : await NoxWasm.instantiate(options.module);
+    let seed: Uint8Array | undefined;
+    try {
+      seed = openSeed(m, options.sealed, options.passphrase);
+      return await NoxWallet.#sealed({ ...options, module: m }, seed, options.sealed.slice(), false);
+    } finally {
+      wipe(seed);
+      if (options.passphrase instanceof Uint8Array) wipe(options.passphrase);
+    }
+  }
+
+  /** The wallet kept in `store` under `walletId` (a page reload): its sealed key opened with `passphrase`. */
+  static async unlock(options: SealedWalletOptions & { store: WalletStore }): Promise<NoxWallet> {
+    const record = await options.store.get(options.walletId ?? "default");
+    if (record?.sealedKey === undefined) {
+      throw new NoxError("bad-input", `no sealed wallet "${options.walletId ?? "default"}" in the store`);
+    }
+    return NoxWallet.restore({ ...options, sealed: record.sealedKey });
+  }
+
+  static async #sealed(
+    options: SealedWalletOptions,
+    seed: Uint8Array,
+    sealed: Uint8Array | undefined,
+    fresh: boolean,
+  ): Promise<NoxWallet> {
+    const m = options.module instanceof NoxWasm ? options.module : await NoxWasm.instantiate(options.module);
+    const id = options.walletId ?? "default";
+    const record = await options.store?.get(id);
+    if (fresh && record !== undefined) {
+      throw new NoxError("bad-input", `the store already holds a wallet "${id}" (delete it first)`);
+    }
+    let view: string | undefined;
+    const pool = options.pool.toLowerCase();
+    if (record?.state !== undefined && record.cursor !== undefined) {
+      if (record.cursor.pool !== pool) {
+        throw new NoxError("bad-input", `wallet "${id}" in the store is of pool ${record.cursor.pool}, not ${pool}`);
+      }
+      try {
+        view = openState(m, seed, record.state);
+      } catch (e) {
+        throw new NoxError("bad-input", `wallet "${id}" in the store belongs to another seed, or its state was altered`, {
+          cause: e,
+        });
+      }
+    }
+    if (!fresh && view === undefined && record?.sealedKey !== undefined && !equal(record.sealedKey, sealed)) {
+      // Never overwrite what may be another wallet's only sealed key.
+      throw new NoxError("bad-input", `the store holds another sealed key under "${id}" (delete it first)`);
+    }
+    const wallet = new NoxWallet(m, { ...options, module: m, seed, ...(view === undefined ? {} : { view }) });
+    wallet.#sealedKey = sealed ?? sealSeed(m, seed, options.passphrase);
+    if (options.store !== undefined) {
+      wallet.#store = { store: options.store, id };
+      // The key already stored under this id opens this wallet's state: it stays.
+      if (record?.sealedKey === undefined) await options.store.put(id, { sealedKey: wallet.#sealedKey });
+    }
+    return wallet;
   }
 
   /** The shielded pool. */
@@ -106,6 +215,7 @@ export class NoxWallet {
 
   /** The pool view's JSON (`nox wallet`'s state format): save it to resume a sync. */
   get view(): string {
+    this.#check();
     return this.#view;
   }
 
@@ -120,6 +230,7 @@ export class NoxWallet {
    * and applies them (new notes, spends, insertions). A concurrent call waits for the running one.
    */
   sync(): Promise<SyncReport> {
+    this.#check();
     if (this.#syncing === undefined) {
       this.#syncing = this.#sync().finally(() => {
         this.#syncing = undefined;
@@ -142,12 +253,32 @@ export class NoxWallet {
         params: [{ address: this.#pool, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }],
       })) as unknown[];
       if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
+      this.#check();
       view = this.#m.walletSync(this.#seed, view, page, pool, to);
       logs += page.length;
       from = to + 1;
+      this.#view = view;
+      await this.#save(to);
     }
     this.#view = view;
     return { head, logs, ms: performance.now() - started };
+  }
+
+  /** Saves the view (sealed) and its cursor in one store write: a reload resumes after `lastBlock`. */
+  async #save(lastBlock: number): Promise<void> {
+    if (this.#store === undefined) return;
+    const cursor: SyncCursor = { pool: this.#pool, fromBlock: this.#fromBlock, lastBlock };
+    await this.#store.store.put(this.#store.id, { state: sealState(this.#m, this.#seed, this.#view), cursor });
+  }
+
+  #check(): void {
+    if (this.#closed) throw new NoxError("closed", "the wallet was closed (its seed wiped)");
+  }
+
+  /** Wipes the seed from memory (zeroes its bytes); the wallet refuses every later call. */
+  close(): void {
+    wipe(this.#seed);
+    this.#closed = true;
   }
 
   /** Balances per asset, from the view as last synced. */
@@ -166,12 +297,22 @@ export class NoxWallet {
    * The seed sealed under `passphrase` in `nox wallet`'s `wallet.key` format (Argon2id,
    * ChaCha20-Poly1305): `nox wallet restore --from <file>` restores this wallet natively.
    */
-  exportKeyFile(passphrase: string): Uint8Array {
-    return this.#m.walletSealKey(this.#seed, passphrase);
+  exportKeyFile(passphrase: string | Uint8Array): Uint8Array {
+    this.#check();
+    return sealSeed(this.#m, this.#seed, passphrase);
+  }
+
+  /**
+   * The seed sealed under the passphrase it was created or restored with (`wallet.key`'s bytes:
+   * what the store keeps; `nox wallet restore --from` opens it). Undefined for `open`.
+   */
+  get sealedKey(): Uint8Array | undefined {
+    return this.#sealedKey?.slice();
   }
 
   /** @internal The seed, for the prover Worker (a copy). */
   seedCopy(): Uint8Array {
+    this.#check();
     return this.#seed.slice();
   }
 
