@@ -7,6 +7,7 @@ pub mod bindings;
 pub mod defi;
 pub mod deploy;
 mod error;
+pub mod l2fee;
 pub mod pool;
 pub mod pool_sync;
 pub mod reader;
