@@ -5,7 +5,10 @@
 // transaction (quote bounded by the client's own reading, proof in the Worker, bundle to the
 // exit's relayer) whose receipt arrives through the provider; the shielded balance then drops by
 // exactly fee + value, and the recipient holds the value. The SDK's seed, sealed as
-// `wallet.key`, restores natively to the same address and the same balance.
+// `wallet.key`, restores natively to the same address and the same balance. In Chromium, a page
+// creates a wallet sealed under a passphrase and kept in IndexedDB, receives a private transfer,
+// and a second page restores it from the sealed key, resumes its sync from IndexedDB (no block
+// read twice) and sees the same balance.
 //
 // Needs the `nox` binary (NOX_BIN), the module (NOX_WASM) and the prover fixture
 // (NOX_PROVER_PEER, default <target>/debug/examples/prover_peer: the testnet proving key).
@@ -205,6 +208,124 @@ test("a native wallet pays the SDK wallet; viem sends a private paid transaction
     `private transaction: sendTransaction → mined in ${(sentMs / 1000).toFixed(1)} s (ms: ${JSON.stringify(t)}); ` +
       `whole test ${((performance.now() - started) / 1000).toFixed(1)} s (${phases.join(", ")})`,
   );
+});
+
+test("headless Chromium: page 1 creates a sealed wallet kept in IndexedDB and receives a private transfer; page 2 restores it from the sealed key and passphrase, resumes its sync from IndexedDB and sees the same balance", async (t) => {
+  assert.ok(shared !== undefined, "the first test ran");
+  const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+  assert.ok(existsSync(executablePath), `Chromium is missing at ${executablePath} (apt-get install chromium; CI installs it)`);
+  const server = await servePage(WASM);
+  const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+  t.after(async () => {
+    await browser.close();
+    server.close();
+  });
+  // One browser profile: both pages share the origin's IndexedDB, as a reload does.
+  const context = await browser.newContext();
+  const errors = [];
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  const args = { directory: net.directoryUrl(), authority: net.authority(), pool: shared.pool, passphrase: PASSPHRASE, walletId: "sealed-e2e" };
+
+  // Page 1: a fresh wallet sealed under the passphrase, kept in IndexedDB, synced once.
+  const page1 = await context.newPage();
+  page1.on("pageerror", (error) => errors.push(String(error)));
+  await page1.goto(url);
+  const created = await page1.evaluate(async ({ directory, authority, pool, passphrase, walletId }) => {
+    const sdk = await import("/sdk/index.js");
+    const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
+    globalThis.client = await sdk.NoxClient.connect({
+      directory, authorityKey: authority, module: await sdk.loadModule(bytes), coverRate: 0, requestTimeoutMs: 20_000,
+    });
+    globalThis.wallet = await sdk.NoxWallet.create({
+      module: bytes, provider: globalThis.client.provider(), pool, passphrase: new TextEncoder().encode(passphrase),
+      store: new sdk.IndexedDbWalletStore(), walletId,
+    });
+    await globalThis.wallet.sync();
+    return { address: globalThis.wallet.address, sealed: [...globalThis.wallet.sealedKey] };
+  }, args);
+  assert.match(created.address, /^nox1/);
+  // The key the page sealed opens natively (`nox wallet restore`) to the same address.
+  const pageKey = join(net.dir, "page.key");
+  writeFileSync(pageKey, Uint8Array.from(created.sealed));
+  const restoredDir = join(net.dir, "wallet-page");
+  wallet(["restore", "--wallet", restoredDir, "--from", pageKey]);
+  assert.equal(wallet(["address", "--wallet", restoredDir]).trim().split(/\s+/).find((w) => w.startsWith("nox1")), created.address);
+
+  // The native wallet pays the page's wallet privately (its change from the first test).
+  const amount = 2n * 10n ** 17n;
+  const a = join(net.dir, "wallet-a");
+  const direct = ["--testnet", net.dir, "--direct-rpc", shared.rpc];
+  await until("the native wallet's change to be spendable", 90_000, () => nativeBalance(["--wallet", a, ...direct]).spendable >= amount);
+  await walletAsync(["send", "--wallet", a, ...direct, "--to", created.address, "--amount", `${amount}wei`, "--cover-rate", "0", "--yes"]);
+  const seen = await page1.evaluate(async () => {
+    await globalThis.wallet.sync();
+    const b = globalThis.wallet.balance();
+    const out = { total: String(b.spendable + b.pending), lastBlock: globalThis.wallet.lastBlock };
+    globalThis.wallet.close();
+    globalThis.client.close();
+    return out;
+  });
+  assert.equal(BigInt(seen.total), amount, "page 1's wallet sees exactly the amount paid to it");
+  await page1.close();
+  // Blocks page 1 has not read (Anvil mines on demand): page 2 must read exactly these.
+  for (let i = 0; i < 3; i++) {
+    await fetch(shared.rpc, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "evm_mine", params: [] }),
+    });
+  }
+
+  // Page 2 (a reload): the sealed key and the passphrase; the notes and the cursor from IndexedDB.
+  const page2 = await context.newPage();
+  page2.on("pageerror", (error) => errors.push(String(error)));
+  await page2.goto(url);
+  const resumed = await page2.evaluate(async ({ directory, authority, pool, passphrase, walletId, sealed }) => {
+    const sdk = await import("/sdk/index.js");
+    const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
+    const module = await sdk.loadModule(bytes);
+    const client = await sdk.NoxClient.connect({ directory, authorityKey: authority, module, coverRate: 0, requestTimeoutMs: 20_000 });
+    try {
+      const reads = client.provider();
+      const ranges = [];
+      const counted = {
+        request: (args) => {
+          if (args.method === "eth_getLogs") ranges.push([Number(BigInt(args.params[0].fromBlock)), Number(BigInt(args.params[0].toBlock))]);
+          return reads.request(args);
+        },
+      };
+      const store = new sdk.IndexedDbWalletStore();
+      const options = { module: bytes, provider: counted, pool, store, walletId, sealed: Uint8Array.from(sealed) };
+      let wrong;
+      try {
+        await sdk.NoxWallet.restore({ ...options, passphrase: "not the passphrase" });
+      } catch (e) {
+        wrong = e.code;
+      }
+      const wallet = await sdk.NoxWallet.restore({ ...options, passphrase });
+      const stored = wallet.lastBlock;
+      const storedBalance = wallet.balance();
+      await wallet.sync();
+      const b = wallet.balance();
+      const cursor = (await store.get(walletId)).cursor;
+      return {
+        wrong, address: wallet.address, stored, ranges, cursor,
+        storedTotal: String(storedBalance.spendable + storedBalance.pending), total: String(b.spendable + b.pending),
+      };
+    } finally {
+      client.close();
+    }
+  }, { ...args, sealed: created.sealed });
+  assert.deepEqual(errors, []);
+  assert.equal(resumed.wrong, "wrong-passphrase", "a wrong passphrase is refused with a typed error");
+  assert.equal(resumed.address, created.address);
+  assert.equal(resumed.stored, seen.lastBlock, "the view in IndexedDB is where page 1 stopped");
+  assert.equal(BigInt(resumed.storedTotal), amount, "the notes come from IndexedDB before any chain read");
+  assert.ok(resumed.ranges.length > 0, "page 2 read the new blocks");
+  assert.equal(resumed.ranges[0][0], seen.lastBlock + 1, "the sync resumes at the block after page 1's last");
+  assert.ok(resumed.ranges.every(([from]) => from > seen.lastBlock), "no block page 1 read is read again");
+  assert.equal(BigInt(resumed.total), amount, "page 2 sees the same balance");
+  assert.ok(resumed.cursor.lastBlock >= seen.lastBlock);
+  console.log(`Chromium sealed wallet: page 1 stopped at block ${seen.lastBlock}; page 2 read ${JSON.stringify(resumed.ranges)}`);
 });
 
 test("headless Chromium: a page restores the wallet from its seed, sees the same balance and sends a private paid transaction", async (t) => {
