@@ -231,10 +231,13 @@ export class PrivateSender {
       request.recipient = tx.to;
     }
     let proved: ProvedTransfer;
+    const seed = wallet.seedCopy();
     try {
-      proved = await o.prover.prove({ seed: wallet.seedCopy(), view: wallet.view, request }, o.onProgress);
+      proved = await o.prover.prove({ seed, view: wallet.view, request }, o.onProgress);
     } catch (e) {
       throw new NoxError("bad-input", `the wallet could not prove the payment: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      seed.fill(0); // the Worker got its own copy (structured clone)
     }
     const t4 = performance.now();
     const calldata = wallet.module.payBundle(proved.description, proved.proof, { pool: wallet.pool, ...action });

@@ -116,7 +116,13 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
   if (wasm === undefined || key === undefined) throw new Error("the prover is not initialised");
   port.postMessage({ id, progress: { stage: "prepare" } });
   const t0 = performance.now();
-  const { handle: prepared, description } = wasm.walletPrepare(msg.seed, msg.view, msg.request);
+  let prep;
+  try {
+    prep = wasm.walletPrepare(msg.seed, msg.view, msg.request);
+  } finally {
+    msg.seed.fill(0); // this Worker's copy of the seed: the prepared witness stays in the module
+  }
+  const { handle: prepared, description } = prep;
   const t1 = performance.now();
   port.postMessage({ id, progress: { stage: "prove", description } });
   const { proof, publicInputs } = wasm.proveTransfer(key, prepared);

@@ -58,6 +58,7 @@ export interface ProverStart {
 
 /** A private transaction to prove: the wallet seed, its pool view (state JSON) and the request. */
 export interface ProveInput {
+  /** The Worker zeroes its copy (a Worker receives a clone) once the transaction is prepared. */
   seed: Uint8Array;
   view: string;
   request: object;
