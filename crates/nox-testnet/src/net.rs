@@ -127,23 +127,9 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         TestnetCommand::Up { args, layout } => up(&args.dir, layout),
         TestnetCommand::Status { args } => status(&args.dir),
         TestnetCommand::Traffic { args, packets, rate } => traffic(&args.dir, *packets, *rate),
-        TestnetCommand::Demo { args, packets, geometry } => {
-            // The demo's HTTP and HTTPS servers are bound first: their addresses
-            // are the only local destinations the exits may reach.
-            let bind = |what: &str| {
-                let listener =
-                    std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("demo {what} server: {e}"))?;
-                let addr = listener.local_addr().map_err(|e| format!("demo {what} server: {e}"))?;
-                Ok::<_, TestnetError>((listener, addr))
-            };
-            let ((server, addr), (tls, tls_addr)) = (bind("HTTP")?, bind("HTTPS")?);
-            up(&args.dir, &Layout { exit_allow: vec![addr, tls_addr], geometry: *geometry, ..Layout::default() })?;
-            let result =
-                traffic(&args.dir, *packets, 0.0).and_then(|()| crate::demo_requests::run(&args.dir, server, tls));
-            let shown = status(&args.dir);
-            down(&args.dir)?;
-            result.and(shown)
-        }
+        // `nox testnet demo` needs the wallet for its money part: the `nox` binary runs it
+        // (crates/nox/src/demo.rs) and never passes it here.
+        TestnetCommand::Demo { .. } => Err("`testnet demo` is run by the `nox` binary (nox testnet demo)".into()),
         TestnetCommand::Join { args } => join(&args.dir).map(|_| ()),
         TestnetCommand::Leave { args, node } => leave(&args.dir, *node),
         TestnetCommand::Restart { args, node } => restart(&args.dir, *node),
