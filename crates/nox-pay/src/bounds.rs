@@ -325,6 +325,7 @@ mod tests {
             ],
             payment_gas: 420_000,
             insertion_gas: 0,
+            l1_data_gas: 0,
         }
     }
 

@@ -82,6 +82,21 @@ pub fn required_wei(gas_limit: u64, max_fee_per_gas: u128, margin_bps: u32) -> U
     (cost * U256::from(BPS + margin_bps)).div_ceil(U256::from(BPS))
 }
 
+/// `wei` with `margin_bps` on top, rounded up: the part of a required fee that an L1 data fee
+/// (charged beside the gas, on the OP stack) adds.
+pub fn with_margin(wei: U256, margin_bps: u32) -> U256 {
+    (wei * U256::from(BPS + margin_bps)).div_ceil(U256::from(BPS))
+}
+
+/// An L1 data fee of `fee` wei as gas at `max_fee_per_gas` (a quote's `l1_data_gas`), rounded
+/// up; 0 gas per wei (a zero max fee) prices it as 0.
+pub fn l1_fee_gas(fee: U256, max_fee_per_gas: u128) -> u64 {
+    if max_fee_per_gas == 0 {
+        return 0;
+    }
+    u64::try_from(fee.div_ceil(U256::from(max_fee_per_gas))).unwrap_or(u64::MAX)
+}
+
 /// A fee token's price at the moment of pricing: what selling an amount of it would yield in
 /// wei, and the least amount whose sale yields a given number of wei. The relayer values every
 /// token fee through this (admission, quotes, fee bumps). The shipped source is a Uniswap v2
@@ -150,6 +165,18 @@ mod tests {
         assert_eq!(insertion_gas(433_000, 1), 866_000);
         assert_eq!(insertion_gas(1, 0), 2); // a zero batch size is read as one
         assert_eq!(insertion_gas(u64::MAX, 1), u64::MAX);
+    }
+
+    #[test]
+    fn an_l1_data_fee_is_priced_with_the_margin_and_as_gas_rounded_up() {
+        assert_eq!(with_margin(U256::from(1_000u64), 1_000), U256::from(1_100u64));
+        assert_eq!(with_margin(U256::from(1u64), 1), U256::from(2u64));
+        // 2.05e13 wei of data fee at 0.0015 gwei per gas: 13,687,604 gas (rounded up).
+        assert_eq!(l1_fee_gas(U256::from(20_531_405_242_323u64), 1_500_000), 13_687_604);
+        assert_eq!(l1_fee_gas(U256::from(1u64), 0), 0);
+        // The quote's gas, priced at the max fee, covers the fee.
+        let gas = l1_fee_gas(U256::from(999_999u64), 7);
+        assert!(U256::from(gas) * U256::from(7u64) >= U256::from(999_999u64));
     }
 
     #[test]

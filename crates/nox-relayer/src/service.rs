@@ -24,6 +24,7 @@ use alloy::sol_types::{SolCall, SolInterface};
 use ark_bn254::Bn254;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use nox_chain::bindings::BatchExecutor;
+use nox_chain::l2fee::FeeModel;
 use nox_chain::pool::ShieldedPool;
 use nox_zk::groth16::VerifyingKey;
 use serde::Deserialize;
@@ -294,6 +295,15 @@ pub struct Policy {
     pub twap_window_s: u64,
     /// Seconds between the relayer's own readings of each pair's cumulative price.
     pub price_sample_s: u64,
+    /// How the chain charges for data (`l1`, `op_stack`, `arbitrum`; docs/design/l2-fees.md).
+    /// Unset: detected from the chain id ([`FeeModel::for_chain`]); an unknown chain is priced
+    /// as an L1, with a warning at start.
+    pub fee_model: Option<FeeModel>,
+    /// Calldata bytes of the bundle a quote prices the L1 data fee of (an L2 only): a
+    /// payment-only bundle with its proof and two note ciphertexts. The submission's check
+    /// prices the exact transaction; a bundle whose action carries more calldata than this is
+    /// refused with the fee it needs (`required_fee`).
+    pub l1_reference_calldata_bytes: usize,
 }
 
 impl Default for Policy {
@@ -325,6 +335,8 @@ impl Default for Policy {
             quote_cache_ms: 1_000,
             twap_window_s: 1_800,
             price_sample_s: 30,
+            fee_model: None,
+            l1_reference_calldata_bytes: 1_600,
         }
     }
 }
@@ -393,6 +405,8 @@ pub struct Relayer {
     verifications: AtomicU64,
     /// Simulation rounds run (each: pool views and up to two `eth_simulateV1`).
     simulation_rounds: AtomicU64,
+    /// How the chain charges for data.
+    fee_model: FeeModel,
 }
 
 /// What a relayer has spent its work on since it started.
@@ -539,6 +553,23 @@ impl Relayer {
         {
             tracing::warn!("{warning}");
         }
+        let fee_model = match p.fee_model.or_else(|| FeeModel::for_chain(chain)) {
+            Some(model) => model,
+            None => {
+                tracing::warn!(
+                    chain,
+                    "relayer: chain id not known to carry an L1 data fee model: pricing execution gas only (set \
+                     policy.fee_model = \"op_stack\" or \"arbitrum\" on a rollup, or every bundle loses its data fee)"
+                );
+                FeeModel::L1
+            }
+        };
+        if fee_model != FeeModel::L1 {
+            nox_chain::l2fee::read_pricing(&provider, fee_model)
+                .await
+                .map_err(|e| RelayerError::Chain(format!("L1 data fee ({fee_model:?}): {e}")))?;
+            tracing::info!(chain, ?fee_model, "relayer: pricing the L1 data fee of every bundle");
+        }
         let account = signer.address();
         let mut journal = Journal::open(&config.journal, config.chain_id, account)?;
         let count =
@@ -562,6 +593,7 @@ impl Relayer {
             quote_cache: Mutex::new(None),
             verifications: AtomicU64::new(0),
             simulation_rounds: AtomicU64::new(0),
+            fee_model,
             config,
             provider,
             wallet: EthereumWallet::from(signer),
@@ -693,6 +725,7 @@ impl Relayer {
         let (block, plan) = self.fee_plan().await?;
         let p = &self.config.policy;
         let per_million_wei = required_wei(1_000_000, plan.max_fee_per_gas, p.margin_bps);
+        let l1_data_gas = self.reference_l1_gas(&plan).await?;
         let mut prices = Vec::new();
         for asset in &self.admission.assets {
             match self.fee_for_wei(*asset, per_million_wei).await {
@@ -715,7 +748,41 @@ impl Relayer {
             prices,
             payment_gas: p.payment_gas,
             insertion_gas: p.insertion_gas(),
+            l1_data_gas,
         })
+    }
+
+    /// The L1 data fee (wei) of the signed transaction `signed` on this chain, at the prices
+    /// posted now (0 on an L1).
+    async fn l1_fee(&self, signed: &[u8]) -> Result<U256, String> {
+        if self.fee_model == FeeModel::L1 {
+            return Ok(U256::ZERO);
+        }
+        let pricing =
+            nox_chain::l2fee::read_pricing(&self.provider, self.fee_model).await.map_err(|e| e.to_string())?;
+        Ok(pricing.fee(signed))
+    }
+
+    /// A quote's `l1_data_gas`: the data fee of a payment-only bundle of
+    /// [`Policy::l1_reference_calldata_bytes`] (incompressible bytes, as a proof and
+    /// ciphertexts are), signed as it would be sent, in gas at the plan's max fee.
+    async fn reference_l1_gas(&self, plan: &FeePlan) -> Result<u64, String> {
+        if self.fee_model == FeeModel::L1 {
+            return Ok(0);
+        }
+        let p = &self.config.policy;
+        let mut calldata = Vec::with_capacity(p.l1_reference_calldata_bytes + 32);
+        let mut block = keccak256(b"nox l1 reference calldata").0;
+        while calldata.len() < p.l1_reference_calldata_bytes {
+            calldata.extend_from_slice(&block);
+            block = keccak256(block).0;
+        }
+        calldata.truncate(p.l1_reference_calldata_bytes);
+        let limit = crate::price::gas_limit(p.payment_gas, 0, p.gas_extra_bps);
+        let nonce = self.next_nonce().await;
+        let (_, signed) = self.sign(self.request(&calldata, limit, plan), nonce).await?;
+        let fee = self.l1_fee(&signed).await?;
+        Ok(crate::price::l1_fee_gas(fee, plan.max_fee_per_gas))
     }
 
     fn request(&self, calldata: &[u8], gas: u64, plan: &FeePlan) -> TransactionRequest {
@@ -909,7 +976,32 @@ impl Relayer {
             Err(refusal) => return refusal,
         };
         let action_gas = u64::try_from(s.bundle.action.gas).unwrap_or(u64::MAX);
-        let limit = bundle_gas_limit(first.gas_used, p.payment_gas, action_gas, p.gas_extra_bps);
+        let mut limit = bundle_gas_limit(first.gas_used, p.payment_gas, action_gas, p.gas_extra_bps);
+        // The L1 data fee of the transaction as it will be signed (an L2; 0 on an L1). On
+        // Arbitrum it is charged as gas at the base fee: the limit must hold it (with the
+        // base-fee headroom: fewer wei per gas, more gas) and the gas price covers it; on the OP
+        // stack it is charged beside the gas and priced beside it.
+        let mut l1_fee = U256::ZERO;
+        if self.fee_model != FeeModel::L1 {
+            let nonce = self.next_nonce().await;
+            let signed = match self.sign(self.request(&s.calldata, limit, &plan), nonce).await {
+                Ok((_, signed)) => signed,
+                Err(e) => return chain_refusal(e),
+            };
+            l1_fee = match self.l1_fee(&signed).await {
+                Ok(fee) => fee,
+                Err(e) => return chain_refusal(e),
+            };
+            if self.fee_model == FeeModel::Arbitrum {
+                let l1_gas = nox_chain::l2fee::ArbFeeParams::gas_for(l1_fee, plan.base_fee.max(1));
+                let l1_gas = crate::price::l1_fee_gas(
+                    U256::from(l1_gas) * U256::from(crate::price::BPS + p.base_fee_headroom_bps),
+                    u128::from(crate::price::BPS),
+                );
+                limit = limit.saturating_add(l1_gas);
+                l1_fee = U256::ZERO;
+            }
+        }
         // The exact transaction: same sender, calldata, fees and the gas limit it will carry.
         let exact = self.request(&s.calldata, limit, &plan);
         let sim = match self.simulate(&exact).await {
@@ -931,7 +1023,8 @@ impl Relayer {
         // The fee covers the transaction's gas limit and the insertion share of its two
         // output notes (what the relayer's inserter will spend on them), at the same price.
         let priced_gas = limit.saturating_add(p.insertion_gas());
-        let required = required_wei(priced_gas, plan.max_fee_per_gas, p.margin_bps);
+        let required = required_wei(priced_gas, plan.max_fee_per_gas, p.margin_bps)
+            .saturating_add(crate::price::with_margin(l1_fee, p.margin_bps));
         let value = match self.value_wei(a.asset, a.fee).await {
             Ok(v) => v,
             Err(e) => return price_refusal(e),
@@ -944,7 +1037,7 @@ impl Relayer {
             return Outcome::Refused {
                 reason: Reason::Unprofitable,
                 detail: format!(
-                    "the fee is worth {value} wei; gas limit {limit} and the outputs' insertion share {} gas at {} wei per gas plus a {} bps margin needs {required} wei",
+                    "the fee is worth {value} wei; gas limit {limit} and the outputs' insertion share {} gas at {} wei per gas, an L1 data fee of {l1_fee} wei, plus a {} bps margin needs {required} wei",
                     p.insertion_gas(),
                     plan.max_fee_per_gas,
                     p.margin_bps
@@ -1110,7 +1203,17 @@ impl Relayer {
             None => self.value_wei(entry.asset, entry.fee).await.unwrap_or(U256::ZERO),
         };
         let priced_gas = entry.gas_limit.saturating_add(p.insertion_gas());
-        if required_wei(priced_gas, new.max_fee_per_gas, p.margin_bps) > value {
+        // The OP stack's data fee is charged beside the gas (Arbitrum's is in the gas limit).
+        let l1_fee = match self.fee_model {
+            FeeModel::OpStack => match self.l1_fee(&entry.raw).await {
+                Ok(fee) => fee,
+                Err(_) => return true,
+            },
+            _ => U256::ZERO,
+        };
+        let required = required_wei(priced_gas, new.max_fee_per_gas, p.margin_bps)
+            .saturating_add(crate::price::with_margin(l1_fee, p.margin_bps));
+        if required > value {
             tracing::info!(nonce = entry.nonce, "relayer: no further fee bump (it would be unprofitable)");
             return false;
         }

@@ -184,6 +184,17 @@ pub struct Quote {
     /// limit in [`Quote::fee_for_action`]. Absent (an older relayer): 0.
     #[serde(default)]
     pub insertion_gas: u64,
+    /// The L1 data fee of the bundle on an L2 (OP stack, Arbitrum; docs/design/l2-fees.md),
+    /// as gas at `max_fee_per_gas`: the fee the chain charges for posting a bundle of the
+    /// relayer's reference size (`Policy::l1_reference_calldata_bytes`) to L1, divided by the
+    /// max fee, rounded up. Added to the gas in [`Quote::fee_for_action`]. 0 on an L1 (and
+    /// then not sent: an older client, which refuses unknown fields, still reads the quote).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub l1_data_gas: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The fee a relayer asks in one asset.
@@ -199,10 +210,11 @@ pub struct AssetPrice {
 impl Quote {
     /// The fee (in `asset`) this quote asks for a bundle whose action takes `action_gas` (0 for
     /// a payment-only bundle): the gas limit [`crate::price::gas_limit`] plus the insertion
-    /// share, or `None` if the asset is not priced.
+    /// share plus the L1 data fee's gas (`l1_data_gas`, 0 on an L1), or `None` if the asset is
+    /// not priced.
     pub fn fee_for_action(&self, asset: Address, action_gas: u64) -> Option<U256> {
         let limit = crate::price::gas_limit(self.payment_gas, action_gas, self.gas_extra_bps);
-        self.fee_for(asset, limit.saturating_add(self.insertion_gas))
+        self.fee_for(asset, limit.saturating_add(self.insertion_gas).saturating_add(self.l1_data_gas))
     }
 
     /// The fee (in `asset`) this quote asks for a transaction with gas limit `gas`, or `None`
@@ -417,6 +429,7 @@ mod tests {
             prices: vec![AssetPrice { asset: Address::ZERO, per_million_gas: U256::from(3u64) }],
             payment_gas: 0,
             insertion_gas: 0,
+            l1_data_gas: 0,
         };
         assert_eq!(q.fee_for(Address::ZERO, 1), Some(U256::from(1u64)));
         assert_eq!(q.fee_for(Address::ZERO, 1_000_000), Some(U256::from(3u64)));
@@ -441,6 +454,7 @@ mod tests {
             prices: vec![AssetPrice { asset: Address::ZERO, per_million_gas: U256::from(1_000_000u64) }],
             payment_gas: 300_000,
             insertion_gas: 0,
+            l1_data_gas: 0,
         };
         // One wei per gas: the fee is the gas. Payment-only (action gas 0).
         let without = q.fee_for_action(Address::ZERO, 0).unwrap();
@@ -452,5 +466,11 @@ mod tests {
         let mut json = serde_json::to_value(&q).unwrap();
         json.as_object_mut().unwrap().remove("insertion_gas");
         assert_eq!(serde_json::from_value::<Quote>(json).unwrap().insertion_gas, 0);
+        // On an L2 the data fee's gas is priced too; on an L1 (0) the field is not sent.
+        assert!(!serde_json::to_string(&q).unwrap().contains("l1_data_gas"));
+        q.l1_data_gas = 2_000_000;
+        assert_eq!(q.fee_for_action(Address::ZERO, 0).unwrap(), U256::from(310_000u64 + 54_125 + 2_000_000));
+        let back: Quote = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
+        assert_eq!(back.l1_data_gas, 2_000_000);
     }
 }

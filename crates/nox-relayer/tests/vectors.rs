@@ -68,6 +68,7 @@ fn vectors() -> Value {
         }],
         payment_gas: 500_000,
         insertion_gas: nox_relayer::price::insertion_gas(433_000, 16),
+        l1_data_gas: 0,
     };
     let outcomes = vec![
         Outcome::Included {
