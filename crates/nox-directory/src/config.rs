@@ -53,6 +53,10 @@ pub struct DirectoryConfig {
     /// it names the geometry the initial document and every upload must be of.
     #[serde(default = "default_layers")]
     pub layers: u8,
+    /// The network's packet length in bytes (default 32768; 2048, 4096, 8192 or 16384): with
+    /// the scheme and layers, it names the geometry.
+    #[serde(default)]
+    pub packet_len: nox_topology::PacketLen,
 }
 
 fn default_layers() -> u8 {
@@ -121,12 +125,12 @@ impl DirectoryConfig {
         toml::from_str(&text).map_err(|e| ConfigError::Invalid(format!("{}: {e}", path.display())))
     }
 
-    /// The network's geometry: [`DirectoryConfig::sphinx_scheme`] at the default packet length,
+    /// The network's geometry: [`DirectoryConfig::sphinx_scheme`] at [`DirectoryConfig::packet_len`],
     /// with [`DirectoryConfig::layers`] hops.
     pub fn geometry(&self) -> Result<Geometry, ConfigError> {
-        nox_topology::network_geometry(self.sphinx_scheme, usize::from(self.layers)).map_err(|e| {
-            ConfigError::Invalid(format!("sphinx_scheme {} with {} layers: {e}", self.sphinx_scheme, self.layers))
-        })
+        nox_topology::network_geometry_with_len(self.sphinx_scheme, usize::from(self.layers), self.packet_len).map_err(
+            |e| ConfigError::Invalid(format!("sphinx_scheme {} with {} layers: {e}", self.sphinx_scheme, self.layers)),
+        )
     }
 
     /// The request timeout.
@@ -186,5 +190,13 @@ mod tests {
         assert_eq!(xwing.geometry().unwrap().scheme(), Scheme::XWing);
         let error = toml::from_str::<DirectoryConfig>(&format!("{MINIMAL}sphinx_scheme = \"kyber\"\n")).unwrap_err();
         assert!(error.to_string().contains("unknown Sphinx scheme \"kyber\""), "{error}");
+    }
+
+    #[test]
+    fn the_packet_length_is_part_of_the_geometry_with_a_clear_error() {
+        let small: DirectoryConfig = toml::from_str(&format!("{MINIMAL}packet_len = 4096\n")).unwrap();
+        assert_eq!(small.geometry().unwrap().packet_len(), 4096);
+        let error = toml::from_str::<DirectoryConfig>(&format!("{MINIMAL}packet_len = 3000\n")).unwrap_err();
+        assert!(error.to_string().contains("unsupported packet length 3000"), "{error}");
     }
 }
