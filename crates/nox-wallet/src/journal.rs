@@ -8,7 +8,7 @@
 //! transaction, its hash once broadcast). The entry is removed once the outcome is known (a
 //! receipt, or a refusal that sent nothing). When the answer is lost (the RPC endpoint or the
 //! mixnet went away, a timeout), the entry stays, the command prints what it knows and exits
-//! with [`super::EXIT_UNCONFIRMED`]. Re-run, the same command finds its intent here and asks
+//! with the `nox` binary's exit status 3 (`EXIT_UNCONFIRMED`). Re-run, the same command finds its intent here and asks
 //! the chain before anything else ([`Entry::status`] on what the chain says): mined (a receipt,
 //! or the nullifiers spent) — it reports "already submitted as 0x…; mined in block N" and sends
 //! nothing; still pending — it says so and sends nothing; impossible now (the proof's deadline
@@ -18,8 +18,12 @@
 //! The decision ([`decide`]) is pure; the file is plain JSON, mode 0600 in the 0700 wallet
 //! directory, and normally empty (an entry lives only while an answer is outstanding).
 
-use alloy::primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U256};
 use serde::{Deserialize, Serialize};
+
+/// How the error message of a command that handed a transaction over and lost the answer starts
+/// (the `nox` binary maps it to its exit status 3, `EXIT_UNCONFIRMED`).
+pub const UNCONFIRMED: &str = "UNCONFIRMED: ";
 
 /// The journal's file name in the wallet directory.
 pub const FILE: &str = "submitted.json";
@@ -144,7 +148,7 @@ pub fn lost(entry: &Entry, why: &str) -> String {
     format!(
         "{}{what}, but its receipt was lost ({why}); it may still land. Re-run the same command: it checks the \
          chain for this transaction and does not send it again",
-        super::UNCONFIRMED
+        UNCONFIRMED
     )
 }
 
@@ -196,6 +200,6 @@ mod tests {
         j.resolve("send");
         assert!(j.find("send").is_none());
         let lost = lost(&private(1), "timeout");
-        assert!(lost.starts_with(crate::wallet_cmd::UNCONFIRMED) && lost.contains("relayer"), "{lost}");
+        assert!(lost.starts_with(UNCONFIRMED) && lost.contains("relayer"), "{lost}");
     }
 }

@@ -4,11 +4,13 @@
 
 pub mod error;
 pub mod file;
+pub mod journal;
 pub mod keys;
 pub mod memo;
 pub mod privacy;
 pub mod spend;
 pub mod state;
+pub mod units;
 
 pub use error::WalletError;
 pub use keys::{PaymentAddress, Seed, ViewingKey};
