@@ -88,6 +88,23 @@ pub fn evidence_from(
     })
 }
 
+/// Whether `signature` (65 bytes, `r ‖ s ‖ v`) is `operator`'s statement that it used the keys
+/// hashing to `keys_hash` in `epoch`, under the registry's EIP-712 domain.
+pub fn statement_is_valid(
+    chain_id: u64,
+    registry: Address,
+    operator: Address,
+    epoch: u32,
+    keys_hash: B256,
+    signature: &[u8],
+) -> bool {
+    let digest = epoch_keys_digest(chain_id, registry, operator, epoch, keys_hash);
+    alloy::primitives::Signature::try_from(signature)
+        .ok()
+        .and_then(|sig| sig.recover_address_from_prehash(&digest).ok())
+        .is_some_and(|signer| signer == operator)
+}
+
 /// Two conflicting statements of one operator for one epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Equivocation {
@@ -101,6 +118,18 @@ pub struct Equivocation {
     pub b: (B256, Bytes),
 }
 
+impl Equivocation {
+    /// Whether this is proof the registry accepts: two different keys hashes for one epoch,
+    /// each signed by the operator under the registry's domain (what `slashEquivocation`
+    /// checks). Evidence that fails this is never submitted: it would only burn gas.
+    pub fn verifies(&self, chain_id: u64, registry: Address) -> bool {
+        let valid = |(hash, signature): &(B256, Bytes)| {
+            statement_is_valid(chain_id, registry, self.operator, self.epoch, *hash, signature)
+        };
+        self.a.0 != self.b.0 && valid(&self.a) && valid(&self.b)
+    }
+}
+
 /// Submits the evidence from `reporter`'s account (which receives the reporter's share).
 pub async fn submit(
     rpc_url: &str,
@@ -108,8 +137,18 @@ pub async fn submit(
     reporter: &PrivateKeySigner,
     evidence: &Equivocation,
 ) -> Result<(), ChainError> {
+    submit_to(rpc_url, deployment.registry, reporter, evidence).await
+}
+
+/// [`submit`] to the registry at `registry` (what a watcher knows from its `[chain]` section).
+pub async fn submit_to(
+    rpc_url: &str,
+    registry: Address,
+    reporter: &PrivateKeySigner,
+    evidence: &Equivocation,
+) -> Result<(), ChainError> {
     let provider = wallet_provider(rpc_url, reporter)?;
-    let registry = NodeRegistry::new(deployment.registry, &provider);
+    let registry = NodeRegistry::new(registry, &provider);
     confirm(
         registry
             .slashEquivocation(

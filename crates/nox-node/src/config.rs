@@ -305,12 +305,17 @@ pub enum ConfigError {
 }
 
 impl NodeConfig {
-    /// Reads `path`, then applies `NOX_*` overrides from `env`.
+    /// Reads `path` (a `[chain] preset` expanded, [`crate::chain_preset`]), then applies `NOX_*`
+    /// overrides from `env`.
     pub fn load(path: &std::path::Path, env: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        let mut config: NodeConfig = toml::from_str(&text)
-            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        let parse_error = |e: toml::de::Error| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() };
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        let mut config: NodeConfig = match crate::chain_preset::expanded(&text, dir)? {
+            Some(table) => table.try_into().map_err(parse_error)?,
+            None => toml::from_str(&text).map_err(parse_error)?,
+        };
         config.apply_env(env)?;
         Ok(config)
     }

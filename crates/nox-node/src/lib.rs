@@ -5,6 +5,7 @@
 mod admission;
 pub mod chaos;
 mod config;
+mod chain_preset;
 mod cover;
 mod directory_client;
 mod durability;
@@ -18,6 +19,7 @@ mod pipeline;
 mod replay_store;
 mod runtime;
 mod trust;
+pub mod watcher;
 
 pub use admission::{
     AdaptivePow, AdmissionError, DIFFICULTY_UPDATE_PERIOD, IngestAdmission, difficulty_greeting, run_adaptive_pow,
