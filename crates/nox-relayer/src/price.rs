@@ -97,6 +97,66 @@ pub fn l1_fee_gas(fee: U256, max_fee_per_gas: u128) -> u64 {
     u64::try_from(fee.div_ceil(U256::from(max_fee_per_gas))).unwrap_or(u64::MAX)
 }
 
+/// The calldata of a representative bundle, for pricing its L1 data fee before any bundle
+/// arrives (a quote, docs/design/l2-fees.md): `execute` of a shielded payment through `pool`
+/// — a proof, root, nullifiers and commitments as field elements (pseudo-random, as real
+/// ones are: incompressible), two 104-byte note ciphertexts, a fee and a deadline — with an
+/// action carrying `action_bytes` of calldata (pseudo-random). The zero padding of the ABI is
+/// real, so its FastLZ length is a real bundle's (the OP stack's Fjord fee counts that).
+pub fn reference_bundle_calldata(pool: alloy_primitives::Address, action_bytes: usize) -> Vec<u8> {
+    use alloy_primitives::{Bytes, keccak256};
+    use alloy_sol_types::{SolCall, SolValue};
+    let mut seed = keccak256(b"nox reference bundle");
+    let mut next = || {
+        seed = keccak256(seed);
+        let mut word = seed.0;
+        word[0] &= 0x1f; // below the BN254 scalar field, like every public input
+        U256::from_be_bytes(word)
+    };
+    let mut stream = |n: usize| {
+        let mut out = Vec::with_capacity(n + 32);
+        while out.len() < n {
+            out.extend_from_slice(&next().to_be_bytes::<32>());
+        }
+        out.truncate(n);
+        Bytes::from(out)
+    };
+    let notes = [stream(104), stream(104)];
+    let action_data = stream(action_bytes);
+    let mut next = || {
+        seed = keccak256(seed);
+        let mut word = seed.0;
+        word[0] &= 0x1f;
+        U256::from_be_bytes(word)
+    };
+    let t = crate::abi::Transaction {
+        proof: std::array::from_fn(|_| next()),
+        root: next(),
+        nullifiers: [next(), next()],
+        commitments: [next(), next()],
+        asset: alloy_primitives::Address::ZERO,
+        publicIn: U256::ZERO,
+        publicOut: U256::ZERO,
+        fee: U256::from(1_234_567_890_123_456u64),
+        recipient: alloy_primitives::Address::ZERO,
+        deadline: U256::from(1_800_000_000u64),
+        notes,
+    };
+    let bundle = crate::abi::Bundle {
+        payment: pool,
+        paymentData: Bytes::from(t.abi_encode()),
+        asset: alloy_primitives::Address::ZERO,
+        fee: U256::from(1_234_567_890_123_456u64),
+        action: crate::abi::Action {
+            target: if action_bytes == 0 { alloy_primitives::Address::ZERO } else { pool },
+            value: U256::ZERO,
+            gas: U256::from(if action_bytes == 0 { 0u64 } else { 100_000 }),
+            data: action_data,
+        },
+    };
+    crate::abi::executeCall { bundle }.abi_encode()
+}
+
 /// A fee token's price at the moment of pricing: what selling an amount of it would yield in
 /// wei, and the least amount whose sale yields a given number of wei. The relayer values every
 /// token fee through this (admission, quotes, fee bumps). The shipped source is a Uniswap v2

@@ -299,11 +299,12 @@ pub struct Policy {
     /// Unset: detected from the chain id ([`FeeModel::for_chain`]); an unknown chain is priced
     /// as an L1, with a warning at start.
     pub fee_model: Option<FeeModel>,
-    /// Calldata bytes of the bundle a quote prices the L1 data fee of (an L2 only): a
-    /// payment-only bundle with its proof and two note ciphertexts. The submission's check
-    /// prices the exact transaction; a bundle whose action carries more calldata than this is
-    /// refused with the fee it needs (`required_fee`).
-    pub l1_reference_calldata_bytes: usize,
+    /// Action calldata bytes of the bundle a quote prices the L1 data fee of (an L2 only), on
+    /// top of the shielded payment (its proof, public values and two note ciphertexts: 1,444
+    /// bytes of calldata with an empty action). The submission's check prices the exact
+    /// transaction; a bundle whose action carries more calldata than this may be refused with
+    /// the fee it needs (`required_fee`).
+    pub l1_reference_action_bytes: usize,
 }
 
 impl Default for Policy {
@@ -336,7 +337,7 @@ impl Default for Policy {
             twap_window_s: 1_800,
             price_sample_s: 30,
             fee_model: None,
-            l1_reference_calldata_bytes: 1_600,
+            l1_reference_action_bytes: 132,
         }
     }
 }
@@ -763,21 +764,15 @@ impl Relayer {
         Ok(pricing.fee(signed))
     }
 
-    /// A quote's `l1_data_gas`: the data fee of a payment-only bundle of
-    /// [`Policy::l1_reference_calldata_bytes`] (incompressible bytes, as a proof and
-    /// ciphertexts are), signed as it would be sent, in gas at the plan's max fee.
+    /// A quote's `l1_data_gas`: the data fee of a representative bundle
+    /// ([`crate::price::reference_bundle_calldata`] with [`Policy::l1_reference_action_bytes`]
+    /// of action calldata), signed as it would be sent, in gas at the plan's max fee.
     async fn reference_l1_gas(&self, plan: &FeePlan) -> Result<u64, String> {
         if self.fee_model == FeeModel::L1 {
             return Ok(0);
         }
         let p = &self.config.policy;
-        let mut calldata = Vec::with_capacity(p.l1_reference_calldata_bytes + 32);
-        let mut block = keccak256(b"nox l1 reference calldata").0;
-        while calldata.len() < p.l1_reference_calldata_bytes {
-            calldata.extend_from_slice(&block);
-            block = keccak256(block).0;
-        }
-        calldata.truncate(p.l1_reference_calldata_bytes);
+        let calldata = crate::price::reference_bundle_calldata(self.config.pool, p.l1_reference_action_bytes);
         let limit = crate::price::gas_limit(p.payment_gas, 0, p.gas_extra_bps);
         let nonce = self.next_nonce().await;
         let (_, signed) = self.sign(self.request(&calldata, limit, plan), nonce).await?;

@@ -186,7 +186,7 @@ pub struct Quote {
     pub insertion_gas: u64,
     /// The L1 data fee of the bundle on an L2 (OP stack, Arbitrum; docs/design/l2-fees.md),
     /// as gas at `max_fee_per_gas`: the fee the chain charges for posting a bundle of the
-    /// relayer's reference size (`Policy::l1_reference_calldata_bytes`) to L1, divided by the
+    /// relayer's reference bundle (`price::reference_bundle_calldata`) to L1, divided by the
     /// max fee, rounded up. Added to the gas in [`Quote::fee_for_action`]. 0 on an L1 (and
     /// then not sent: an older client, which refuses unknown fields, still reads the quote).
     #[serde(default, skip_serializing_if = "is_zero")]
