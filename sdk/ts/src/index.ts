@@ -12,6 +12,8 @@ export type {
 } from "./provider.js";
 export { NoxClient } from "./client.js";
 export type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyNode } from "./client.js";
+export { WorkerNoxClient } from "./client-worker-proxy.js";
+export type { ClientWorkerLike, WorkerClientOptions } from "./client-worker-proxy.js";
 export { MAX_QUEUED, NodeLink } from "./link.js";
 export type { LinkMachine, WebSocketLike } from "./link.js";
 export { loadModule } from "./wasm.js";

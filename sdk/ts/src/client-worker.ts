@@ -1,0 +1,105 @@
+// The dedicated Worker that runs a NoxClient (issue 31): the client core, its WebSockets, its
+// cover schedule and its timers live here, off the page's main thread, whose timers a browser
+// throttles when the tab is hidden. The page talks to it through `WorkerNoxClient`
+// (./client-worker-proxy.ts, which also defines the messages). Runs as a browser module Worker
+// (`self`) and as a Node `worker_threads` Worker (`parentPort`).
+
+import { NoxClient, type NoxClientOptions } from "./client.js";
+import { NoxError } from "./errors.js";
+import type { WebSocketLike } from "./link.js";
+import { loadModule } from "./wasm.js";
+import { type ClientWorkerReply, type ClientWorkerRequest, toWire } from "./client-worker-proxy.js";
+
+interface Port {
+  postMessage(message: ClientWorkerReply): void;
+}
+
+let client: NoxClient | undefined;
+
+async function moduleSource(wasm: unknown): Promise<BufferSource | WebAssembly.Module | undefined> {
+  if (wasm === undefined) return undefined;
+  if (typeof wasm === "string") {
+    const response = await fetch(wasm);
+    if (!response.ok) throw new NoxError("bad-input", `the module: HTTP ${response.status} from ${wasm}`);
+    return await response.arrayBuffer();
+  }
+  return wasm as BufferSource | WebAssembly.Module;
+}
+
+async function connect(options: Extract<ClientWorkerRequest, { op: "connect" }>["options"]): Promise<{ gateway: string }> {
+  if (client !== undefined) throw new NoxError("bad-input", "this Worker's client is already connected");
+  const { wasm, webSocketModule, ...rest } = options;
+  let module;
+  try {
+    module = await loadModule(await moduleSource(wasm));
+  } catch (error) {
+    if (error instanceof NoxError) throw error;
+    throw new NoxError("bad-input", `the module does not load: ${String(error)}`, { cause: error });
+  }
+  const settings: NoxClientOptions = { ...rest, module };
+  if (webSocketModule !== undefined) {
+    const imported = (await import(webSocketModule)) as { default?: WebSocketLike; WebSocket?: WebSocketLike };
+    const WebSocketImpl = imported.WebSocket ?? imported.default;
+    if (WebSocketImpl === undefined) throw new NoxError("bad-input", `${webSocketModule} exports no WebSocket`);
+    settings.WebSocket = WebSocketImpl;
+  }
+  client = await NoxClient.connect(settings);
+  return { gateway: client.gateway };
+}
+
+function connected(): NoxClient {
+  if (client === undefined) throw new NoxError("closed", "the Worker's client is not connected");
+  return client;
+}
+
+async function handle(msg: ClientWorkerRequest): Promise<unknown> {
+  switch (msg.op) {
+    case "connect":
+      return await connect(msg.options);
+    case "request":
+      return await connected().request(msg.kind, msg.body, msg.options);
+    case "stats":
+      return connected().stats();
+    case "exits":
+      return connected().exits();
+    case "refresh":
+      return await connected().refreshTopology();
+    case "relayQuote":
+      return await connected().relayQuote(msg.exit);
+    case "relaySubmit": {
+      const options = msg.timeoutMs === undefined ? {} : { timeoutMs: msg.timeoutMs };
+      return await connected().relaySubmit(msg.exit, msg.submission, options);
+    }
+    case "close":
+      client?.close();
+      return null;
+    default:
+      throw new NoxError("bad-input", `unknown operation ${String((msg as { op?: unknown }).op)}`);
+  }
+}
+
+async function port(): Promise<{ port: Port; listen(f: (m: ClientWorkerRequest) => void): void }> {
+  const self = globalThis as unknown as {
+    postMessage?: (m: unknown, transfer?: Transferable[]) => void;
+    addEventListener?: (t: string, f: (e: { data: ClientWorkerRequest }) => void) => void;
+  };
+  if (typeof self.postMessage === "function" && typeof self.addEventListener === "function") {
+    const post = self.postMessage.bind(self);
+    const add = self.addEventListener.bind(self);
+    return { port: { postMessage: (m) => post(m) }, listen: (f) => add("message", (e) => f(e.data)) };
+  }
+  const { parentPort } = await import("node:worker_threads");
+  if (parentPort === null) throw new Error("client-worker.js must run in a Worker");
+  return { port: parentPort, listen: (f) => parentPort.on("message", f) };
+}
+
+const { port: out, listen } = await port();
+// Calls run concurrently (requests wait on the mixnet, not on each other), answered by id.
+// A message without a numeric id is not ours and is ignored.
+listen((msg) => {
+  if (typeof msg !== "object" || msg === null || typeof msg.id !== "number") return;
+  handle(msg).then(
+    (result) => out.postMessage({ id: msg.id, ok: true, result }),
+    (error: unknown) => out.postMessage({ id: msg.id, ok: false, error: toWire(error) }),
+  );
+});
