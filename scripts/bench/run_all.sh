@@ -44,6 +44,8 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # scaling testnet in-process fec-curve; anonymity: anonymity cover attacks fec-arq (cover: sender
 # entropy, round trip and upstream bytes vs the client's λ_P with real nox-clients);
 # pool-anonymity: the shielded pool's deposit→withdrawal linking per wallet policy (simulation, seconds);
+# anonymity-scale: sender anonymity at 100–10,000 users per cover profile and the statistical
+# disclosure attack over days (simulation; quick 3 s, full ~2 min);
 # chain: registry (topology refresh from the NodeRegistry on Anvil; needs
 # `npm install --prefix tools`, done on first use).
 # defi: an anonymous paid transaction, a private Uniswap swap and a gas-paid withdrawal through
@@ -53,7 +55,7 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # client asks for quotes (in process; ~1 min, quick ~30 s).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity registry defi relayer-flood soak packet-size profiles"
+experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity anonymity-scale registry defi relayer-flood soak packet-size profiles"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {
