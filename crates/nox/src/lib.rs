@@ -11,6 +11,7 @@ pub mod exit_glue;
 pub mod operator_cmd;
 pub mod tx_cmd;
 pub mod wallet_cmd;
+pub mod watch_cmd;
 pub mod zk_cmd;
 
 /// A watch that turns true on SIGINT or SIGTERM (call inside the runtime).

@@ -1,7 +1,7 @@
 //! `nox`: the NOX command-line entry point.
 #![forbid(unsafe_code)]
 
-use nox::{client_cmd, dashboard, demo, operator_cmd, tx_cmd, wallet_cmd, zk_cmd};
+use nox::{client_cmd, dashboard, demo, operator_cmd, tx_cmd, wallet_cmd, watch_cmd, zk_cmd};
 use nox_bench::bench;
 use nox_testnet as testnet;
 
@@ -83,6 +83,10 @@ enum Command {
     /// Deploy the contracts through the CREATE2 factory (same addresses on every chain) and
     /// record them in `deployments/<chain-id>.json`.
     Deploy(operator_cmd::DeployArgs),
+    /// The slashing watcher: reads every directory mirror, and submits evidence of an
+    /// operator's equivocation (two signed key sets for one epoch) to the registry from its
+    /// own account, earning the reporter's share.
+    Watch(watch_cmd::WatchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -107,6 +111,10 @@ fn main() -> std::process::ExitCode {
         Command::Tx(command) => tx_cmd::run(command),
         Command::Operator(command) => operator_cmd::run(command),
         Command::Deploy(args) => operator_cmd::deploy(args),
+        Command::Watch(args) => {
+            init_logging();
+            watch_cmd::run(&args)
+        }
         Command::Client(args) => {
             init_logging();
             client_cmd::run(args)

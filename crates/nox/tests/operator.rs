@@ -388,6 +388,7 @@ fn every_command_line_in_the_operator_guide_parses() {
         Operator(nox::operator_cmd::OperatorCommand),
         Deploy(nox::operator_cmd::DeployArgs),
         Client(Box<nox::client_cmd::ClientArgs>),
+        Watch(nox::watch_cmd::WatchArgs),
     }
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -406,7 +407,7 @@ fn every_command_line_in_the_operator_guide_parses() {
         let filled = line.replace("$CHAIN", "anvil").replace("$RPC", "http://127.0.0.1:8545");
         let words: Vec<&str> = filled.split_whitespace().collect();
         match words[1] {
-            "operator" | "deploy" | "client" => {
+            "operator" | "deploy" | "client" | "watch" => {
                 if let Err(e) = Cli::try_parse_from(&words) {
                     panic!("docs/operating.md: `{line}` does not parse:\n{e}");
                 }
