@@ -142,7 +142,8 @@ mod tests {
     #[test]
     fn a_preset_name_alone_fills_the_chain_section() {
         let dir = temp("builtin");
-        let record = nox_operator::DeploymentRecord::from_json(include_str!("../../../deployments/31337.json")).unwrap();
+        let record =
+            nox_operator::DeploymentRecord::from_json(include_str!("../../../deployments/31337.json")).unwrap();
         let chain = load(&format!("{NODE}[chain]\npreset = \"anvil\"\n"), &dir).unwrap().chain.unwrap();
         assert_eq!((chain.registry, chain.chain_id), (record.contracts.registry, 31337));
         assert_eq!(chain.rpc_urls, vec!["http://127.0.0.1:8545".to_owned()]);
@@ -183,7 +184,8 @@ mod tests {
         let text = format!("{NODE}[chain]\npreset = \"anvil\"\nchain_id = 1\n");
         let error = load(&text, &dir).unwrap_err().to_string();
         assert!(error.contains("chain_id 1 differs"), "{error}");
-        let text = format!("{NODE}[chain]\npreset = \"anvil\"\nregistry = \"0x0000000000000000000000000000000000000001\"\n");
+        let text =
+            format!("{NODE}[chain]\npreset = \"anvil\"\nregistry = \"0x0000000000000000000000000000000000000001\"\n");
         assert!(load(&text, &dir).unwrap_err().to_string().contains("differs from preset"));
     }
 }

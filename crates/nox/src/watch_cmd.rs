@@ -125,9 +125,15 @@ async fn round(
         let outcome = nox_chain::slash::submit_to(rpc, registry, reporter, &evidence).await;
         let state = watcher.submitted(&evidence, outcome.is_ok(), now_unix());
         match (outcome, state) {
-            (Ok(()), _) => tracing::info!(operator = %evidence.operator, epoch = evidence.epoch, reporter = %reporter.address(), "slashed for equivocation"),
-            (Err(error), Some(ReportState::GaveUp)) => tracing::warn!(operator = %evidence.operator, epoch = evidence.epoch, %error, "slashing failed; giving up"),
-            (Err(error), _) => tracing::warn!(operator = %evidence.operator, epoch = evidence.epoch, %error, "slashing failed; will retry"),
+            (Ok(()), _) => {
+                tracing::info!(operator = %evidence.operator, epoch = evidence.epoch, reporter = %reporter.address(), "slashed for equivocation")
+            }
+            (Err(error), Some(ReportState::GaveUp)) => {
+                tracing::warn!(operator = %evidence.operator, epoch = evidence.epoch, %error, "slashing failed; giving up")
+            }
+            (Err(error), _) => {
+                tracing::warn!(operator = %evidence.operator, epoch = evidence.epoch, %error, "slashing failed; will retry")
+            }
         }
     }
 }
