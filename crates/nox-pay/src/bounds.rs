@@ -14,6 +14,7 @@
 //! | `margin_bps`, `gas_extra_bps` | [`MAX_MARGIN_BPS`], [`MAX_GAS_EXTRA_BPS`] (50 %) |
 //! | `payment_gas` | [`MAX_PAYMENT_GAS`] = 600,000 (a whole ZK payment is < 500,000 gas, docs/benchmarks/gas.md) |
 //! | `insertion_gas` | [`MAX_INSERTION_GAS`] = 225,000 (the outputs' share of an `insertBatch` of at least 6 notes; a full batch of 32 charges ≈ 34,000) |
+//! | `l1_data_gas` (an L2's data fee) | worth at most 2 × the client's own figure of the data fee at the quote's max fee ([`check_quote_with_data_fee`]); 0 under [`check_quote`] (an L1) |
 //! | ETH price per million gas | `⌈10⁶ × max_fee_per_gas × (1 + margin)⌉` of the quote's own (bounded) figures |
 //! | token price per million gas | worth (by the client's own reading of the pair) at most the ETH bound + 10 % |
 //!
@@ -71,6 +72,9 @@ pub enum Figure {
     PaymentGas,
     /// `insertion_gas`.
     InsertionGas,
+    /// `l1_data_gas` (an L2's data fee as gas): at most what the client's own figure of the
+    /// data fee allows, 0 where it has none (an L1, or a caller that did not read it).
+    L1DataGas,
     /// The price per million gas of an asset (for a token: its value in wei by the client's
     /// own reading).
     Price(Address),
@@ -86,6 +90,7 @@ impl std::fmt::Display for Figure {
             Self::GasExtraBps => f.write_str("gas_extra_bps"),
             Self::PaymentGas => f.write_str("payment_gas"),
             Self::InsertionGas => f.write_str("insertion_gas"),
+            Self::L1DataGas => f.write_str("l1_data_gas"),
             Self::Price(a) if a.is_zero() => f.write_str("ETH price per million gas (wei)"),
             Self::Price(a) => write!(f, "price per million gas of token {a} (valued in wei)"),
         }
@@ -208,6 +213,22 @@ pub fn check_quote(
     asset: Address,
     token_value_wei: Option<U256>,
 ) -> Result<(), QuoteRefusal> {
+    check_quote_with_data_fee(quote, reading, asset, token_value_wei, U256::ZERO)
+}
+
+/// [`check_quote`] on a chain that charges an L1 data fee (docs/design/l2-fees.md):
+/// `own_data_fee_wei` is the client's own figure of the data fee of the bundle it will send
+/// (`nox_chain::l2fee` on the prices read through its own provider; 0 on an L1). The quote's
+/// `l1_data_gas` may be worth at most [`QUOTE_TOLERANCE`] × that at the quote's max fee per gas
+/// (rounded up to whole gas): a lying exit cannot charge a data fee on an L1, nor more than
+/// twice the real one on an L2.
+pub fn check_quote_with_data_fee(
+    quote: &Quote,
+    reading: &ChainReading,
+    asset: Address,
+    token_value_wei: Option<U256>,
+    own_data_fee_wei: U256,
+) -> Result<(), QuoteRefusal> {
     let b = reading.bounds();
     at_most(Figure::BaseFee, quote.base_fee, U256::from(b.base_fee))?;
     at_most(Figure::PriorityFee, quote.priority_fee, U256::from(b.priority_fee))?;
@@ -216,6 +237,10 @@ pub fn check_quote(
     at_most(Figure::GasExtraBps, U256::from(quote.gas_extra_bps), U256::from(MAX_GAS_EXTRA_BPS))?;
     at_most(Figure::PaymentGas, U256::from(quote.payment_gas), U256::from(MAX_PAYMENT_GAS))?;
     at_most(Figure::InsertionGas, U256::from(quote.insertion_gas), U256::from(MAX_INSERTION_GAS))?;
+    let data_fee_bound = own_data_fee_wei.saturating_mul(U256::from(QUOTE_TOLERANCE));
+    let data_gas_bound =
+        if quote.max_fee_per_gas.is_zero() { U256::ZERO } else { data_fee_bound.div_ceil(quote.max_fee_per_gas) };
+    at_most(Figure::L1DataGas, U256::from(quote.l1_data_gas), data_gas_bound)?;
     let price = quote.prices.iter().find(|p| p.asset == asset).ok_or(QuoteRefusal::Unpriced(asset))?;
     let eth_bound = eth_price_bound(quote);
     if asset.is_zero() {
@@ -327,6 +352,30 @@ mod tests {
             insertion_gas: 0,
             l1_data_gas: 0,
         }
+    }
+
+    /// Issue 33: a quote's `l1_data_gas` is added to the fee (`Quote::fee_for_action`), so an
+    /// exit on an L1 that claims a data fee would be paid for nothing; on an L2 it may claim
+    /// at most twice the client's own figure.
+    #[test]
+    fn a_data_fee_is_bounded_by_the_clients_own_figure() {
+        let mut q = honest(20 * GWEI);
+        let r = reading(20 * GWEI);
+        assert!(check_quote(&q, &r, Address::ZERO, None).is_ok());
+        // The attack: an L1 quote inflated by a made-up data fee of 1,000,000 gas.
+        q.l1_data_gas = 1_000_000;
+        assert_eq!(refused_figure(check_quote(&q, &r, Address::ZERO, None)), Figure::L1DataGas);
+        // On an L2 whose data fee the client reads as 1 M gas' worth: accepted, and up to twice.
+        let max_fee = U256::from(q.max_fee_per_gas);
+        let own = max_fee * U256::from(1_000_000u64);
+        assert!(check_quote_with_data_fee(&q, &r, Address::ZERO, None, own).is_ok());
+        q.l1_data_gas = 2_000_000;
+        assert!(check_quote_with_data_fee(&q, &r, Address::ZERO, None, own).is_ok());
+        q.l1_data_gas = 2_000_001;
+        assert_eq!(
+            refused_figure(check_quote_with_data_fee(&q, &r, Address::ZERO, None, own)),
+            Figure::L1DataGas
+        );
     }
 
     fn reading(base: u128) -> ChainReading {
