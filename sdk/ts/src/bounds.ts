@@ -143,7 +143,13 @@ function priceOf(quote: RelayQuote, asset: string): bigint {
  * `tokenValueWei` is what the caller's own reading of the token's pair says
  * `per_million_gas` of it is worth in wei; without it a token fee is refused.
  */
-export function checkQuote(quote: RelayQuote, reading: ChainReading, asset = ZERO_ADDRESS, tokenValueWei?: bigint): void {
+export function checkQuote(
+  quote: RelayQuote,
+  reading: ChainReading,
+  asset = ZERO_ADDRESS,
+  tokenValueWei?: bigint,
+  ownDataFeeWei = 0n,
+): void {
   const b = feeBounds(reading);
   atMost("base_fee", BigInt(quote.base_fee), b.baseFee);
   atMost("priority_fee", BigInt(quote.priority_fee), b.priorityFee);
@@ -152,6 +158,10 @@ export function checkQuote(quote: RelayQuote, reading: ChainReading, asset = ZER
   atMost("gas_extra_bps", BigInt(quote.gas_extra_bps), BigInt(MAX_GAS_EXTRA_BPS));
   atMost("payment_gas", BigInt(quote.payment_gas), MAX_PAYMENT_GAS);
   atMost("insertion_gas", BigInt(quote.insertion_gas ?? 0), MAX_INSERTION_GAS);
+  // An L2's data fee (issue 33): worth at most twice the caller's own figure of it at the
+  // quote's max fee (`ownDataFeeWei`, 0 on an L1 or without a reading: then none is accepted).
+  const maxFee = BigInt(quote.max_fee_per_gas);
+  atMost("l1_data_gas", BigInt(quote.l1_data_gas ?? 0), maxFee === 0n ? 0n : divCeil(2n * ownDataFeeWei, maxFee));
   const price = priceOf(quote, asset);
   const ethBound = ethPriceBound(quote);
   if (BigInt(asset) === 0n) {
@@ -175,11 +185,13 @@ export function gasLimit(payment: bigint, actionGas: bigint, extraBps: number): 
 /**
  * The fee `quote` asks in `asset` for an action of `actionGas` (0: a payment-only
  * bundle), at `percent` % (125 as `nox tx`): the gas limit plus the outputs'
- * insertion share (`Quote::fee_for_action`).
+ * insertion share plus an L2's data fee as gas (`Quote::fee_for_action`).
  */
 export function feeFromQuote(quote: RelayQuote, asset: string, actionGas: bigint | number, percent = 125): bigint {
   const gas =
-    gasLimit(BigInt(quote.payment_gas), BigInt(actionGas), quote.gas_extra_bps) + BigInt(quote.insertion_gas ?? 0);
+    gasLimit(BigInt(quote.payment_gas), BigInt(actionGas), quote.gas_extra_bps) +
+    BigInt(quote.insertion_gas ?? 0) +
+    BigInt(quote.l1_data_gas ?? 0);
   const priced = divCeil(priceOf(quote, asset) * gas, 1_000_000n);
   return (priced * BigInt(percent)) / 100n;
 }

@@ -21,6 +21,8 @@ export interface RelayQuote {
   payment_gas: number;
   /** Gas charged for the outputs' insertion share (absent from an older relayer: 0). */
   insertion_gas?: number;
+  /** An L2's data fee as gas at `max_fee_per_gas` (absent on an L1: 0; docs/design/l2-fees.md). */
+  l1_data_gas?: number;
 }
 
 /** A relayer's answer to a bundle (relay.md §3, Submit), tagged by `outcome`. */

@@ -93,6 +93,22 @@ test("an inflated payment_gas and uncapped margins are refused", () => {
   );
 });
 
+test("an L2's data fee is priced and bounded by the caller's own figure (issue 33)", () => {
+  const r = reading(GWEI);
+  const q = honest(nox.nextBaseFee(r));
+  // On an L1 (no own figure) a made-up data fee is refused: it would be paid for nothing.
+  refused(() => nox.checkQuote({ ...q, l1_data_gas: 1_000_000 }, r), "l1_data_gas");
+  // On an L2 it may be worth up to twice the caller's own figure, and is priced as gas.
+  const own = BigInt(q.max_fee_per_gas) * 1_000_000n;
+  nox.checkQuote({ ...q, l1_data_gas: 2_000_000 }, r, ETH, undefined, own);
+  refused(() => nox.checkQuote({ ...q, l1_data_gas: 2_000_001 }, r, ETH, undefined, own), "l1_data_gas");
+  assert.equal(
+    nox.feeFromQuote({ ...q, l1_data_gas: 1_000_000 }, ETH, 0, 100) - nox.feeFromQuote(q, ETH, 0, 100),
+    (BigInt(q.prices[0].per_million_gas) * 1_000_000n) / 1_000_000n,
+    "the data fee is priced as gas",
+  );
+});
+
 test("token fees need the caller's own price reading", () => {
   const r = reading(GWEI);
   const q = honest(nox.nextBaseFee(r));
