@@ -278,7 +278,9 @@ pub async fn read_pricing<P: Provider>(provider: &P, model: FeeModel) -> Result<
         FeeModel::OpStack => {
             let oracle = IGasPriceOracle::new(GAS_PRICE_ORACLE, provider);
             if !oracle.isEcotone().call().await.map_err(rpc("GasPriceOracle.isEcotone"))? {
-                return Err(ChainError::Config("the OP-stack chain is before Ecotone: its data fee is not modelled".into()));
+                return Err(ChainError::Config(
+                    "the OP-stack chain is before Ecotone: its data fee is not modelled".into(),
+                ));
             }
             let fjord = oracle.isFjord().call().await.map_err(rpc("GasPriceOracle.isFjord"))?;
             Ok(L1Pricing::Op(OpFeeParams {

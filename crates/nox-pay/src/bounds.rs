@@ -372,10 +372,7 @@ mod tests {
         q.l1_data_gas = 2_000_000;
         assert!(check_quote_with_data_fee(&q, &r, Address::ZERO, None, own).is_ok());
         q.l1_data_gas = 2_000_001;
-        assert_eq!(
-            refused_figure(check_quote_with_data_fee(&q, &r, Address::ZERO, None, own)),
-            Figure::L1DataGas
-        );
+        assert_eq!(refused_figure(check_quote_with_data_fee(&q, &r, Address::ZERO, None, own)), Figure::L1DataGas);
     }
 
     fn reading(base: u128) -> ChainReading {

@@ -14,8 +14,8 @@ use alloy::network::TxSignerSync;
 use alloy::primitives::{Address, TxKind, U256};
 use alloy::signers::local::PrivateKeySigner;
 use nox_chain::l2fee::{ArbFeeParams, OpFeeParams, OpUpgrade};
-use nox_relayer::price::{l1_fee_gas, reference_bundle_calldata, with_margin};
 use nox_relayer::Quote;
+use nox_relayer::price::{l1_fee_gas, reference_bundle_calldata, with_margin};
 use nox_relayer::wire::AssetPrice;
 
 const BUNDLES: &str = include_str!("data/l2_bundles.json");
