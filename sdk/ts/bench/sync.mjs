@@ -1,0 +1,135 @@
+// Wallet sync of 10,000 pool notes (1 % the wallet's) in Node and in headless Chromium, beside the
+// native PoolView on the same notes: the notes of crates/nox-wallet/benches/scan.rs, written by
+// `cargo run --release -p nox-wallet --example sync_notes -- <notes.json>` (which also prints the
+// native figure), encoded here as the pool's `Deposited` logs, one per block (10 `eth_getLogs` pages
+// of LOG_PAGE = 1,000 blocks), and served by an in-memory EIP-1193 provider: the figure is the
+// wallet's own work (JSON, trial decryption, commitment checks in WebAssembly), not the mixnet's.
+// Each run syncs a fresh NoxWallet from block 0 and must find exactly the expected notes.
+//
+//   node sdk/ts/bench/sync.mjs --notes /tmp/notes.json --native '<the example's JSON line>' \
+//     [--runs 3] [--out bench/data/browser-sync.json]
+
+import { readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { chromium } from "playwright-core";
+import { keccak256, toHex } from "viem";
+import { servePage } from "../examples/page-server.mjs";
+import { NoxWallet } from "../dist/index.js";
+import { WASM } from "../test/testnet-helper.mjs";
+
+const { values: args } = parseArgs({
+  options: { notes: { type: "string" }, native: { type: "string" }, runs: { type: "string", default: "3" }, out: { type: "string" } },
+});
+const notes = JSON.parse(readFileSync(args.notes, "utf8"));
+const runs = Number(args.runs);
+const POOL = "0x00000000000000000000000000000000000000aa";
+const DEPOSITED = keccak256(toHex("Deposited(uint256,uint256,address,uint256,bytes)"));
+const word = (n) => BigInt(n).toString(16).padStart(64, "0");
+
+/** The pool's `Deposited(queueIndex indexed, commitment, asset indexed, amount, memo)` logs, one per block. */
+const logs = notes.notes.map((n, i) => {
+  const memo = n.memo;
+  const padded = memo.padEnd(Math.ceil(memo.length / 64) * 64, "0");
+  return {
+    address: POOL,
+    topics: [DEPOSITED, `0x${word(n.queue_index)}`, `0x${word(0)}`],
+    data: `0x${n.commitment}${word(n.amount)}${word(0x60)}${word(memo.length / 2)}${padded}`,
+    blockNumber: `0x${(i + 1).toString(16)}`,
+    logIndex: "0x0",
+    removed: false,
+  };
+});
+const head = logs.length;
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+// Node: the same code the page runs, with the same in-memory provider.
+async function nodeRuns() {
+  const module = readFileSync(WASM);
+  const provider = {
+    request: async ({ method, params }) => {
+      if (method === "eth_blockNumber") return `0x${head.toString(16)}`;
+      const from = Number(params[0].fromBlock);
+      const to = Number(params[0].toBlock);
+      return logs.slice(from - 1, to);
+    },
+  };
+  const out = [];
+  for (let r = 0; r < runs; r++) {
+    const wallet = await NoxWallet.open({ seed: Buffer.from(notes.seed, "hex"), module, provider, pool: POOL });
+    const t0 = performance.now();
+    await wallet.sync();
+    out.push(performance.now() - t0);
+    const b = wallet.balance();
+    if (b.pending !== BigInt(notes.expected)) throw new Error(`Node found ${b.pending}, expected ${notes.expected}`);
+  }
+  return out;
+}
+
+async function chromiumRuns() {
+  const server = await servePage(WASM);
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox"] });
+  try {
+    const page = await browser.newPage();
+    await page.route("**/logs.json", (route) => route.fulfill({ contentType: "application/json", body: JSON.stringify(logs) }));
+    await page.goto(`http://127.0.0.1:${server.address().port}/`);
+    return await page.evaluate(
+      async ({ seed, pool, expected, runs }) => {
+        const sdk = await import("/sdk/index.js");
+        const module = await WebAssembly.compile(await (await fetch("/nox_wasm.wasm")).arrayBuffer());
+        const logs = await (await fetch("/logs.json")).json();
+        const provider = {
+          request: async ({ method, params }) => {
+            if (method === "eth_blockNumber") return `0x${logs.length.toString(16)}`;
+            return logs.slice(Number(params[0].fromBlock) - 1, Number(params[0].toBlock));
+          },
+        };
+        const bytes = Uint8Array.from(seed.match(/../g).map((h) => parseInt(h, 16)));
+        const out = [];
+        for (let r = 0; r < runs; r++) {
+          const wallet = await sdk.NoxWallet.open({ seed: bytes, module, provider, pool });
+          const t0 = performance.now();
+          await wallet.sync();
+          out.push(performance.now() - t0);
+          if (wallet.balance().pending !== BigInt(expected)) throw new Error(`Chromium found ${wallet.balance().pending}`);
+        }
+        return { out, userAgent: navigator.userAgent };
+      },
+      { seed: notes.seed, pool: POOL, expected: notes.expected, runs },
+    );
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
+
+const loadBefore = loadavg();
+const node = await nodeRuns();
+const { out: chrome, userAgent } = await chromiumRuns();
+const native = args.native === undefined ? null : JSON.parse(args.native);
+const result = {
+  what: "wallet sync of 10,000 Deposited notes (1 % mine), in-memory logs, fresh wallet from block 0",
+  notes: notes.notes.length,
+  pages: Math.ceil(head / 1000),
+  native,
+  node_ms: node,
+  node_ms_median: median(node),
+  chromium_ms: chrome,
+  chromium_ms_median: median(chrome),
+  node_over_native: native === null ? null : median(node) / native.native_ms_median,
+  chromium_over_native: native === null ? null : median(chrome) / native.native_ms_median,
+  node_version: process.version,
+  user_agent: userAgent,
+  cpu: cpus()[0]?.model,
+  cores: cpus().length,
+  loadavg_before: loadBefore,
+  loadavg_after: loadavg(),
+  date: new Date().toISOString(),
+};
+console.log(JSON.stringify(result, null, 2));
+if (args.out !== undefined) writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`);
