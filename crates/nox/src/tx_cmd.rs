@@ -284,50 +284,14 @@ async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Resu
     Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now, intent })
 }
 
-/// How many blocks before this client's latest block an exit's quote may have been read at. The
-/// client bounds the quote by its own reading of the block the quote names (and of its latest
-/// block), so an honest quote stays within bounds while blocks go by between the quote and this
-/// reading — on a fast chain the base fee falls 12.5 % per empty block, and a reading of the
-/// latest block alone would refuse an honest quote a few seconds old.
-const MAX_QUOTE_AGE_BLOCKS: u64 = 64;
-
-/// This client's own reading of the chain's fees (through its own provider, so the mixnet):
-/// the higher of the base fees of its latest block and of the block the quote was read at
-/// (refused if that block is more than [`MAX_QUOTE_AGE_BLOCKS`] old), and the suggested
-/// priority fee. The quote's block is the exit's claim, but its base fee is read here, so a
-/// lying exit can only name a recent block whose real base fee then bounds its quote.
+/// This client's own reading of the chain's fees (`nox_wallet_io::fees`).
 async fn fee_reading(provider: &alloy::providers::DynProvider, quote_block: u64) -> CmdResult<ChainReading> {
-    use alloy::providers::Provider;
-    let block = provider
-        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
-        .await
-        .map_err(|e| format!("reading the base fee: {e}"))?
-        .ok_or("reading the base fee: no latest block")?;
-    let latest = block.header.number;
-    let mut base_fee = u128::from(block.header.base_fee_per_gas.unwrap_or(0));
-    if quote_block < latest {
-        if latest - quote_block > MAX_QUOTE_AGE_BLOCKS {
-            return Err(format!(
-                "the exit's quote was read at block {quote_block}, {} blocks before this client's latest block \
-                 {latest} (at most {MAX_QUOTE_AGE_BLOCKS}): ask for a fresh quote; nothing was proved, spent or sent",
-                latest - quote_block
-            ));
-        }
-        let at = provider
-            .get_block_by_number(alloy::eips::BlockNumberOrTag::Number(quote_block))
-            .await
-            .map_err(|e| format!("reading the base fee at the quote's block {quote_block}: {e}"))?
-            .ok_or_else(|| format!("reading the base fee at the quote's block {quote_block}: no such block"))?;
-        base_fee = base_fee.max(u128::from(at.header.base_fee_per_gas.unwrap_or(0)));
-    }
-    let priority_fee =
-        provider.get_max_priority_fee_per_gas().await.map_err(|e| format!("reading the priority fee: {e}"))?;
-    Ok(ChainReading { base_fee, priority_fee })
+    nox_wallet_io::fees::fee_reading(provider, quote_block).await.map_err(|e| e.to_string())
 }
 
 /// What `amount` of `token` is worth in wei by this client's own reading of the testnet's
-/// Uniswap v2 pair (`getAmountsOut`, through the mixnet); `None` when the client has no pair
-/// to read (the token fee is then refused).
+/// Uniswap v2 pair (`nox_wallet_io::fees`, through the mixnet); `None` when the client has no
+/// pair to read (the token fee is then refused).
 async fn token_value_wei(
     provider: &alloy::providers::DynProvider,
     testnet: &std::path::Path,
@@ -338,16 +302,7 @@ async fn token_value_wei(
     if defi.token != token {
         return Ok(None);
     }
-    if amount.is_zero() {
-        return Ok(Some(U256::ZERO));
-    }
-    let router = nox_chain::defi::UniswapV2Router02::new(defi.router, provider);
-    let amounts = router
-        .getAmountsOut(amount, vec![token, defi.weth])
-        .call()
-        .await
-        .map_err(|e| format!("reading the token's price: {e}"))?;
-    Ok(amounts.last().copied())
+    nox_wallet_io::fees::token_value_wei(provider, defi.router, defi.weth, token, amount).await.map_err(|e| e.to_string())
 }
 
 fn refused(e: nox_pay::bounds::QuoteRefusal) -> String {

@@ -44,8 +44,8 @@ use zeroize::Zeroizing;
 
 use crate::tx_cmd::{FeeArgs, MixArgs};
 
-mod insert_race;
-pub mod journal;
+pub use nox_wallet::journal;
+use nox_wallet_io::{WalletDir, insert_race};
 
 /// The exit status of a command that handed a transaction over (broadcast it, or sent it to a
 /// relayer) and then lost the answer: the transaction may still land. A re-run of the same
@@ -54,7 +54,7 @@ pub const EXIT_UNCONFIRMED: u8 = 3;
 
 /// How the error message of such a command starts ([`exit_status`] maps it to
 /// [`EXIT_UNCONFIRMED`]).
-pub const UNCONFIRMED: &str = "UNCONFIRMED: ";
+pub use nox_wallet::journal::UNCONFIRMED;
 
 /// The process exit status for a `nox wallet`/`nox tx` error message: [`EXIT_UNCONFIRMED`] for
 /// a transaction whose outcome is unknown, 1 otherwise.
@@ -355,29 +355,9 @@ pub fn run(command: WalletCommand) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // Addresses and amounts
 
-/// An Ethereum address as a command-line value: a shielded address says it is one, and a
-/// mixed-case address must carry a valid EIP-55 checksum (a typo is refused, not sent to).
+/// An Ethereum address as a command-line value (`nox_wallet::units::parse_eth_address`).
 pub fn parse_eth_address(text: &str) -> Result<Address, String> {
-    let t = text.trim();
-    if t.to_ascii_lowercase().starts_with("nox1") || t.starts_with("noxpay:") {
-        return Err(format!(
-            "{t:.12}… is a shielded address, not an Ethereum address: pay it privately with `nox wallet send --to {t:.12}…`"
-        ));
-    }
-    if t.to_ascii_lowercase().starts_with("noxview1") {
-        return Err("this is a viewing key, not an Ethereum address".into());
-    }
-    let hex_part = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    if hex_part.len() != 40 || !hex_part.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return Err(format!("{t:?} is not an Ethereum address (0x followed by 40 hexadecimal digits)"));
-    }
-    let mixed = hex_part.bytes().any(|c| c.is_ascii_uppercase()) && hex_part.bytes().any(|c| c.is_ascii_lowercase());
-    if mixed {
-        return Address::parse_checksummed(format!("0x{hex_part}"), None).map_err(|_| {
-            format!("{t}: the EIP-55 checksum (the mix of upper and lower case) does not match: a typo?")
-        });
-    }
-    hex_part.parse().map_err(|e| format!("{t}: {e}"))
+    nox_wallet::units::parse_eth_address(text).map_err(|e| e.to_string())
 }
 
 /// A shielded address as a command-line value (an Ethereum address says it is one).
@@ -385,91 +365,9 @@ pub fn parse_shielded(text: &str) -> CmdResult<PaymentAddress> {
     text.trim().parse().map_err(|e: nox_wallet::error::AddressError| format!("--to {}: {e}", text.trim()))
 }
 
-/// An asset's display unit: symbol and decimals (ETH: `ETH`, 18).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unit {
-    /// The symbol.
-    pub symbol: String,
-    /// Decimal places of one whole unit.
-    pub decimals: u8,
-}
+pub use nox_wallet::units::{Unit, format_units};
 
-impl Unit {
-    /// Ether.
-    pub fn eth() -> Self {
-        Unit { symbol: "ETH".into(), decimals: 18 }
-    }
-
-    /// `value` base units as a decimal with the symbol (`0.05 ETH`).
-    pub fn show(&self, value: u128) -> String {
-        format!("{} {}", format_units(value, self.decimals), self.symbol)
-    }
-
-    /// Parses `0.05` (whole units), or `123wei` (base units, any asset).
-    pub fn parse(&self, text: &str) -> CmdResult<u128> {
-        let t = text.trim().to_ascii_lowercase();
-        let sym = self.symbol.to_ascii_lowercase();
-        let (number, decimals) = match t.strip_suffix("wei") {
-            Some(n) => (n.trim().to_owned(), 0),
-            None => (t.strip_suffix(sym.as_str()).unwrap_or(&t).trim().to_owned(), self.decimals),
-        };
-        let (whole, frac) = number.split_once('.').unwrap_or((number.as_str(), ""));
-        let digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
-        if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) {
-            return Err(format!("amount {text:?}: not a number (e.g. 0.05, or 50000wei for base units)"));
-        }
-        let frac = frac.trim_end_matches('0');
-        if frac.len() > usize::from(decimals) {
-            return Err(format!("amount {text:?}: more than {decimals} decimals"));
-        }
-        let padded = format!("{whole}{frac}{}", "0".repeat(usize::from(decimals) - frac.len()));
-        let value: u128 = padded.trim_start_matches('0').parse().or_else(|e| {
-            if padded.trim_start_matches('0').is_empty() { Ok(0) } else { Err(format!("amount {text:?}: {e}")) }
-        })?;
-        if value == 0 {
-            return Err(format!("amount {text:?}: must be positive"));
-        }
-        Ok(value)
-    }
-}
-
-/// `value` with `decimals` decimal places, trailing zeros dropped (`50000000000000000`, 18 →
-/// `0.05`).
-pub fn format_units(value: u128, decimals: u8) -> String {
-    let unit = 10u128.checked_pow(u32::from(decimals));
-    let Some(unit) = unit else { return value.to_string() };
-    let whole = value / unit;
-    let frac = value % unit;
-    if frac == 0 {
-        return whole.to_string();
-    }
-    let frac = format!("{frac:0width$}", width = usize::from(decimals));
-    format!("{whole}.{}", frac.trim_end_matches('0'))
-}
-
-alloy::sol! {
-    /// The ERC-20 metadata a wallet shows.
-    #[sol(rpc)]
-    interface IERC20Metadata {
-        function symbol() external view returns (string);
-        function decimals() external view returns (uint8);
-    }
-}
-
-/// The unit of `asset`, read from the token (`symbol()`, `decimals()`) through `provider` — the
-/// mixnet. A token that does not answer shows its address and base units.
-pub(crate) async fn unit_of(provider: &DynProvider, asset: Address) -> Unit {
-    if asset.is_zero() {
-        return Unit::eth();
-    }
-    let token = IERC20Metadata::new(asset, provider);
-    let symbol = token.symbol().call().await.ok();
-    let decimals = token.decimals().call().await.ok();
-    match (symbol, decimals) {
-        (Some(symbol), Some(decimals)) if !symbol.trim().is_empty() => Unit { symbol, decimals },
-        _ => Unit { symbol: format!("(token {asset}, base units)"), decimals: 0 },
-    }
-}
+pub(crate) use nox_wallet_io::chain::unit_of;
 
 pub(crate) fn fr_address(a: &Fr) -> Address {
     Address::from_slice(&field::to_be32(a)[12..])
@@ -499,31 +397,20 @@ fn passphrase(w: &WalletArgs) -> CmdResult<Zeroizing<String>> {
 
 /// Writes `bytes` to `path` atomically, mode 0600 (temporary file, fsync, rename, fsync dir).
 fn write_private(path: &Path, bytes: &[u8]) -> CmdResult {
-    // A fresh O_EXCL temporary file, never an existing file's mode (nox_keystore).
-    nox_keystore::write_private_file(path, bytes).map_err(|e| e.to_string())
+    nox_wallet_io::dir::write_private(path, bytes).map_err(|e| e.to_string())
 }
 
-fn key_path(w: &WalletArgs) -> PathBuf {
-    w.wallet.join("wallet.key")
-}
-
-fn state_path(w: &WalletArgs) -> PathBuf {
-    w.wallet.join("wallet.state")
-}
-
-fn make_wallet_dir(w: &WalletArgs) -> CmdResult {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(&w.wallet).map_err(|e| format!("{}: {e}", w.wallet.display()))?;
-    std::fs::set_permissions(&w.wallet, std::fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())
+fn wallet_dir(w: &WalletArgs) -> WalletDir {
+    WalletDir::new(&w.wallet)
 }
 
 fn new(w: &WalletArgs) -> CmdResult {
-    let path = key_path(w);
+    let path = wallet_dir(w).key_path();
     if path.exists() {
         return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
     }
     let pass = passphrase(w)?;
-    make_wallet_dir(w)?;
+    wallet_dir(w).create().map_err(|e| e.to_string())?;
     let mut rng = os_rng();
     let seed = Seed::random(&mut rng);
     let sealed = file::seal_seed(&seed, pass.as_bytes(), KdfParams::default(), &mut rng).map_err(|e| e.to_string())?;
@@ -540,14 +427,14 @@ fn new(w: &WalletArgs) -> CmdResult {
 }
 
 fn restore(r: &RestoreArgs) -> CmdResult {
-    let path = key_path(&r.wallet);
+    let path = wallet_dir(&r.wallet).key_path();
     if path.exists() {
         return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
     }
     let bytes = std::fs::read(&r.from).map_err(|e| format!("{}: {e}", r.from.display()))?;
     let seed =
         file::open_seed(&bytes, passphrase(&r.wallet)?.as_bytes()).map_err(|e| format!("{}: {e}", r.from.display()))?;
-    make_wallet_dir(&r.wallet)?;
+    wallet_dir(&r.wallet).create().map_err(|e| e.to_string())?;
     write_private(&path, &bytes)?;
     println!("restored {} ({})", path.display(), seed.address().map_err(|e| e.to_string())?);
     println!("run `nox wallet sync --wallet {}` to find its notes on the chain", r.wallet.wallet.display());
@@ -555,32 +442,9 @@ fn restore(r: &RestoreArgs) -> CmdResult {
 }
 
 fn open_seed(w: &WalletArgs) -> CmdResult<Seed> {
-    let path = key_path(w);
-    let bytes =
-        std::fs::read(&path).map_err(|e| format!("{}: {e} (create one with `nox wallet new`)", path.display()))?;
-    file::open_seed(&bytes, passphrase(w)?.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-fn load_view(w: &WalletArgs, seed: &Seed, from_block: u64) -> CmdResult<PoolView> {
-    let path = state_path(w);
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            let plain = file::open_state(seed, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-            PoolView::from_json(&plain).map_err(|e| format!("{}: {e} (delete it to rescan)", path.display()))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut view = PoolView::new();
-            view.last_block = from_block.saturating_sub(1);
-            Ok(view)
-        }
-        Err(e) => Err(format!("{}: {e}", path.display())),
-    }
-}
-
-fn save_view(w: &WalletArgs, seed: &Seed, view: &PoolView) -> CmdResult {
-    let plain = Zeroizing::new(view.to_json().map_err(|e| e.to_string())?);
-    let sealed = file::seal_state(seed, &plain, &mut os_rng()).map_err(|e| e.to_string())?;
-    write_private(&state_path(w), &sealed)
+    let dir = wallet_dir(w);
+    let bytes = dir.read_key().map_err(|e| e.to_string())?;
+    dir.open_seed(&bytes, passphrase(w)?.as_bytes()).map_err(|e| e.to_string())
 }
 
 fn read_key_file(path: &Path) -> CmdResult<nox_chain::PrivateKeySigner> {
@@ -591,97 +455,14 @@ fn read_key_file(path: &Path) -> CmdResult<nox_chain::PrivateKeySigner> {
 // ---------------------------------------------------------------------------------------------
 // The journal of transactions handed over (journal.rs has the rule)
 
-fn journal_path(w: &WalletArgs) -> PathBuf {
-    w.wallet.join(journal::FILE)
-}
-
-fn load_journal(w: &WalletArgs) -> CmdResult<journal::Journal> {
-    let path = journal_path(w);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(journal::Journal::default()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
-    }
-}
-
-fn save_journal(w: &WalletArgs, j: &journal::Journal) -> CmdResult {
-    let bytes = serde_json::to_vec_pretty(j).map_err(|e| e.to_string())?;
-    write_private(&journal_path(w), &bytes)
-}
-
 /// Records that `entry` is being handed over (before it leaves, or right after a broadcast).
 pub(crate) fn journal_record(w: &WalletArgs, entry: journal::Entry) -> CmdResult {
-    let mut j = load_journal(w)?;
-    j.record(entry);
-    save_journal(w, &j)
+    wallet_dir(w).journal_record(entry).map_err(|e| e.to_string())
 }
 
 /// Forgets `intent`'s entry: its outcome is known.
 pub(crate) fn journal_resolve(w: &WalletArgs, intent: &str) -> CmdResult {
-    let mut j = load_journal(w)?;
-    if j.find(intent).is_none() {
-        return Ok(());
-    }
-    j.resolve(intent);
-    save_journal(w, &j)
-}
-
-/// What the chain says about `entry` (read through `provider`: the mixnet unless
-/// `--direct-rpc`): its receipt by hash, else (a private transaction) whether its nullifiers
-/// are spent and by which `Transacted` event.
-async fn journal_seen(provider: &DynProvider, pool: Address, entry: &journal::Entry) -> CmdResult<journal::Seen> {
-    use journal::Seen;
-    let read = |e: alloy::transports::TransportError| format!("checking the earlier transaction: {e}");
-    if let Some(h) = entry.tx_hash
-        && let Some(r) = provider.get_transaction_receipt(h).await.map_err(read)?
-    {
-        let spent = match entry.nullifiers {
-            // A relayer's bundle can succeed while the payment in it did not happen only if the
-            // pool refused it; the nullifiers say.
-            Some([n, _]) => ShieldedPool::new(pool, provider).isSpent(n).call().await.map_err(|e| e.to_string())?,
-            None => true,
-        };
-        return Ok(Seen::Mined { tx_hash: h, block: r.block_number.unwrap_or_default(), success: r.status() && spent });
-    }
-    if let Some([n0, n1]) = entry.nullifiers
-        && ShieldedPool::new(pool, provider).isSpent(n0).call().await.map_err(|e| e.to_string())?
-    {
-        // Find the transaction that spent it: the pool's Transacted event naming the nullifier.
-        use alloy::{rpc::types::Filter, sol_types::SolEvent};
-        let head = provider.get_block_number().await.map_err(read)?;
-        let mut from = entry.from_block;
-        while from <= head {
-            let to = (from + nox_chain::pool_sync::LOG_PAGE - 1).min(head);
-            let filter = Filter::new()
-                .address(pool)
-                .event_signature(ShieldedPool::Transacted::SIGNATURE_HASH)
-                .from_block(from)
-                .to_block(to);
-            for log in provider.get_logs(&filter).await.map_err(read)? {
-                if let Ok(t) = log.log_decode::<ShieldedPool::Transacted>()
-                    && (t.inner.data.nullifiers.contains(&n0) || t.inner.data.nullifiers.contains(&n1))
-                {
-                    return Ok(Seen::Mined {
-                        tx_hash: log.transaction_hash.unwrap_or_default(),
-                        block: log.block_number.unwrap_or_default(),
-                        success: true,
-                    });
-                }
-            }
-            from = to + 1;
-        }
-        return Err(format!(
-            "the earlier transaction's nullifier is spent but no Transacted event since block {} names it",
-            entry.from_block
-        ));
-    }
-    if let Some(h) = entry.tx_hash
-        && provider.get_transaction_by_hash(h).await.map_err(read)?.is_some()
-    {
-        return Ok(Seen::Pending);
-    }
-    let (_, now) = chain_context(provider).await?;
-    Ok(Seen::Unknown { now })
+    wallet_dir(w).journal_resolve(intent).map_err(|e| e.to_string())
 }
 
 /// Before a command hands a transaction over: if an earlier run of the same command (`intent`)
@@ -694,9 +475,9 @@ pub(crate) async fn journal_recall(
     pool: Address,
     intent: &str,
 ) -> CmdResult<Option<(B256, u64)>> {
-    let j = load_journal(w)?;
+    let j = wallet_dir(w).load_journal().map_err(|e| e.to_string())?;
     let Some(entry) = j.find(intent).cloned() else { return Ok(None) };
-    let seen = journal_seen(provider, pool, &entry).await?;
+    let seen = nox_wallet_io::chain::journal_seen(provider, pool, &entry).await.map_err(|e| e.to_string())?;
     match journal::decide(&entry, &seen) {
         journal::Decision::AlreadyDone { tx_hash, block } => {
             journal_resolve(w, intent)?;
@@ -809,85 +590,34 @@ pub(crate) fn asset_word(a: Address) -> Fr {
     field::address(&a.0.0)
 }
 
-/// Applies the pool's events since the view's last block, page by page (the decoding is
-/// `nox_chain::pool_sync`'s), with progress on stderr: blocks and events scanned, this wallet's
-/// notes found, and a warning for every ciphertext addressed to it that does not open or does
-/// not match its commitment (tampered or re-targeted: reported, never silently dropped).
+/// Applies the pool's events since the view's last block (`nox_wallet_io::chain::sync`), with
+/// progress on stderr: blocks and events scanned, this wallet's notes found, and a warning for
+/// every ciphertext addressed to it that does not open or does not match its commitment
+/// (tampered or re-targeted: reported, never silently dropped).
 async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolView) -> CmdResult<u64> {
-    use alloy::rpc::types::Filter;
-    let explain = |e: String| crate::daemon_hint::explain(&at.rpc, &e);
+    use nox_wallet_io::chain::{PoolSpan, SyncProgress};
     let started = Instant::now();
-    let head = provider.get_block_number().await.map_err(|e| explain(e.to_string()))?;
-    let first = (view.last_block + 1).max(at.from_block);
-    let (notes_before, corrupt_before) = (view.notes().len(), view.corrupt_notes().len());
-    let mut from = first;
-    let mut events = 0usize;
-    let mut times = std::collections::HashMap::new();
-    while from <= head {
-        let to = (from + nox_chain::pool_sync::LOG_PAGE - 1).min(head);
-        let filter = Filter::new().address(at.pool).from_block(from).to_block(to);
-        let logs =
-            provider.get_logs(&filter).await.map_err(|e| explain(format!("reading pool events {from}..{to}: {e}")))?;
-        for log in &logs {
-            if log.removed {
-                return Err("the RPC endpoint returned a removed (reorganised) log; retry".into());
-            }
-            if let Some(event) = nox_chain::pool_sync::decode(log).map_err(|e| e.to_string())? {
-                view.apply(seed, &event).map_err(|e| format!("block {:?}: {e}", log.block_number))?;
-                if let nox_wallet::PoolEvent::Deposited { queue_index, .. } = &event {
-                    // The privacy advice compares a withdrawal with the deposits' times.
-                    let time = match log.block_timestamp {
-                        Some(t) => t,
-                        None => block_time(provider, log.block_number, &mut times).await.map_err(explain)?,
-                    };
-                    view.set_deposit_time(*queue_index, time);
-                }
-                events += 1;
-            }
+    let span = PoolSpan { pool: at.pool, from_block: at.from_block };
+    let mut progress = |p: SyncProgress<'_>| match p {
+        SyncProgress::Page { first, to, head, events, new_notes } => {
+            eprintln!("sync: blocks {first}..{to} of {head} scanned, {events} pool events, {new_notes} new note(s) of this wallet")
         }
-        view.last_block = to;
-        eprintln!(
-            "sync: blocks {first}..{to} of {head} scanned, {events} pool events, {} new note(s) of this wallet",
-            view.notes().len() - notes_before
-        );
-        from = to + 1;
-    }
-    for c in &view.corrupt_notes()[corrupt_before..] {
-        eprintln!(
+        SyncProgress::Corrupt(c) => eprintln!(
             "WARNING: a note addressed to this wallet at queue index {} (commitment 0x{}) does not open or does not \
              match its commitment ({:?}{}): it was tampered with or re-targeted and cannot be spent; tell the sender",
             c.queue_index,
             hex::encode(field::to_be32(&c.commitment)),
             c.reason,
             c.claimed_value.map(|v| format!(", claims {v} base units")).unwrap_or_default()
-        );
-    }
-    eprintln!(
-        "sync: done in {:.2} s ({} note(s) found, {} corrupt)",
-        started.elapsed().as_secs_f64(),
-        view.notes().len() - notes_before,
-        view.corrupt_notes().len() - corrupt_before
-    );
-    Ok(head)
-}
-
-/// The time of block `number` (cached in `times`: a block holds many events).
-async fn block_time(
-    provider: &DynProvider,
-    number: Option<u64>,
-    times: &mut std::collections::HashMap<u64, u64>,
-) -> CmdResult<u64> {
-    let number = number.ok_or("a pool event without its block number")?;
-    if let Some(t) = times.get(&number) {
-        return Ok(*t);
-    }
-    let block = provider
-        .get_block_by_number(number.into())
-        .await
-        .map_err(|e| format!("reading block {number}: {e}"))?
-        .ok_or_else(|| format!("block {number} not found"))?;
-    times.insert(number, block.header.timestamp);
-    Ok(block.header.timestamp)
+        ),
+        SyncProgress::Done { found, corrupt } => eprintln!(
+            "sync: done in {:.2} s ({found} note(s) found, {corrupt} corrupt)",
+            started.elapsed().as_secs_f64()
+        ),
+    };
+    nox_wallet_io::chain::sync(provider, span, seed, view, &mut progress).await.map_err(|e| {
+        if e.is_read() { crate::daemon_hint::explain(&at.rpc, &e.to_string()) } else { e.to_string() }
+    })
 }
 
 pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
@@ -900,9 +630,10 @@ pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvide
 /// Opens the wallet and syncs its view through `provider` (the pool `at`), saving the state.
 pub(crate) async fn synced_at(c: &ChainArgs, at: &PoolAt, provider: &DynProvider) -> CmdResult<(Seed, PoolView)> {
     let seed = open_seed(&c.wallet)?;
-    let mut view = load_view(&c.wallet, &seed, at.from_block)?;
+    let dir = wallet_dir(&c.wallet);
+    let mut view = dir.load_view(&seed, at.from_block).map_err(|e| e.to_string())?;
     sync(provider, at, &seed, &mut view).await?;
-    save_view(&c.wallet, &seed, &view)?;
+    dir.save_view(&seed, &view, &mut os_rng()).map_err(|e| e.to_string())?;
     Ok((seed, view))
 }
 
@@ -989,7 +720,7 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
     let asset = a.asset.unwrap_or(Address::ZERO);
     let reader = read_provider(&at.rpc)?;
     let unit = unit_of(&reader, asset).await;
-    let amount = unit.parse(&a.amount)?;
+    let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
     let asset_fr = asset_word(asset);
     let mut rng = os_rng();
     let note = nox_zk::Note::new(amount, asset_fr, to.owner(), &mut rng);
@@ -1176,14 +907,9 @@ pub(crate) fn prove_transaction(w: &WalletArgs, prepared: &nox_wallet::PreparedT
     Ok(proof)
 }
 
+/// The chain's id and its latest block's time (`nox_wallet_io::chain`).
 pub(crate) async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
-    let chain_id = provider.get_chain_id().await.map_err(|e| e.to_string())?;
-    let block = provider
-        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or("no latest block")?;
-    Ok((chain_id, block.header.timestamp))
+    nox_wallet_io::chain::chain_context(provider).await.map_err(|e| e.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1448,7 +1174,7 @@ async fn unit_for(p: &PrivateArgs) -> CmdResult<Unit> {
 async fn send_cmd(a: &SendArgs) -> CmdResult {
     let to = parse_shielded(&a.to)?;
     let unit = unit_for(&a.private).await?;
-    let amount = unit.parse(&a.amount)?;
+    let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
         outputs: vec![(to, amount)],
@@ -1524,7 +1250,7 @@ async fn split_cmd(a: &SplitArgs) -> CmdResult {
     let unit = unit_for(&a.private).await?;
     let seed = open_seed(&a.private.chain.wallet)?;
     let own = seed.address().map_err(|e| e.to_string())?;
-    let amounts = a.amounts.iter().map(|t| unit.parse(t)).collect::<CmdResult<Vec<u128>>>()?;
+    let amounts = a.amounts.iter().map(|t| unit.parse(t).map_err(|e| e.to_string())).collect::<CmdResult<Vec<u128>>>()?;
     let shown: Vec<String> = amounts.iter().map(|v| unit.show(*v)).collect();
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
@@ -1542,7 +1268,7 @@ async fn split_cmd(a: &SplitArgs) -> CmdResult {
 
 async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
     let unit = unit_for(&a.private).await?;
-    let amount = unit.parse(&a.amount)?;
+    let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
     let asset = a.private.asset.unwrap_or(Address::ZERO);
     privacy_advice(&a.private.chain, asset, amount, &unit, WithdrawCommand::Wallet).await?;
     let plan = Plan {
@@ -1753,7 +1479,10 @@ async fn insert(a: &InsertArgs) -> CmdResult {
         println!("{}, {:.1} s", insert_race::already_inserted_line(by, first_queued), started.elapsed().as_secs_f64());
     };
     let gas =
-        match insert_race::before_send(&sender, at.pool, signer.address(), &tx, first_queued, view.last_block).await? {
+        match insert_race::before_send(&sender, at.pool, signer.address(), &tx, first_queued, view.last_block)
+            .await
+            .map_err(|e| e.to_string())?
+        {
             insert_race::BeforeSend::Send { gas } => gas,
             insert_race::BeforeSend::AlreadyInserted(by) => {
                 already(by);
@@ -1766,7 +1495,9 @@ async fn insert(a: &InsertArgs) -> CmdResult {
         Err(e) => {
             // Mined after a rival insertion in the same block: nothing left to do but say so.
             if insert_race::queue_moved_past(&sender, at.pool, first_queued).await.map_err(|r| format!("{e}; {r}"))? {
-                let by = insert_race::inserted_by(&sender, at.pool, first_queued, view.last_block).await?;
+                let by = insert_race::inserted_by(&sender, at.pool, first_queued, view.last_block)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 eprintln!("our insertBatch lost the race in the same block: {e}");
                 already(by);
                 return Ok(());
@@ -1790,23 +1521,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn amounts_in_units_and_base_units() {
-        let eth = Unit::eth();
-        assert_eq!(eth.parse("0.05").unwrap(), 50_000_000_000_000_000);
-        assert_eq!(eth.parse("1").unwrap(), 1_000_000_000_000_000_000);
-        assert_eq!(eth.parse("0.05 ETH").unwrap(), 50_000_000_000_000_000);
-        assert_eq!(eth.parse("123wei").unwrap(), 123);
-        assert!(eth.parse("0.0000000000000000001").is_err(), "19 decimals");
-        assert!(eth.parse("0").is_err() && eth.parse("abc").is_err() && eth.parse("").is_err());
-        assert_eq!(eth.show(50_000_000_000_000_000), "0.05 ETH");
-        assert_eq!(eth.show(0), "0 ETH");
-        let usdc = Unit { symbol: "USDC".into(), decimals: 6 };
-        assert_eq!(usdc.parse("12.5").unwrap(), 12_500_000);
-        assert_eq!(usdc.show(12_500_000), "12.5 USDC");
-        assert_eq!(format_units(1, 18), "0.000000000000000001");
-    }
-
-    #[test]
     fn the_split_advice_names_each_withdraw_command_in_its_own_amounts() {
         let split = [100_000_000_000_000_000, 20_000_000_000_000_000];
         assert_eq!(
@@ -1827,19 +1541,5 @@ mod tests {
         let Err(message) = Stop::finish(Err(Stop::wallet(e))) else { panic!("a needed join is an error") };
         assert!(message.contains("your notes must be joined first (`nox wallet join`)"), "{message}");
         assert!(message.contains("670 spendable in all") && message.contains("500 is needed"), "{message}");
-    }
-
-    #[test]
-    fn ethereum_address_checks() {
-        let lower = "0x52908400098527886e0f7030069857d2e4169ee7";
-        assert!(parse_eth_address(lower).is_ok());
-        // EIP-55's own example, then one letter's case flipped: a typo.
-        assert!(parse_eth_address("0x52908400098527886E0F7030069857D2E4169EE7").is_ok(), "all upper case");
-        assert!(parse_eth_address("0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed").is_ok());
-        let typo = parse_eth_address("0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD").unwrap_err();
-        assert!(typo.contains("checksum"), "{typo}");
-        let shielded = parse_eth_address("nox1qqqqqqqqqqqqqqqqqqqq").unwrap_err();
-        assert!(shielded.contains("shielded address"), "{shielded}");
-        assert!(parse_eth_address("0x1234").unwrap_err().contains("not an Ethereum address"));
     }
 }
