@@ -128,7 +128,8 @@ impl WalletDir {
         let path = self.state_path();
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let plain = file::open_state(seed, &bytes).map_err(|source| DirError::Sealed { path: path.clone(), source })?;
+                let plain =
+                    file::open_state(seed, &bytes).map_err(|source| DirError::Sealed { path: path.clone(), source })?;
                 PoolView::from_json(&plain).map_err(|source| DirError::State { path, source })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

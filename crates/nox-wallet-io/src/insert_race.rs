@@ -7,13 +7,13 @@
 //! (`eth_estimateGas`, as the inserter's `submit` does); a batch that someone else inserted is
 //! reported with who inserted it, and nothing is sent.
 
+use alloy::transports::TransportError;
 use alloy::{
     primitives::{Address, B256, U256},
     providers::{DynProvider, Provider},
     rpc::types::{Filter, TransactionRequest},
     sol_types::SolEvent,
 };
-use alloy::transports::TransportError;
 use nox_chain::pool::ShieldedPool;
 
 /// Why a check of the race could not be made (the message says which read failed).
@@ -81,11 +81,8 @@ pub enum BeforeSend {
 
 /// Whether the pool's queue already starts past `first_queued` (the batch's first leaf).
 pub async fn queue_moved_past(provider: &DynProvider, pool: Address, first_queued: u64) -> Result<bool, RaceError> {
-    let first = ShieldedPool::new(pool, provider)
-        .firstUninsertedQueueIndex()
-        .call()
-        .await
-        .map_err(RaceError::QueueStart)?;
+    let first =
+        ShieldedPool::new(pool, provider).firstUninsertedQueueIndex().call().await.map_err(RaceError::QueueStart)?;
     Ok(first > U256::from(first_queued))
 }
 

@@ -302,7 +302,9 @@ async fn token_value_wei(
     if defi.token != token {
         return Ok(None);
     }
-    nox_wallet_io::fees::token_value_wei(provider, defi.router, defi.weth, token, amount).await.map_err(|e| e.to_string())
+    nox_wallet_io::fees::token_value_wei(provider, defi.router, defi.weth, token, amount)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn refused(e: nox_pay::bounds::QuoteRefusal) -> String {

@@ -600,7 +600,9 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
     let span = PoolSpan { pool: at.pool, from_block: at.from_block };
     let mut progress = |p: SyncProgress<'_>| match p {
         SyncProgress::Page { first, to, head, events, new_notes } => {
-            eprintln!("sync: blocks {first}..{to} of {head} scanned, {events} pool events, {new_notes} new note(s) of this wallet")
+            eprintln!(
+                "sync: blocks {first}..{to} of {head} scanned, {events} pool events, {new_notes} new note(s) of this wallet"
+            )
         }
         SyncProgress::Corrupt(c) => eprintln!(
             "WARNING: a note addressed to this wallet at queue index {} (commitment 0x{}) does not open or does not \
@@ -615,9 +617,9 @@ async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolV
             started.elapsed().as_secs_f64()
         ),
     };
-    nox_wallet_io::chain::sync(provider, span, seed, view, &mut progress).await.map_err(|e| {
-        if e.is_read() { crate::daemon_hint::explain(&at.rpc, &e.to_string()) } else { e.to_string() }
-    })
+    nox_wallet_io::chain::sync(provider, span, seed, view, &mut progress)
+        .await
+        .map_err(|e| if e.is_read() { crate::daemon_hint::explain(&at.rpc, &e.to_string()) } else { e.to_string() })
 }
 
 pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
@@ -1250,7 +1252,8 @@ async fn split_cmd(a: &SplitArgs) -> CmdResult {
     let unit = unit_for(&a.private).await?;
     let seed = open_seed(&a.private.chain.wallet)?;
     let own = seed.address().map_err(|e| e.to_string())?;
-    let amounts = a.amounts.iter().map(|t| unit.parse(t).map_err(|e| e.to_string())).collect::<CmdResult<Vec<u128>>>()?;
+    let amounts =
+        a.amounts.iter().map(|t| unit.parse(t).map_err(|e| e.to_string())).collect::<CmdResult<Vec<u128>>>()?;
     let shown: Vec<String> = amounts.iter().map(|v| unit.show(*v)).collect();
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
@@ -1478,17 +1481,16 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     let already = |by| {
         println!("{}, {:.1} s", insert_race::already_inserted_line(by, first_queued), started.elapsed().as_secs_f64());
     };
-    let gas =
-        match insert_race::before_send(&sender, at.pool, signer.address(), &tx, first_queued, view.last_block)
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            insert_race::BeforeSend::Send { gas } => gas,
-            insert_race::BeforeSend::AlreadyInserted(by) => {
-                already(by);
-                return Ok(());
-            }
-        };
+    let gas = match insert_race::before_send(&sender, at.pool, signer.address(), &tx, first_queued, view.last_block)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        insert_race::BeforeSend::Send { gas } => gas,
+        insert_race::BeforeSend::AlreadyInserted(by) => {
+            already(by);
+            return Ok(());
+        }
+    };
     let tx = tx.gas_limit(gas.saturating_mul(6) / 5 + 10_000);
     let receipt = match send_tx(&sender, tx, "insertBatch").await {
         Ok(receipt) => receipt,
