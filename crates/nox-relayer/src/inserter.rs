@@ -33,44 +33,19 @@
 use std::collections::VecDeque;
 
 use alloy_primitives::{LogData, U256};
-use alloy_sol_types::{SolEvent, sol};
 use ark_bn254::Fr;
+// The pool's events, declared once (shared with the wallet's sync and nox-wasm).
+use nox_pool_events::{PoolEventError, PoolLog};
 use nox_zk::ZkError;
 use nox_zk::field;
 use nox_zk::insert::{BATCH_SIZE, InsertPublic, InsertWitness};
 use nox_zk::merkle::Tree;
 use serde::Deserialize;
-
-sol! {
-    /// `ShieldedPool.Deposited`: one commitment queued.
-    event Deposited(uint256 indexed queueIndex, uint256 commitment, address indexed asset, uint256 amount, bytes memo);
-    /// `ShieldedPool.Spent` (the one-output gas payment, before issue 30): the change queued.
-    event Spent(
-        uint256 indexed nullifier,
-        uint256 indexed queueIndex,
-        uint256 changeCommitment,
-        address asset,
-        uint256 fee,
-        address recipient,
-        bytes32 actionHash
-    );
-    /// `ShieldedPool.Transacted` (issue 30): both outputs queued, at `firstQueueIndex` and the next.
-    event Transacted(
-        uint256 firstQueueIndex,
-        uint256[2] nullifiers,
-        uint256[2] commitments,
-        bytes[2] notes,
-        address indexed asset,
-        uint256 publicIn,
-        uint256 publicOut,
-        uint256 fee,
-        address recipient,
-        address indexed relayer,
-        bytes32 actionHash
-    );
-    /// `ShieldedPool.BatchInserted`: `count` queued commitments moved into the tree.
-    event BatchInserted(uint256 indexed startLeafIndex, uint256 firstQueueIndex, uint256 count, uint256 newRoot);
-}
+#[cfg(test)]
+use {
+    alloy_sol_types::SolEvent,
+    nox_pool_events::{BatchInserted, Deposited, Spent, Transacted},
+};
 
 /// The mainnet default of [`InserterConfig::max_wait_ms`]: 10 minutes.
 pub const DEFAULT_MAX_WAIT_MS: u64 = 600_000;
@@ -241,35 +216,42 @@ fn small(x: U256) -> Result<u64, MirrorError> {
     u64::try_from(x).map_err(|_| MirrorError::Range)
 }
 
+impl From<PoolEventError> for MirrorError {
+    fn from(e: PoolEventError) -> Self {
+        match e {
+            PoolEventError::Decode(e) => Self::Decode(e),
+            PoolEventError::NotAScalar => Self::NotAScalar,
+            PoolEventError::Index(_) | PoolEventError::Value(_) => Self::Range,
+        }
+    }
+}
+
 /// The queue events of one pool log (none for the pool's other events).
 pub fn decode_log(data: &LogData) -> Result<Vec<QueueEvent>, MirrorError> {
-    let Some(topic) = data.topics().first() else { return Ok(Vec::new()) };
-    Ok(if *topic == Deposited::SIGNATURE_HASH {
-        let e = Deposited::decode_log_data(data)?;
-        vec![QueueEvent::Queued { index: small(e.queueIndex)?, commitment: scalar(e.commitment)? }]
-    } else if *topic == Spent::SIGNATURE_HASH {
-        let e = Spent::decode_log_data(data)?;
-        vec![QueueEvent::Queued { index: small(e.queueIndex)?, commitment: scalar(e.changeCommitment)? }]
-    } else if *topic == Transacted::SIGNATURE_HASH {
-        let e = Transacted::decode_log_data(data)?;
-        let first = small(e.firstQueueIndex)?;
-        vec![
-            QueueEvent::Queued { index: first, commitment: scalar(e.commitments[0])? },
-            QueueEvent::Queued {
-                index: first.checked_add(1).ok_or(MirrorError::Range)?,
-                commitment: scalar(e.commitments[1])?,
-            },
-        ]
-    } else if *topic == BatchInserted::SIGNATURE_HASH {
-        let e = BatchInserted::decode_log_data(data)?;
-        vec![QueueEvent::Inserted {
+    Ok(match nox_pool_events::decode(data.topics(), &data.data)? {
+        Some(PoolLog::Deposited(e)) => {
+            vec![QueueEvent::Queued { index: small(e.queueIndex)?, commitment: scalar(e.commitment)? }]
+        }
+        Some(PoolLog::Spent(e)) => {
+            vec![QueueEvent::Queued { index: small(e.queueIndex)?, commitment: scalar(e.changeCommitment)? }]
+        }
+        Some(PoolLog::Transacted(e)) => {
+            let first = small(e.firstQueueIndex)?;
+            vec![
+                QueueEvent::Queued { index: first, commitment: scalar(e.commitments[0])? },
+                QueueEvent::Queued {
+                    index: first.checked_add(1).ok_or(MirrorError::Range)?,
+                    commitment: scalar(e.commitments[1])?,
+                },
+            ]
+        }
+        Some(PoolLog::BatchInserted(e)) => vec![QueueEvent::Inserted {
             start_leaf: small(e.startLeafIndex)?,
             first_queue: small(e.firstQueueIndex)?,
             count: small(e.count)?,
             new_root: scalar(e.newRoot)?,
-        }]
-    } else {
-        Vec::new()
+        }],
+        None => Vec::new(),
     })
 }
 

@@ -6,40 +6,19 @@
 //! - [`Module::pay_bundle`]: `BatchExecutor.execute(Bundle)` calldata from a prepared
 //!   transaction's description and its proof (`nox_pay::Payment::bundle`);
 //! - [`Module::wallet_sync`]: the pool's `eth_getLogs` entries decoded
-//!   (`nox_chain::pool_sync::decode`) and applied to the wallet's view.
+//!   (`nox_pool_events::wallet_event`, as `nox_chain::pool_sync::decode`) and applied to the
+//!   wallet's view.
 //!
 //! Nothing here does I/O: the host fetches the logs (through the mixnet) and sends the calldata.
 
 use alloy_primitives::{Address, Bytes, U256};
-use alloy_sol_types::{SolCall, SolEvent, SolValue};
-use ark_bn254::Fr;
+use alloy_sol_types::{SolCall, SolValue};
 use nox_relayer::abi;
 use nox_wallet::PoolEvent;
 use nox_zk::field;
 use serde::Deserialize;
 
 use crate::api::{Module, WasmError, bad};
-
-alloy_sol_types::sol! {
-    /// `ShieldedPool`'s events a wallet needs (contracts/src/zk/ShieldedPool.sol).
-    event Deposited(uint256 indexed queueIndex, uint256 commitment, address indexed asset, uint256 amount, bytes memo);
-    /// A private transaction.
-    event Transacted(
-        uint256 firstQueueIndex,
-        uint256[2] nullifiers,
-        uint256[2] commitments,
-        bytes[2] notes,
-        address indexed asset,
-        uint256 publicIn,
-        uint256 publicOut,
-        uint256 fee,
-        address recipient,
-        address indexed relayer,
-        bytes32 actionHash
-    );
-    /// A batch of queued commitments inserted into the tree.
-    event BatchInserted(uint256 indexed startLeafIndex, uint256 firstQueueIndex, uint256 count, uint256 newRoot);
-}
 
 /// What the relayer is paid to do (JSON): call `target` with `data` (hex) and exactly `gas`.
 #[derive(Deserialize)]
@@ -104,56 +83,10 @@ fn parse_action(json: &[u8]) -> Result<ActionJson, WasmError> {
     serde_json::from_slice(json).map_err(|e| bad(format!("action: {e}")))
 }
 
-fn word(x: U256) -> Result<Fr, WasmError> {
-    field::from_be32(&x.to_be_bytes::<32>()).map_err(|_| bad("pool event: a word ≥ the field modulus"))
-}
-
-fn small(x: U256, what: &str) -> Result<u64, WasmError> {
-    u64::try_from(x).map_err(|_| bad(format!("pool event: {what} out of range")))
-}
-
-fn value(x: U256, what: &str) -> Result<u128, WasmError> {
-    u128::try_from(x).map_err(|_| bad(format!("pool event: {what} ≥ 2^128")))
-}
-
-/// Decodes one pool log as `nox_chain::pool_sync::decode` does (`None`: an event a wallet
-/// does not need).
+/// Decodes one pool log as `nox_chain::pool_sync::decode` does, with the same decoder
+/// (`nox_pool_events::wallet_event`; `None`: an event a wallet does not need).
 fn decode(topics: &[alloy_primitives::B256], data: &[u8]) -> Result<Option<PoolEvent>, WasmError> {
-    let Some(topic) = topics.first() else { return Ok(None) };
-    let undecodable = |e: alloy_sol_types::Error| bad(format!("undecodable pool event: {e}"));
-    let asset_word = |a: Address| field::address(&a.0.0);
-    Ok(Some(if *topic == Deposited::SIGNATURE_HASH {
-        let e = Deposited::decode_raw_log(topics.iter().copied(), data).map_err(undecodable)?;
-        PoolEvent::Deposited {
-            queue_index: small(e.queueIndex, "queue index")?,
-            commitment: word(e.commitment)?,
-            asset: asset_word(e.asset),
-            amount: value(e.amount, "deposit amount")?,
-            memo: e.memo.to_vec(),
-        }
-    } else if *topic == Transacted::SIGNATURE_HASH {
-        let e = Transacted::decode_raw_log(topics.iter().copied(), data).map_err(undecodable)?;
-        PoolEvent::Transacted {
-            first_queue_index: small(e.firstQueueIndex, "queue index")?,
-            nullifiers: [word(e.nullifiers[0])?, word(e.nullifiers[1])?],
-            commitments: [word(e.commitments[0])?, word(e.commitments[1])?],
-            notes: [e.notes[0].to_vec(), e.notes[1].to_vec()],
-            asset: asset_word(e.asset),
-            public_in: value(e.publicIn, "publicIn")?,
-            public_out: value(e.publicOut, "publicOut")?,
-            fee: value(e.fee, "fee")?,
-        }
-    } else if *topic == BatchInserted::SIGNATURE_HASH {
-        let e = BatchInserted::decode_raw_log(topics.iter().copied(), data).map_err(undecodable)?;
-        PoolEvent::BatchInserted {
-            start_leaf: small(e.startLeafIndex, "leaf index")?,
-            first_queue: small(e.firstQueueIndex, "queue index")?,
-            count: small(e.count, "batch size")?,
-            new_root: word(e.newRoot)?,
-        }
-    } else {
-        return Ok(None);
-    }))
+    nox_pool_events::wallet_event(topics, data).map_err(|e| bad(format!("pool event: {e}")))
 }
 
 impl Module {
