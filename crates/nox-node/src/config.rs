@@ -135,6 +135,10 @@ pub struct NodeSection {
     /// another geometry is refused, so every node of a network has the same value.
     #[serde(default = "default_layers")]
     pub layers: u8,
+    /// The network's packet length in bytes (default 32768; 2048, 4096, 8192 or 16384): part
+    /// of the geometry, so every node of a network has the same value.
+    #[serde(default)]
+    pub packet_len: nox_topology::PacketLen,
 }
 
 fn default_layers() -> u8 {
@@ -143,10 +147,10 @@ fn default_layers() -> u8 {
 }
 
 impl NodeSection {
-    /// The network's geometry: [`NodeSection::sphinx_scheme`] at the default packet length, with
-    /// [`NodeSection::layers`] hops.
+    /// The network's geometry: [`NodeSection::sphinx_scheme`] at [`NodeSection::packet_len`],
+    /// with [`NodeSection::layers`] hops.
     pub fn geometry(&self) -> Result<Geometry, nox_sphinx::SphinxError> {
-        nox_topology::network_geometry(self.sphinx_scheme, usize::from(self.layers))
+        nox_topology::network_geometry_with_len(self.sphinx_scheme, usize::from(self.layers), self.packet_len)
     }
 
     /// Where this node's epoch keys are: one directory per scheme ([`nox_keystore::sphinx_dir`]).
@@ -600,6 +604,12 @@ mod tests {
         assert_ne!(geometry.identifier(), config.node.geometry().unwrap().identifier());
         let none: NodeConfig = toml::from_str(&MINIMAL.replace("[topology]", "layers = 0\n[topology]")).unwrap();
         assert!(none.node.geometry().is_err(), "a network of no layers has no geometry");
+        let small = MINIMAL.replace("[topology]", "packet_len = 4096\n[topology]");
+        let small = toml::from_str::<NodeConfig>(&small).unwrap().node.geometry().unwrap();
+        assert_eq!((small.packet_len(), small.hops()), (4096, 3));
+        let bad = MINIMAL.replace("[topology]", "packet_len = 4000\n[topology]");
+        let error = toml::from_str::<NodeConfig>(&bad).unwrap_err().to_string();
+        assert!(error.contains("unsupported packet length 4000"), "{error}");
     }
 
     #[test]
