@@ -36,7 +36,8 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
     std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Writes the authority key (0600) and `directory.toml` (for `scheme`'s geometry), starts
+/// Writes the authority key (0600) and `directory.toml` (for the geometry of `scheme`,
+/// `layers` and `packet_len`), starts
 /// `nox directory` and waits until it serves the document at `topology.json`. Returns its
 /// address.
 pub fn start(
@@ -45,6 +46,7 @@ pub fn start(
     authority_seed: &[u8; 32],
     scheme: Scheme,
     layers: u8,
+    packet_len: nox_topology::PacketLen,
 ) -> Result<SocketAddr, TestnetError> {
     let chain = crate::chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
@@ -62,7 +64,7 @@ pub fn start(
         // The shipped limits (4 connections per address, 16 per /24, 64 in all): every node and
         // client of the testnet fetches from 127.0.0.1, briefly and rarely at the same moment
         // (a refused fetch is retried), so the testnet needs no exception.
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n",
+        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\npacket_len = {packet_len}\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),

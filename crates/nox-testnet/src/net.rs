@@ -14,7 +14,7 @@ use crate::chain;
 use crate::directory;
 use nox_keystore::{EpochKeyStore, generate_identity, sphinx_dir};
 use nox_sphinx::{Geometry, Scheme};
-use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
+use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, PacketLen, SigningKey};
 use rand_core::{RngCore, SeedableRng};
 
 /// Options shared by the testnet subcommands.
@@ -230,11 +230,21 @@ pub struct Layout {
     /// or xwing. Nodes, keys and the directory use it; clients read it from the topology.
     #[arg(long, default_value = "ristretto255", value_parser = parse_scheme)]
     pub geometry: Scheme,
+    /// The packet length in bytes: 2048, 4096, 8192, 16384 or 32768 (default nox-sphinx's
+    /// `DEFAULT_PACKET_LEN`; `4KiB` also parses). Nodes and the directory use it; clients read
+    /// it from the topology's geometry.
+    #[arg(long, default_value_t = PacketLen::DEFAULT, value_parser = parse_packet_len)]
+    pub packet_len: PacketLen,
     /// Entries and gateways serve `wss://` (TLS) instead of `ws://`: a throwaway CA signs a
     /// certificate per node for its loopback address; its certificate is written to
     /// `<dir>/ca.pem` (trust it with `nox client --ca-file`, `NODE_EXTRA_CA_CERTS`).
     #[arg(long)]
     pub tls: bool,
+}
+
+/// `--packet-len`: a supported packet length, with the supported ones in the error.
+pub fn parse_packet_len(text: &str) -> Result<PacketLen, String> {
+    text.parse::<PacketLen>().map_err(|e| e.to_string())
 }
 
 /// `--geometry`: a scheme name, with the known names in the error.
@@ -296,6 +306,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         chaos_link_delay_ms,
         chaos_link_jitter_ms,
         geometry: scheme,
+        packet_len,
         tls,
         ..
     } = layout.clone();
@@ -356,8 +367,8 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let authority_hex = hex::encode(authority.verifying_key().as_bytes());
     let schedule = EpochSchedule::new(0, Duration::from_secs(epoch_secs), Duration::from_secs(overlap_secs), 1)
         .map_err(|e| format!("epoch schedule: {e}"))?;
-    let geometry = nox_topology::network_geometry(scheme, usize::from(layers))
-        .map_err(|e| format!("geometry for {layers} layers: {e}"))?;
+    let geometry = nox_topology::network_geometry_with_len(scheme, usize::from(layers), packet_len)
+        .map_err(|e| format!("geometry for {layers} layers of {packet_len} B packets: {e}"))?;
     let now = unix_now();
 
     // Layers come from the node id (topology eq. 1): draw identities until
@@ -435,7 +446,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}{chaos_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            "{observe_section}{chaos_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\npacket_len = {packet_len}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
             // One host: every client shares the nodes' address, so per-address limits and bans
             // would only throttle the testnet's own clients (nodes are exempt by their link key,
             // not by the address, so they would not cover them).
@@ -490,9 +501,10 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     }
 
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let directory_addr = directory::start(dir, &exe, &authority_seed, scheme, layers).inspect_err(|_| {
-        let _ = down(dir);
-    })?;
+    let directory_addr =
+        directory::start(dir, &exe, &authority_seed, scheme, layers, packet_len).inspect_err(|_| {
+            let _ = down(dir);
+        })?;
     for (path, config) in configs {
         // With a chain, membership comes from the registry: no authority key to trust.
         let node_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -522,7 +534,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         |c| format!("registry {} on chain {} at {}", c.deployment.registry, c.deployment.chain_id, c.rpc_url),
     );
     println!(
-        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., geometry {scheme} ({} B header), directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}{ca_line}",
+        "testnet up: {} nodes in {layers} layers on 127.0.0.1:{base_port}.., geometry {scheme} ({} B header, {packet_len} B packets), directory http://{directory_addr}, {chain_line}, mean delay {mean_delay_ms} ms, epochs {epoch_secs} s, state in {}{ca_line}",
         index,
         geometry.header_len(),
         dir.display()
@@ -1170,6 +1182,21 @@ mod tests {
         assert_eq!(parsed.layout.geometry, nox_sphinx::Scheme::XWing);
         let error = Up::try_parse_from(["up", "--geometry", "kyber"]).err().unwrap().to_string();
         assert!(error.contains("unknown Sphinx scheme") && error.contains("xwing"), "{error}");
+    }
+
+    #[test]
+    fn packet_len_is_a_supported_length() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            layout: Layout,
+        }
+        assert_eq!(Layout::default().packet_len.bytes(), nox_sphinx::DEFAULT_PACKET_LEN);
+        let parsed = Up::try_parse_from(["up", "--packet-len", "4096"]).unwrap();
+        assert_eq!(parsed.layout.packet_len.bytes(), 4096);
+        let error = Up::try_parse_from(["up", "--packet-len", "5000"]).err().unwrap().to_string();
+        assert!(error.contains("unsupported packet length 5000") && error.contains("2048"), "{error}");
     }
 
     /// The exit section names exactly the allowed services, never a network.
