@@ -40,6 +40,9 @@ pub struct NetworkBenchArgs {
     /// (classical), x25519-kem, mlkem768 or xwing.
     #[arg(long, default_value = "ristretto255", value_parser = testnet::parse_scheme)]
     geometry: nox_sphinx::Scheme,
+    /// The testnet's packet length in bytes (`nox testnet up --packet-len`).
+    #[arg(long, default_value_t = nox_topology::PacketLen::DEFAULT, value_parser = testnet::parse_packet_len)]
+    packet_len: nox_topology::PacketLen,
     /// Testnet state directory.
     #[arg(long, default_value = ".nox-bench-testnet")]
     dir: PathBuf,
@@ -58,6 +61,7 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
         mean_delay_ms: args.mean_delay_ms,
         exit_sink: Some(sink.local_addr().map_err(err)?),
         geometry: args.geometry,
+        packet_len: args.packet_len,
         ..Layout::default()
     };
     testnet::up(&args.dir, &layout).map_err(err)?;
@@ -65,7 +69,9 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
     let _ = testnet::down(&args.dir);
     let (results, idle_rss) = result?;
     let header_len =
-        nox_topology::network_geometry(args.geometry, usize::from(layout.layers)).map_err(err)?.header_len();
+        nox_topology::network_geometry_with_len(args.geometry, usize::from(layout.layers), args.packet_len)
+            .map_err(err)?
+            .header_len();
     // Sustained without loss: every packet delivered, the offered rate
     // actually sent, and the median latency no worse than twice the
     // lightest load's (beyond that, queues are growing: saturation).
@@ -79,10 +85,10 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
         .fold(0.0f64, f64::max);
     let report = json!({
         "kind": "testnet-network",
-        "command": format!("nox bench testnet --rates {} --seconds {} --mean-delay-ms {} --geometry {}",
+        "command": format!("nox bench testnet --rates {} --seconds {} --mean-delay-ms {} --geometry {} --packet-len {}",
             args.rates.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","), args.seconds, args.mean_delay_ms,
-            args.geometry),
-        "parameters": { "nodes": 9, "layers": 3, "hops": 3, "packet_bytes": 32768, "payload_bytes": 256,
+            args.geometry, args.packet_len),
+        "parameters": { "nodes": 9, "layers": 3, "hops": 3, "packet_bytes": args.packet_len.bytes(), "payload_bytes": 256,
             "geometry": args.geometry.name(), "header_bytes": header_len,
             "mean_delay_ms": args.mean_delay_ms, "seconds_per_rate": args.seconds, "workers_per_node": 1 },
         "machine": machine::describe(),
