@@ -6,8 +6,8 @@
 
 use std::{path::Path, process::Command, time::Duration};
 
-use nox_chain::slash::{self, Equivocation};
-use nox_chain::{PrivateKeySigner, U256};
+use nox_chain::U256;
+use nox_chain::slash;
 use nox_sphinx::Geometry;
 use nox_testnet::{metric, nodes, scrape};
 use nox_topology::{TopologyError, Unvouched};
@@ -121,22 +121,23 @@ fn membership_follows_the_registry() {
     assert!(!out.status.success(), "an unregistered node ran");
     assert!(text.contains("is not registered"), "{text}");
 
-    // A third party slashes an equivocating node; it drops out of every view.
+    // An equivocating node is slashed by the watcher (`nox watch`, issue 33); it drops out of
+    // every view. The node publishes one descriptor to the directory and serves a second one,
+    // with another key for the same epoch, from a mirror of its own: both carry its operator's
+    // statements, so together they are proof. The test never builds the evidence itself.
     let cheat = dir.join("node-5");
     let cheat_id = identity_of(&cheat);
-    // The node publishes one descriptor and hands a second one, with another key for the same
-    // epoch, to someone else: both carry its operator's statements, so together they are proof.
     let operator = nox_testnet::chain::operator_key(&cheat).expect("operator key");
-    let published = runtime()
-        .block_on(nox_directory::fetch_document(
-            nox_testnet::directory::addr(&dir).expect("directory"),
-            Duration::from_secs(3),
-        ))
-        .expect("document")
+    let directory_addr = nox_testnet::directory::addr(&dir).expect("directory");
+    let document = runtime()
+        .block_on(nox_directory::fetch_document(directory_addr, Duration::from_secs(3)))
+        .expect("the directory's document");
+    let published = document
         .nodes
-        .into_iter()
+        .iter()
         .find(|n| n.descriptor.identity_key.to_bytes() == cheat_id)
-        .expect("the node's published descriptor");
+        .expect("the node's published descriptor")
+        .clone();
     assert!(!published.operator_statements.is_empty(), "nodes publish operator statements");
     let identity = nox_keystore::load_identity(&cheat.join("keys")).expect("identity");
     let mut other = published.descriptor.clone();
@@ -145,17 +146,66 @@ fn membership_follows_the_registry() {
     let other =
         nox_testnet::chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
             .expect("statements");
-    assert!(slash::evidence_from(operator.address(), &published, &published).is_none());
-    let evidence: Equivocation = slash::evidence_from(operator.address(), &published, &other).expect("equivocation");
-    let reporter = PrivateKeySigner::random();
+    assert!(slash::evidence_from(operator.address(), &published, &other).is_some(), "the two are proof");
+    let mut forked = document.clone();
+    for node in &mut forked.nodes {
+        if node.descriptor.identity_key.to_bytes() == cheat_id {
+            *node = other.clone();
+        }
+    }
+    let mirror = serve_document(forked.to_json().expect("json"));
+
+    // The watcher: its own account (a keystore, ETH for gas only), every mirror.
+    let watch_dir = dir.join("watcher");
+    std::fs::create_dir_all(&watch_dir).unwrap();
+    std::fs::write(watch_dir.join("pass"), "watcher\n").unwrap();
+    let keystore = watch_dir.join("reporter.json");
+    let password = watch_dir.join("pass");
+    let out = Command::new(NOX)
+        .args(["operator", "new-key", "--keystore"])
+        .arg(&keystore)
+        .arg("--password-file")
+        .arg(&password)
+        .output()
+        .expect("new-key");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let reporter: nox_chain::Address = text.split_whitespace().nth(1).expect("an address").parse().expect("address");
     let deployer = nox_chain::deploy::signer(nox_chain::anvil::DEV_KEY).expect("dev key");
-    runtime().block_on(async {
+    let (stake_before, tokens_before, bps) = runtime().block_on(async {
         let eth = U256::from(10u64).pow(U256::from(18u64));
-        nox_chain::deploy::fund(&info.rpc_url, &info.deployment, &deployer, reporter.address(), eth, U256::ZERO)
+        nox_chain::deploy::fund(&info.rpc_url, &info.deployment, &deployer, reporter, eth, U256::ZERO)
             .await
             .expect("funds the reporter");
-        slash::submit(&info.rpc_url, &info.deployment, &reporter, &evidence).await.expect("slashed");
+        stake_and_balance(&info, operator.address(), reporter).await
     });
+    assert!(stake_before > U256::ZERO && bps > 0);
+    let chain_toml = nox_testnet::directory::process_dir(&dir).join("chain.toml");
+    let log = std::fs::File::create(watch_dir.join("watch.log")).unwrap();
+    let mut watch = Command::new(NOX)
+        .args(["watch", "--chain"])
+        .arg(&chain_toml)
+        .args(["--directory", &format!("http://{directory_addr}"), "--directory", &format!("http://{mirror}")])
+        .arg("--keystore")
+        .arg(&keystore)
+        .arg("--password-file")
+        .arg(&password)
+        .args(["--interval-secs", "1"])
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("nox watch starts");
+    let slashed = wait_until(Duration::from_secs(30), Duration::from_millis(250), || {
+        runtime().block_on(stake_and_balance(&info, operator.address(), reporter)).0 == U256::ZERO
+    });
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let log = std::fs::read_to_string(watch_dir.join("watch.log")).unwrap_or_default();
+    assert!(slashed, "the watcher did not get the equivocating node slashed:\n{log}");
+    assert!(log.contains("slashed for equivocation"), "{log}");
+    let (_, tokens_after, _) = runtime().block_on(stake_and_balance(&info, operator.address(), reporter));
+    let share = stake_before * U256::from(bps) / U256::from(10_000u64);
+    assert_eq!(tokens_after - tokens_before, share, "the reporter earns its share of the stake\n{log}");
     eventually("the slashed node is gone from the client's view", || !node_ids(&dir).contains(&cheat_id));
     eventually("every running node dropped the slashed one", || {
         nodes(&dir)
@@ -173,7 +223,8 @@ fn membership_follows_the_registry() {
 
 /// Issue 33: a new operator's node joins a running network from its keystore and configuration
 /// alone — `nox operator new-key`, `init`, `register` against the testnet's registry (a
-/// deployment record file), then `nox node --config node.toml` with no other flag: the node,
+/// deployment record file), then `nox node --config node.toml` with no other flag, its
+/// `[chain]` naming the registry by that preset only (`preset = "<record>"`): the node,
 /// absent from the directory's document, announces its first descriptor itself and is admitted
 /// (before, only `nox testnet join`, which uploads it for the node, could add a node).
 fn operator_node_joins(dir: &Path, info: &nox_testnet::chain::ChainInfo) {
@@ -231,6 +282,18 @@ fn operator_node_joins(dir: &Path, info: &nox_testnet::chain::ChainInfo) {
     register.extend(key);
     run(&register);
 
+    // The node names its chain by the preset alone (issue 33): the deployment record's file
+    // instead of the registry address and chain id `init` wrote (the RPC URL stays: the
+    // testnet's Anvil is not on the preset's default port).
+    let toml_path = work.join("node/node.toml");
+    let text = std::fs::read_to_string(&toml_path).unwrap();
+    let registry_line = format!("registry = \"{}\"\n", d.registry);
+    let chain_id_line = format!("chain_id = {}\n", d.chain_id);
+    assert!(text.contains(&registry_line) && text.contains(&chain_id_line), "{text}");
+    let preset = format!("preset = {:?}\n", record_file.to_str().unwrap());
+    let text = text.replace(&registry_line, &preset).replace(&chain_id_line, "");
+    std::fs::write(&toml_path, text).unwrap();
+
     let id = identity.public().identity_key.to_bytes();
     assert!(!node_ids(dir).contains(&id));
     let log = std::fs::File::create(work.join("node.log")).unwrap();
@@ -247,6 +310,47 @@ fn operator_node_joins(dir: &Path, info: &nox_testnet::chain::ChainInfo) {
     let log = std::fs::read_to_string(work.join("node.log")).unwrap_or_default();
     assert!(joined, "the operator's node never joined the topology:\n{log}");
     assert!(log.contains("first descriptor announced"), "{log}");
+}
+
+/// The equivocating operator's stake in the registry, the reporter's stake-token balance and
+/// the registry's reporter share (basis points).
+async fn stake_and_balance(
+    info: &nox_testnet::chain::ChainInfo,
+    operator: nox_chain::Address,
+    reporter: nox_chain::Address,
+) -> (U256, U256, u16) {
+    use nox_chain::bindings::{NodeRegistry, NoxStakeToken};
+    let provider = alloy::providers::ProviderBuilder::new().connect_http(info.rpc_url.parse().expect("url"));
+    let registry = NodeRegistry::new(info.deployment.registry, &provider);
+    let token = NoxStakeToken::new(info.deployment.stake_token, &provider);
+    let stake = registry.nodeOf(operator).call().await.expect("node").stake;
+    let balance = token.balanceOf(reporter).call().await.expect("balance");
+    let bps = registry.slashReporterBps().call().await.expect("bps");
+    (stake, balance, bps)
+}
+
+/// A directory mirror that serves `json` as its document (`GET /topology`) to every request: the
+/// second view an equivocating node shows.
+fn serve_document(json: String) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", json.len());
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(json.as_bytes()));
+        }
+    });
+    addr
 }
 
 /// A forged node and a tampered descriptor in the document a cache serves: left out, each with
