@@ -31,23 +31,12 @@ use alloy::{
 
 mod common;
 
-use common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
+use common::{
+    NOX, PASSPHRASE, Testnet, USER_KEY, figures, ok, port_base, rpc_daemon, testnet_dir, wait_until, write_key,
+};
 
-/// Anvil's default account 1: the depositor (and the `--direct` submitter).
-const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const PASSPHRASE: &str = "correct horse battery staple";
 /// The longest any one command may take here (a paid transaction: quote, proof, one block).
 const PATIENCE: Duration = Duration::from_secs(180);
-
-fn nox(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(NOX).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(text) }
-}
-
-fn ok(args: &[&str]) -> String {
-    nox(args).unwrap_or_else(|e| panic!("nox {args:?} failed:\n{e}"))
-}
 
 /// Reads `from` to its end into `into` (a thread's body).
 fn collect(mut from: impl Read, into: Arc<Mutex<String>>) {
@@ -150,16 +139,6 @@ fn without_terminal(args: &[&str]) -> (bool, String) {
     (success, text)
 }
 
-/// The (spendable, pending) wei of ETH in `nox wallet balance`.
-fn figures(out: &str) -> (u128, u128) {
-    let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };
-    let figure = |after: &str| -> u128 {
-        let text = line.split(after).nth(1).and_then(|r| r.split(" ETH").next()).expect("a figure");
-        if text.trim() == "0" { 0 } else { nox::wallet_cmd::Unit::eth().parse(text).expect("an amount") }
-    };
-    (figure("spendable "), figure("pending insertion "))
-}
-
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
@@ -179,25 +158,10 @@ async fn the_terminal_confirmation_names_the_destination_and_a_no_sends_nothing(
     let chain = ProviderBuilder::new().connect_http(info.rpc_url.parse().expect("url")).erased();
 
     // Every read of the wallet through the mixnet: a `nox client --rpc` daemon.
-    let rpc_port = free_port();
-    let client = Command::new(NOX)
-        .args(["client", "--testnet"])
-        .arg(&dir)
-        .args(["--rpc", &format!("127.0.0.1:{rpc_port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nox client");
-    net.children.push(client);
-    let listening = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
-        std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_ok()
-    });
-    assert!(listening, "nox client --rpc did not listen");
-    let rpc = format!("http://127.0.0.1:{rpc_port}");
+    let rpc = rpc_daemon(&mut net);
     let wdir = dir.join("wallet");
     let (w, t) = (wdir.to_str().expect("utf-8"), dir.to_str().expect("utf-8"));
-    let user_key = dir.join("user.key");
-    std::fs::write(&user_key, USER_KEY).expect("key");
+    let user_key = write_key(&dir, "user.key", USER_KEY);
     let key = user_key.to_str().expect("utf-8");
     let user = nox_chain::deploy::signer(USER_KEY).expect("key").address();
     let with = |cmd: &[&str], extra: &[&str]| -> Vec<String> {

@@ -30,21 +30,7 @@ use nox_chain::bindings::RewardLedger;
 
 mod common;
 
-use common::{NOX, Testnet, port_base, testnet_dir};
-
-/// Anvil's default account 1: the depositor.
-const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const PASSPHRASE: &str = "correct horse battery staple";
-
-fn nox(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(NOX).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(text) }
-}
-
-fn ok(args: &[&str]) -> String {
-    nox(args).unwrap_or_else(|e| panic!("nox {args:?} failed:\n{e}"))
-}
+use common::{NOX, Testnet, USER_KEY, nox, ok, port_base, sent_from_to, testnet_dir, write_key};
 
 /// A JSON-RPC proxy in front of the chain that records every request body it forwards.
 fn recording_proxy(upstream: &str) -> (String, Arc<Mutex<Vec<String>>>) {
@@ -162,8 +148,7 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
 
     let wdir = dir.join("wallet");
     let (w, t) = (wdir.to_str().expect("utf-8"), dir.to_str().expect("utf-8"));
-    let user_key = dir.join("user.key");
-    std::fs::write(&user_key, USER_KEY).expect("key");
+    let user_key = write_key(&dir, "user.key", USER_KEY);
     ok(&["wallet", "new", "--wallet", w]);
 
     // Item 9: reads and the deposit go through the command's own mixnet client.
@@ -183,9 +168,8 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     let out = ok(&["wallet", "balance", "--wallet", w, "--testnet", t]);
     // 1 ETH, pending or (once an exit's relayer inserted it) spendable.
     assert!(out.contains("pending insertion 1 ETH") || out.contains("spendable 1 ETH"), "{out}");
-    // The exits' relayers insert the deposit within seconds; wait for it, so that the relayer's
-    // nonce below moves only if a lying quote's bundle were sent (its inserter then has nothing
-    // to insert: an insertion would otherwise be counted as "sent").
+    // The exits' relayers insert the deposit within seconds; wait for it (a paid send needs a
+    // spendable note).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
     while !ok(&["wallet", "balance", "--wallet", w, "--testnet", t]).contains("spendable 1 ETH") {
         assert!(std::time::Instant::now() < deadline, "the deposit was never inserted by the exits' relayers");
@@ -216,7 +200,7 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
             .expect("write node.toml");
         restart(&dir, exit);
         let before = wallet_files(&wdir);
-        let nonce = provider.get_transaction_count(relayer).await.expect("nonce");
+        let from_block = provider.get_block_number().await.expect("block number") + 1;
         let err = nox(&send).expect_err("a lying quote must be refused");
         assert!(
             err.contains("quote is refused") && err.contains(figure) && err.contains(quoted),
@@ -225,7 +209,10 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
         assert!(err.contains("above the bound") && err.contains("nothing was proved, spent or sent"), "{err}");
         assert!(!err.contains("proving the transaction"), "nothing may be proved:\n{err}");
         assert_eq!(wallet_files(&wdir), before, "{lie}: the wallet's files must be unchanged");
-        assert_eq!(provider.get_transaction_count(relayer).await.expect("nonce"), nonce, "{lie}: nothing sent");
+        // Nothing sent: no transaction from the relayer to the executor since the refusal began
+        // (the inserter shares the relayer's account, so its nonce would not tell).
+        let sent = sent_from_to(&provider, relayer, info.deployment.executor, from_block).await;
+        assert!(sent.is_empty(), "{lie}: the relayer sent {sent:?} to the executor");
         let credited = ledger.balanceOf(relayer, Address::ZERO).call().await.expect("balanceOf");
         assert!(credited.is_zero(), "{lie}: the relayer was credited {credited}");
     }

@@ -8,7 +8,11 @@
 //!   (every file keeps its own range so that test binaries running in parallel never collide);
 //! - [`authority`], [`topology`], [`metrics_addr`], [`node_metric`]: reading a running
 //!   testnet's files and counters;
-//! - [`free_port`], [`wait_until`].
+//! - [`free_port`], [`wait_until`];
+//! - the wallet tests' set-up: [`USER_KEY`], [`PASSPHRASE`], [`nox`] / [`ok`] (a `nox` command
+//!   with the passphrase), [`write_key`], [`rpc_daemon`] (a `nox client --rpc` the wallet reads
+//!   through), [`figures`] (a balance's ETH figures) and [`sent_from_to`] (the transactions
+//!   one account sent to another, from the blocks' receipts).
 
 // Each test binary compiles this module and uses only a subset of it: the rest would be
 // reported as dead code once per binary.
@@ -22,6 +26,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use alloy::primitives::{Address, TxHash};
+use alloy::providers::{DynProvider, Provider};
 use nox_sphinx::Geometry;
 use nox_topology::VerifiedTopology;
 
@@ -141,4 +147,76 @@ pub fn wait_until(patience: Duration, every: Duration, mut done: impl FnMut() ->
         }
         std::thread::sleep(every);
     }
+}
+
+/// Anvil's default account 1: the depositor of the wallet tests.
+pub const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+/// The test wallets' passphrase (`NOX_WALLET_PASSPHRASE`).
+pub const PASSPHRASE: &str = "correct horse battery staple";
+
+/// Runs `nox <args>` with the wallets' passphrase; stdout + stderr, or the failure text.
+pub fn nox<S: AsRef<OsStr>>(args: &[S]) -> Result<String, String> {
+    let out = Command::new(NOX).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() { Ok(text) } else { Err(text) }
+}
+
+/// [`nox`], which must succeed (else the test panics with its output).
+pub fn ok<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    nox(args).unwrap_or_else(|e| panic!("nox {args:?} failed:\n{e}"))
+}
+
+/// Writes the hex `key` to `dir/name` (a `--key-file`); returns its path.
+pub fn write_key(dir: &Path, name: &str, key: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, key).expect("write key");
+    path
+}
+
+/// Starts a `nox client --testnet <dir> --rpc` daemon (reaped with `net`) and waits until it
+/// listens; returns its URL, for the wallet's `--rpc`: every read through the mixnet.
+pub fn rpc_daemon(net: &mut Testnet) -> String {
+    let port = free_port();
+    let client = Command::new(NOX)
+        .args(["client", "--testnet"])
+        .arg(&net.dir)
+        .args(["--rpc", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nox client");
+    net.children.push(client);
+    let listening = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(listening, "nox client --rpc did not listen");
+    format!("http://127.0.0.1:{port}")
+}
+
+/// The (spendable, pending) wei of ETH in `nox wallet balance`.
+pub fn figures(out: &str) -> (u128, u128) {
+    let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };
+    let figure = |after: &str| -> u128 {
+        let text = line.split(after).nth(1).and_then(|r| r.split(" ETH").next()).expect("a figure");
+        if text.trim() == "0" { 0 } else { nox::wallet_cmd::Unit::eth().parse(text).expect("an amount") }
+    };
+    (figure("spendable "), figure("pending insertion "))
+}
+
+/// The transactions `from` sent to `to` in blocks `first..=` the head, reverted ones included
+/// (read from the blocks' receipts: unlike `from`'s nonce, other transactions of the same
+/// account, such as the inserter's, do not count).
+pub async fn sent_from_to(provider: &DynProvider, from: Address, to: Address, first: u64) -> Vec<TxHash> {
+    let head = provider.get_block_number().await.expect("block number");
+    let mut sent = Vec::new();
+    for number in first..=head {
+        let block = provider.get_block_by_number(number.into()).await.expect("block").expect("a mined block");
+        for hash in block.transactions.hashes() {
+            let receipt = provider.get_transaction_receipt(hash).await.expect("receipt").expect("a mined receipt");
+            if receipt.from == from && receipt.to == Some(to) {
+                sent.push(hash);
+            }
+        }
+    }
+    sent
 }
