@@ -527,3 +527,50 @@ fn a_five_layer_testnet_carries_an_echo_over_five_hops() {
         }
     }
 }
+
+/// `nox testnet up --packet-len 4096` (issue 32): every node's and the directory's configuration
+/// names the length, the topology's geometry is 4 KiB, the unmodified client CLI gets an echo
+/// answered, and a 20 KiB echo comes back whole from one 4 KiB-packet SURB reply split into
+/// several FEC fragments (each fragment a SURB).
+#[test]
+fn a_4kib_testnet_answers_an_echo_and_a_reply_of_several_fragments() {
+    let net = up_with(
+        "4kib",
+        7,
+        &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0", "--no-chain", "--packet-len", "4096"],
+    );
+    for node in node_dirs(&net.dir) {
+        let config = std::fs::read_to_string(node.join("node.toml")).unwrap();
+        assert!(config.contains("packet_len = 4096"), "{config}");
+    }
+    let directory = std::fs::read_to_string(net.dir.join("directory/directory.toml")).unwrap();
+    assert!(directory.contains("packet_len = 4096"), "{directory}");
+    // The client finds the length in the document's geometry identifier (no flag of its own).
+    let authority = hex::decode(common::authority(&net.dir)).unwrap().try_into().unwrap();
+    let authority = nox_topology::VerifyingKey::from_bytes(&authority).unwrap();
+    let topology = nox::client_cmd::load_file(&net.dir.join("topology.json"), authority).unwrap();
+    let geometry = *topology.geometry();
+    assert_eq!((geometry.packet_len(), geometry.hops()), (4096, 3));
+
+    let text = "a round trip in 4 KiB packets";
+    let out = echo(&net.dir, text);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "echo failed: {stdout}\n{stderr}");
+    assert_eq!(stdout.lines().next(), Some(text), "{stdout}");
+
+    let large: Vec<u8> = (0..20 * 1024).map(|i| (i % 251) as u8).collect();
+    let fragments = large.len().div_ceil(nox_message::max_reply_len(&geometry, 1));
+    assert!(fragments >= 5, "{fragments} fragments: the reply must not fit one 4 KiB SURB");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (body, stats) = runtime.block_on(async {
+        let core = nox_client::ClientConfig::default();
+        let client = nox_client::Client::start(nox_client::ShellConfig { topology, core }).await.unwrap();
+        let request = nox_message::RequestBody::Echo(large.clone());
+        let response =
+            tokio::time::timeout(Duration::from_secs(30), client.request(request, large.len())).await.unwrap().unwrap();
+        assert_eq!(response.status, nox_message::Status::Ok);
+        (response.body, client.stats())
+    });
+    assert!(body == large, "the 20 KiB reply came back altered ({} bytes)", body.len());
+    assert!(stats.replies >= fragments as u64, "{} reply fragments accepted, {fragments} needed", stats.replies);
+}
