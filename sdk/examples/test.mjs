@@ -93,3 +93,19 @@ test("Vite build: the bundled SDK finds its hashed module and reads eth_blockNum
   assert.match(wasm[0], /^\/assets\/nox_wasm-[\w-]+\.wasm$/);
   console.log(`vite: connect ${result.connectMs.toFixed(0)} ms, eth_blockNumber ${result.roundTripMs.toFixed(0)} ms (cover default)`);
 });
+
+test("Node: the installed package's loadModule() reads its own dist/nox_wasm.wasm and verifies the testnet's topology", async () => {
+  // Resolved from the plain example's node_modules, as a Node consumer of the tarball would.
+  const entry = createRequire(join(import.meta.dirname, "plain/package.json")).resolve("@nox-mixnet/sdk");
+  assert.match(entry, /node_modules\/@nox-mixnet\/sdk\/dist\/index\.js$/);
+  const { loadModule } = await import(entry);
+  const module = await loadModule();
+  const document = new Uint8Array(await (await fetch(net.directoryUrl())).arrayBuffer());
+  const key = Buffer.from(net.authority(), "hex");
+  const now = Math.floor(Date.now() / 1000);
+  assert.ok(module.topologyNodes(module.verifyTopology(document, key, now), now).length >= 3);
+  // Another authority's key: the same document is refused.
+  const other = Uint8Array.from(key);
+  other[0] ^= 1;
+  assert.throws(() => module.verifyTopology(document, other, now));
+});
