@@ -161,7 +161,7 @@ pub fn fastlz_len(input: &[u8]) -> u32 {
     let u24 = |i: usize| u32::from(input[i]) | (u32::from(input[i + 1]) << 8) | (u32::from(input[i + 2]) << 16);
     let hash = |v: u32| (v.wrapping_mul(2_654_435_769) >> 19) as usize & (HASH_SIZE - 1);
     // Literal runs of up to 32 bytes, each with a one-byte header.
-    let literals = |run: usize| 33 * (run / 32) + if run % 32 == 0 { 0 } else { run % 32 + 1 };
+    let literals = |run: usize| 33 * (run / 32) + if run.is_multiple_of(32) { 0 } else { run % 32 + 1 };
     let mut out = 0usize;
     let mut table = vec![0usize; HASH_SIZE];
     let limit = n.saturating_sub(13);
