@@ -202,6 +202,10 @@ step "TypeScript SDK: tsc (strict); node --test: the EIP-1193 provider, and the 
 npm install --prefix sdk/ts --no-audit --no-fund
 NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
   npm test --prefix sdk/ts
+
+step "SDK package: npm pack, installed from the tarball into the example dapps (plain ESM, Vite), loaded in headless Chromium over https:// and wss:// (sdk/examples)"
+NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
+  bash sdk/examples/test.sh
 free_if_low "$CARGO_TARGET_DIR/debug" "the debug build; the gate and the benchmarks use release builds"
 
 step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
