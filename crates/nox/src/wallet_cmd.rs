@@ -1,7 +1,8 @@
 //! `nox wallet`: the shielded-pool wallet on the command line (issues 12, 30, 35; formats in
-//! docs/spec/notes.md). The core is `nox-wallet` (pure); this file adds the disk (files sealed
-//! with the passphrase, written atomically with mode 0600), the chain (the pool's events read in
-//! pages, transactions sent with alloy) and the prover's progress.
+//! docs/spec/notes.md). The core is `nox-wallet` (pure); `nox-wallet-io` has the disk (files
+//! sealed with the passphrase, written atomically with mode 0600) and the chain reads (the
+//! pool's events read in pages, the journal's and the insertion race's checks); this file adds
+//! the arguments, transactions sent with alloy, the prover's progress and the output.
 //!
 //! Every private operation — `send` to a shielded address, `split`, `join`, `withdraw` — is one
 //! 2-in/2-out transaction with one proof (docs/design/zk-payment.md §9). By default it is paid
