@@ -76,8 +76,8 @@ pub enum PoolLog {
     Deposited(Deposited),
     /// A pre-issue-30 gas payment: its change queued.
     Spent(Spent),
-    /// A private transaction: two commitments queued.
-    Transacted(Transacted),
+    /// A private transaction: two commitments queued (boxed: the largest event by far).
+    Transacted(Box<Transacted>),
     /// A batch of queued commitments inserted into the tree.
     BatchInserted(BatchInserted),
 }
@@ -92,7 +92,7 @@ pub fn decode(topics: &[B256], data: &[u8]) -> Result<Option<PoolLog>, PoolEvent
     } else if *topic == Spent::SIGNATURE_HASH {
         PoolLog::Spent(Spent::decode_raw_log(topics, data)?)
     } else if *topic == Transacted::SIGNATURE_HASH {
-        PoolLog::Transacted(Transacted::decode_raw_log(topics, data)?)
+        PoolLog::Transacted(Box::new(Transacted::decode_raw_log(topics, data)?))
     } else if *topic == BatchInserted::SIGNATURE_HASH {
         PoolLog::BatchInserted(BatchInserted::decode_raw_log(topics, data)?)
     } else {
