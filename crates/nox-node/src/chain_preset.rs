@@ -85,6 +85,20 @@ pub fn expanded(text: &str, config_dir: &Path) -> Result<Option<toml::Table>, Co
     Ok(Some(table))
 }
 
+/// The `[chain]` section of the TOML file `path` (a node.toml, a testnet's chain.toml), its
+/// preset expanded; `None` if it has none. For tools that only need the registry (`nox watch`).
+pub fn chain_section(path: &Path) -> Result<Option<nox_chain::ChainConfig>, ConfigError> {
+    let read = |e: std::io::Error| ConfigError::Read { path: path.to_path_buf(), source: e };
+    let parse = |message: String| ConfigError::Parse { path: path.to_path_buf(), message };
+    let text = std::fs::read_to_string(path).map_err(read)?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| parse(e.to_string()))?;
+    expand(&mut table, path.parent().unwrap_or(Path::new(".")))?;
+    match table.remove("chain") {
+        Some(chain) => chain.try_into().map(Some).map_err(|e: toml::de::Error| parse(e.to_string())),
+        None => Ok(None),
+    }
+}
+
 /// Rewrites a `[chain]` table holding `preset` into the plain `[chain]` section: `registry` and
 /// `chain_id` from the preset, `rpc_urls` from the preset unless given.
 pub fn expand(table: &mut toml::Table, config_dir: &Path) -> Result<(), ConfigError> {
@@ -154,6 +168,8 @@ mod tests {
         assert_eq!(chain.registry, record.contracts.registry);
         assert_eq!(chain.rpc_urls, vec!["http://10.0.0.1:8545".to_owned()]);
         assert_eq!(chain.operator_key_file, Some(PathBuf::from("/op")));
+        // The same section for tools that read only `[chain]` (`nox watch --chain node.toml`).
+        assert_eq!(chain_section(&dir.join("node.toml")).unwrap(), Some(chain));
     }
 
     /// A record in `deployments/` beside the configuration is a preset by its file name; with

@@ -5,7 +5,7 @@
 mod admission;
 pub mod chaos;
 mod config;
-mod chain_preset;
+pub mod chain_preset;
 mod cover;
 mod directory_client;
 mod durability;

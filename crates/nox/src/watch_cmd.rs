@@ -52,9 +52,26 @@ fn now_unix() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// The registry to watch: a TOML file's `[chain]` section (its `preset` expanded, as `nox node`
+/// reads it), else a preset as `nox client --chain` takes it.
+fn chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainConfig, String> {
+    let path = std::path::Path::new(spec);
+    if path.extension().is_some_and(|e| e == "toml") {
+        let mut chain = nox_node::chain_preset::chain_section(path)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{spec}: no [chain] section"))?;
+        chain.operator_key_file = None;
+        if let Some(rpc) = rpc {
+            chain.rpc_urls = vec![rpc.to_owned()];
+        }
+        return Ok(chain);
+    }
+    crate::operator_cmd::client_chain(spec, rpc)
+}
+
 /// Runs the watcher until SIGINT or SIGTERM.
 pub fn run(args: &WatchArgs) -> Result<(), String> {
-    let chain = crate::operator_cmd::client_chain(&args.chain, args.rpc.as_deref())?;
+    let chain = chain(&args.chain, args.rpc.as_deref())?;
     let rpc = chain.rpc_urls.first().cloned().ok_or("the chain section names no RPC URL")?;
     let mirrors = nox_directory::Mirrors::parse(&args.directories).map_err(|e| e.to_string())?;
     let pass = PassphraseSource::choose(args.password_file.as_deref(), |n| std::env::var(n).ok())
