@@ -31,8 +31,9 @@
 //! an always-on client (`nox-client`, λ_P = `--cover-rate`) sends `--echoes` echo requests one
 //! after the other (round trip p50/p99, at μ = `--mean-delay-ms` per hop), then one
 //! `--bulk-kib` echo whose reply comes back in several SURB fragments (completion time);
-//! cover bytes per day per client = the entry's received-packet counter over a cover-only
-//! interval × the link record length; per-hop CPU = the nodes' CPU time (/proc) over their
+//! cover bytes per day per client = the client's sent-packet counters (real + cover) over a
+//! cover-only interval × the link record length (the entry's received counter is reported
+//! beside it: it also counts loop replies passing back through the entry); per-hop CPU = the nodes' CPU time (/proc) over their
 //! processed-packet counters. The load average is recorded with every run.
 
 use std::{hint::black_box, time::Instant};
@@ -655,11 +656,18 @@ mod testnet {
         tokio::time::sleep(Duration::from_secs(1)).await;
 
         // Cover only: what the entry receives from the always-on client.
+        // The client's own counters of packets handed to its entry link (each one link record)
+        // give its upstream; the entry's received counter also counts the loop replies that
+        // pass it on their way back, so it is reported beside, not used.
         let (entry_a, processed_a, cpu_a) = counters(dir);
+        let sent = |c: &nox_client::ClientHandle| c.stats().real_packets + c.stats().cover_packets;
+        let sent_a = sent(&client);
         let idle_started = Instant::now();
         tokio::time::sleep(Duration::from_secs_f64(idle)).await;
         let (entry_b, _, _) = counters(dir);
-        let packets_per_s = (entry_b - entry_a) as f64 / idle_started.elapsed().as_secs_f64();
+        let elapsed = idle_started.elapsed().as_secs_f64();
+        let packets_per_s = (sent(&client) - sent_a) as f64 / elapsed;
+        let entry_per_s = (entry_b - entry_a) as f64 / elapsed;
         let cover_bytes_day = packets_per_s * record_len as f64 * SECONDS_PER_DAY;
 
         let mut rtts = Vec::with_capacity(echoes);
@@ -692,7 +700,8 @@ mod testnet {
                 "max": rtts.last().map(|v| round3(*v)) },
             "rtt_samples_ms": samples.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
             "bulk_kib": args.bulk_kib, "bulk_ms": round3(bulk_ms), "bulk_reply_fragments": reply_fragments,
-            "entry_packets_per_s_cover_only": round3(packets_per_s),
+            "client_packets_per_s_cover_only": round3(packets_per_s),
+            "entry_received_per_s_cover_only": round3(entry_per_s),
             "cover_gb_per_day": round3(cover_bytes_day / 1e9),
             "nodes_processed": processed, "nodes_cpu_s": round3(cpu_c - cpu_a), "hop_cpu_us": round3(hop_cpu_us),
             "load_avg_1m": load_before.max(load_avg()),
