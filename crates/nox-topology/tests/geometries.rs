@@ -84,8 +84,12 @@ fn the_document_names_its_geometry_for_every_scheme() {
 #[test]
 fn an_unknown_geometry_is_refused_by_name() {
     let authority = SigningKey::from_bytes(&[2; 32]);
-    // Another packet length: a geometry, but not one a client of this code knows.
-    let small = Geometry::new(2048, 3).unwrap();
+    // A supported length other than the default is found (the client reads it from here).
+    let supported = Geometry::new(2048, 3).unwrap();
+    let document = signed(supported, nodes(10, Scheme::Ristretto255), &authority);
+    assert_eq!(geometry_for(&document).unwrap(), supported);
+    // A length outside PACKET_LENS: a geometry, but not one a client of this code knows.
+    let small = Geometry::new(3072, 3).unwrap();
     let document = signed(small, nodes(10, Scheme::Ristretto255), &authority);
     let error = geometry_for(&document).unwrap_err();
     assert_eq!(error, TopologyError::UnknownGeometry { identifier: small.identifier(), layers: 3 });
