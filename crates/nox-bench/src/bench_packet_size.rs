@@ -31,7 +31,7 @@
 //! an always-on client (`nox-client`, λ_P = `--cover-rate`) sends `--echoes` echo requests one
 //! after the other (round trip p50/p99, at μ = `--mean-delay-ms` per hop), then one
 //! `--bulk-kib` echo whose reply comes back in several SURB fragments (completion time);
-//! cover bytes per day per client = the client's sent-packet counters (real + cover) over a
+//! cover bytes per day per client = the client's sent-packet counters (real, drop, loop) over a
 //! cover-only interval × the link record length (the entry's received counter is reported
 //! beside it: it also counts loop replies passing back through the entry); per-hop CPU = the nodes' CPU time (/proc) over their
 //! processed-packet counters. The load average is recorded with every run.
@@ -660,7 +660,10 @@ mod testnet {
         // give its upstream; the entry's received counter also counts the loop replies that
         // pass it on their way back, so it is reported beside, not used.
         let (entry_a, processed_a, cpu_a) = counters(dir);
-        let sent = |c: &nox_client::ClientHandle| c.stats().real_packets + c.stats().cover_packets;
+        let sent = |c: &nox_client::ClientHandle| {
+            let stats = c.stats();
+            stats.real_packets + stats.cover_packets + stats.loops_sent
+        };
         let sent_a = sent(&client);
         let idle_started = Instant::now();
         tokio::time::sleep(Duration::from_secs_f64(idle)).await;
