@@ -3,9 +3,9 @@
 #![deny(missing_docs)]
 
 mod admission;
+pub mod chain_preset;
 pub mod chaos;
 mod config;
-pub mod chain_preset;
 mod cover;
 mod directory_client;
 mod durability;
