@@ -1,0 +1,223 @@
+// Cover traffic of the browser client in a foreground and a hidden (or frozen) page, for the
+// main-thread NoxClient and the Worker one (WorkerNoxClient), in Chromium (playwright-core,
+// the system Chromium). Shared by test/client-worker-browser.test.mjs (connect + one read) and
+// the measurement (docs/benchmarks/browser.md, "Cover traffic in a hidden tab"):
+//
+//   flock /tmp/nox-e2e.lock node sdk/ts/bench/cover-hidden.mjs [--seconds 30] [--hide freeze|tab] \
+//        [--headful] [--out bench/data/browser-cover-hidden.json]
+//
+// Each packet the client sends is timed where it leaves: the page (or the Worker) wraps the
+// WebSocket class and records (performance.now(), byteLength) of every `send`; records of at
+// least 1 KiB are packets (handshake messages are smaller). From one window of sends: the rate
+// (packets/s, against λ_P), the wake-ups (sends more than 4 ms apart from the previous one: a
+// burst of slots a late timer caught up on counts once), and the longest gap.
+
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { chromium } from "playwright-core";
+import { servePage } from "../examples/page-server.mjs";
+
+/** Playwright's launch flags that switch background throttling off (removed here: we want it). */
+export const THROTTLING_OFF = [
+  "--disable-background-timer-throttling",
+  "--disable-renderer-backgrounding",
+  "--disable-backgrounding-occluded-windows",
+];
+
+/**
+ * In the page: connects a client (`worker`: a WorkerNoxClient in a module Worker, else a
+ * NoxClient on the main thread) with every WebSocket send timed, and installs
+ * `window.__nox = { client, provider, sends(), pageSockets }`.
+ */
+async function setUpInPage({ directory, authority, worker, coverRate }) {
+  const sdk = await import("/sdk/index.js");
+  const origin = location.origin;
+  // A WebSocket class whose sends are timed into `sends`.
+  const timed = (Base, sends) =>
+    class extends Base {
+      send(data) {
+        sends.push([performance.now(), data.byteLength ?? data.length ?? 0]);
+        super.send(data);
+      }
+    };
+  // The page's own sockets are counted: with the Worker client there must be none.
+  let pageSockets = 0;
+  const PageSocket = window.WebSocket;
+  window.WebSocket = class extends PageSocket {
+    constructor(...args) {
+      super(...args);
+      pageSockets += 1;
+    }
+  };
+  let client;
+  let sends;
+  if (worker) {
+    const code = `
+      const sends = [];
+      globalThis.WebSocket = (${timed})(globalThis.WebSocket, sends);
+      self.addEventListener("message", (e) => {
+        if (e.data && e.data.probe === "sends") self.postMessage({ probe: "sends", sends: sends.splice(0) });
+      });
+      await import(${JSON.stringify(`${origin}/sdk/client-worker.js`)});`;
+    const w = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })), { type: "module" });
+    client = await sdk.WorkerNoxClient.connect({ directory, authorityKey: authority, wasm: `${origin}/nox_wasm.wasm`, coverRate, worker: w });
+    sends = () =>
+      new Promise((resolve) => {
+        const on = (e) => {
+          if (e.data && e.data.probe === "sends") {
+            w.removeEventListener("message", on);
+            resolve(e.data.sends);
+          }
+        };
+        w.addEventListener("message", on);
+        w.postMessage({ probe: "sends" });
+      });
+  } else {
+    const log = [];
+    const Timed = timed(window.WebSocket, log);
+    const module = await sdk.loadModule(await (await fetch("/nox_wasm.wasm")).arrayBuffer());
+    client = await sdk.NoxClient.connect({ directory, authorityKey: authority, module, coverRate, WebSocket: Timed });
+    sends = async () => log.splice(0);
+  }
+  window.__nox = { client, provider: client.provider(), sends, pageSockets: () => pageSockets };
+  return true;
+}
+
+/** Rate, wake-ups and longest gap of one window of sends ([ms, bytes] pairs) over `seconds`. */
+export function summarise(sends, seconds) {
+  const times = sends.filter(([, bytes]) => bytes >= 1024).map(([t]) => t);
+  let wakes = times.length > 0 ? 1 : 0;
+  let maxGap = 0;
+  for (let i = 1; i < times.length; i++) {
+    const gap = times[i] - times[i - 1];
+    if (gap > 4) wakes += 1;
+    maxGap = Math.max(maxGap, gap);
+  }
+  return {
+    packets: times.length,
+    rate: times.length / seconds,
+    wakeRate: wakes / seconds,
+    maxGapMs: Math.round(maxGap),
+  };
+}
+
+/** Opens the page of `server` in `context` and connects a client in it. */
+export async function openClientPage(context, server, { directory, authority, worker, coverRate }) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  try {
+    await page.evaluate(`(${setUpInPage})(${JSON.stringify({ directory, authority, worker, coverRate })})`);
+  } catch (error) {
+    throw new Error(`${error.message} ${errors.join("; ")}`);
+  }
+  return page;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Hides (`tab`: another tab brought to the front) or freezes (`freeze`: CDP lifecycle) the page. */
+async function hide(context, page, how) {
+  if (how === "freeze") {
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Page.setWebLifecycleState", { state: "frozen" });
+    return async () => {
+      await cdp.send("Page.setWebLifecycleState", { state: "active" });
+    };
+  }
+  const front = await context.newPage();
+  await front.goto("about:blank");
+  await front.bringToFront();
+  return async () => {
+    await page.bringToFront();
+    await front.close();
+  };
+}
+
+async function measure({ seconds, how, headful, executablePath, wasm, directory, authority, coverRate }) {
+  const server = await servePage(wasm);
+  const userDir = mkdtempSync(join(tmpdir(), "nox-cover-hidden-"));
+  const context = await chromium.launchPersistentContext(userDir, {
+    executablePath,
+    headless: !headful,
+    args: ["--no-sandbox"],
+    ignoreDefaultArgs: THROTTLING_OFF,
+  });
+  const rows = [];
+  try {
+    for (const worker of [false, true]) {
+      const page = await openClientPage(context, server, { directory, authority, worker, coverRate });
+      const step = (what) => console.error(`${worker ? "worker" : "main-thread"}: ${what}`);
+      step("connected");
+      await sleep(2_000);
+      await page.evaluate(() => window.__nox.sends());
+      await sleep(seconds * 1000);
+      const fg = summarise(await page.evaluate(() => window.__nox.sends()), seconds);
+      const visibleBefore = await page.evaluate(() => document.visibilityState);
+      step(`foreground ${JSON.stringify(fg)}`);
+      const restore = await hide(context, page, how);
+      step("hidden");
+      await sleep(seconds * 1000);
+      // While frozen the page cannot answer: read after it is active again, the window's sends kept.
+      const visibilityHidden = how === "tab" ? await page.evaluate(() => document.visibilityState) : "frozen";
+      await restore();
+      step("restored");
+      const hidden = summarise(await page.evaluate(() => window.__nox.sends()), seconds);
+      const stats = await page.evaluate(async () => await window.__nox.client.stats());
+      rows.push({ client: worker ? "worker" : "main-thread", foreground: fg, hidden, visibleBefore, visibilityHidden, stats });
+      await page.evaluate(() => window.__nox.client.close());
+      await page.close();
+    }
+  } finally {
+    await context.close();
+    server.close();
+    rmSync(userDir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+if (process.argv[1] === import.meta.filename) {
+  const { values: args } = parseArgs({
+    options: {
+      seconds: { type: "string", default: "30" },
+      hide: { type: "string", default: "tab" },
+      headful: { type: "boolean", default: false },
+      out: { type: "string" },
+      "cover-rate": { type: "string", default: "2" },
+    },
+  });
+  const { startTestnet, WASM } = await import("../test/testnet-helper.mjs");
+  const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+  if (!existsSync(executablePath)) throw new Error(`Chromium is missing at ${executablePath}`);
+  const net = startTestnet({ prefix: "nox-cover-hidden-", portBase: 25_000, stride: 40, extra: ["--no-chain"] });
+  try {
+    const coverRate = Number(args["cover-rate"]);
+    const rows = await measure({
+      seconds: Number(args.seconds),
+      how: args.hide,
+      headful: args.headful,
+      executablePath,
+      wasm: WASM,
+      directory: net.directoryUrl(),
+      authority: net.authority(),
+      coverRate,
+    });
+    const result = {
+      lambdaP: coverRate,
+      seconds: Number(args.seconds),
+      hide: args.hide,
+      headful: args.headful,
+      chromium: executablePath,
+      cpus: cpus().length,
+      loadavg: loadavg(),
+      rows,
+    };
+    console.log(JSON.stringify(result, null, 2));
+    if (args.out !== undefined) writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    net.down();
+  }
+}
