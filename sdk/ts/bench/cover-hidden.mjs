@@ -110,7 +110,10 @@ export async function openClientPage(context, server, { directory, authority, wo
   page.on("pageerror", (error) => errors.push(String(error)));
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
   try {
-    await page.evaluate(`(${setUpInPage})(${JSON.stringify({ directory, authority, worker, coverRate })})`);
+    await Promise.race([
+      page.evaluate(`(${setUpInPage})(${JSON.stringify({ directory, authority, worker, coverRate })})`),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("the client did not connect in 90 s")), 90_000).unref()),
+    ]);
   } catch (error) {
     throw new Error(`${error.message} ${errors.join("; ")}`);
   }

@@ -21,7 +21,7 @@ before(() => {
 
 after(() => net?.down());
 
-test("headless Chromium: a page's Worker client gets eth_blockNumber through the mixnet", async (t) => {
+test("headless Chromium: a page's Worker client gets eth_blockNumber through the mixnet", { timeout: 180_000 }, async (t) => {
   const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
   assert.ok(existsSync(executablePath), `Chromium is missing at ${executablePath} (apt-get install chromium; CI installs it)`);
   const server = await servePage(WASM);
@@ -39,13 +39,22 @@ test("headless Chromium: a page's Worker client gets eth_blockNumber through the
   });
   const result = await page.evaluate(async () => {
     const { client, provider, pageSockets } = window.__nox;
-    const block = await provider.request({ method: "eth_blockNumber" });
-    const chainId = await provider.request({ method: "eth_chainId" });
+    const steps = [];
+    const bounded = (promise, what) =>
+      Promise.race([
+        promise,
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer in 60 s after ${steps}`)), 60_000)),
+      ]).then((value) => {
+        steps.push(what);
+        return value;
+      });
+    const block = await bounded(provider.request({ method: "eth_blockNumber" }), "eth_blockNumber");
+    const chainId = await bounded(provider.request({ method: "eth_chainId" }), "eth_chainId");
     // Idle, the Worker's core keeps sending: empty slots carry cover (λ_P = 2/s).
-    let stats = await client.stats();
+    let stats = await bounded(client.stats(), "stats");
     for (const deadline = Date.now() + 10_000; stats.cover_packets < 3 && Date.now() < deadline; ) {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      stats = await client.stats();
+      stats = await bounded(client.stats(), "stats");
     }
     client.close();
     const afterClose = await provider.request({ method: "eth_blockNumber" }).then(
