@@ -219,10 +219,10 @@ pub fn chain_from_preset(
 pub fn client_chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainConfig, String> {
     let path = Path::new(spec);
     if path.extension().is_some_and(|e| e == "toml") {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{spec}: {e}"))?;
-        let table: toml::Table = toml::from_str(&text).map_err(|e| format!("{spec}: {e}"))?;
-        let section = table.get("chain").cloned().ok_or_else(|| format!("{spec}: no [chain] section"))?;
-        let mut chain: nox_chain::ChainConfig = section.try_into().map_err(|e| format!("{spec} [chain]: {e}"))?;
+        // The section as `nox node` reads it: a `preset` expanded into registry, chain id and RPC.
+        let mut chain = nox_node::chain_preset::chain_section(path)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{spec}: no [chain] section"))?;
         chain.operator_key_file = None;
         if let Some(rpc) = rpc {
             chain.rpc_urls = vec![rpc.to_owned()];

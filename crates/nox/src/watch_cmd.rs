@@ -53,19 +53,8 @@ fn now_unix() -> u64 {
 }
 
 /// The registry to watch: a TOML file's `[chain]` section (its `preset` expanded, as `nox node`
-/// reads it), else a preset as `nox client --chain` takes it.
+/// reads it), else a preset, exactly as `nox client --chain` takes it.
 fn chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainConfig, String> {
-    let path = std::path::Path::new(spec);
-    if path.extension().is_some_and(|e| e == "toml") {
-        let mut chain = nox_node::chain_preset::chain_section(path)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{spec}: no [chain] section"))?;
-        chain.operator_key_file = None;
-        if let Some(rpc) = rpc {
-            chain.rpc_urls = vec![rpc.to_owned()];
-        }
-        return Ok(chain);
-    }
     crate::operator_cmd::client_chain(spec, rpc)
 }
 
