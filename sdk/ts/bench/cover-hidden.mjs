@@ -108,6 +108,10 @@ export async function openClientPage(context, server, { directory, authority, wo
   const page = await context.newPage();
   const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  page.on("worker", (worker) => worker.on("console", (message) => message.type() === "error" && errors.push(`worker: ${message.text()}`)));
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
   try {
     await Promise.race([

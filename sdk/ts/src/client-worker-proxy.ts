@@ -63,6 +63,14 @@ type Unnumbered<R> = R extends unknown ? Omit<R, "id"> : never;
 /** The Worker's answer to one call. */
 export type ClientWorkerReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: WireError };
 
+/**
+ * The Worker's first message: its listener is installed. A browser delivers a module Worker's
+ * messages as soon as its top-level code starts, and drops those that arrive before a listener
+ * exists (a wrapper module awaiting `import("client-worker.js")`, or the Worker's own top-level
+ * `await`), so the proxy posts nothing before this.
+ */
+export const READY = { op: "ready" } as const;
+
 /** A failure rebuilt on this side: the same class and `code` the Worker's client threw. */
 export function fromWire(error: WireError): NoxError {
   if (error.code === "refused" && error.status !== undefined) {
@@ -112,6 +120,8 @@ export class WorkerNoxClient implements MixnetRequester {
   #next = 1;
   #gateway = "";
   #closed = false;
+  /** Calls posted before the Worker said READY, in order; `undefined` once it has. */
+  #queued: ClientWorkerRequest[] | undefined = [];
 
   private constructor(worker: ClientWorkerLike) {
     this.#worker = worker;
@@ -200,7 +210,7 @@ export class WorkerNoxClient implements MixnetRequester {
   close(): void {
     if (this.#closed) return;
     // The close message goes first, so the Worker's sockets close cleanly before it ends.
-    this.#worker.postMessage({ id: 0, op: "close" } satisfies ClientWorkerRequest);
+    this.#post({ id: 0, op: "close" });
     this.#fail(new NoxError("closed", "the client was closed"));
     setTimeout(() => this.#worker.terminate(), 100);
   }
@@ -219,11 +229,23 @@ export class WorkerNoxClient implements MixnetRequester {
     const id = this.#next++;
     return new Promise((resolve, reject) => {
       this.#calls.set(id, { resolve, reject });
-      this.#worker.postMessage({ ...message, id });
+      this.#post({ ...message, id } as ClientWorkerRequest);
     });
   }
 
+  /** Posts now if the Worker is listening, else when it says READY. */
+  #post(message: ClientWorkerRequest): void {
+    if (this.#queued === undefined) this.#worker.postMessage(message);
+    else this.#queued.push(message);
+  }
+
   #receive(data: unknown): void {
+    if (typeof data === "object" && data !== null && (data as { op?: unknown }).op === READY.op) {
+      const queued = this.#queued ?? [];
+      this.#queued = undefined;
+      for (const message of queued) this.#worker.postMessage(message);
+      return;
+    }
     const reply = data as ClientWorkerReply;
     if (typeof reply !== "object" || reply === null || typeof reply.id !== "number") return;
     const call = this.#calls.get(reply.id);

@@ -8,10 +8,10 @@ import { NoxClient, type NoxClientOptions } from "./client.js";
 import { NoxError } from "./errors.js";
 import type { WebSocketLike } from "./link.js";
 import { loadModule } from "./wasm.js";
-import { type ClientWorkerReply, type ClientWorkerRequest, toWire } from "./client-worker-proxy.js";
+import { type ClientWorkerReply, type ClientWorkerRequest, READY, toWire } from "./client-worker-proxy.js";
 
 interface Port {
-  postMessage(message: ClientWorkerReply): void;
+  postMessage(message: ClientWorkerReply | typeof READY): void;
 }
 
 let client: NoxClient | undefined;
@@ -103,3 +103,6 @@ listen((msg) => {
     (error: unknown) => out.postMessage({ id: msg.id, ok: false, error: toWire(error) }),
   );
 });
+// Only now may the page post: a browser drops messages that reach a module Worker before it
+// has a listener (see READY in ./client-worker-proxy.ts).
+out.postMessage(READY);
