@@ -1,6 +1,6 @@
 // Cover traffic of the browser client in a foreground and a hidden (or frozen) page, for the
 // main-thread NoxClient and the Worker one (WorkerNoxClient), in Chromium (playwright-core,
-// the system Chromium). Shared by bench/client-worker-browser.test.mjs (connect + one read) and
+// the system Chromium). Shared by test/client-worker-browser.test.mjs (connect + one read) and
 // the measurement (docs/benchmarks/browser.md, "Cover traffic in a hidden tab"):
 //
 //   flock /tmp/nox-e2e.lock node sdk/ts/bench/cover-hidden.mjs [--seconds 30] [--hide freeze|tab] \

@@ -2,7 +2,7 @@
 // dist/client-worker.js and the page-side proxy (WorkerNoxClient) gets its failures back with
 // the SDK's codes and classes, as NoxClient.connect would throw them on the main thread.
 // The mixnet path itself (a page's Worker client gets eth_blockNumber) is in
-// bench/client-worker-browser.test.mjs (out of `npm test` until its connect hang is fixed).
+// client-worker-browser.test.mjs.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

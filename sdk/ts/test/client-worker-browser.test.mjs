@@ -10,8 +10,8 @@ import { existsSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import { servePage } from "../examples/page-server.mjs";
-import { openClientPage } from "./cover-hidden.mjs";
-import { WASM, startTestnet } from "../test/testnet-helper.mjs";
+import { openClientPage } from "../bench/cover-hidden.mjs";
+import { WASM, startTestnet } from "./testnet-helper.mjs";
 
 let net;
 
