@@ -44,7 +44,7 @@ use serde::Deserialize;
 #[cfg(test)]
 use {
     alloy_sol_types::SolEvent,
-    nox_pool_events::{BatchInserted, Deposited, Spent, Transacted},
+    nox_pool_events::{BatchInserted, Deposited, Transacted},
 };
 
 /// The mainnet default of [`InserterConfig::max_wait_ms`]: 10 minutes.
@@ -1144,52 +1144,5 @@ mod tests {
         assert!(matches!(decode_log(&bad.encode_log_data()), Err(MirrorError::NotAScalar)));
         // Other events are not the inserter's.
         assert!(decode_log(&LogData::new_unchecked(vec![Default::default()], Bytes::new())).unwrap().is_empty());
-    }
-
-    /// The events declared here are the pool's: the artifact's ABI (whatever the state of the
-    /// issue-30 move from `Spent` to `Transacted`) has `Deposited` and `BatchInserted` with
-    /// these signatures, and its spend event is one of the two declared here.
-    #[test]
-    fn the_declared_events_are_the_pools() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../contracts/artifacts/ShieldedPool.json");
-        let artifact: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-        let abi = artifact.get("abi").and_then(|a| a.as_array()).expect("an ABI");
-        let events: std::collections::HashMap<String, String> = abi
-            .iter()
-            .filter(|e| e["type"] == "event")
-            .map(|e| {
-                let name = e["name"].as_str().unwrap().to_owned();
-                let types: Vec<String> = e["inputs"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|i| {
-                        let indexed = if i["indexed"] == true { " indexed" } else { "" };
-                        format!("{}{indexed}", i["type"].as_str().unwrap())
-                    })
-                    .collect();
-                (name.clone(), format!("{name}({})", types.join(",")))
-            })
-            .collect();
-        // As declared above, with the indexed arguments (decoding depends on them too).
-        let declared = [
-            (Deposited::SIGNATURE, "Deposited(uint256 indexed,uint256,address indexed,uint256,bytes)"),
-            (BatchInserted::SIGNATURE, "BatchInserted(uint256 indexed,uint256,uint256,uint256)"),
-            (Spent::SIGNATURE, "Spent(uint256 indexed,uint256 indexed,uint256,address,uint256,address,bytes32)"),
-            (
-                Transacted::SIGNATURE,
-                "Transacted(uint256,uint256[2],uint256[2],bytes[2],address indexed,uint256,uint256,uint256,address,address indexed,bytes32)",
-            ),
-        ];
-        for (signature, with_indexed) in declared {
-            assert_eq!(signature, with_indexed.replace(" indexed", ""), "the test's list follows the declarations");
-        }
-        assert_eq!(events["Deposited"], declared[0].1);
-        assert_eq!(events["BatchInserted"], declared[1].1);
-        match (events.get("Transacted"), events.get("Spent")) {
-            (Some(t), _) => assert_eq!(t, declared[3].1),
-            (None, Some(s)) => assert_eq!(s, declared[2].1),
-            (None, None) => panic!("the pool queues spends with no event the inserter knows: {events:?}"),
-        }
     }
 }
