@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:https";
 import { extname, join, normalize } from "node:path";
+import { answerTopology } from "../ts/examples/page-server.mjs";
 
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
 
@@ -14,12 +15,7 @@ export async function serveStatic(root, { tls, directory }) {
   const server = createServer(tls, async (request, response) => {
     const path = decodeURIComponent(new URL(request.url, "https://x").pathname);
     if (path === "/topology") {
-      try {
-        const upstream = await fetch(directory);
-        response.writeHead(upstream.status, { "content-type": "application/json" }).end(Buffer.from(await upstream.arrayBuffer()));
-      } catch {
-        response.writeHead(502).end();
-      }
+      await answerTopology(directory, response);
       return;
     }
     const file = normalize(join(root, path.endsWith("/") ? `${path}index.html` : path));

@@ -9,6 +9,19 @@ import { createServer as createTlsServer } from "node:https";
 import { join } from "node:path";
 
 /**
+ * Answers a page's `/topology` with `directory`'s document (502 if the directory does not answer),
+ * so an https:// page reads it from its own origin. Shared with sdk/examples/serve.mjs.
+ */
+export async function answerTopology(directory, response) {
+  try {
+    const upstream = await fetch(directory);
+    response.writeHead(upstream.status, { "content-type": "application/json" }).end(Buffer.from(await upstream.arrayBuffer()));
+  } catch {
+    response.writeHead(502).end();
+  }
+}
+
+/**
  * Starts the server; `wasm` is the module's path, `tls` an optional {cert, key} (PEM) to serve
  * https with, `directory` an optional directory URL proxied at `/topology`. Resolves to the
  * listening server.
@@ -18,12 +31,7 @@ export async function servePage(wasm, { tls, directory } = {}) {
   const handler = async (request, response) => {
     const path = new URL(request.url, "http://x").pathname;
     if (path === "/topology" && directory !== undefined) {
-      try {
-        const upstream = await fetch(directory);
-        response.writeHead(upstream.status, { "content-type": "application/json" }).end(Buffer.from(await upstream.arrayBuffer()));
-      } catch {
-        response.writeHead(502).end();
-      }
+      await answerTopology(directory, response);
       return;
     }
     const file =
