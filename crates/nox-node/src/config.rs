@@ -109,6 +109,14 @@ pub struct NodeSection {
     /// clients dial is the `websocket` field of the node's descriptor in the topology.
     #[serde(default)]
     pub websocket_listen: Option<SocketAddr>,
+    /// The link address peers and clients dial when it is not `listen` (behind a port
+    /// forward, a NAT or a relay): the one the node announces in its descriptor and expects in
+    /// its registry record. Absent: `listen`.
+    #[serde(default)]
+    pub advertise: Option<SocketAddr>,
+    /// The WebSocket address clients dial when it is not `websocket_listen` (as `advertise`).
+    #[serde(default)]
+    pub websocket_advertise: Option<SocketAddr>,
     /// TLS on the WebSocket listener (`wss://`, docs/spec/link.md §5.3), so pages served over
     /// `https://` can connect: the certificate chain (PEM, leaf first; it must name the
     /// address clients dial) and its private key (PEM). Both or neither; read at start (a bad
@@ -151,6 +159,17 @@ impl NodeSection {
     /// with [`NodeSection::layers`] hops.
     pub fn geometry(&self) -> Result<Geometry, nox_sphinx::SphinxError> {
         nox_topology::network_geometry_with_len(self.sphinx_scheme, usize::from(self.layers), self.packet_len)
+    }
+
+    /// The link address others dial: [`NodeSection::advertise`], else [`NodeSection::listen`].
+    pub fn link_address(&self) -> SocketAddr {
+        self.advertise.unwrap_or(self.listen)
+    }
+
+    /// The WebSocket address clients dial: [`NodeSection::websocket_advertise`], else
+    /// [`NodeSection::websocket_listen`].
+    pub fn websocket_address(&self) -> Option<SocketAddr> {
+        self.websocket_advertise.or(self.websocket_listen)
     }
 
     /// Where this node's epoch keys are: one directory per scheme ([`nox_keystore::sphinx_dir`]).

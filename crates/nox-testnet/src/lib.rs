@@ -3,7 +3,8 @@
 //! state directory ([`net`]), the chain next to them (Anvil, the contracts, every node
 //! registered: [`chain`]), the directory authority ([`directory`]), the demo's requests
 //! ([`demo_requests`]) and the test servers its exits are allowed to reach ([`servers`]), and with `--tls` the
-//! throwaway CA behind the entries' and gateways' `wss://` certificates ([`tls`]).
+//! throwaway CA behind the entries' and gateways' `wss://` certificates ([`tls`]); with `--hosts`,
+//! every node in a network namespace of its own ([`hosts`]) behind an emulated WAN ([`wan`]).
 //!
 //! Nodes and the directory are the `nox` binary (the running executable, or the one passed in):
 //! this crate starts, stops, kills and reads them; it holds no protocol logic of its own.
@@ -12,8 +13,10 @@
 pub mod chain;
 pub mod demo_requests;
 pub mod directory;
+pub mod hosts;
 pub mod net;
 pub mod servers;
 pub mod tls;
+pub mod wan;
 
 pub use net::*;

@@ -102,6 +102,13 @@ pub enum TestnetCommand {
         #[command(flatten)]
         args: TestnetArgs,
     },
+    /// The WAN delay relay of `up --hosts` (started by it).
+    #[command(hide = true)]
+    WanRelay {
+        /// The relay's plan (`<dir>/wan-relay/plan`).
+        #[arg(long)]
+        plan: PathBuf,
+    },
 }
 
 /// Errors of the testnet tooling.
@@ -134,6 +141,7 @@ pub fn run(command: &TestnetCommand) -> Result<(), TestnetError> {
         TestnetCommand::Leave { args, node } => leave(&args.dir, *node),
         TestnetCommand::Restart { args, node } => restart(&args.dir, *node),
         TestnetCommand::Down { args } => down(&args.dir),
+        TestnetCommand::WanRelay { plan } => crate::wan::run_relay(plan),
     }
 }
 
@@ -240,6 +248,16 @@ pub struct Layout {
     /// `<dir>/ca.pem` (trust it with `nox client --ca-file`, `NODE_EXTRA_CA_CERTS`).
     #[arg(long)]
     pub tls: bool,
+    /// Every node on a host of its own: a network namespace with its own address, the WAN
+    /// delay relay between the hosts (`crate::hosts`; needs root and `ip netns`).
+    #[arg(long, conflicts_with = "tls")]
+    pub hosts: bool,
+    /// The WAN between the `--hosts` hosts (`crate::wan`).
+    #[arg(long, value_enum, default_value = "three-regions")]
+    pub wan: crate::wan::Wan,
+    /// Probability that a relayed chunk waits one TCP retransmission timeout (`--hosts`).
+    #[arg(long, default_value_t = 0.0)]
+    pub wan_loss: f64,
 }
 
 /// `--packet-len`: a supported packet length, with the supported ones in the error.
@@ -285,6 +303,11 @@ impl Default for Layout {
 
 /// Creates the state directory, starts the nodes and waits for them.
 pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
+    // A failed start leaves no namespace behind (`down` removes them on the other paths).
+    up_inner(dir, layout).inspect_err(|_| crate::hosts::teardown(dir))
+}
+
+fn up_inner(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     let Layout {
         layers,
         per_layer,
@@ -337,6 +360,14 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
     check_exit_allow(&exit_allow, base_port, node_count)?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let hosts = match layout.hosts {
+        true => Some(crate::hosts::HostPlan::new(base_port, node_count, layout.wan, layout.wan_loss)?),
+        false => None,
+    };
+    if let Some(hosts) = &hosts {
+        hosts.create(dir, node_count)?;
+    }
+    let mut node_ports = Vec::new();
     let chain = match layout.chain_source() {
         Some(source) => Some(chain::start(dir, &source).inspect_err(|_| {
             let _ = down(dir);
@@ -397,6 +428,14 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         let listen: SocketAddr = ([127, 0, 0, 1], port).into();
         let metrics: SocketAddr = ([127, 0, 0, 1], port + 100).into();
         let websocket = websocket_port(layer, layers, port);
+        // --hosts: the node binds in its namespace, others dial its public (relay) address.
+        let at = |a: SocketAddr| hosts.as_ref().map_or((a, a), |h| h.addresses(index, a));
+        let ((listen, public), metrics) = (at(listen), at(metrics).0);
+        let (websocket, websocket_public) = (websocket.map(|w| at(w).0), websocket.map(|w| at(w).1));
+        if let Some(hosts) = &hosts {
+            write(&node_dir.join("netns"), hosts.namespace(index).as_bytes())?;
+            node_ports.push((index, [Some(port), websocket.map(|w| w.port())].into_iter().flatten().collect()));
+        }
         let mut store =
             EpochKeyStore::open_for(&sphinx_dir(&keys, scheme), schedule, scheme).map_err(|e| e.to_string())?;
         // Clients build with `client_epoch`, which lags the current epoch
@@ -406,7 +445,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         }
         let sphinx_keys = store.public_keys(schedule.published_epochs(now)).map_err(|e| e.to_string())?;
         let descriptor = identity
-            .descriptor_with_endpoints(listen, websocket, ca.is_some(), layer_count, 0, sphinx_keys)
+            .descriptor_with_endpoints(public, websocket_public, ca.is_some(), layer_count, 0, sphinx_keys)
             .map_err(|e| e.to_string())?;
         let websocket_tls = match (&ca, websocket) {
             (Some(ca), Some(w)) => {
@@ -430,7 +469,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
                     registration: nox_chain::Registration {
                         identity_key: identity.public().identity_key.to_bytes(),
                         link_key: identity.public().link_key.to_bytes(),
-                        link_address: listen.to_string(),
+                        link_address: public.to_string(),
                         role: chain::role(layer, layers),
                         stake: chain::testnet_stake(),
                     },
@@ -446,7 +485,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             String::new()
         };
         let config = format!(
-            "{observe_section}{chaos_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\npacket_len = {packet_len}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
+            "{observe_section}{chaos_section}[node]\nkey_dir = {keys:?}\nlisten = \"{listen}\"\n{advertise}{websocket_line}metrics = \"{metrics}\"\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\npacket_len = {packet_len}\n\n[mixing]\nmean_delay_ms = {mean_delay_ms}\n\n[pipeline]\nworkers = 1\nqueue = 4096\n\n[replay]\ncapacity = 10000000\nfalse_positive_rate = 0.001\n\n[cover]\nloop_rate = {loop_rate}\ndrop_rate = {drop_rate}\nloop_timeout_s = {loop_timeout_s}\n{admission}{sink}{services}",
             // One host: every client shares the nodes' address, so per-address limits and bans
             // would only throttle the testnet's own clients (nodes are exempt by their link key,
             // not by the address, so they would not cover them).
@@ -469,12 +508,17 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
                     services.push_str(&relay_section(dir, &node_dir, info));
                 }
                 let name = node_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                exit_lines.push(exit_summary(&name, listen, rpc_upstream.as_deref(), rpc_chain_id, relayer));
+                exit_lines.push(exit_summary(&name, public, rpc_upstream.as_deref(), rpc_chain_id, relayer));
                 services
             } else {
                 String::new()
             },
             keys = keys.display().to_string(),
+            advertise = if public == listen { String::new() } else { format!("advertise = \"{public}\"\n") }
+                + &websocket_public
+                    .filter(|_| public != listen)
+                    .map(|w| format!("websocket_advertise = \"{w}\"\n"))
+                    .unwrap_or_default(),
             websocket_line =
                 websocket.map(|w| format!("websocket_listen = \"{w}\"\n{websocket_tls}")).unwrap_or_default(),
         );
@@ -505,6 +549,7 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
         directory::start(dir, &exe, &authority_seed, scheme, layers, packet_len).inspect_err(|_| {
             let _ = down(dir);
         })?;
+    let mut hub_ports = Vec::new();
     for (path, config) in configs {
         // With a chain, membership comes from the registry: no authority key to trust.
         let node_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -518,7 +563,18 @@ pub fn up(dir: &Path, layout: &Layout) -> Result<(), TestnetError> {
             "{config}\n[topology]\nfile = {file:?}\nurl = \"http://{directory_addr}\"\n{topology_trust}{chain_section}",
             file = dir.join("topology.json").display().to_string(),
         );
+        let topology = match &hosts {
+            Some(hosts) => {
+                let (text, ports) = hosts.rewrite_config(&topology);
+                hub_ports.extend(ports);
+                text
+            }
+            None => topology,
+        };
         write(&path, topology.as_bytes())?;
+    }
+    if let Some(hosts) = &hosts {
+        hosts.start_relay(dir, &exe, &node_ports, &hub_ports)?;
     }
     for node in nodes(dir) {
         spawn_node(&exe, &node.dir)?;
@@ -578,13 +634,22 @@ fn exit_summary(
 
 /// Starts `nox node` for the node in `node_dir` (log appended to `node.log`, pid in `pid`).
 fn spawn_node(exe: &Path, node_dir: &Path) -> Result<(), TestnetError> {
+    // `ip netns exec` execs the node in its namespace: the pid is the node's.
+    let mut command = match crate::hosts::namespace_of(node_dir) {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &ns]).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(node_dir.join("node.log"))
         .map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
-    let child = Command::new(exe)
+    let child = command
         .arg("node")
         .arg("--config")
         .arg(node_dir.join("node.toml"))
@@ -1017,6 +1082,7 @@ pub fn down(dir: &Path) -> Result<(), TestnetError> {
         }
         let _ = std::fs::remove_file(process.join("pid"));
     }
+    crate::hosts::teardown(dir);
     println!("testnet down: {} nodes, the directory and the chain (if started here) stopped", all.len());
     Ok(())
 }

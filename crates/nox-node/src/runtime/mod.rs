@@ -127,10 +127,11 @@ fn check_registered(
             hex::encode(link_key)
         )));
     }
-    if record.socket_addr() != Some(config.node.listen) {
+    if record.socket_addr() != Some(config.node.link_address()) {
         return Err(NodeError::NotRegistered(format!(
             "{where_} lists link address {:?} for this node, it listens on {}: update the registration",
-            record.link_address, config.node.listen
+            record.link_address,
+            config.node.link_address()
         )));
     }
     Ok(())
@@ -195,8 +196,8 @@ pub async fn run_with(
             let keys = store.public_keys(schedule.published_epochs(now))?;
             let descriptor = identity
                 .descriptor_with_endpoints(
-                    config.node.listen,
-                    config.node.websocket_listen,
+                    config.node.link_address(),
+                    config.node.websocket_address(),
                     config.node.websocket_tls_cert.is_some(),
                     topology.layers(),
                     config.node.pow_difficulty,
