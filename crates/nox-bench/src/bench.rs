@@ -37,6 +37,10 @@ pub enum BenchCommand {
     /// layers): a sweep of offered rates, one-way latency via the exits'
     /// measurement sink, RSS idle and under load.
     Testnet(crate::bench_net::NetworkBenchArgs),
+    /// The same testnet on loopback and on many hosts over a WAN profile (a network namespace
+    /// per node, the userspace delay relay): latency, throughput at 0 % loss, SURB round trips
+    /// (bench/data/network-hosts.json; needs root).
+    Hosts(crate::bench_hosts::HostsBenchArgs),
     /// Throughput and latency CDF of real pipelines chained in one process
     /// (3 layers, no sockets) over a sweep of offered rates
     /// (bench/data/in-process.json).
@@ -154,6 +158,7 @@ pub enum BenchError {
 pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
     match command {
         BenchCommand::Testnet(args) => crate::bench_net::run(args),
+        BenchCommand::Hosts(args) => crate::bench_hosts::run(args),
         BenchCommand::InProcess(args) => crate::bench_inprocess::run(args),
         BenchCommand::HopInstructions(args) => crate::bench_gate::run(args),
         BenchCommand::SurbRtt(args) => crate::bench_surb::surb_rtt(args),

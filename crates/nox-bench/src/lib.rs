@@ -15,6 +15,7 @@ pub mod bench_cover;
 pub mod bench_defi;
 pub mod bench_disclosure;
 pub mod bench_gate;
+pub mod bench_hosts;
 pub mod bench_http;
 pub mod bench_inprocess;
 pub mod bench_json;

@@ -126,7 +126,8 @@ impl HostPlan {
     }
 
     /// A node config for the namespaces: every `http://127.0.0.1:<port>` (the directory, the
-    /// chain's JSON-RPC) becomes the hub address; returns it and the ports it named.
+    /// chain's JSON-RPC) and the exit's `sink` become the hub address; returns it and the
+    /// HTTP ports it named (the sink is UDP: no relay).
     pub fn rewrite_config(&self, config: &str) -> (String, Vec<u16>) {
         let loopback = "http://127.0.0.1:";
         let mut ports = Vec::new();
@@ -136,6 +137,8 @@ impl HostPlan {
                 ports.push(port);
             }
         }
+        // The exits' measurement sink (UDP, bound on every address): reached directly.
+        let config = config.replace("sink = \"127.0.0.1:", &format!("sink = \"{}:", self.hub_ip()));
         (config.replace(loopback, &format!("http://{}:", self.hub_ip())), ports)
     }
 

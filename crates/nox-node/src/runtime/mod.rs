@@ -300,7 +300,16 @@ pub async fn run_with(
 
     // Pipeline → links / exit / clients.
     let sink = match config.exit.sink {
-        Some(address) => Some((tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await?, address)),
+        // A loopback sink is sent to from loopback; another (a testnet's `--hosts` hub) from
+        // the route's own address.
+        Some(address) => {
+            let local = match address {
+                std::net::SocketAddr::V4(a) if a.ip().is_loopback() => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+                std::net::SocketAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+            };
+            Some((tokio::net::UdpSocket::bind(std::net::SocketAddr::new(local, 0)).await?, address))
+        }
         None => None,
     };
     let health = crate::cover::health(&config.cover);
