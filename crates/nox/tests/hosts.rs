@@ -49,10 +49,8 @@ fn regions_by_layer(dir: &Path, layers: usize) -> Vec<usize> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wan_testnet_answers_no_faster_than_its_wan() {
     let base = base(0);
-    let args = [
-        "--hosts", "--wan", "three-regions", "--no-chain", "--nodes-per-layer", "1", "--loop-rate", "0",
-        "--drop-rate", "0",
-    ];
+    let args: Vec<&str> =
+        "--hosts --wan three-regions --no-chain --nodes-per-layer 1 --loop-rate 0 --drop-rate 0".split(' ').collect();
     let net = Testnet::up(testnet_dir("nox-hosts", "wan"), base, &args);
     assert_eq!(namespaces_of(base).len(), 3, "one namespace per node");
     let profile = Profile::new(Wan::ThreeRegions, 0.0);
