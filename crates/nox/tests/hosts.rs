@@ -105,3 +105,18 @@ fn no_namespace_outlives_a_failed_start() {
     );
     assert!(namespaces_of(base).is_empty(), "namespaces left after a failed start: {:?}", namespaces_of(base));
 }
+
+#[test]
+fn nodes_registered_at_their_public_address_start_and_deliver() {
+    // With the chain (Anvil in this machine's namespace, reached through the relay), each node
+    // is registered at its public (relay) address and binds another in its namespace: it starts
+    // only because it announces the registered one (`[node] advertise`), else it refuses its
+    // registry record.
+    let args: Vec<&str> = "--hosts --wan loopback --nodes-per-layer 1 --loop-rate 0 --drop-rate 0".split(' ').collect();
+    let net = Testnet::up(testnet_dir("nox-hosts", "chain"), base(2), &args);
+    let node = std::fs::read_to_string(net.dir.join("node-0/node.toml")).expect("node.toml");
+    assert!(node.contains("\nadvertise = "), "{node}");
+    let dir = net.dir.display().to_string();
+    let out = common::ok(&["testnet", "traffic", "--dir", &dir, "--packets", "30"]);
+    assert!(out.contains("exits delivered 30 (100.0 %)"), "{out}");
+}

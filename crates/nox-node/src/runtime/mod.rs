@@ -129,7 +129,7 @@ fn check_registered(
     }
     if record.socket_addr() != Some(config.node.link_address()) {
         return Err(NodeError::NotRegistered(format!(
-            "{where_} lists link address {:?} for this node, it listens on {}: update the registration",
+            "{where_} lists link address {:?} for this node, its address (advertise, else listen) is {}: update the registration",
             record.link_address,
             config.node.link_address()
         )));
