@@ -202,6 +202,11 @@ impl HostPlan {
     }
 }
 
+/// Whether the testnet in `dir` was started with `--hosts`.
+pub fn is_hosts_testnet(dir: &Path) -> bool {
+    dir.join(PLAN).exists()
+}
+
 /// The relay's process directory (plan, pid, log, ready mark).
 pub fn relay_dir(dir: &Path) -> PathBuf {
     dir.join("wan-relay")

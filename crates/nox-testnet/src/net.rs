@@ -680,6 +680,11 @@ pub fn join(dir: &Path) -> Result<PathBuf, TestnetError> {
 
 /// [`join`], starting the node with the `nox` binary at `exe`.
 pub fn join_with(dir: &Path, exe: &Path) -> Result<PathBuf, TestnetError> {
+    if crate::hosts::is_hosts_testnet(dir) {
+        return Err(
+            "join: not on a --hosts testnet (a joining node would be on loopback, out of the nodes' reach)".into()
+        );
+    }
     let info = chain::load(dir)
         .ok_or("this testnet has no chain: joining needs the node registry (testnet up without --no-chain)")?;
     let existing = nodes(dir);
