@@ -55,13 +55,16 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # client asks for quotes (in process; ~1 min, quick ~30 s).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
-experiments="fec-curve testnet in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity anonymity-scale registry defi relayer-flood soak packet-size profiles"
+# hosts: the testnet on loopback and on a namespace per node over the three-regions WAN, one run
+# (needs root and `ip netns`; ~1 min).
+experiments="fec-curve testnet hosts in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity anonymity-scale registry defi relayer-flood soak packet-size profiles"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {
   case "$1" in
     fec-curve) echo "--trials 200" ;;
     testnet) echo "--rates 1000,3000,5000 --seconds 1" ;;
+    hosts) echo "--rates 250,1000,2000 --seconds 1 --echoes 10" ;;
     *) echo "" ;;
   esac
 }
