@@ -68,3 +68,21 @@ export {
   tip,
 } from "./bounds.js";
 export type { ChainReading, Eip1193, FeeBounds } from "./bounds.js";
+export {
+  ETHEREUM_RPC_PATH,
+  MAX_ANON_RPC_BATCH,
+  MAX_ANON_RPC_BODY,
+  answerFetchCall,
+  runAnonRpcWorker,
+  serveAnonRpc,
+} from "./anon-rpc.js";
+export type {
+  AnonFetchCall,
+  AnonFetchResponse,
+  AnonRequestInit,
+  AnonRpcBackend,
+  AnonRpcServeOptions,
+  AnonRpcWorkerApiLike,
+} from "./anon-rpc.js";
+export { kohakuPrivateSigner, kohakuProvider, kohakuSigner } from "./kohaku.js";
+export type { KohakuProvider, KohakuSigner, KohakuTx, SigningAccount } from "./kohaku.js";
