@@ -108,8 +108,8 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_rss: Vec<u64> = testnet::nodes(&args.dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).collect();
     println!(
-        "{:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>10}",
-        "offered", "sent/s", "deliv/s", "lost", "p50 ms", "p90 ms", "p99 ms", "max rss kB"
+        "{:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>10} {:>9}",
+        "offered", "sent/s", "deliv/s", "lost", "p50 ms", "p90 ms", "p99 ms", "max rss kB", "held p99"
     );
     let mut results = Vec::new();
     let mut next_seq = 0u64;
@@ -117,7 +117,7 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
         let row = measure_rate(&args.dir, &mut client, &sink, rate, args.seconds, &mut next_seq).await?;
         let ms = |q: &str| row["latency_ms"][q].as_f64().unwrap_or(f64::NAN);
         println!(
-            "{:>8.0} {:>10.0} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>10}",
+            "{:>8.0} {:>10.0} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>10} {:>9}",
             rate,
             row["achieved_send_rate"].as_f64().unwrap_or(0.0),
             row["delivered_rate"].as_f64().unwrap_or(0.0),
@@ -125,7 +125,8 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
             ms("p50"),
             ms("p90"),
             ms("p99"),
-            row["peak_rss_kb"]
+            row["peak_rss_kb"],
+            row["queue_depth"]["all_nodes"]["mixer_held"]["p99"]
         );
         results.push(row);
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -157,6 +158,7 @@ pub(crate) async fn measure_rate(
     let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
     let mut received: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
     let mut buffer = [0u8; 128];
+    let sampler = QueueSampler::start(dir);
     let started = Instant::now();
     let mut peak_rss = 0u64;
     for (index, (seq, (entry, packet))) in packets.into_iter().enumerate() {
@@ -182,6 +184,7 @@ pub(crate) async fn measure_rate(
             record(&buffer[..n], &mut received);
         }
     }
+    let queues = sampler.finish();
     let mut latencies: Vec<f64> = received
         .iter()
         .filter(|(seq, _)| **seq >= first_seq)
@@ -200,9 +203,90 @@ pub(crate) async fn measure_rate(
         "latency_ms": { "p50": percentile(&latencies, 0.5), "p90": percentile(&latencies, 0.9),
             "p99": percentile(&latencies, 0.99), "max": latencies.last() },
         "peak_rss_kb": peak_rss,
+        "queue_depth": queues,
         "latency_samples_ms": latencies.iter().map(|l| (l * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
     });
     Ok(row)
+}
+
+/// Interval between two scrapes of every node's queue gauges.
+const QUEUE_SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// Samples every node's queue gauges (`nox_mixer_held_packets`: packets the mixer holds, in their
+/// mixing delay or at the replay gate; `nox_worker_queue_depth`: packets waiting for a Sphinx
+/// worker) every [`QUEUE_SAMPLE_EVERY`] on a thread of its own, from the first packet sent until
+/// the deliveries are counted.
+struct QueueSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<QueueSample>>,
+}
+
+/// One node's gauges at one instant.
+#[derive(Clone, Copy)]
+struct QueueSample {
+    layer: u8,
+    mixer_held: u64,
+    worker_queue: u64,
+}
+
+impl QueueSampler {
+    fn start(dir: &Path) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let nodes: Vec<(u8, std::net::SocketAddr)> = testnet::nodes(dir).iter().map(|n| (n.layer, n.metrics)).collect();
+        let thread = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let next = Instant::now() + QUEUE_SAMPLE_EVERY;
+                for &(layer, addr) in &nodes {
+                    if let Some(text) = testnet::scrape(addr) {
+                        samples.push(QueueSample {
+                            layer,
+                            mixer_held: testnet::metric(&text, "nox_mixer_held_packets"),
+                            worker_queue: testnet::metric(&text, "nox_worker_queue_depth"),
+                        });
+                    }
+                }
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            samples
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops sampling: mean / p99 / max per gauge over all nodes' samples, and per layer.
+    fn finish(self) -> Value {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let samples = self.thread.join().unwrap_or_default();
+        queue_summary(&samples)
+    }
+}
+
+/// Mean / p99 / max of both gauges over `samples`, pooled and per layer.
+fn queue_summary(samples: &[QueueSample]) -> Value {
+    let stats = |values: Vec<u64>| {
+        let mut v: Vec<f64> = values.into_iter().map(|x| x as f64).collect();
+        v.sort_by(f64::total_cmp);
+        let mean =
+            if v.is_empty() { None } else { Some((v.iter().sum::<f64>() / v.len() as f64 * 100.0).round() / 100.0) };
+        json!({ "mean": mean, "p99": percentile(&v, 0.99), "max": v.last() })
+    };
+    let both = |s: &[QueueSample]| {
+        json!({ "samples": s.len(), "mixer_held": stats(s.iter().map(|q| q.mixer_held).collect()),
+            "worker_queue": stats(s.iter().map(|q| q.worker_queue).collect()) })
+    };
+    let mut layers: Vec<u8> = samples.iter().map(|s| s.layer).collect();
+    layers.sort_unstable();
+    layers.dedup();
+    let per_layer: serde_json::Map<String, Value> = layers
+        .iter()
+        .map(|&l| {
+            let of: Vec<QueueSample> = samples.iter().copied().filter(|s| s.layer == l).collect();
+            (format!("layer_{l}"), both(&of))
+        })
+        .collect();
+    json!({ "per_node_sample_every_ms": QUEUE_SAMPLE_EVERY.as_millis() as u64, "all_nodes": both(samples),
+        "per_layer": per_layer })
 }
 
 fn record(datagram: &[u8], received: &mut HashMap<u64, Instant>) {
@@ -210,5 +294,26 @@ fn record(datagram: &[u8], received: &mut HashMap<u64, Instant>) {
         let mut seq = [0u8; 8];
         seq.copy_from_slice(&datagram[8..16]);
         received.entry(u64::from_be_bytes(seq)).or_insert_with(Instant::now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_summary_pools_nodes_and_splits_layers() {
+        let sample = |layer, mixer_held, worker_queue| QueueSample { layer, mixer_held, worker_queue };
+        let samples = [sample(0, 0, 1), sample(0, 4, 0), sample(1, 10, 3), sample(1, 2, 0)];
+        let s = queue_summary(&samples);
+        assert_eq!(s["all_nodes"]["samples"], 4);
+        assert_eq!(s["all_nodes"]["mixer_held"]["mean"], 4.0);
+        assert_eq!(s["all_nodes"]["mixer_held"]["max"], 10.0);
+        assert_eq!(s["all_nodes"]["worker_queue"]["max"], 3.0);
+        assert_eq!(s["per_layer"]["layer_0"]["mixer_held"]["max"], 4.0);
+        assert_eq!(s["per_layer"]["layer_1"]["mixer_held"]["mean"], 6.0);
+        assert_eq!(s["per_layer"]["layer_1"]["worker_queue"]["mean"], 1.5);
+        // No sample (no node answered): no figure rather than a zero.
+        assert!(queue_summary(&[])["all_nodes"]["mixer_held"]["mean"].is_null());
     }
 }

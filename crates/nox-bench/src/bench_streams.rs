@@ -43,6 +43,7 @@ use crate::{
 use nox_testnet::servers::bind_loopback;
 use nox_testnet::servers::{http_server_plain_on, pattern, sha256_hex};
 use nox_testnet::{self as testnet, Layout};
+use nox_topology::PacketLen;
 
 /// Options of `nox bench streams`.
 #[derive(clap::Args)]
@@ -66,6 +67,11 @@ pub struct StreamsArgs {
     /// nodes outside a testnet ship with). Use with `--out` to keep the default run's file.
     #[arg(long)]
     mean_delay_ms: Option<f64>,
+    /// Packet lengths to measure, one testnet each, in one run (e.g.
+    /// `--packet-len 4096 --packet-len 32768`; default: the shipped length). Every figure of a
+    /// later length also gets its ratio to the first length's.
+    #[arg(long, value_parser = testnet::parse_packet_len)]
+    packet_len: Vec<PacketLen>,
 }
 
 /// Size of the time-to-first-byte object.
@@ -575,16 +581,19 @@ async fn measure(ctx: &Ctx<'_>, handle: Option<&ClientHandle>, cover_on: bool, d
     Value::Object(row)
 }
 
-/// Geometry figures that bound a stream's speed (classical default geometry).
-fn bounds(cover_rate: f64) -> Value {
-    let geometry = nox_sphinx::Geometry::default();
-    let shard = crate::bench_common::shard_capacity();
+/// Geometry figures that bound a stream's speed (the testnet's geometry at `packet_len`).
+fn bounds(cover_rate: f64, packet_len: PacketLen) -> Result<Value, BenchError> {
+    let defaults = Layout::default();
+    let geometry = nox_topology::network_geometry_with_len(defaults.geometry, usize::from(defaults.layers), packet_len)
+        .map_err(err)?;
+    let shard = nox_fec::shard_capacity(geometry.payload_capacity()).unwrap_or(1);
     let surb = nox_sphinx::Surb::encoded_len(&geometry);
     let streams = nox_client::StreamConfig::default();
     // A forward stream message: one packet, its request header (3 B) and the
     // message's own frames (~60 B) around the data and the SURBs.
     let forward_room = shard.saturating_sub(3 + 64);
-    json!({ "payload_capacity": geometry.payload_capacity(), "reply_shard_bytes": shard, "surb_bytes": surb,
+    Ok(
+        json!({ "packet_bytes": packet_len.bytes(), "payload_capacity": geometry.payload_capacity(), "reply_shard_bytes": shard, "surb_bytes": surb,
         "forward_data_bytes_without_surbs": forward_room,
         "surb_target": streams.surb_target, "initial_surbs": streams.initial_surbs,
         "recv_window_bytes": streams.endpoint.recv_capacity,
@@ -595,7 +604,8 @@ fn bounds(cover_rate: f64) -> Value {
         // All of a client's streams together: a cover slot tops up one stream's pool by at most
         // `surb_target` SURBs, each bringing back at most one reply shard (parity not counted).
         "download_bound_cover_on_no_parity_mib_per_s":
-            round3(cover_rate * f64::from(streams.surb_target) * shard as f64 / (1 << 20) as f64) })
+            round3(cover_rate * f64::from(streams.surb_target) * shard as f64 / (1 << 20) as f64) }),
+    )
 }
 
 /// Runs `nox bench streams`.
@@ -607,29 +617,99 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
     if !cover_default.is_finite() {
         return Err(err("could not read the default --cover-rate of `nox client`"));
     }
+    let lengths = if args.packet_len.is_empty() { vec![PacketLen::DEFAULT] } else { args.packet_len.clone() };
     let configurations =
         [("cover off".to_owned(), 0.0), (format!("default (cover on, λ = {cover_default} /s)"), cover_default)];
+    let started = Instant::now();
+    let defaults = Layout::default();
+    let mean_delay_ms = args.mean_delay_ms.unwrap_or(defaults.mean_delay_ms);
+    let node_cover = (defaults.loop_rate, defaults.drop_rate);
+    let mut segments = Vec::new();
+    for &len in &lengths {
+        // With several lengths every configuration is named with its length.
+        let label = |name: &str| {
+            if lengths.len() > 1 { format!("{} B: {name}", len.bytes()) } else { name.to_owned() }
+        };
+        let rows = run_length(args, len, bytes, repetitions, &configurations, mean_delay_ms, &label)?;
+        segments.push((len, rows));
+    }
+    let rows: Vec<Value> = segments.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
+    let mut summary = serde_json::Map::new();
+    for (_, seg) in &segments {
+        if let Value::Object(m) = summarize(seg) {
+            summary.extend(m);
+        }
+    }
+    // Each later length against the first, configuration by configuration.
+    if let Some((first_len, first)) = segments.first() {
+        for (len, seg) in segments.iter().skip(1) {
+            let mut by_config = serde_json::Map::new();
+            for (row, base) in seg.iter().zip(first).skip(1) {
+                by_config.insert(base["configuration_base"].as_str().unwrap_or("?").to_owned(), ratios(row, base));
+            }
+            summary.insert(format!("ratio_{}_to_{}", len.bytes(), first_len.bytes()), Value::Object(by_config));
+        }
+    }
+    let charts = charts(&rows, mean_delay_ms);
+    let failures: u64 = rows
+        .iter()
+        .flat_map(|r| {
+            ["time_to_first_byte", "download", "concurrent", "upload"].map(|p| r[p]["failures"].as_u64().unwrap_or(0))
+        })
+        .sum();
+    let bounds: Vec<Value> = lengths.iter().map(|&l| bounds(cover_default, l)).collect::<Result<_, _>>()?;
+    let parameters = json!({ "nodes": 3, "layers": 3, "nodes_per_layer": 1, "mean_delay_ms": mean_delay_ms,
+        "packet_bytes": lengths.iter().map(|l| l.bytes()).collect::<Vec<_>>(),
+        "node_cover_loop_rate": node_cover.0, "node_cover_drop_rate": node_cover.1,
+        "ttfb_object_bytes": SMALL, "ttfb_repetitions": repetitions, "bytes": bytes,
+        "concurrent_streams": args.concurrent, "concurrent_bytes_each": bytes / 4,
+        "direct_repeats_median": DIRECT_REPEATS, "mixnet_repeats": 1,
+        "transfer_timeout_s": args.transfer_timeout_s, "quick": quick,
+        "configurations": configurations.iter().map(|(n, r)| json!({ "name": n, "cover_rate": r })).collect::<Vec<_>>(),
+        "shipped_default": configurations[1].0,
+        "client": "ClientConfig::default() with cover_rate as named (the daemon's config); SocksConfig::default()",
+        "server": "test_servers::http_server_plain_on in the bench process, allow-listed at the exit",
+        "bounds": if bounds.len() == 1 { bounds[0].clone() } else { json!(bounds) },
+        "total_failures": failures,
+        "elapsed_s": round3(started.elapsed().as_secs_f64()) });
+    write_envelope(&args.common, "streams", parameters, json!(rows), summary.into(), charts)?;
+    if failures > 0 {
+        return Err(err(format!("{failures} transfers failed (see the errors in the JSON)")));
+    }
+    Ok(())
+}
+
+/// One testnet at `len`: the direct row, then one row per client configuration.
+fn run_length(
+    args: &StreamsArgs,
+    len: PacketLen,
+    bytes: usize,
+    repetitions: usize,
+    configurations: &[(String, f64)],
+    mean_delay_ms: f64,
+    label: &dyn Fn(&str) -> String,
+) -> Result<Vec<Value>, BenchError> {
     let expected = pattern(bytes.max(SMALL));
     let upload_hash = sha256_hex(&expected[..bytes]);
     let limit = Duration::from_secs(args.transfer_timeout_s);
-    let started = Instant::now();
-
     // The server is bound before the testnet starts: the exit may reach it
     // and nothing else on loopback.
     let listener = bind_loopback().map_err(err)?;
     let server = listener.local_addr().map_err(err)?;
-    let defaults = Layout::default();
     let layout = Layout {
         exit_allow: vec![server],
         per_layer: 1,
         base_port: args.common.base_port,
-        mean_delay_ms: args.mean_delay_ms.unwrap_or(defaults.mean_delay_ms),
-        ..defaults
+        mean_delay_ms,
+        packet_len: len,
+        ..Layout::default()
     };
-    let mean_delay_ms = layout.mean_delay_ms;
-    let node_cover = (layout.loop_rate, layout.drop_rate);
     let net = Net::up(&args.common.dir, &layout)?;
-    println!("testnet up in {:.1} s (3 layers × 1 node, μ = {mean_delay_ms} ms)", net.startup_s);
+    println!(
+        "testnet up in {:.1} s (3 layers × 1 node, μ = {mean_delay_ms} ms, {} B packets)",
+        net.startup_s,
+        len.bytes()
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(err)?;
     let rows = runtime.block_on(async {
         http_server_plain_on(listener).map_err(err)?;
@@ -647,11 +727,13 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
         let mut rows = Vec::new();
         println!("direct (loopback, no mixnet):");
         let mut direct = measure(&ctx(Via::Direct, DIRECT_REPEATS), None, false, &net.dir).await;
-        direct["configuration"] = json!("direct");
+        direct["configuration"] = json!(label("direct"));
+        direct["configuration_base"] = json!("direct");
         direct["cover_rate"] = Value::Null;
+        direct["packet_bytes"] = json!(len.bytes());
         rows.push(direct);
-        for (name, cover_rate) in &configurations {
-            println!("{name}:");
+        for (name, cover_rate) in configurations {
+            println!("{}:", label(name));
             let config = ClientConfig { cover_rate: *cover_rate, ..ClientConfig::default() };
             let handle = client(&net.dir, config).await?;
             let socks = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
@@ -663,8 +745,10 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
             }
             let mut row = measure(&ctx(Via::Socks(socks_addr), 1), Some(&handle), *cover_rate > 0.0, &net.dir).await;
             serving.abort();
-            row["configuration"] = json!(name);
+            row["configuration"] = json!(label(name));
+            row["configuration_base"] = json!(name);
             row["cover_rate"] = json!(cover_rate);
+            row["packet_bytes"] = json!(len.bytes());
             row["client_stats_total"] = json!(format!("{:?}", handle.stats()));
             rows.push(row);
             drop(handle);
@@ -673,32 +757,7 @@ pub fn run(args: &StreamsArgs) -> Result<(), BenchError> {
     })?;
     drop(runtime);
     drop(net);
-
-    let summary = summarize(&rows);
-    let charts = charts(&rows, mean_delay_ms);
-    let failures: u64 = rows
-        .iter()
-        .flat_map(|r| {
-            ["time_to_first_byte", "download", "concurrent", "upload"].map(|p| r[p]["failures"].as_u64().unwrap_or(0))
-        })
-        .sum();
-    let parameters = json!({ "nodes": 3, "layers": 3, "nodes_per_layer": 1, "mean_delay_ms": mean_delay_ms,
-        "node_cover_loop_rate": node_cover.0, "node_cover_drop_rate": node_cover.1,
-        "ttfb_object_bytes": SMALL, "ttfb_repetitions": repetitions, "bytes": bytes,
-        "concurrent_streams": args.concurrent, "concurrent_bytes_each": bytes / 4,
-        "direct_repeats_median": DIRECT_REPEATS, "mixnet_repeats": 1,
-        "transfer_timeout_s": args.transfer_timeout_s, "quick": quick,
-        "configurations": configurations.iter().map(|(n, r)| json!({ "name": n, "cover_rate": r })).collect::<Vec<_>>(),
-        "shipped_default": configurations[1].0,
-        "client": "ClientConfig::default() with cover_rate as named (the daemon's config); SocksConfig::default()",
-        "server": "test_servers::http_server_plain_on in the bench process, allow-listed at the exit",
-        "bounds": bounds(cover_default), "total_failures": failures,
-        "elapsed_s": round3(started.elapsed().as_secs_f64()) });
-    write_envelope(&args.common, "streams", parameters, json!(rows), summary, charts)?;
-    if failures > 0 {
-        return Err(err(format!("{failures} transfers failed (see the errors in the JSON)")));
-    }
-    Ok(())
+    Ok(rows)
 }
 
 /// Ratio `a / b` of two JSON numbers, to 3 significant digits (the ratios
@@ -714,28 +773,32 @@ fn ratio(a: &Value, b: &Value) -> Value {
     }
 }
 
-/// The figures of one row, and their ratios to the direct row and to cover off.
+/// The headline figures of one row.
+fn pick(r: &Value) -> Value {
+    json!({ "connect_answered_p50_ms": r["time_to_first_byte"]["connect_answered_ms"]["p50"],
+        "first_byte_p50_ms": r["time_to_first_byte"]["first_byte_ms"]["p50"],
+        "first_byte_p90_ms": r["time_to_first_byte"]["first_byte_ms"]["p90"],
+        "download_mib_per_s": r["download"]["mib_per_s"],
+        "concurrent_aggregate_mib_per_s": r["concurrent"]["aggregate_mib_per_s"],
+        "concurrent_per_stream_p50_ms": r["concurrent"]["per_stream_complete_ms"]["p50"],
+        "upload_mib_per_s": r["upload"]["mib_per_s"] })
+}
+
+/// Row `r`'s headline figures over `base`'s.
+fn ratios(r: &Value, base: &Value) -> Value {
+    let (r, base) = (pick(r), pick(base));
+    let keys = [
+        "first_byte_p50_ms",
+        "first_byte_p90_ms",
+        "download_mib_per_s",
+        "concurrent_aggregate_mib_per_s",
+        "upload_mib_per_s",
+    ];
+    Value::Object(keys.iter().map(|k| ((*k).to_owned(), ratio(&r[*k], &base[*k]))).collect())
+}
+
+/// The figures of one testnet's rows, and their ratios to the direct row and to cover off.
 fn summarize(rows: &[Value]) -> Value {
-    let pick = |r: &Value| {
-        json!({ "connect_answered_p50_ms": r["time_to_first_byte"]["connect_answered_ms"]["p50"],
-            "first_byte_p50_ms": r["time_to_first_byte"]["first_byte_ms"]["p50"],
-            "first_byte_p90_ms": r["time_to_first_byte"]["first_byte_ms"]["p90"],
-            "download_mib_per_s": r["download"]["mib_per_s"],
-            "concurrent_aggregate_mib_per_s": r["concurrent"]["aggregate_mib_per_s"],
-            "concurrent_per_stream_p50_ms": r["concurrent"]["per_stream_complete_ms"]["p50"],
-            "upload_mib_per_s": r["upload"]["mib_per_s"] })
-    };
-    let ratios = |r: &Value, base: &Value| {
-        let (r, base) = (pick(r), pick(base));
-        let keys = [
-            "first_byte_p50_ms",
-            "first_byte_p90_ms",
-            "download_mib_per_s",
-            "concurrent_aggregate_mib_per_s",
-            "upload_mib_per_s",
-        ];
-        Value::Object(keys.iter().map(|k| ((*k).to_owned(), ratio(&r[*k], &base[*k]))).collect())
-    };
     let direct = &rows[0];
     let mut out = serde_json::Map::new();
     for (i, row) in rows.iter().enumerate() {
