@@ -108,8 +108,8 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_rss: Vec<u64> = testnet::nodes(&args.dir).iter().filter_map(|n| testnet::rss_kb(&n.dir)).collect();
     println!(
-        "{:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>10} {:>9}",
-        "offered", "sent/s", "deliv/s", "lost", "p50 ms", "p90 ms", "p99 ms", "max rss kB", "held p99"
+        "{:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>10} {:>9} {:>9}",
+        "offered", "sent/s", "deliv/s", "lost", "p50 ms", "p90 ms", "p99 ms", "max rss kB", "held p99", "over-del"
     );
     let mut results = Vec::new();
     let mut next_seq = 0u64;
@@ -117,7 +117,7 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
         let row = measure_rate(&args.dir, &mut client, &sink, rate, args.seconds, &mut next_seq).await?;
         let ms = |q: &str| row["latency_ms"][q].as_f64().unwrap_or(f64::NAN);
         println!(
-            "{:>8.0} {:>10.0} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>10} {:>9}",
+            "{:>8.0} {:>10.0} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8.2} {:>10} {:>9} {:>9.4}",
             rate,
             row["achieved_send_rate"].as_f64().unwrap_or(0.0),
             row["delivered_rate"].as_f64().unwrap_or(0.0),
@@ -126,7 +126,8 @@ async fn sweep(args: &NetworkBenchArgs, sink: std::net::UdpSocket) -> Result<(Ve
             ms("p90"),
             ms("p99"),
             row["peak_rss_kb"],
-            row["queue_depth"]["all_nodes"]["mixer_held"]["p99"]
+            row["queue_depth"]["all_nodes"]["mixer_held"]["p99"],
+            row["over_delayed"]["fraction"].as_f64().unwrap_or(f64::NAN)
         );
         results.push(row);
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -158,6 +159,7 @@ pub(crate) async fn measure_rate(
     let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
     let mut received: HashMap<u64, Instant> = HashMap::with_capacity(packets.len());
     let mut buffer = [0u8; 128];
+    let mixing_before = mixing_counters(dir);
     let sampler = QueueSampler::start(dir);
     let started = Instant::now();
     let mut peak_rss = 0u64;
@@ -185,6 +187,7 @@ pub(crate) async fn measure_rate(
         }
     }
     let queues = sampler.finish();
+    let over_delayed = over_delayed(mixing_before, mixing_counters(dir));
     let mut latencies: Vec<f64> = received
         .iter()
         .filter(|(seq, _)| **seq >= first_seq)
@@ -204,9 +207,30 @@ pub(crate) async fn measure_rate(
             "p99": percentile(&latencies, 0.99), "max": latencies.last() },
         "peak_rss_kb": peak_rss,
         "queue_depth": queues,
+        "over_delayed": over_delayed,
         "latency_samples_ms": latencies.iter().map(|l| (l * 1000.0).round() / 1000.0).collect::<Vec<_>>(),
     });
     Ok(row)
+}
+
+/// Every node's `(nox_mixing_over_delayed_total, nox_mixing_delay_seconds_count)` summed: packets
+/// whose processing at a hop (arrival to enqueue: Sphinx unwrap and worker queueing) outlasted the
+/// delay drawn for them, and packets the mixers released.
+fn mixing_counters(dir: &Path) -> (u64, u64) {
+    testnet::nodes(dir).iter().filter_map(|n| testnet::scrape(n.metrics)).fold((0, 0), |(o, r), text| {
+        (
+            o + testnet::metric(&text, "nox_mixing_over_delayed_total"),
+            r + testnet::metric(&text, "nox_mixing_delay_seconds_count"),
+        )
+    })
+}
+
+/// The over-delayed fraction of the hops taken between two [`mixing_counters`] readings.
+fn over_delayed(before: (u64, u64), after: (u64, u64)) -> Value {
+    let packets = after.0.saturating_sub(before.0);
+    let hops = after.1.saturating_sub(before.1);
+    let fraction = (hops > 0).then(|| packets as f64 / hops as f64);
+    json!({ "packets": packets, "hops_released": hops, "fraction": fraction })
 }
 
 /// Interval between two scrapes of every node's queue gauges.
@@ -315,5 +339,14 @@ mod tests {
         assert_eq!(s["per_layer"]["layer_1"]["worker_queue"]["mean"], 1.5);
         // No sample (no node answered): no figure rather than a zero.
         assert!(queue_summary(&[])["all_nodes"]["mixer_held"]["mean"].is_null());
+    }
+
+    #[test]
+    fn over_delayed_is_a_fraction_of_the_hops_between_readings() {
+        let row = over_delayed((10, 1000), (35, 1500));
+        assert_eq!(row["packets"], 25);
+        assert_eq!(row["hops_released"], 500);
+        assert_eq!(row["fraction"], 0.05);
+        assert!(over_delayed((3, 7), (3, 7))["fraction"].is_null());
     }
 }
