@@ -33,6 +33,7 @@ use crate::{
     bench_json::{line, round, series, write_experiment},
 };
 use nox_testnet::{self as testnet, Layout, TestnetClient};
+use nox_topology::PacketLen;
 
 /// Options of `nox bench cover`.
 #[derive(clap::Args, Clone)]
@@ -76,6 +77,33 @@ pub struct CoverArgs {
     /// phase, and the summary and charts give each point's mean with its range.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
+    /// Sweep the active clients' request rate instead of `--request-rate`, requests/s each
+    /// (the traffic-rate independence experiment, docs/benchmarks/anonymity.md).
+    #[arg(long, value_delimiter = ',')]
+    pub request_rates: Vec<f64>,
+    /// Testnet shapes, `LAYERSxNODES` (e.g. `3x2,3x3,3x5,2x3,4x3`), one testnet per shape and
+    /// μ (default 3x3).
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    pub topologies: Vec<(u8, usize)>,
+    /// The testnets' packet length in bytes (default nox-sphinx's `DEFAULT_PACKET_LEN`).
+    #[arg(long, value_parser = testnet::parse_packet_len)]
+    pub packet_len: Option<PacketLen>,
+    /// Beside every phase, this many runs of the link-level simulator
+    /// (`nox_anonymity::activity::simulate_substitution`) at the phase's settings, scored by the
+    /// same tracer: simulated vs measured in one run (0 = none).
+    #[arg(long, default_value_t = 0)]
+    pub simulate: u32,
+}
+
+/// Parses a testnet shape `LAYERSxNODES` (layers 2–8, 1–32 nodes per layer).
+pub fn parse_shape(text: &str) -> Result<(u8, usize), String> {
+    let (l, n) = text.split_once(['x', 'X', '×']).ok_or_else(|| format!("{text}: expected LAYERSxNODES, e.g. 3x3"))?;
+    let layers: u8 = l.trim().parse().map_err(|e| format!("{text}: layers: {e}"))?;
+    let nodes: usize = n.trim().parse().map_err(|e| format!("{text}: nodes per layer: {e}"))?;
+    if !(2..=8).contains(&layers) || !(1..=32).contains(&nodes) {
+        return Err(format!("{text}: layers 2–8 and 1–32 nodes per layer"));
+    }
+    Ok((layers, nodes))
 }
 
 /// The processing floor of the adversary's delay model, µs: what a node takes without mixing
@@ -99,6 +127,8 @@ impl CoverArgs {
 struct Phase {
     mu_ms: f64,
     cover_rate: f64,
+    /// Requests per second of each active client.
+    request_rate: f64,
     /// Which repetition of its (μ, λ_P) point this is (0-based).
     repeat: u32,
     sends: Vec<ClientSend>,
@@ -125,9 +155,11 @@ pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
         return Err(err("need at least 2 clients and no more active ones than clients"));
     }
     let (rates, delays, seconds) = args.resolved();
+    let request_rates =
+        if args.request_rates.is_empty() { vec![args.request_rate] } else { args.request_rates.clone() };
+    let shapes = if args.topologies.is_empty() { vec![(3, 3)] } else { args.topologies.clone() };
     if rates.iter().chain(&delays).any(|v| !v.is_finite() || *v < 0.0)
-        || args.request_rate.is_nan()
-        || args.request_rate <= 0.0
+        || request_rates.iter().any(|r| r.is_nan() || *r <= 0.0)
     {
         return Err(err("rates, delays and the request rate must be finite and not negative"));
     }
@@ -135,41 +167,123 @@ pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
     let started = Instant::now();
     let mut rows = Vec::new();
-    let packet_len = nox_sphinx::Geometry::default().packet_len();
+    let packet_len = args.packet_len.unwrap_or_default();
     for &mu_ms in &delays {
-        let layout = Layout { mean_delay_ms: mu_ms, base_port: args.base_port, observe: true, ..Layout::default() };
-        testnet::up(&args.dir, &layout).map_err(err)?;
-        let result = runtime.block_on(run_phases(args, mu_ms, &rates, seconds, &mut rng));
-        let _ = testnet::down(&args.dir);
-        let (nodes, phases) = result?;
-        let logs: Vec<anon_capture::NodeLog> = testnet::nodes(&args.dir)
-            .iter()
-            .map(|n| anon_capture::read_node_log(&n.dir.join("observe.events")))
-            .collect();
-        let dropped: u64 = logs.iter().map(|l| l.dropped).sum();
-        for phase in &phases {
-            let heads = &phase.heads;
-            let captured = anon_capture::join_with(&nodes, &logs, &phase.sends, phase.start_us, phase.end_us, |h| {
-                heads.get(h).map(|&m| (m, 0))
-            });
-            let row = score(args, phase, &captured, dropped, packet_len);
-            println!(
-                "μ = {mu_ms} ms, λ_P = {}/s (phase {}): {} requests ({} failed), H = {} bits ({} of log₂ {}), RTT p50 {} ms, {} GB/day up",
-                phase.cover_rate,
-                phase.repeat + 1,
-                phase.rtts_ms.len(),
-                phase.failures,
-                row["entropy"]["mean_bits"],
-                row["entropy"]["share_of_log2_clients"],
-                args.clients,
-                row["rtt_ms"]["p50"],
-                row["upstream"]["measured_gb_per_day"],
-            );
-            rows.push(row);
+        for &(layers, per_layer) in &shapes {
+            let layout = Layout {
+                mean_delay_ms: mu_ms,
+                base_port: args.base_port,
+                observe: true,
+                layers,
+                per_layer,
+                packet_len,
+                ..Layout::default()
+            };
+            let up_uptime = uptime();
+            testnet::up(&args.dir, &layout).map_err(err)?;
+            let result = runtime.block_on(run_phases(args, mu_ms, (&rates, &request_rates), seconds, &mut rng));
+            let _ = testnet::down(&args.dir);
+            let (nodes, phases) = result?;
+            let logs: Vec<anon_capture::NodeLog> = testnet::nodes(&args.dir)
+                .iter()
+                .map(|n| anon_capture::read_node_log(&n.dir.join("observe.events")))
+                .collect();
+            let dropped: u64 = logs.iter().map(|l| l.dropped).sum();
+            for phase in &phases {
+                let heads = &phase.heads;
+                let captured =
+                    anon_capture::join_with(&nodes, &logs, &phase.sends, phase.start_us, phase.end_us, |h| {
+                        heads.get(h).map(|&m| (m, 0))
+                    });
+                let mut row = score(args, phase, &captured, dropped, packet_len.bytes());
+                row["layers"] = json!(layers);
+                row["nodes_per_layer"] = json!(per_layer);
+                row["uptime_at_testnet_start"] = json!(up_uptime);
+                if args.simulate > 0 {
+                    row["simulated"] = simulated(args, phase, (layers, per_layer), seconds, &mut rng, &row);
+                }
+                println!(
+                    "{layers}x{per_layer}, μ = {mu_ms} ms, λ_P = {}/s, {}/s requests (phase {}): {} requests ({} failed), H = {} bits ({} of log₂ {}), RTT p50 {} ms, {} GB/day up",
+                    phase.cover_rate,
+                    phase.request_rate,
+                    phase.repeat + 1,
+                    phase.rtts_ms.len(),
+                    phase.failures,
+                    row["entropy"]["mean_bits"],
+                    row["entropy"]["share_of_log2_clients"],
+                    args.clients,
+                    row["rtt_ms"]["p50"],
+                    row["upstream"]["measured_gb_per_day"],
+                );
+                if args.simulate > 0 {
+                    println!("    simulated: {}", row["simulated"]);
+                }
+                rows.push(row);
+            }
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    write(args, &rates, &delays, seconds, rows, elapsed, packet_len)
+    write(args, &rates, &delays, seconds, rows, elapsed, packet_len.bytes())
+}
+
+/// The machine's load average (`/proc/loadavg`'s first three fields), recorded with each
+/// testnet: the machine is shared, and the timing of a mix depends on it.
+fn uptime() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Calibration tolerance of the link-level simulator against the testnet (bits, top-1), as in
+/// `nox bench anonymity-scale`.
+const TOLERANCE_BITS: f64 = 0.35;
+const TOLERANCE_TOP1: f64 = 0.12;
+
+/// `args.simulate` runs of the link-level simulator at the phase's settings (clients, active,
+/// request rate, λ_P, shape, μ, window), scored by the same tracer, against the measured row.
+fn simulated(
+    args: &CoverArgs,
+    phase: &Phase,
+    (layers, width): (u8, usize),
+    seconds: f64,
+    rng: &mut ChaCha20Rng,
+    measured: &Value,
+) -> Value {
+    use nox_anonymity::activity::{SubstitutionConfig, simulate_substitution};
+    let config = SubstitutionConfig {
+        clients: args.clients,
+        active: args.active,
+        request_rate_per_s: phase.request_rate,
+        cover_rate_per_s: phase.cover_rate,
+        layers: usize::from(layers),
+        width: u16::try_from(width).unwrap_or(u16::MAX),
+        mean_delay_us: phase.mu_ms * 1e3,
+        processing_us: PROCESSING_FLOOR_US,
+        duration_us: (seconds * 1e6) as u64,
+    };
+    let model =
+        DelayModel { mean_delay_us: config.mean_delay_us, processing_us: config.processing_us, jitter_floor_us: 1.0 };
+    let (mut bits, mut top1, mut messages, mut per_run) = (0.0, 0.0, 0usize, Vec::new());
+    for _ in 0..args.simulate {
+        let sim = simulate_substitution(&config, rng);
+        let Ok(report) = sender_entropy(&sim.observation, &sim.topology, &model, Some(&sim.truth)) else { continue };
+        let t = report.top1_accuracy.unwrap_or(f64::NAN);
+        bits += report.mean_entropy_bits * report.messages as f64;
+        top1 += t * report.messages as f64;
+        messages += report.messages;
+        per_run.push(round(report.mean_entropy_bits, 3));
+    }
+    let (bits, top1) = (bits / messages.max(1) as f64, top1 / messages.max(1) as f64);
+    let (m_bits, m_top1) = (get(measured, &["entropy", "mean_bits"]), get(measured, &["entropy", "top1_accuracy"]));
+    let lo = per_run.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = per_run.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    json!({
+        "runs": args.simulate, "messages": messages,
+        "mean_bits": round(bits, 3), "top1_accuracy": round(top1, 3), "per_run_bits": [round(lo, 3), round(hi, 3)],
+        "difference_bits": round(bits - m_bits, 3), "difference_top1": round(top1 - m_top1, 3),
+        "tolerance_bits": TOLERANCE_BITS, "tolerance_top1": TOLERANCE_TOP1,
+        "within_tolerance": (bits - m_bits).abs() <= TOLERANCE_BITS && (top1 - m_top1).abs() <= TOLERANCE_TOP1,
+    })
 }
 
 type Run = (Vec<(String, u8)>, Vec<Phase>);
@@ -177,24 +291,27 @@ type Run = (Vec<(String, u8)>, Vec<Phase>);
 async fn run_phases(
     args: &CoverArgs,
     mu_ms: f64,
-    rates: &[f64],
+    (rates, request_rates): (&[f64], &[f64]),
     seconds: f64,
     rng: &mut ChaCha20Rng,
 ) -> Result<Run, BenchError> {
     let names = anon_capture::node_names(&TestnetClient::connect(&args.dir).map_err(err)?.topology);
     let mut phases = Vec::new();
-    for &cover_rate in rates {
-        for repeat in 0..args.repeats {
-            phases.push(phase(args, (mu_ms, cover_rate, repeat), seconds, &names.by_id, rng).await?);
+    for &request_rate in request_rates {
+        for &cover_rate in rates {
+            for repeat in 0..args.repeats {
+                let point = (mu_ms, cover_rate, request_rate, repeat);
+                phases.push(phase(args, point, seconds, &names.by_id, rng).await?);
+            }
         }
     }
     Ok((names.nodes, phases))
 }
 
-/// One phase of the point `(μ ms, λ_P, repeat index)`.
+/// One phase of the point `(μ ms, λ_P, requests/s, repeat index)`.
 async fn phase(
     args: &CoverArgs,
-    (mu_ms, cover_rate, repeat): (f64, f64, u32),
+    (mu_ms, cover_rate, request_rate, repeat): (f64, f64, f64, u32),
     seconds: f64,
     short_of: &HashMap<nox_sphinx::NodeId, String>,
     rng: &mut ChaCha20Rng,
@@ -220,7 +337,7 @@ async fn phase(
         let mut t = 0.0;
         loop {
             let u = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-            t += -u.ln() / args.request_rate;
+            t += -u.ln() / request_rate;
             if t >= seconds {
                 break;
             }
@@ -274,7 +391,20 @@ async fn phase(
     sends.sort_by_key(|s| s.time_us);
     // The clients' links close with their handles; let the nodes settle before the next phase.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    Ok(Phase { mu_ms, cover_rate, repeat, sends, heads, start_us, end_us, rtts_ms, failures, per_client, window_s })
+    Ok(Phase {
+        mu_ms,
+        cover_rate,
+        request_rate,
+        repeat,
+        sends,
+        heads,
+        start_us,
+        end_us,
+        rtts_ms,
+        failures,
+        per_client,
+        window_s,
+    })
 }
 
 /// Share of clients a volume classifier gets right when it calls the `active` busiest
@@ -311,7 +441,7 @@ fn score(args: &CoverArgs, phase: &Phase, c: &Captured, dropped: u64, packet_len
     let all_rate = rate(0..phase.per_client.len());
     let per_day = |packets_per_s: f64| round3(packets_per_s * packet_len as f64 * 86_400.0 / 1e9);
     json!({
-        "mu_ms": phase.mu_ms, "cover_rate": phase.cover_rate, "repeat": phase.repeat,
+        "mu_ms": phase.mu_ms, "cover_rate": phase.cover_rate, "request_rate": phase.request_rate, "repeat": phase.repeat,
         "clients": args.clients, "active_clients": args.active,
         "requests": phase.rtts_ms.len() as u64 + phase.failures, "request_failures": phase.failures,
         "messages_sent": c.sent, "messages_delivered_observed": c.delivered, "events": c.observation.events.len(),
@@ -426,6 +556,9 @@ fn write(
         "adversary": "global passive observer of every link (client sends from the clients' own send reports, node departures from [observe]); sender entropy as nox bench anonymity (Exp(μ) likelihood, processing floor below)",
         "processing_floor_us": PROCESSING_FLOOR_US,
         "near_best": NEAR_MAX,
+        "packet_len": packet_len,
+        "request_rates": args.request_rates, "topologies": args.topologies.iter().map(|(l, n)| format!("{l}x{n}")).collect::<Vec<_>>(),
+        "simulator_runs_per_phase": args.simulate,
         "wall_seconds": round(elapsed_s, 1),
     });
     let summary = json!({ "per_mu": per_mu, "daemon_cover_rate": daemon });
@@ -436,7 +569,7 @@ fn write(
         .as_ref()
         .and_then(|p| p.file_stem())
         .map_or_else(|| "cover".to_string(), |s| s.to_string_lossy().into_owned());
-    let charts = vec![
+    let mut charts = vec![
         line(
             "entropy",
             "Sender entropy vs client cover λ_P (real testnet, GPA)",
@@ -445,10 +578,107 @@ fn write(
         )
         .with(&name, entropy),
         line("rtt", "Echo round trip vs client cover λ_P", "λ_P (packets/s per client)", "p50 ms").with(&name, rtt),
-        line("bandwidth", "Client upstream vs λ_P (32 KiB packets)", "λ_P (packets/s per client)", "GB/day")
+        line("bandwidth", "Client upstream vs λ_P (one packet length)", "λ_P (packets/s per client)", "GB/day")
             .with(&name, vec![series("λ_P × packet × 86,400 s", &bandwidth_x, &bandwidth_y)]),
     ];
+    charts.extend(sweep_charts(args, &rows, rates, delays, &name));
     write_experiment(&out_dir, &name, parameters, json!(rows), summary, charts)
+}
+
+/// Mean of `path` over the rows that match `keep`.
+fn mean_of(rows: &[Value], keep: impl Fn(&Value) -> bool, path: &[&str]) -> f64 {
+    spread(&rows.iter().filter(|r| keep(r)).map(|r| get(r, path)).collect::<Vec<_>>()).map_or(f64::NAN, |s| s.0)
+}
+
+/// Entropy and the volume classifier against the request rate (with `--request-rates`), and
+/// entropy against the layer width and count (with `--topologies`).
+fn sweep_charts(args: &CoverArgs, rows: &[Value], rates: &[f64], delays: &[f64], name: &str) -> Vec<Value> {
+    let mut charts = Vec::new();
+    if args.request_rates.len() > 1 {
+        let (mut h, mut vol) = (Vec::new(), Vec::new());
+        for &mu in delays {
+            for &rate in rates {
+                let at = |path: &[&str]| -> Vec<f64> {
+                    args.request_rates
+                        .iter()
+                        .map(|&q| {
+                            mean_of(
+                                rows,
+                                |r| {
+                                    get(r, &["mu_ms"]) == mu
+                                        && get(r, &["cover_rate"]) == rate
+                                        && get(r, &["request_rate"]) == q
+                                },
+                                path,
+                            )
+                        })
+                        .collect()
+                };
+                let label = format!("μ = {mu} ms, λ_P = {rate}/s");
+                h.push(series(&label, &args.request_rates, &at(&["entropy", "mean_bits"])));
+                vol.push(series(&label, &args.request_rates, &at(&["volume_classifier_accuracy"])));
+            }
+        }
+        charts.push(
+            line(
+                "entropy-vs-request-rate",
+                "Sender entropy vs each active client's request rate (real testnet, GPA)",
+                "requests/s per active client",
+                "mean bits",
+            )
+            .with(name, h),
+        );
+        charts.push(
+            line(
+                "volume-vs-request-rate",
+                "Volume classifier accuracy vs request rate (0.5 = chance)",
+                "requests/s per active client",
+                "accuracy",
+            )
+            .with(name, vol),
+        );
+    }
+    if args.topologies.len() > 1 {
+        let mut by_width = Vec::new();
+        let mut by_layers = Vec::new();
+        for &mu in delays {
+            let point = |l: u8, n: usize| {
+                mean_of(
+                    rows,
+                    |r| {
+                        get(r, &["mu_ms"]) == mu
+                            && get(r, &["layers"]) == f64::from(l)
+                            && get(r, &["nodes_per_layer"]) == n as f64
+                    },
+                    &["entropy", "mean_bits"],
+                )
+            };
+            let mut widths: Vec<usize> = args.topologies.iter().filter(|t| t.0 == 3).map(|t| t.1).collect();
+            widths.sort_unstable();
+            let mut layers: Vec<u8> = args.topologies.iter().filter(|t| t.1 == 3).map(|t| t.0).collect();
+            layers.sort_unstable();
+            let wy: Vec<f64> = widths.iter().map(|&n| point(3, n)).collect();
+            let ly: Vec<f64> = layers.iter().map(|&l| point(l, 3)).collect();
+            let wx: Vec<f64> = widths.iter().map(|&n| n as f64).collect();
+            let lx: Vec<f64> = layers.iter().map(|&l| f64::from(l)).collect();
+            by_width.push(series(&format!("3 layers, μ = {mu} ms"), &wx, &wy));
+            by_layers.push(series(&format!("3 nodes per layer, μ = {mu} ms"), &lx, &ly));
+        }
+        charts.push(
+            line(
+                "entropy-vs-width",
+                "Sender entropy vs nodes per layer (real testnet, GPA)",
+                "nodes per layer",
+                "mean bits",
+            )
+            .with(name, by_width),
+        );
+        charts.push(
+            line("entropy-vs-layers", "Sender entropy vs layers (real testnet, GPA)", "layers", "mean bits")
+                .with(name, by_layers),
+        );
+    }
+    charts
 }
 
 #[cfg(test)]
@@ -480,6 +710,15 @@ mod tests {
     }
 
     #[test]
+    fn shapes_parse_and_bounds_hold() {
+        assert_eq!(parse_shape("3x5"), Ok((3, 5)));
+        assert_eq!(parse_shape("4×3"), Ok((4, 3)));
+        assert!(parse_shape("1x3").is_err(), "one layer is no mixnet");
+        assert!(parse_shape("3x0").is_err());
+        assert!(parse_shape("33").is_err());
+    }
+
+    #[test]
     fn quick_and_full_sweeps() {
         let mut args = CoverArgs {
             quick: true,
@@ -494,6 +733,10 @@ mod tests {
             out: None,
             seed: 1,
             repeats: 1,
+            request_rates: vec![],
+            topologies: vec![],
+            packet_len: None,
+            simulate: 0,
         };
         assert_eq!(args.resolved(), (vec![0.0, 2.0], vec![1.0], 6.0));
         args.quick = false;
