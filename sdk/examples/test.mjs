@@ -59,8 +59,12 @@ async function runApp(root) {
   const server = await serveStatic(root, { tls, directory: net.directoryUrl() });
   const page = await browser.newPage();
   const wasm = [];
+  const requests = [];
   const errors = [];
-  page.on("request", (r) => r.url().endsWith(".wasm") && wasm.push(new URL(r.url()).pathname));
+  page.on("request", (r) => {
+    requests.push(new URL(r.url()).pathname);
+    if (r.url().endsWith(".wasm")) wasm.push(new URL(r.url()).pathname);
+  });
   page.on("pageerror", (e) => errors.push(String(e)));
   try {
     const origin = `https://127.0.0.1:${server.address().port}`;
@@ -74,7 +78,7 @@ async function runApp(root) {
     assert.ok(BigInt(result.block) >= before && BigInt(result.block) <= after, `${result.block} not in [${before}, ${after}]`);
     assert.equal(result.chainId, await anvil("eth_chainId"));
     assert.equal(result.protocol, "https:");
-    return { result, wasm };
+    return { result, wasm, requests };
   } finally {
     await page.close();
     server.close();
@@ -87,11 +91,19 @@ test("plain ES modules (import map into node_modules): eth_blockNumber over wss:
   console.log(`plain: connect ${result.connectMs.toFixed(0)} ms, eth_blockNumber ${result.roundTripMs.toFixed(0)} ms (cover default)`);
 });
 
-test("Vite build: the bundled SDK finds its hashed module and reads eth_blockNumber over wss://", async () => {
-  const { result, wasm } = await runApp(join(import.meta.dirname, "vite/dist"));
-  assert.equal(wasm.length, 1);
-  assert.match(wasm[0], /^\/assets\/nox_wasm-[\w-]+\.wasm$/);
-  console.log(`vite: connect ${result.connectMs.toFixed(0)} ms, eth_blockNumber ${result.roundTripMs.toFixed(0)} ms (cover default)`);
+test("Vite build: the bundled SDK finds its hashed module, reads eth_blockNumber over wss://, and its prover Worker starts", async () => {
+  const { result, wasm, requests } = await runApp(join(import.meta.dirname, "vite/dist"));
+  // The page's client and the prover Worker both fetch the one hashed module.
+  assert.ok(wasm.length >= 1, JSON.stringify(requests));
+  for (const path of wasm) assert.match(path, /^\/assets\/nox_wasm-[\w-]+\.wasm$/);
+  // The prover Worker, bundled by Vite (no bundler configuration in the app): it loaded, compiled
+  // the module off the main thread and refused a key that is not a proving key with the module's
+  // own error code. Before the fix it never answered (its imports 404 in the build).
+  const worker = requests.filter((path) => /^\/assets\/prover-worker-[\w-]+\.js$/.test(path));
+  assert.equal(worker.length, 1, JSON.stringify(requests));
+  assert.ok(result.prover.answered !== "started" && result.prover.answered !== "no-code", JSON.stringify(result.prover));
+  assert.ok(!requests.some((path) => path.endsWith("/nox_wasm.mjs")), "a Worker import left unbundled");
+  console.log(`vite: connect ${result.connectMs.toFixed(0)} ms, eth_blockNumber ${result.roundTripMs.toFixed(0)} ms (cover default); prover Worker answered ${result.prover.answered} in ${result.prover.ms.toFixed(0)} ms`);
 });
 
 test("Node: the installed package's loadModule() reads its own dist/nox_wasm.wasm and verifies the testnet's topology", async () => {

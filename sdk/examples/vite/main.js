@@ -5,12 +5,35 @@
 // Query: ?directory=<URL of GET /topology>&authority=<the directory authority's Ed25519 key, hex>
 //        [&cover=<λ_P per second; the SDK's default (2) if absent>]
 
-import { NoxClient, loadModule } from "@nox-mixnet/sdk";
+import { NoxClient, ProverError, TransferProver, loadModule } from "@nox-mixnet/sdk";
+// The module's URL for the prover Worker (Vite emits the same hashed asset loadModule() fetches).
+import wasmUrl from "@nox-mixnet/sdk/nox_wasm.wasm?url";
 
 const query = new URLSearchParams(location.search);
 const show = (id, text) => {
   document.getElementById(id).textContent = text;
 };
+
+/**
+ * Starts the transfer prover's Worker (bundled by Vite from the SDK's `new Worker(new URL(...))`)
+ * with a key that is not a proving key: the Worker must load, compile the module off the main
+ * thread and refuse the key with the module's own error code. A Worker that never started (its
+ * script or imports missing from the build) answers nothing: reported after 30 s.
+ */
+async function proverWorkerAnswers() {
+  const t0 = performance.now();
+  const timeout = new Promise((_, reject) =>
+    setTimeout(() => reject(new Error("the prover Worker did not answer in 30 s")), 30_000),
+  );
+  try {
+    const prover = await Promise.race([TransferProver.start({ wasm: wasmUrl, key: { bytes: new Uint8Array(64) } }), timeout]);
+    prover.terminate();
+    return { answered: "started", ms: performance.now() - t0 };
+  } catch (error) {
+    if (!(error instanceof ProverError)) throw error;
+    return { answered: error.code ?? "no-code", message: error.message, ms: performance.now() - t0 };
+  }
+}
 
 async function main() {
   const t0 = performance.now();
@@ -30,6 +53,7 @@ async function main() {
   const chainId = await provider.request({ method: "eth_chainId" });
   show("block", `${Number(block)}`);
   show("chain", `${Number(chainId)}`);
+  const prover = await proverWorkerAnswers();
   show("status", "ok");
   document.getElementById("result").textContent = JSON.stringify({
     block,
@@ -38,6 +62,7 @@ async function main() {
     roundTripMs: t2 - t1,
     protocol: location.protocol,
     stats: nox.stats(),
+    prover,
   });
   document.body.dataset.done = "ok";
   nox.close();

@@ -93,13 +93,14 @@ export function toWire(error: unknown): WireError {
 }
 
 async function defaultWorker(): Promise<ClientWorkerLike> {
-  const url = new URL("./client-worker.js", import.meta.url);
-  const g = globalThis as { Worker?: new (url: URL, options: { type: "module" }) => ClientWorkerLike; window?: unknown };
-  if (g.Worker !== undefined && g.window !== undefined) {
-    return new g.Worker(url, { type: "module" });
+  if (typeof Worker !== "undefined" && typeof window !== "undefined") {
+    // One expression, as written: bundlers (Vite, webpack 5) recognise `new Worker(new URL("…",
+    // import.meta.url), …)` and bundle the Worker with its imports. A URL built apart is copied as
+    // a bare asset whose own imports then 404 in the built app: the Worker never starts.
+    return new Worker(new URL("./client-worker.js", import.meta.url), { type: "module" }) as unknown as ClientWorkerLike;
   }
-  const { Worker } = await import("node:worker_threads");
-  return new Worker(url) as unknown as ClientWorkerLike;
+  const threads = await import("node:worker_threads");
+  return new threads.Worker(new URL("./client-worker.js", import.meta.url)) as unknown as ClientWorkerLike;
 }
 
 interface Call {

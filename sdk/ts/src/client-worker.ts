@@ -93,16 +93,19 @@ async function port(): Promise<{ port: Port; listen(f: (m: ClientWorkerRequest) 
   return { port: parentPort, listen: (f) => parentPort.on("message", f) };
 }
 
-const { port: out, listen } = await port();
-// Calls run concurrently (requests wait on the mixnet, not on each other), answered by id.
-// A message without a numeric id is not ours and is ignored.
-listen((msg) => {
-  if (typeof msg !== "object" || msg === null || typeof msg.id !== "number") return;
-  handle(msg).then(
-    (result) => out.postMessage({ id: msg.id, ok: true, result }),
-    (error: unknown) => out.postMessage({ id: msg.id, ok: false, error: toWire(error) }),
-  );
+// No top-level await: bundlers build Workers as classic scripts by default (Vite: iife), which
+// cannot hold one.
+void port().then(({ port: out, listen }) => {
+  // Calls run concurrently (requests wait on the mixnet, not on each other), answered by id.
+  // A message without a numeric id is not ours and is ignored.
+  listen((msg) => {
+    if (typeof msg !== "object" || msg === null || typeof msg.id !== "number") return;
+    handle(msg).then(
+      (result) => out.postMessage({ id: msg.id, ok: true, result }),
+      (error: unknown) => out.postMessage({ id: msg.id, ok: false, error: toWire(error) }),
+    );
+  });
+  // Only now may the page post: a browser drops messages that reach a module Worker before it
+  // has a listener (see READY in ./client-worker-proxy.ts).
+  out.postMessage(READY);
 });
-// Only now may the page post: a browser drops messages that reach a module Worker before it
-// has a listener (see READY in ./client-worker-proxy.ts).
-out.postMessage(READY);

@@ -145,16 +145,19 @@ async function port(): Promise<{ port: Port; listen(f: (m: ProverRequest) => voi
   return { port: parentPort, listen: (f) => parentPort.on("message", f) };
 }
 
-const { port: out, listen } = await port();
-// One message at a time, in order: a proof never interleaves with another.
-let queue: Promise<void> = Promise.resolve();
-listen((msg) => {
-  queue = queue.then(async () => {
-    try {
-      out.postMessage(await handle(msg, out));
-    } catch (e) {
-      const code = e instanceof NoxWasmError ? e.code : undefined;
-      out.postMessage({ id: msg.id, ok: false, error: { message: e instanceof Error ? e.message : String(e), code } });
-    }
+// No top-level await: bundlers build Workers as classic scripts by default (Vite: iife), which
+// cannot hold one. In a browser `port()` settles in a microtask, before any message task runs.
+void port().then(({ port: out, listen }) => {
+  // One message at a time, in order: a proof never interleaves with another.
+  let queue: Promise<void> = Promise.resolve();
+  listen((msg) => {
+    queue = queue.then(async () => {
+      try {
+        out.postMessage(await handle(msg, out));
+      } catch (e) {
+        const code = e instanceof NoxWasmError ? e.code : undefined;
+        out.postMessage({ id: msg.id, ok: false, error: { message: e instanceof Error ? e.message : String(e), code } });
+      }
+    });
   });
 });
