@@ -83,11 +83,11 @@ fn node_and_client_links_round_trip_both_ways_with_both_ciphers() {
 #[test]
 fn default_geometry_round_trip() {
     let cfg = LinkConfig::new(Geometry::default()).unwrap();
-    assert_eq!(cfg.record_len(), 32_768 + 16);
+    assert_eq!(cfg.record_len(), nox_sphinx::DEFAULT_PACKET_LEN + 16);
     let server = LinkKeypair::generate().unwrap();
     let node = LinkKeypair::generate().unwrap();
     let (c, s) = handshake(&cfg, &cfg, Some(&node), &server, Accept::default(), 1000).unwrap();
-    exchange(c, s, 32_768);
+    exchange(c, s, nox_sphinx::DEFAULT_PACKET_LEN);
 }
 
 #[test]

@@ -23,8 +23,9 @@ pub const MAX_HOPS: usize = 16;
 /// body carries the integrity prefix and padding.
 const MIN_BODY_LEN: usize = 64;
 
-/// Default packet size: 32 KiB, as in the NOX paper.
-pub const DEFAULT_PACKET_LEN: usize = 32_768;
+/// Default packet size: 4 KiB (docs/spec/sphinx.md §2.1; the NOX paper's 32 KiB until
+/// issue 32's testnet measurements, docs/benchmarks/packet-size.md).
+pub const DEFAULT_PACKET_LEN: usize = 4096;
 /// Default number of hops: entry, mix, exit.
 pub const DEFAULT_HOPS: usize = 3;
 
@@ -319,18 +320,19 @@ mod tests {
     #[test]
     fn default_sizes() {
         let g = Geometry::default();
-        assert_eq!(g.packet_len(), 32_768);
+        assert_eq!(g.packet_len(), 4096);
         assert_eq!(g.header_len(), 256);
-        assert_eq!(g.body_len(), 32_512);
+        assert_eq!(g.body_len(), 3840);
+        assert_eq!(Geometry::new(32_768, 3).unwrap().body_len(), 32_512);
         assert_eq!(Geometry::new(32_768, 5).unwrap().header_len(), 384);
         assert_eq!(g.nonce_range().end, g.header_len());
     }
 
     #[test]
     fn identifier_separates_parameters() {
-        let a = Geometry::new(32_768, 3).unwrap();
-        let b = Geometry::new(32_768, 4).unwrap();
-        let c = Geometry::new(16_384, 3).unwrap();
+        let a = Geometry::new(4096, 3).unwrap();
+        let b = Geometry::new(4096, 4).unwrap();
+        let c = Geometry::new(32_768, 3).unwrap();
         assert_ne!(a.identifier(), b.identifier());
         assert_ne!(a.tag(), c.tag());
         assert_ne!(a.tag(), a.with_blinding(Blinding::Multiplicative).tag());
@@ -348,8 +350,8 @@ mod tests {
         let tags: std::collections::HashSet<_> =
             Scheme::ALL.iter().map(|s| Geometry::with_scheme(32_768, 3, *s).unwrap().tag()).collect();
         assert_eq!(tags.len(), 4);
-        // The classical identifier is the one of the first release.
-        assert_eq!(Geometry::with_scheme(32_768, 3, Scheme::Ristretto255).unwrap(), Geometry::default());
+        // The default is classical, 3 hops, at DEFAULT_PACKET_LEN (4 KiB since issue 32).
+        assert_eq!(Geometry::with_scheme(4096, 3, Scheme::Ristretto255).unwrap(), Geometry::default());
         for scheme in Scheme::ALL {
             assert_eq!(Scheme::from_name(scheme.name()), Some(scheme));
         }

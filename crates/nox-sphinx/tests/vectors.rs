@@ -135,8 +135,9 @@ fn forward_vector(name: &str, geometry: Geometry, hops: usize, seed: u64, diffic
         "hops": trace,
         "exit": { "delay_us": delay.0, "payload": hex::encode(&working[range]) },
     });
-    // Small geometries carry the whole packet; the 32 KiB default carries
-    // its header only (its body follows from the payload and the hops' π).
+    // Geometries up to 4 KiB (the default included) carry the whole packet;
+    // the 32 KiB one carries its header only (its body follows from the
+    // payload and the hops' π).
     let (field, bytes) =
         if small { ("packet", &packet[..]) } else { ("packet_header", &packet[..geometry.header_len()]) };
     vector[field] = json!(hex::encode(bytes));
@@ -220,7 +221,8 @@ fn generate() -> Value {
             forward_vector("forward_2_of_3_hops", small(3), 2, 7, 0),
             forward_vector("forward_3_hops_multiplicative", small(3).with_blinding(Blinding::Multiplicative), 3, 9, 0),
             forward_vector("forward_3_hops_pow8", small(3), 3, 11, 8),
-            forward_vector("forward_3_hops_default_geometry", Geometry::default(), 3, 13, 0),
+            forward_vector("forward_3_hops_default_geometry", Geometry::default(), 3, 15, 0),
+            forward_vector("forward_3_hops_32k_geometry", Geometry::new(32_768, 3).expect("geometry"), 3, 13, 0),
         ],
         "surb": surb_vector(small(3), 21),
         "key_schedule": key_schedule_vector(41),
@@ -292,7 +294,7 @@ fn committed_vectors_verify() {
         let geometry = geometry_from(&v["geometry"]);
         let keys = secret_keys(&v["nodes"]);
         let Some(packet) = v.get("packet").map(unhex) else {
-            continue; // default geometry: header only, see committed_hop_keys_reproduce_the_packets
+            continue; // 32 KiB geometry: header only, see committed_hop_keys_reproduce_the_packets
         };
         let (end, buffer) = replay(&geometry, &keys, &v["hops"], packet);
         let Processed::Deliver { payload, .. } = end else { panic!("{}: not delivered", v["name"]) };
@@ -661,7 +663,7 @@ fn committed_failure_vectors_give_their_errors() {
 #[test]
 fn committed_hop_keys_reproduce_the_packets() {
     // For every vector: the committed ρ, μ, π and b recompute each hop's
-    // MAC, routing block, next α and (default geometry) the whole body.
+    // MAC, routing block, next α and (32 KiB geometry) the whole body.
     let text = std::fs::read_to_string(vectors_path()).expect("vectors");
     let all: Value = serde_json::from_str(&text).expect("json");
     for v in all["forward"].as_array().expect("forward") {

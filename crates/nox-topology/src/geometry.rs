@@ -21,7 +21,7 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, UnknownScheme> {
 /// The packet lengths a network may run at, in bytes: the powers of two from 2 KiB to 32 KiB
 /// (docs/spec/sphinx.md §2.1, docs/benchmarks/packet-size.md). A client finds the length in the
 /// document's geometry identifier, so it must be one of these.
-pub const PACKET_LENS: [usize; 5] = [2048, 4096, 8192, 16_384, DEFAULT_PACKET_LEN];
+pub const PACKET_LENS: [usize; 5] = [2048, 4096, 8192, 16_384, 32_768];
 
 /// A packet length that is not one of [`PACKET_LENS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
