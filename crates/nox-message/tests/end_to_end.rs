@@ -73,33 +73,36 @@ fn exchange(
 }
 
 const KIB: usize = 1024;
+/// A reply of 7 data shards at the default 4 KiB geometry (3,798 bytes a shard; at 32 KiB,
+/// before issue 32, these tests used 200 KiB for the same 7 shards).
+const SEVEN_SHARDS: usize = 25 * KIB;
 
 #[test]
-fn a_200_kib_reply_comes_back_exactly() {
-    let surbs = surbs_needed(&Geometry::default(), 200 * KIB, 0.3, 0.999).unwrap();
-    let response = exchange(surbs, 200 * KIB, |_| false, 1).unwrap().expect("reply rebuilt");
-    assert_eq!(response, Response::ok(vec![7; 200 * KIB]));
+fn a_seven_shard_reply_comes_back_exactly() {
+    let surbs = surbs_needed(&Geometry::default(), SEVEN_SHARDS, 0.3, 0.999).unwrap();
+    let response = exchange(surbs, SEVEN_SHARDS, |_| false, 1).unwrap().expect("reply rebuilt");
+    assert_eq!(response, Response::ok(vec![7; SEVEN_SHARDS]));
 }
 
 #[test]
-fn a_200_kib_reply_survives_30_percent_loss_when_parity_suffices() {
-    let surbs = surbs_needed(&Geometry::default(), 200 * KIB, 0.3, 0.999).unwrap();
-    // 200 KiB needs 7 data shards; the SURBs bring the parity.
+fn a_seven_shard_reply_survives_30_percent_loss_when_parity_suffices() {
+    let surbs = surbs_needed(&Geometry::default(), SEVEN_SHARDS, 0.3, 0.999).unwrap();
+    // 25 KiB needs 7 data shards; the SURBs bring the parity.
     assert!(surbs >= 7 + 3, "{surbs}");
     // Drop every third packet starting with the first data shard (>= 30 %).
-    let response = exchange(surbs, 200 * KIB, |i| i % 3 == 0, 2).unwrap().expect("reply rebuilt");
-    assert_eq!(response.body, vec![7; 200 * KIB]);
+    let response = exchange(surbs, SEVEN_SHARDS, |i| i % 3 == 0, 2).unwrap().expect("reply rebuilt");
+    assert_eq!(response.body, vec![7; SEVEN_SHARDS]);
 }
 
 #[test]
 fn losing_more_than_the_parity_loses_the_reply() {
     // 7 data shards and 7 SURBs: no parity, any loss is fatal.
-    assert_eq!(exchange(7, 200 * KIB, |i| i == 3, 3).unwrap(), None);
+    assert_eq!(exchange(7, SEVEN_SHARDS, |i| i == 3, 3).unwrap(), None);
 }
 
 #[test]
 fn too_few_surbs_is_reported_and_the_error_reply_fits_one() {
-    let err = exchange(3, 200 * KIB, |_| false, 4).unwrap_err();
+    let err = exchange(3, SEVEN_SHARDS, |_| false, 4).unwrap_err();
     assert_eq!(err, MessageError::NotEnoughSurbs { needed: 7, have: 3 });
     // The exit answers with the short error through a single SURB instead.
     let geometry = Geometry::default();
@@ -140,7 +143,7 @@ fn the_exit_uses_spare_surbs_for_parity_and_never_refuses_an_unreachable_target(
     let geometry = Geometry::default();
     let mut rng = rng(9);
     let nodes = nodes(3, &mut rng);
-    let response = vec![1u8; 100 * KIB];
+    let response = vec![1u8; 14 * KIB]; // 4 data shards at 4 KiB
     let (surbs_a, _) = surbs(&geometry, &nodes, 20, &mut rng);
     // Target out of reach at 90 % loss: all 20 SURBs are used.
     let packets = reply_packets(&geometry, &response, surbs_a, 0.9, 0.999, &mut rng).unwrap();
@@ -189,7 +192,7 @@ fn surbs_needed_bounds() {
     // d = 1: 1 - 0.1^2 = 0.99 with one parity shard.
     assert_eq!(surbs_needed(&geometry, 10, 0.1, 0.99).unwrap(), 2);
     assert_eq!(surbs_needed(&geometry, 10, 0.1, 0.999).unwrap(), 3);
-    assert_eq!(surbs_needed(&geometry, 8_000_000, 0.99, 0.999).unwrap(), 255);
+    assert_eq!(surbs_needed(&geometry, 900_000, 0.99, 0.999).unwrap(), 255);
     assert!(matches!(surbs_needed(&geometry, 9 << 20, 0.1, 0.99), Err(MessageError::MessageTooLarge { .. })));
     assert!(matches!(surbs_needed(&geometry, 10, 2.0, 0.99), Err(MessageError::Planning(_))));
 }

@@ -182,7 +182,7 @@ fn all_vectors() -> Value {
     let geometry = Geometry::default();
     json!({
         "description": "NOX message format v1 test vectors; see docs/spec/messages.md. Geometry: the default \
-            (32768-byte packets, 3 hops). SURBs are synthetic: byte i of SURB number k is (7*i + k) mod 256, \
+            (4096-byte packets, 3 hops; 32768 before issue 32). SURBs are synthetic: byte i of SURB number k is (7*i + k) mod 256, \
             except bytes 64..68, the geometry tag (Surb::from_bytes checks only the length and the tag).",
         "version": VERSION,
         "geometry": { "packet_len": geometry.packet_len(), "hops": geometry.hops(),
