@@ -2,7 +2,7 @@
 //! several lengths side by side on one machine in one run.
 //!
 //! A network runs at one length: `nox_topology::network_geometry` fixes every testnet and
-//! topology document at [`nox_sphinx::DEFAULT_PACKET_LEN`] (32 KiB), so a multi-process
+//! topology document at one length (`nox_sphinx::DEFAULT_PACKET_LEN`, 4 KiB since issue 32, unless `--packet-len`), so a multi-process
 //! testnet cannot be started at 2 KiB without changing that default. This experiment
 //! therefore measures, per length, with the real code of every layer at that geometry:
 //!
@@ -42,7 +42,7 @@ use nox_client::{ClientConfig, DAEMON_COVER_RATE, StreamConfig};
 use nox_link::{Accept, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder};
 use nox_message::{Request, RequestBody};
 use nox_sphinx::{
-    BuildOptions, DEFAULT_HOPS, DEFAULT_PACKET_LEN, Delay, Geometry, NodeId, PathHop, Processed, Scheme, SecretKey,
+    BuildOptions, DEFAULT_HOPS, Delay, Geometry, NodeId, PathHop, Processed, Scheme, SecretKey,
     Surb, build_forward, build_surb, process_packet,
 };
 use rand_chacha::ChaCha20Rng;
@@ -104,6 +104,9 @@ const ETH_BLOCK_NUMBER: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"eth_blockN
 /// `eth_getLogs`) and 16 KiB (a block header with transactions' hashes).
 const REPLY_LENS: [usize; 3] = [40, 6_000, 16_384];
 const SECONDS_PER_DAY: f64 = 86_400.0;
+/// The reference length of the equal-budget comparison: 32 KiB, the NOX paper's and the
+/// default before issue 32 (the default is now 4 KiB).
+const REFERENCE_LEN: usize = 32_768;
 
 /// Runs `nox bench packet-size`.
 pub fn run(args: &PacketSizeArgs) -> Result<(), BenchError> {
@@ -114,8 +117,8 @@ pub fn run(args: &PacketSizeArgs) -> Result<(), BenchError> {
     let sizes = crate::bench_common::given_or(
         &args.sizes,
         quick,
-        &[2048, 4096, DEFAULT_PACKET_LEN],
-        &[2048, 4096, 8192, 16_384, DEFAULT_PACKET_LEN],
+        &[2048, 4096, REFERENCE_LEN],
+        &[2048, 4096, 8192, 16_384, REFERENCE_LEN],
     );
     let (ops, trials) = if quick { (args.ops.min(100), args.trials.min(2000)) } else { (args.ops, args.trials) };
     if ops == 0
@@ -224,7 +227,7 @@ fn measure(
 
     // Round trips, at the shipped λ_P and at the 32 KiB budget.
     let per_hop_ms = hop_us / 1000.0 + seal_open_us / 1000.0 + record_len as f64 * 8.0 / (args.link_mbit * 1e3);
-    let equal_rate = args.cover_rate * link_record(DEFAULT_PACKET_LEN)? as f64 / record_len as f64;
+    let equal_rate = args.cover_rate * link_record(REFERENCE_LEN)? as f64 / record_len as f64;
     let mut mc = ChaCha20Rng::seed_from_u64(args.seed ^ geometry.packet_len() as u64);
     let mut rtt = serde_json::Map::new();
     for shape in &shapes {

@@ -53,7 +53,7 @@ pub struct DirectoryConfig {
     /// it names the geometry the initial document and every upload must be of.
     #[serde(default = "default_layers")]
     pub layers: u8,
-    /// The network's packet length in bytes (default 32768; 2048, 4096, 8192 or 16384): with
+    /// The network's packet length in bytes (default 4096; 2048, 8192, 16384 or 32768): with
     /// the scheme and layers, it names the geometry.
     #[serde(default)]
     pub packet_len: nox_topology::PacketLen,

@@ -143,7 +143,7 @@ pub struct NodeSection {
     /// another geometry is refused, so every node of a network has the same value.
     #[serde(default = "default_layers")]
     pub layers: u8,
-    /// The network's packet length in bytes (default 32768; 2048, 4096, 8192 or 16384): part
+    /// The network's packet length in bytes (default 4096; 2048, 8192, 16384 or 32768): part
     /// of the geometry, so every node of a network has the same value.
     #[serde(default)]
     pub packet_len: nox_topology::PacketLen,

@@ -82,7 +82,7 @@ export interface NoxClientOptions {
    * Loopix λ_P, packets per second (default 2, the native daemon's): real
    * packets wait for a slot and empty slots carry cover, so an observer of
    * the link sees the same stream whether the client is busy or idle. It
-   * costs one 32 KiB packet per slot upstream: 64 KiB/s ≈ 5.3 GiB/day at the
+   * costs one 4 KiB packet per slot upstream: 8 KiB/s ≈ 0.66 GiB/day at the
    * default, and a request of n packets waits about n/λ_P s for its slots.
    * 0 turns cover off (requests go out at once; the link then shows when the
    * client is active).

@@ -51,7 +51,7 @@ test('a forward packet built in wasm is processed hop by hop by native nox_sphin
     const keys = rawKeys(hops, 11 + hops);
     const payload = new TextEncoder().encode(`hello over ${hops} hops`);
     const packet = wasm.buildForward(keys.hops, payload, 7);
-    assert.equal(packet.length, 32768);
+    assert.equal(packet.length, 4096);
     const file = join(dir, `fwd-${hops}.bin`);
     writeFileSync(file, packet);
     const out = peerJson('process', keys.file, hops, 7, hex(keys.hops.slice(0, 32)), file);
@@ -180,7 +180,7 @@ test('bad input returns a status, never traps, and the module keeps working', as
   // An argument slot out of range or too large is refused by nox_arg (offset 0).
   assert.equal(raw.exports.nox_arg(4, 1), 0);
   assert.equal(raw.exports.nox_arg(0, 64 << 20), 0);
-  assert.equal(wasm.buildForward(keys.hops, new Uint8Array(1), 1).length, 32768);
+  assert.equal(wasm.buildForward(keys.hops, new Uint8Array(1), 1).length, 4096);
 });
 
 test('randomness comes only from the host seed: same seed, same packets; other seed, other packets', async () => {
@@ -286,7 +286,7 @@ test('the client core in wasm with cover traffic: real packets leave only in Poi
     t = deadline;
     const out = wasm.clientPollTransmit(client.handle, t, NOW + 10);
     assert.ok(out, 'a packet at the slot');
-    assert.equal(out.packet.length, 32768);
+    assert.equal(out.packet.length, 4096);
     sent++;
   }
   const stats = wasm.clientStats(client.handle);
