@@ -13,7 +13,7 @@
 // With --chromium, the same operations also run in headless Chromium (bench/page.html, served
 // on 127.0.0.1 by chromium.mjs), in the same run.
 //
-// Operations (default geometry: 32 KiB packets, 3 hops, ristretto255):
+// Operations (default geometry: 4 KiB packets since issue 32, 3 hops, ristretto255):
 //   forward_3_hops_256B     build_forward with a 256-byte payload
 //   surb_build_3_hops       build_surb
 //   surb_reply_open_1000B   SurbRecovery::open of a 1000-byte reply that went through 3 hops
