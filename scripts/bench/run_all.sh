@@ -55,9 +55,10 @@ nox="$CARGO_TARGET_DIR/bench-observe/nox"
 # client asks for quotes (in process; ~1 min, quick ~30 s).
 # soak: the testnet under load with nodes SIGKILLed, link loss, the directory and the chain's
 # RPC down (~2 min in quick mode, so a doubled timeout).
+# frontier: anonymity (1,000 users, simulation) × cost × round trip (model) over λ_P × μ (quick < 10 s).
 # hosts: the testnet on loopback and on a namespace per node over the three-regions WAN, one run
 # (needs root and `ip netns`; ~1 min).
-experiments="fec-curve testnet hosts in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity anonymity-scale registry defi relayer-flood soak packet-size profiles"
+experiments="fec-curve testnet hosts in-process surb-rtt reply-loss http-overhead latency-vs-delay concurrency scaling anonymity cover attacks fec-arq pool-anonymity anonymity-scale registry defi relayer-flood soak packet-size profiles frontier"
 
 # Extra flags for subcommands that predate --quick.
 legacy_quick_flags() {

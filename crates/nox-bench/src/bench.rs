@@ -113,6 +113,9 @@ pub enum BenchCommand {
     /// Packet length trade-offs (issue 32): cover bytes/day, RTT, SURBs, stream bounds,
     /// per-hop CPU per geometry (bench/data/packet-size.json).
     PacketSize(crate::bench_packet_size::PacketSizeArgs),
+    /// The frontier of anonymity, cost and round trip over λ_P × μ; the defaults' choice
+    /// (bench/data/frontier.json).
+    Frontier(crate::bench_frontier::FrontierArgs),
     /// Collect Criterion results (median and 95% interval of every benchmark
     /// under a group directory) into one JSON file with the machine description.
     CriterionReport {
@@ -180,6 +183,7 @@ pub fn run(command: &BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Defi(args) => crate::bench_defi::run(args),
         BenchCommand::RelayerFlood(args) => crate::bench_relayer_flood::run(args),
         BenchCommand::PacketSize(args) => crate::bench_packet_size::run(args),
+        BenchCommand::Frontier(args) => crate::bench_frontier::run(args),
         BenchCommand::FecCurve { data_shards, losses, ratios_per_mille, trials, seed, out } => {
             let ratios = ratios_per_mille
                 .iter()

@@ -14,6 +14,7 @@ pub mod bench_common;
 pub mod bench_cover;
 pub mod bench_defi;
 pub mod bench_disclosure;
+pub mod bench_frontier;
 pub mod bench_gate;
 pub mod bench_hosts;
 pub mod bench_http;
