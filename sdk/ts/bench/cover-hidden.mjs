@@ -5,6 +5,14 @@
 //
 //   flock /tmp/nox-e2e.lock node sdk/ts/bench/cover-hidden.mjs [--seconds 30] [--hide freeze|tab] \
 //        [--headful] [--out bench/data/browser-cover-hidden.json]
+//   DISPLAY=:77 flock /tmp/nox-e2e.lock node sdk/ts/bench/cover-hidden.mjs --hide minimize [...]
+//
+// `--hide minimize` is the one that really hides the page (session 24): an X display with a window
+// manager (`Xvfb :77 & openbox &`, apt `xvfb openbox xdotool`), Chromium started here (not by
+// Playwright) with a DevTools port, and Playwright DISCONNECTED while the window is minimized
+// (`xdotool windowminimize`): an attached Playwright keeps every page `visible` (its focus
+// emulation counts as a capturer), so the hidden window's sends are read after reconnecting,
+// cut at the page's own `visibilitychange` times.
 //
 // Each packet the client sends is timed where it leaves: the page (or the Worker) wraps the
 // WebSocket class and records (performance.now(), byteLength) of every `send`; records of at
@@ -12,6 +20,7 @@
 // (packets/s, against λ_P), the wake-ups (sends more than 4 ms apart from the previous one: a
 // burst of slots a late timer caught up on counts once), and the longest gap.
 
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -81,7 +90,9 @@ async function setUpInPage({ directory, authority, worker, coverRate }) {
     client = await sdk.NoxClient.connect({ directory, authorityKey: authority, module, coverRate, WebSocket: Timed });
     sends = async () => log.splice(0);
   }
-  window.__nox = { client, provider: client.provider(), sends, pageSockets: () => pageSockets };
+  const visibility = [];
+  document.addEventListener("visibilitychange", () => visibility.push([document.visibilityState, performance.now()]));
+  window.__nox = { client, provider: client.provider(), sends, pageSockets: () => pageSockets, visibility };
   return true;
 }
 
@@ -101,6 +112,11 @@ export function summarise(sends, seconds) {
     wakeRate: wakes / seconds,
     maxGapMs: Math.round(maxGap),
   };
+}
+
+/** Sends (`[ms, bytes]`) inside `[from, to]` ms, and the window's length in seconds. */
+export function cut(sends, from, to) {
+  return [sends.filter(([t]) => t >= from && t <= to), (to - from) / 1000];
 }
 
 /** Opens the page of `server` in `context` and connects a client in it. */
@@ -144,7 +160,74 @@ async function hide(context, page, how) {
   };
 }
 
+const xdotool = (...args) => execFileSync("xdotool", args, { encoding: "utf8" }).trim();
+
+/**
+ * `--hide minimize`: Chromium launched here, Playwright attached over CDP only while it reads or
+ * drives the page; the hidden window is the time between the page's own `hidden` and `visible`.
+ */
+async function measureMinimized({ seconds, executablePath, wasm, directory, authority, coverRate }) {
+  const server = await servePage(wasm);
+  const userDir = mkdtempSync(join(tmpdir(), "nox-cover-hidden-"));
+  const port = 25_390;
+  const chrome = spawn(executablePath, ["--no-sandbox", "--no-first-run", `--user-data-dir=${userDir}`, `--remote-debugging-port=${port}`, "about:blank"], { stdio: "ignore" });
+  const attach = async () => {
+    for (let i = 0; ; i++) {
+      try {
+        return await chromium.connectOverCDP(`http://127.0.0.1:${port}`);
+      } catch (error) {
+        if (i > 40) throw error;
+        await sleep(500);
+      }
+    }
+  };
+  const rows = [];
+  try {
+    for (const worker of [false, true]) {
+      let browser = await attach();
+      let page = await openClientPage(browser.contexts()[0], server, { directory, authority, worker, coverRate });
+      const url = page.url();
+      const step = (what) => console.error(`${worker ? "worker" : "main-thread"}: ${what}`);
+      step("connected");
+      await sleep(2_000);
+      await page.evaluate(() => window.__nox.sends());
+      await sleep(seconds * 1000);
+      const fgSends = await page.evaluate(() => window.__nox.sends());
+      const fg = summarise(fgSends, seconds);
+      const visibleBefore = await page.evaluate(() => document.visibilityState);
+      step(`foreground ${JSON.stringify(fg)}`);
+      await browser.close(); // disconnects only: the browser is ours
+      for (const w of xdotool("search", "--onlyvisible", "--class", "chromium").split("\n")) xdotool("windowminimize", w);
+      step("minimized, Playwright detached");
+      await sleep(seconds * 1000 + 1000);
+      const titles = xdotool("search", "--class", "chromium").split("\n");
+      for (const w of titles) xdotool("windowactivate", "--sync", w);
+      browser = await attach();
+      page = browser.contexts()[0].pages().find((p) => p.url() === url);
+      const all = await page.evaluate(() => window.__nox.sends());
+      const visibility = await page.evaluate(() => window.__nox.visibility);
+      const from = visibility.find(([state]) => state === "hidden")?.[1];
+      const to = visibility.find(([state, t]) => state === "visible" && from !== undefined && t > from)?.[1];
+      if (from === undefined || to === undefined) throw new Error(`the page never reported hidden: ${JSON.stringify(visibility)}`);
+      const [hiddenSends, hiddenSeconds] = cut(all, from, to);
+      const hidden = { ...summarise(hiddenSends, hiddenSeconds), seconds: Number(hiddenSeconds.toFixed(2)) };
+      step(`hidden ${JSON.stringify(hidden)}`);
+      const stats = await page.evaluate(async () => await window.__nox.client.stats());
+      rows.push({ client: worker ? "worker" : "main-thread", foreground: fg, hidden, visibleBefore, visibilityHidden: "hidden", visibility, stats });
+      await page.evaluate(() => window.__nox.client.close());
+      await page.close();
+      await browser.close();
+    }
+  } finally {
+    chrome.kill();
+    server.close();
+    rmSync(userDir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
 async function measure({ seconds, how, headful, executablePath, wasm, directory, authority, coverRate }) {
+  if (how === "minimize") return measureMinimized({ seconds, executablePath, wasm, directory, authority, coverRate });
   const server = await servePage(wasm);
   const userDir = mkdtempSync(join(tmpdir(), "nox-cover-hidden-"));
   const context = await chromium.launchPersistentContext(userDir, {
@@ -216,8 +299,9 @@ if (process.argv[1] === import.meta.filename) {
       lambdaP: coverRate,
       seconds: Number(args.seconds),
       hide: args.hide,
-      headful: args.headful,
+      headful: args.headful || args.hide === "minimize",
       chromium: executablePath,
+      chromiumVersion: execFileSync(executablePath, ["--version"], { encoding: "utf8" }).trim(),
       cpus: cpus().length,
       loadavg: loadavg(),
       rows,
