@@ -196,8 +196,9 @@ mod tests {
 
     #[test]
     fn a_length_is_part_of_the_identifier_a_document_names() {
-        let small = network_geometry_with_len(Scheme::Ristretto255, 3, PacketLen::new(4096).unwrap()).unwrap();
-        assert_eq!(small.packet_len(), 4096);
+        // 2 KiB, not the 4 KiB default (issue 32): another length than network_geometry's.
+        let small = network_geometry_with_len(Scheme::Ristretto255, 3, PacketLen::new(2048).unwrap()).unwrap();
+        assert_eq!(small.packet_len(), 2048);
         assert_ne!(small.identifier(), network_geometry(Scheme::Ristretto255, 3).unwrap().identifier());
         assert_eq!(known_geometries(3).filter(|g| g.identifier() == small.identifier()).count(), 1);
         // A header that does not fit is the geometry's error, not a silent truncation.
