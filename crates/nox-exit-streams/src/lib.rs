@@ -56,7 +56,7 @@ use std::{
 use nox_exit::ExitServices;
 use nox_message::{MessageError, Response, Status};
 use nox_node::ReplySender;
-use nox_stream::{ResetCode, StreamId, StreamMessage};
+use nox_stream::{EndpointConfig, ResetCode, StreamId, StreamMessage};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
 pub use pool::{MAX_DATA_SHARDS, MAX_POOL, RESERVE, ReplyPlanner, SurbPool};
@@ -249,6 +249,8 @@ impl<S> Table<S> {
 
 struct Shared<S> {
     services: Arc<ExitServices>,
+    /// The exit endpoint of every session (retransmission timeouts, windows).
+    endpoint: EndpointConfig,
     table: Mutex<Table<S>>,
     metrics: Arc<StreamMetrics>,
 }
@@ -261,10 +263,19 @@ pub struct StreamService<R: Replies> {
 
 impl<R: Replies> StreamService<R> {
     /// A service opening connections through `services` (its
-    /// `streams` settings and destination policy).
+    /// `streams` settings and destination policy), with the default
+    /// [`EndpointConfig`] for its end of every stream.
     pub fn new(services: Arc<ExitServices>) -> Self {
+        Self::with_endpoint(services, EndpointConfig::default())
+    }
+
+    /// As [`StreamService::new`], with `endpoint` for the exit's end of every
+    /// stream (retransmission timeouts, windows, acknowledgement delay). The
+    /// node uses [`StreamService::new`]; tests shorten the timeouts so that a
+    /// lost reply costs milliseconds, not seconds.
+    pub fn with_endpoint(services: Arc<ExitServices>, endpoint: EndpointConfig) -> Self {
         let table = Table { live: HashMap::new(), ended: HashSet::new(), ended_order: VecDeque::new() };
-        Self { shared: Arc::new(Shared { services, table: Mutex::new(table), metrics: Arc::default() }) }
+        Self { shared: Arc::new(Shared { services, endpoint, table: Mutex::new(table), metrics: Arc::default() }) }
     }
 
     /// The counters.
@@ -343,9 +354,17 @@ impl<R: Replies> StreamService<R> {
         let shared = self.shared.clone();
         let first = Incoming { message, surbs };
         let task = async move {
-            let end =
-                session::run(id, target, first, receiver, replies, shared.services.clone(), shared.metrics.clone())
-                    .await;
+            let end = session::run(
+                id,
+                target,
+                first,
+                receiver,
+                replies,
+                shared.services.clone(),
+                shared.metrics.clone(),
+                shared.endpoint,
+            )
+            .await;
             if let Ok(mut table) = shared.table.lock() {
                 table.end(id, Instant::now());
             }

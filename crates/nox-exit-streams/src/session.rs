@@ -70,7 +70,8 @@ pub(super) fn refusal_code(error: &ConnectError) -> ResetCode {
     }
 }
 
-/// Runs one stream to its end. `first` carries the `OPEN`.
+/// Runs one stream to its end with `endpoint` as the exit's end. `first` carries the `OPEN`.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run<R: Replies>(
     id: StreamId,
     target: Target,
@@ -79,6 +80,7 @@ pub(super) async fn run<R: Replies>(
     replies: R,
     services: Arc<ExitServices>,
     metrics: Arc<StreamMetrics>,
+    endpoint: EndpointConfig,
 ) -> End {
     let limits = services.config().streams.clone();
     let now = Instant::now();
@@ -87,7 +89,7 @@ pub(super) async fn run<R: Replies>(
         planner: replies.planner(),
         replies,
         pool: SurbPool::new(MAX_POOL),
-        endpoint: Endpoint::new(EndpointConfig::default()),
+        endpoint: Endpoint::new(endpoint),
         connected: false,
         opened_owed: false,
         start: now,

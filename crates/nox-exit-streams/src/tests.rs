@@ -227,6 +227,36 @@ struct Client {
     start: Instant,
     opened: bool,
     resets: Vec<ResetCode>,
+    /// When the last reply and the last message were taken and sent (ms):
+    /// as the real client (`nox-client`), a stream quiet both ways for
+    /// [`KEEPALIVE_MS`] sends a keepalive with a SURB. Without it, replies
+    /// lost with their `POOL` leave the client's estimate stale and high, no
+    /// top-up goes, and the exit, down to its reserve, cannot resend data:
+    /// the stream stalls until the exit's idle timeout (120 s).
+    last_heard: u64,
+    last_sent: u64,
+}
+
+/// The test client's keepalive interval (the real client's is a config value).
+const KEEPALIVE_MS: u64 = 200;
+/// SURBs a keepalive carries: enough for one data message back with its
+/// parity, so that an exit down to its reserve can resend (one SURB would
+/// only join the reserve, and the exit would stay silent).
+const KEEPALIVE_SURBS: u16 = 8;
+
+/// Endpoints with retransmission timeouts 10× shorter than the default
+/// (first 300 ms, within [50 ms, 1.6 s]) and more expiries before giving up
+/// (12: the same ~1 minute of silence at most): a lost reply costs
+/// milliseconds of a test, not seconds, and a loaded machine's stalls only
+/// cause spurious (harmless) resends. Windows and ack delay are the default's.
+fn quick_endpoint() -> EndpointConfig {
+    EndpointConfig {
+        initial_rto_ms: 300,
+        min_rto_ms: 50,
+        max_rto_ms: 1_600,
+        max_backoffs: 12,
+        ..EndpointConfig::default()
+    }
 }
 
 impl Client {
@@ -247,6 +277,8 @@ impl Client {
             start: Instant::now(),
             opened: false,
             resets: Vec::new(),
+            last_heard: 0,
+            last_sent: 0,
         }
     }
 
@@ -264,6 +296,7 @@ impl Client {
             self.batches.push((self.seq, n));
         }
         self.held += usize::from(n);
+        self.last_sent = self.now_ms();
         self.service.on_message(surbs, message.encode(), self.replies.clone());
     }
 
@@ -283,7 +316,9 @@ impl Client {
         assert_eq!(message.id, self.id);
         // The exit may not have taken the client's latest messages yet: at most
         // what the client gave, less what the collector saw spent.
-        let pool = message.pool.expect("every message back carries POOL");
+        let Some(pool) = message.pool else {
+            panic!("every message back carries POOL: {message:?}, client {:?}", self.endpoint.recv_half().ack())
+        };
         assert!(usize::from(pool.held) <= self.held, "POOL.held {} > {}", pool.held, self.held);
         assert!(pool.seen_seq <= self.seq);
         self.exit_held = usize::from(pool.held);
@@ -296,6 +331,7 @@ impl Client {
             self.resets.push(code);
         }
         let now = self.now_ms();
+        self.last_heard = now;
         self.endpoint.on_message(&message, now).unwrap();
         message
     }
@@ -339,20 +375,30 @@ impl Client {
             message.ack = Some(self.endpoint.ack_now());
             self.send(message, 64);
         }
+        let quiet = now >= self.last_heard + KEEPALIVE_MS && now >= self.last_sent + KEEPALIVE_MS;
+        if self.opened && quiet && !self.endpoint.closed() {
+            let mut message = StreamMessage::new(self.id);
+            message.ack = Some(self.endpoint.ack_now());
+            self.send(message, KEEPALIVE_SURBS);
+        }
     }
 }
 
 /// Echoes `len` bytes through a stream whose replies lose every
-/// `lose_every`-th one, and closes it; returns the service.
+/// `lose_every`-th one, with `endpoint` at both ends, and closes it; returns
+/// the service.
 async fn echo_through_a_stream(
     len: u32,
     payload_capacity: usize,
     lose_every: usize,
+    endpoint: EndpointConfig,
     within: Duration,
 ) -> Arc<StreamService<Collector>> {
     let server = echo_server().await;
-    let service = Arc::new(service(allowing(server)));
+    let services = Arc::new(ExitServices::new(allowing(server)).unwrap());
+    let service = Arc::new(StreamService::with_endpoint(services, endpoint));
     let mut client = Client::new(service.clone(), StreamId([1; 16]));
+    client.endpoint = Endpoint::new(endpoint);
     client.replies.lose_every = lose_every;
     client.replies.payload_capacity = payload_capacity;
     client.open(server, 4);
@@ -397,16 +443,18 @@ async fn echo_through_a_stream(
 #[tokio::test]
 async fn a_stream_opens_carries_bytes_both_ways_and_closes() {
     let packet = nox_sphinx::Geometry::default().payload_capacity();
-    echo_through_a_stream(300_000, packet, 0, Duration::from_secs(30)).await;
+    echo_through_a_stream(300_000, packet, 0, EndpointConfig::default(), Duration::from_secs(30)).await;
     // Small packets: messages back span several data shards plus parity.
-    echo_through_a_stream(100_000, 2_000, 0, Duration::from_secs(30)).await;
+    echo_through_a_stream(100_000, 2_000, 0, EndpointConfig::default(), Duration::from_secs(30)).await;
 }
 
 /// Lost replies (what FEC did not save) are resent by the exit on its
 /// retransmission timeout, lost acknowledgements make the client resend.
+/// Short timeouts at both ends (the default's first is 3 s): the same
+/// protocol, a loss costs milliseconds.
 #[tokio::test]
 async fn lost_replies_are_resent_and_the_stream_still_closes() {
-    let service = echo_through_a_stream(60_000, 2_000, 3, Duration::from_secs(90)).await;
+    let service = echo_through_a_stream(60_000, 2_000, 3, quick_endpoint(), Duration::from_secs(30)).await;
     assert!(service.metrics().replies.load(Ordering::Relaxed) > 6);
 }
 
