@@ -126,14 +126,23 @@ struct Measured {
 /// Runs `nox bench frontier`.
 pub fn run(args: &FrontierArgs) -> Result<(), BenchError> {
     let quick = args.quick;
-    let rates = crate::bench_common::given_or(&args.rates, quick, &[1.0, 2.0, 4.0, 8.0], &[
-        1.0, 1.5, 2.0, 2.25, 2.5, 2.75, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0,
-    ]);
-    let delays = crate::bench_common::given_or(&args.delays_ms, quick, &[20.0, 50.0, 75.0, 100.0], &[
-        10.0, 20.0, 30.0, 40.0, 50.0, 55.0, 60.0, 70.0, 80.0, 100.0,
-    ]);
-    let (entropy_trials, rtt_trials) =
-        if quick { (args.entropy_trials.min(150), args.rtt_trials.min(2_000)) } else { (args.entropy_trials, args.rtt_trials) };
+    let rates = crate::bench_common::given_or(
+        &args.rates,
+        quick,
+        &[1.0, 2.0, 4.0, 8.0],
+        &[1.0, 1.5, 2.0, 2.25, 2.5, 2.75, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0],
+    );
+    let delays = crate::bench_common::given_or(
+        &args.delays_ms,
+        quick,
+        &[20.0, 50.0, 75.0, 100.0],
+        &[10.0, 20.0, 30.0, 40.0, 50.0, 55.0, 60.0, 70.0, 80.0, 100.0],
+    );
+    let (entropy_trials, rtt_trials) = if quick {
+        (args.entropy_trials.min(150), args.rtt_trials.min(2_000))
+    } else {
+        (args.entropy_trials, args.rtt_trials)
+    };
     let positive = |v: f64| v.is_finite() && v > 0.0;
     if rates.iter().chain(&delays).any(|&v| !positive(v))
         || args.sizes.is_empty()
@@ -157,7 +166,8 @@ pub fn run(args: &FrontierArgs) -> Result<(), BenchError> {
     let mut points = Vec::new();
     for &rate in &rates {
         for &delay_ms in &delays {
-            let anonymity = entropy(args.users, Profile::AlwaysOn, rate, delay_ms, processing_us, None, entropy_trials, &mut rng)?;
+            let anonymity =
+                entropy(args.users, Profile::AlwaysOn, rate, delay_ms, processing_us, None, entropy_trials, &mut rng)?;
             let (p50, p90) = round_trip(rate, delay_ms, processing_us, rtt_trials, &mut rng)?;
             points.push(Point {
                 rate,
@@ -174,7 +184,8 @@ pub fn run(args: &FrontierArgs) -> Result<(), BenchError> {
     let meets_rtt = |p: &Point| p.rtt_p50_ms <= args.max_rtt_ms;
     let meets_anonymity = |p: &Point| p.entropy_pct >= args.min_entropy_pct;
     let pareto: Vec<bool> = points.iter().map(|p| !points.iter().any(|q| dominates(q, p))).collect();
-    let all_three: Vec<&Point> = points.iter().filter(|p| meets_cost(p) && meets_rtt(p) && meets_anonymity(p)).collect();
+    let all_three: Vec<&Point> =
+        points.iter().filter(|p| meets_cost(p) && meets_rtt(p) && meets_anonymity(p)).collect();
     let (chosen, rule) = if let Some(best) = all_three.iter().min_by(|a, b| a.gb_per_day.total_cmp(&b.gb_per_day)) {
         (Some(**best), "the cheapest point meeting all three targets")
     } else {
@@ -191,7 +202,8 @@ pub fn run(args: &FrontierArgs) -> Result<(), BenchError> {
         let mobile_rate = (args.max_gb_per_day * 1e9 / record as f64 / SECONDS_PER_DAY).min(c.rate);
         for profile in Profile::ALL {
             let mobile = (profile == Profile::Mobile).then_some(mobile_rate);
-            let (pct, top1) = entropy(args.users, profile, c.rate, c.delay_ms, processing_us, mobile, entropy_trials, &mut rng)?;
+            let (pct, top1) =
+                entropy(args.users, profile, c.rate, c.delay_ms, processing_us, mobile, entropy_trials, &mut rng)?;
             profiles.push(json!({ "profile": profile.name(), "entropy_pct": round(pct, 1), "top1": round(top1, 4),
                 "mobile_rate_per_s": mobile.map(|r| round(r, 4)) }));
         }
@@ -201,7 +213,8 @@ pub fn run(args: &FrontierArgs) -> Result<(), BenchError> {
     for m in &measured {
         let (p50, p90) = round_trip(m.rate, m.delay_ms, m.hop_cpu_us, rtt_trials, &mut rng)?;
         let model_gb = gb_per_day(m.rate, link_record(m.packet_len)?);
-        let (pct, _) = entropy(args.users, Profile::AlwaysOn, m.rate, m.delay_ms, m.hop_cpu_us, None, entropy_trials, &mut rng)?;
+        let (pct, _) =
+            entropy(args.users, Profile::AlwaysOn, m.rate, m.delay_ms, m.hop_cpu_us, None, entropy_trials, &mut rng)?;
         println!(
             "validate λ_P {} μ {} ms: RTT p50 measured {:.0} model {:.0} ms, p90 {:.0} / {:.0}; GB/day {:.3} / {:.3}",
             m.rate, m.delay_ms, m.rtt_p50_ms, p50, m.rtt_p90_ms, p90, m.gb_per_day, model_gb
@@ -309,7 +322,13 @@ fn entropy(
 }
 
 /// (p50, p90) ms of the modelled round trip (module documentation).
-fn round_trip(rate: f64, delay_ms: f64, processing_us: f64, trials: usize, rng: &mut ChaCha20Rng) -> Result<(f64, f64), BenchError> {
+fn round_trip(
+    rate: f64,
+    delay_ms: f64,
+    processing_us: f64,
+    trials: usize,
+    rng: &mut ChaCha20Rng,
+) -> Result<(f64, f64), BenchError> {
     let mean_gap = Duration::from_secs_f64(1.0 / rate);
     let hop_mean = Duration::from_secs_f64(delay_ms / 1e3);
     let processing = Duration::from_secs_f64(processing_us / 1e6);
@@ -367,19 +386,20 @@ fn charts(
     min_entropy_pct: f64,
 ) -> Vec<Value> {
     // Frontier: p50 vs cost per μ, among points meeting the anonymity target.
-    let per_delay = |f: &dyn Fn(&Point) -> f64, g: &dyn Fn(&Point) -> f64, keep: &dyn Fn(&Point) -> bool| -> Vec<Value> {
-        delays
-            .iter()
-            .filter_map(|&d| {
-                let pts: Vec<&Point> = points.iter().filter(|p| p.delay_ms == d && keep(p)).collect();
-                (!pts.is_empty()).then(|| {
-                    let x: Vec<f64> = pts.iter().map(|p| round(f(p), 3)).collect();
-                    let y: Vec<f64> = pts.iter().map(|p| round(g(p), 1)).collect();
-                    series(&format!("μ = {d} ms"), &x, &y)
+    let per_delay =
+        |f: &dyn Fn(&Point) -> f64, g: &dyn Fn(&Point) -> f64, keep: &dyn Fn(&Point) -> bool| -> Vec<Value> {
+            delays
+                .iter()
+                .filter_map(|&d| {
+                    let pts: Vec<&Point> = points.iter().filter(|p| p.delay_ms == d && keep(p)).collect();
+                    (!pts.is_empty()).then(|| {
+                        let x: Vec<f64> = pts.iter().map(|p| round(f(p), 3)).collect();
+                        let y: Vec<f64> = pts.iter().map(|p| round(g(p), 1)).collect();
+                        series(&format!("μ = {d} ms"), &x, &y)
+                    })
                 })
-            })
-            .collect()
-    };
+                .collect()
+        };
     let mut frontier = per_delay(&|p| p.gb_per_day, &|p| p.rtt_p50_ms, &|p| p.entropy_pct >= min_entropy_pct);
     let mut on_sorted: Vec<&Point> =
         points.iter().zip(pareto).filter(|(p, o)| **o && p.entropy_pct >= min_entropy_pct).map(|(p, _)| p).collect();
@@ -396,9 +416,15 @@ fn charts(
         })
         .collect();
     vec![
-        line("rtt-vs-cost", "Round trip p50 vs upstream cost, points ≥ the anonymity target (4 KiB)", "GB/day upstream", "round trip p50 (ms)")
-            .with("frontier", frontier),
-        line("entropy", "Sender entropy at 1,000 users vs λ_P, per μ", "λ_P (packets/s)", "% of log2 N").with("frontier", entropy),
+        line(
+            "rtt-vs-cost",
+            "Round trip p50 vs upstream cost, points ≥ the anonymity target (4 KiB)",
+            "GB/day upstream",
+            "round trip p50 (ms)",
+        )
+        .with("frontier", frontier),
+        line("entropy", "Sender entropy at 1,000 users vs λ_P, per μ", "λ_P (packets/s)", "% of log2 N")
+            .with("frontier", entropy),
         line("cost", "Upstream cost of an always-on client vs λ_P", "λ_P (packets/s)", "GB/day").with("frontier", cost),
     ]
 }
