@@ -42,8 +42,8 @@ use nox_client::{ClientConfig, DAEMON_COVER_RATE, StreamConfig};
 use nox_link::{Accept, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder};
 use nox_message::{Request, RequestBody};
 use nox_sphinx::{
-    BuildOptions, DEFAULT_HOPS, Delay, Geometry, NodeId, PathHop, Processed, Scheme, SecretKey,
-    Surb, build_forward, build_surb, process_packet,
+    BuildOptions, DEFAULT_HOPS, Delay, Geometry, NodeId, PathHop, Processed, Scheme, SecretKey, Surb, build_forward,
+    build_surb, process_packet,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
