@@ -242,15 +242,18 @@ fn a_new_topology_keeps_or_replaces_the_gateway() {
 /// refused by name.
 #[test]
 fn an_xwing_network_round_trips_and_refuses_a_classical_topology() {
-    use nox_sphinx::{DEFAULT_PACKET_LEN, Scheme, Surb};
-    let xwing = Geometry::with_scheme(DEFAULT_PACKET_LEN, 3, Scheme::XWing).unwrap();
+    use nox_sphinx::{Scheme, Surb};
+    // 32 KiB: at the 4 KiB default (issue 32) an X-Wing packet keeps 495 payload bytes, less
+    // than one 3,648-byte SURB, so a post-quantum network runs at a larger configured length.
+    const XWING_LEN: usize = 32_768;
+    let xwing = Geometry::with_scheme(XWING_LEN, 3, Scheme::XWing).unwrap();
     assert_eq!((xwing.header_len(), Surb::encoded_len(&xwing)), (3584, 3648));
     let mut net = Mixnet::new(21, xwing, 0);
     let mut core = net.client(ClientConfig::default(), 22);
     assert_eq!(core.geometry(), &xwing, "the client's geometry is the topology's");
 
     let (id, packets) = core.request(RequestBody::Echo(b"post-quantum".to_vec()), 64, net.now(Duration::ZERO)).unwrap();
-    assert!(packets.iter().all(|p| p.packet.len() == DEFAULT_PACKET_LEN));
+    assert!(packets.iter().all(|p| p.packet.len() == XWING_LEN));
     let (_, request) = net.forward(packets, 0).pop().unwrap();
     let records = net.answer(request, &Response::ok(b"post-quantum".to_vec()));
     let done = deliver(&mut core, &net, records);
@@ -259,7 +262,7 @@ fn an_xwing_network_round_trips_and_refuses_a_classical_topology() {
     // A reply of several SURBs: sized with the smaller X-Wing payload.
     let big: Vec<u8> = (0..100 * 1024).map(|i| (i * 7 % 251) as u8).collect();
     let surbs = nox_message::surbs_needed(&xwing, big.len(), 0.05, 0.999).unwrap();
-    assert!(surbs > nox_message::surbs_needed(&Geometry::default(), big.len(), 0.05, 0.999).unwrap() - 1);
+    assert!(surbs > nox_message::surbs_needed(&Geometry::new(XWING_LEN, 3).unwrap(), big.len(), 0.05, 0.999).unwrap() - 1);
     let (_, packets) = core.request(RequestBody::Echo(b"big".to_vec()), big.len(), net.now(Duration::ZERO)).unwrap();
     let (_, request) = net.forward(packets, 0).pop().unwrap();
     assert!(request.surbs.len() >= big.len().div_ceil(xwing.payload_capacity()));
