@@ -262,7 +262,9 @@ fn an_xwing_network_round_trips_and_refuses_a_classical_topology() {
     // A reply of several SURBs: sized with the smaller X-Wing payload.
     let big: Vec<u8> = (0..100 * 1024).map(|i| (i * 7 % 251) as u8).collect();
     let surbs = nox_message::surbs_needed(&xwing, big.len(), 0.05, 0.999).unwrap();
-    assert!(surbs > nox_message::surbs_needed(&Geometry::new(XWING_LEN, 3).unwrap(), big.len(), 0.05, 0.999).unwrap() - 1);
+    assert!(
+        surbs > nox_message::surbs_needed(&Geometry::new(XWING_LEN, 3).unwrap(), big.len(), 0.05, 0.999).unwrap() - 1
+    );
     let (_, packets) = core.request(RequestBody::Echo(b"big".to_vec()), big.len(), net.now(Duration::ZERO)).unwrap();
     let (_, request) = net.forward(packets, 0).pop().unwrap();
     assert!(request.surbs.len() >= big.len().div_ceil(xwing.payload_capacity()));
