@@ -209,6 +209,48 @@ impl Drop for Net {
 }
 
 /// A layout without cover traffic (it would add unrelated load).
+/// "Throughput at 0 % loss" of a `nox bench testnet`-style sweep: the highest delivered rate
+/// among rows that lost nothing, really offered ≥ 95 % of their rate, and kept the median latency
+/// at most twice the lightest load's (beyond that, queues grow: saturation).
+pub fn throughput_at_zero_loss(rows: &[Value]) -> f64 {
+    let base_p50 = rows.first().and_then(|r| r["latency_ms"]["p50"].as_f64()).unwrap_or(f64::INFINITY);
+    rows.iter()
+        .filter(|r| r["lost"] == 0)
+        .filter(|r| r["achieved_send_rate"].as_f64().unwrap_or(0.0) >= 0.95 * r["offered_rate"].as_f64().unwrap_or(0.0))
+        .filter(|r| r["latency_ms"]["p50"].as_f64().is_some_and(|p50| p50 <= 2.0 * base_p50))
+        .filter_map(|r| r["delivered_rate"].as_f64())
+        .fold(0.0f64, f64::max)
+}
+
+/// `echoes` echo round trips one after another (ms each, in order); `label` names them in the
+/// request text and in the error of one that comes back wrong.
+pub async fn echo_round_trips(client: &ClientHandle, echoes: usize, label: &str) -> Result<Vec<f64>, BenchError> {
+    let mut rtts = Vec::with_capacity(echoes);
+    for i in 0..echoes {
+        let text = format!("{label} echo {i}");
+        let started = Instant::now();
+        let response = client.request(RequestBody::Echo(text.clone().into_bytes()), 1024).await.map_err(err)?;
+        if response.status != Status::Ok || response.body != text.as_bytes() {
+            return Err(err(format!("{label} echo {i} came back wrong")));
+        }
+        rtts.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(rtts)
+}
+
+/// One echo of `kib` KiB, whose reply needs several fragments: (ms, reply packets received).
+pub async fn bulk_echo(client: &ClientHandle, kib: usize, label: &str) -> Result<(f64, u64), BenchError> {
+    let bulk: Vec<u8> = (0..kib * 1024).map(|i| (i % 251) as u8).collect();
+    let replies_before = client.stats().replies;
+    let started = Instant::now();
+    let response = client.request(RequestBody::Echo(bulk.clone()), bulk.len()).await.map_err(err)?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    if response.status != Status::Ok || response.body != bulk {
+        return Err(err(format!("the {kib} KiB echo {label} came back wrong")));
+    }
+    Ok((ms, client.stats().replies - replies_before))
+}
+
 pub fn quiet_layout(base_port: u16) -> Layout {
     Layout { base_port, loop_rate: 0.0, drop_rate: 0.0, ..Layout::default() }
 }

@@ -14,10 +14,7 @@
 //! The sender entropy under WAN delay is not measured here (the anonymity harness needs the
 //! `observe` build and its own capture).
 
-use std::{
-    path::PathBuf,
-    time::{Duration, Instant},
-};
+use std::{path::PathBuf, time::Duration};
 
 use serde_json::{Value, json};
 
@@ -27,7 +24,6 @@ use crate::{
     machine,
 };
 use nox_client::{Client, ClientConfig, ShellConfig};
-use nox_message::{RequestBody, Status};
 use nox_testnet::{
     self as testnet, Layout, TestnetClient,
     wan::{Profile, Wan},
@@ -148,42 +144,17 @@ async fn measure(args: &HostsBenchArgs, sink: std::net::UdpSocket) -> Result<Val
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     drop(client);
-    // As `nox bench testnet`: every packet delivered, the rate really offered, the median no
-    // worse than twice the lightest load's.
-    let base_p50 = rates.first().and_then(|r| r["latency_ms"]["p50"].as_f64()).unwrap_or(f64::INFINITY);
-    let throughput = rates
-        .iter()
-        .filter(|r| r["lost"] == 0)
-        .filter(|r| r["achieved_send_rate"].as_f64().unwrap_or(0.0) >= 0.95 * r["offered_rate"].as_f64().unwrap_or(0.0))
-        .filter(|r| r["latency_ms"]["p50"].as_f64().is_some_and(|p50| p50 <= 2.0 * base_p50))
-        .filter_map(|r| r["delivered_rate"].as_f64())
-        .fold(0.0f64, f64::max);
+    // As `nox bench testnet`.
+    let throughput = crate::bench_common::throughput_at_zero_loss(&rates);
 
     let topology = testnet::directory::topology_async(&args.dir).await.map_err(err)?;
     let client = Client::start(ShellConfig { topology, core: ClientConfig::default() }).await.map_err(err)?;
-    let mut rtts = Vec::with_capacity(args.echoes);
-    for i in 0..args.echoes {
-        let text = format!("hosts echo {i}");
-        let started = Instant::now();
-        let response = client.request(RequestBody::Echo(text.clone().into_bytes()), 1024).await.map_err(err)?;
-        if response.status != Status::Ok || response.body != text.as_bytes() {
-            return Err(err(format!("echo {i} came back wrong")));
-        }
-        rtts.push(started.elapsed().as_secs_f64() * 1e3);
-    }
+    let rtts = crate::bench_common::echo_round_trips(&client, args.echoes, "hosts").await?;
     // The first echo also opened the client's links: reported, not in the percentiles.
     let first = rtts.first().copied();
     let mut steady: Vec<f64> = rtts.iter().skip(1).copied().collect();
     steady.sort_by(f64::total_cmp);
-    let bulk: Vec<u8> = (0..args.bulk_kib * 1024).map(|i| (i % 251) as u8).collect();
-    let replies_before = client.stats().replies;
-    let started = Instant::now();
-    let response = client.request(RequestBody::Echo(bulk.clone()), bulk.len()).await.map_err(err)?;
-    let bulk_ms = started.elapsed().as_secs_f64() * 1e3;
-    if response.status != Status::Ok || response.body != bulk {
-        return Err(err(format!("the {} KiB echo came back wrong", args.bulk_kib)));
-    }
-    let fragments = client.stats().replies - replies_before;
+    let (bulk_ms, fragments) = crate::bench_common::bulk_echo(&client, args.bulk_kib, "on the hosts").await?;
     let p = |q: f64| percentile(&steady, q).unwrap_or(f64::NAN);
     println!(
         "throughput at 0 % loss {throughput:.0} pps; SURB round trip p50 {:.1} p90 {:.1} p99 {:.1} ms (first {:.1}); {} KiB reply in {bulk_ms:.0} ms ({fragments} reply packets)",

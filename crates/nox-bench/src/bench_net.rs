@@ -72,17 +72,7 @@ pub fn run(args: &NetworkBenchArgs) -> Result<(), BenchError> {
         nox_topology::network_geometry_with_len(args.geometry, usize::from(layout.layers), args.packet_len)
             .map_err(err)?
             .header_len();
-    // Sustained without loss: every packet delivered, the offered rate
-    // actually sent, and the median latency no worse than twice the
-    // lightest load's (beyond that, queues are growing: saturation).
-    let base_p50 = results.first().and_then(|r| r["latency_ms"]["p50"].as_f64()).unwrap_or(f64::INFINITY);
-    let best = results
-        .iter()
-        .filter(|r| r["lost"] == 0)
-        .filter(|r| r["achieved_send_rate"].as_f64().unwrap_or(0.0) >= 0.95 * r["offered_rate"].as_f64().unwrap_or(0.0))
-        .filter(|r| r["latency_ms"]["p50"].as_f64().is_some_and(|p50| p50 <= 2.0 * base_p50))
-        .filter_map(|r| r["delivered_rate"].as_f64())
-        .fold(0.0f64, f64::max);
+    let best = crate::bench_common::throughput_at_zero_loss(&results);
     let report = json!({
         "kind": "testnet-network",
         "command": format!("nox bench testnet --rates {} --seconds {} --mean-delay-ms {} --geometry {} --packet-len {}",

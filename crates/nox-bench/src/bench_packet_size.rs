@@ -503,7 +503,6 @@ mod testnet {
 
     use nox_client::{Client, ClientConfig, ShellConfig};
     use nox_link::LinkConfig;
-    use nox_message::{RequestBody, Status};
     use nox_testnet::{self as net, Layout};
     use nox_topology::PacketLen;
     use serde_json::{Value, json};
@@ -676,25 +675,10 @@ mod testnet {
         let entry_per_s = (entry_b - entry_a) as f64 / elapsed;
         let cover_bytes_day = packets_per_s * record_len as f64 * SECONDS_PER_DAY;
 
-        let mut rtts = Vec::with_capacity(echoes);
-        for i in 0..echoes {
-            let text = format!("packet-size echo {i}");
-            let started = Instant::now();
-            let response = client.request(RequestBody::Echo(text.clone().into_bytes()), 1024).await.map_err(err)?;
-            if response.status != Status::Ok || response.body != text.as_bytes() {
-                return Err(err(format!("echo {i} at {} B came back wrong", geometry.packet_len())));
-            }
-            rtts.push(started.elapsed().as_secs_f64() * 1e3);
-        }
-        let bulk: Vec<u8> = (0..args.bulk_kib * 1024).map(|i| (i % 251) as u8).collect();
-        let replies_before = client.stats().replies;
-        let started = Instant::now();
-        let response = client.request(RequestBody::Echo(bulk.clone()), bulk.len()).await.map_err(err)?;
-        let bulk_ms = started.elapsed().as_secs_f64() * 1e3;
-        if response.status != Status::Ok || response.body != bulk {
-            return Err(err(format!("the {} KiB echo at {} B came back wrong", args.bulk_kib, geometry.packet_len())));
-        }
-        let reply_fragments = client.stats().replies - replies_before;
+        let label = format!("packet-size {} B", geometry.packet_len());
+        let mut rtts = crate::bench_common::echo_round_trips(&client, echoes, &label).await?;
+        let (bulk_ms, reply_fragments) =
+            crate::bench_common::bulk_echo(&client, args.bulk_kib, &format!("at {} B", geometry.packet_len())).await?;
         let (_, processed_c, cpu_c) = counters(dir);
         let processed = processed_c.saturating_sub(processed_a);
         let hop_cpu_us = if processed == 0 { f64::NAN } else { (cpu_c - cpu_a) / processed as f64 * 1e6 };
