@@ -93,6 +93,10 @@ pub struct CoverArgs {
     /// same tracer: simulated vs measured in one run (0 = none).
     #[arg(long, default_value_t = 0)]
     pub simulate: u32,
+    /// Every node on a host of its own over this WAN profile (`nox testnet up --hosts --wan`;
+    /// needs root): the observer's figures under WAN delay (docs/benchmarks/network.md).
+    #[arg(long, value_enum)]
+    pub wan: Option<nox_testnet::wan::Wan>,
 }
 
 /// Parses a testnet shape `LAYERSxNODES` (layers 2–8, 1–32 nodes per layer).
@@ -177,6 +181,8 @@ pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
                 layers,
                 per_layer,
                 packet_len,
+                hosts: args.wan.is_some(),
+                wan: args.wan.unwrap_or(Layout::default().wan),
                 ..Layout::default()
             };
             let up_uptime = uptime();
@@ -197,6 +203,8 @@ pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
                     });
                 let mut row = score(args, phase, &captured, dropped, packet_len.bytes());
                 row["layers"] = json!(layers);
+                let wan = args.wan.and_then(|w| clap::ValueEnum::to_possible_value(&w));
+                row["wan"] = json!(wan.map(|v| v.get_name().to_owned()));
                 row["nodes_per_layer"] = json!(per_layer);
                 row["uptime_at_testnet_start"] = json!(up_uptime);
                 if args.simulate > 0 {
