@@ -95,6 +95,8 @@ def legacy_charts(doc, name):
     if kind == "testnet-network":
         rates = doc.get("rates", [])
         offered = [r["offered_rate"] for r in rates]
+        # Files of before the μ option was recorded ran at the testnet's 1 ms.
+        mu = (doc.get("parameters") or {}).get("mean_delay_ms", 1)
         charts = [{
             "file": f"{name}-throughput", "title": "Testnet throughput: delivered vs offered (9 nodes, 3 hops)",
             "kind": "line", "x_label": "offered rate (packets/s)", "y_label": "delivered rate (packets/s)",
@@ -103,7 +105,7 @@ def legacy_charts(doc, name):
                 {"label": "ideal (delivered = offered)", "x": offered, "y": offered, "style": ":"},
             ],
         }, {
-            "file": f"{name}-latency-percentiles", "title": "Testnet one-way latency vs offered rate (μ = 1 ms/hop)",
+            "file": f"{name}-latency-percentiles", "title": f"Testnet one-way latency vs offered rate (μ = {mu:g} ms/hop)",
             "kind": "line", "x_label": "offered rate (packets/s)", "y_label": "latency (ms)",
             "series": [
                 {"label": q, "x": offered, "y": [r["latency_ms"][q] for r in rates], "marker": "o"}
@@ -114,6 +116,30 @@ def legacy_charts(doc, name):
             "kind": "cdf", "x_label": "latency (ms)", "y_label": "fraction of packets",
             "series": [{"label": f"{r['offered_rate']:.0f} packets/s", "x": r.get("latency_samples_ms", [])} for r in rates],
         }]
+        # Over-delayed fraction and queue depth: only files that recorded them (session 24 on).
+        timed = [r for r in rates if (r.get("over_delayed") or {}).get("fraction") is not None]
+        if timed:
+            charts.append({
+                "file": f"{name}-over-delayed",
+                "title": f"Hops whose processing outlasted the drawn delay (μ = {mu:g} ms/hop)",
+                "kind": "line", "x_label": "offered rate (packets/s)", "y_label": "over-delayed fraction of hops",
+                "series": [{"label": "over-delayed", "x": [r["offered_rate"] for r in timed],
+                            "y": [r["over_delayed"]["fraction"] for r in timed], "marker": "o"}],
+            })
+        queued = [r for r in rates if ((r.get("queue_depth") or {}).get("all_nodes") or {}).get("samples")]
+        if queued:
+            x = [r["offered_rate"] for r in queued]
+            gauge = lambda r, g, q: r["queue_depth"]["all_nodes"][g][q]
+            charts.append({
+                "file": f"{name}-queue-depth",
+                "title": f"Queue depth per node, 100 ms samples (μ = {mu:g} ms/hop)",
+                "kind": "line", "x_label": "offered rate (packets/s)", "y_label": "packets",
+                "series": [
+                    {"label": f"{g.replace('_', ' ')} {q}", "x": x, "y": [gauge(r, g, q) for r in queued],
+                     "marker": "o", "style": "-" if g == "mixer_held" else "--"}
+                    for g in ("mixer_held", "worker_queue") for q in ("mean", "p99", "max")
+                ],
+            })
         return charts
     if kind == "fec-recovery-curve":
         curve = doc.get("curve", {})
@@ -237,6 +263,36 @@ def main():
                 written.append((os.path.relpath(base, ROOT), os.path.basename(path), source))
             except Exception as e:  # one bad chart must not hide the others
                 errors.append(f"{path}: chart {chart.get('file')!r}: {type(e).__name__}: {e}")
+    # Across the μ sweep (bench/data/network-mu<μ>.json, docs/benchmarks/network.md): one series per μ.
+    sweep = []
+    for path in sorted(glob.glob(os.path.join(args.data, "network-mu*.json"))):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue  # already reported above
+        rates = [r for r in doc.get("rates", []) if (r.get("over_delayed") or {}).get("fraction") is not None]
+        if rates:
+            sweep.append(((doc.get("parameters") or {}).get("mean_delay_ms", 1), rates, doc))
+    if len(sweep) > 1:
+        sweep.sort(key=lambda t: t[0])
+        doc = sweep[0][2]  # the footer names the first run's commit and machine
+        for chart in ({
+            "file": "network-mu-over-delayed", "title": "Over-delayed fraction of hops vs offered rate, per μ",
+            "kind": "line", "x_label": "offered rate (packets/s)", "y_label": "over-delayed fraction of hops",
+            "series": [{"label": f"μ = {mu:g} ms", "x": [r["offered_rate"] for r in rs],
+                        "y": [r["over_delayed"]["fraction"] for r in rs], "marker": "o"} for mu, rs, _ in sweep],
+        }, {
+            "file": "network-mu-latency-p50", "title": "One-way latency p50 vs offered rate, per μ",
+            "kind": "line", "x_label": "offered rate (packets/s)", "y_label": "latency p50 (ms)", "log_y": True,
+            "series": [{"label": f"μ = {mu:g} ms", "x": [r["offered_rate"] for r in rs],
+                        "y": [r["latency_ms"]["p50"] for r in rs], "marker": "o"} for mu, rs, _ in sweep],
+        }):
+            try:
+                base = render(chart, doc, os.path.join(args.data, "network-mu*.json"), args.out)
+                written.append((os.path.relpath(base, ROOT), "network-mu*.json", "sweep"))
+            except Exception as e:
+                errors.append(f"network-mu*.json: chart {chart['file']!r}: {type(e).__name__}: {e}")
     for base, src, how in written:
         print(f"  {base}.png/.svg  <- {src} ({how})")
     for s in skipped:
