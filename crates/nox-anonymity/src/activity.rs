@@ -18,7 +18,7 @@
 //!   and 30 s as shipped); outside a session it sends nothing.
 //! - [`Profile::Mobile`] (`nox client --profile mobile`): a byte budget per day spent evenly as
 //!   a thinned Poisson process of cover at [`ActivityConfig::mobile_rate_per_s`] (capped at
-//!   λ_P: the shipped 1 GB/day of 32 KiB packets is 0.35/s); a real packet still takes the next
+//!   λ_P: the shipped 125 MB/day of 4 KiB packets is 0.35/s); a real packet still takes the next
 //!   λ_P slot.
 //! - [`Profile::NoCover`]: each request leaves at once; nothing else is sent.
 //!
@@ -106,14 +106,17 @@ pub struct ActivityConfig {
     pub mobile_rate_per_s: f64,
 }
 
-/// The shipped mobile budget's rate: 10⁹ bytes a day of 32 KiB packets (`nox-cover`'s
-/// `MobileProfile` default), packets per second.
-pub const MOBILE_DEFAULT_RATE_PER_S: f64 = 1e9 / 32_768.0 / 86_400.0;
+/// The shipped mobile budget's rate: 125 MB a day of 4 KiB packets (`nox_cover::MOBILE_DEFAULT_BUDGET`
+/// at nox-sphinx's `DEFAULT_PACKET_LEN`; the same 0.353 packets/s the 1 GB budget bought at
+/// 32 KiB), packets per second.
+pub const MOBILE_DEFAULT_RATE_PER_S: f64 = 125e6 / 4_096.0 / 86_400.0;
 
 impl Default for ActivityConfig {
-    /// 1,000 always-on users at the shipped μ = 50 ms and λ_P = 2/s, 0.3 ms processing, 3 layers;
+    /// 1,000 always-on users at the shipped μ = 50 ms and λ_P = 2/s (the setting the testnet
+    /// calibration measured; the daemon ships 2.75/s since session 25, docs/benchmarks/frontier.md),
+    /// 0.3 ms processing, 3 layers;
     /// a wallet session every 4 h on average, 5 requests 5 s apart; the wallet profile's
-    /// padding (120 s minimum, 30 s idle tail) and the mobile budget (1 GB/day) as shipped.
+    /// padding (120 s minimum, 30 s idle tail) and the mobile budget (125 MB/day) as shipped.
     fn default() -> Self {
         Self {
             users: 1_000,
@@ -516,7 +519,7 @@ mod tests {
     fn mobile_and_wallet_profiles_send_what_their_rules_allow() {
         let base = ActivityConfig { users: 300, ..ActivityConfig::default() };
         let mobile = ActivityConfig { profile: Profile::Mobile, ..base };
-        // 10⁹ B/day of 32 KiB packets: 0.353 packets/s, all day.
+        // 125 MB/day of 4 KiB packets: 0.353 packets/s, all day.
         assert!((mobile.mean_send_rate() - 0.3532).abs() < 1e-3, "{}", mobile.mean_send_rate());
         let wallet = ActivityConfig { profile: Profile::Wallet, ..base };
         // Online max(120 s, 25 s burst + 0.5 s + 30 s tail) = 120 s of every 4 h.

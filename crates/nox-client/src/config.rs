@@ -7,9 +7,11 @@ use nox_cover::HealthConfig;
 use nox_sphinx::NodeId;
 
 /// The λ_P (packets per second) the `nox client` daemon and the wallet's commands send at unless
-/// told otherwise: Loopix substitution cover on, chosen from the measured anonymity/latency/
-/// bandwidth curve (docs/benchmarks/cover.md). The core's own default is 0 (off).
-pub const DAEMON_COVER_RATE: f64 = 2.0;
+/// told otherwise: Loopix substitution cover on, the frontier's choice (`nox bench frontier`,
+/// docs/benchmarks/frontier.md): the fastest round trip at ≤ 1 GB a day of 4 KiB packets
+/// (2.75 × 4,112 B × 86,400 s = 0.98 GB) with ≥ 90 % of log₂ 1000 sender entropy at μ = 50 ms.
+/// The core's own default is 0 (off).
+pub const DAEMON_COVER_RATE: f64 = 2.75;
 
 /// What the core needs to know besides the topology.
 #[derive(Clone, Debug)]

@@ -85,11 +85,11 @@ pub struct ClientArgs {
     /// --rpc http://127.0.0.1:8645`, cast, viem) here.
     #[arg(long)]
     pub rpc: Option<SocketAddr>,
-    /// Loopix λ_P cover rate in packets per second (each 32 KiB); 0 = off.
+    /// Loopix λ_P cover rate in packets per second (each one packet, 4 KiB by default); 0 = off.
     #[arg(long, default_value_t = nox_client::DAEMON_COVER_RATE)]
     pub cover_rate: f64,
     /// Cover profile: `always-on` (every free slot), `wallet` (only in sessions padded to 120 s
-    /// and 30 s after the last use) or `mobile` (a 1 GB/day budget); docs/benchmarks/cover.md.
+    /// and 30 s after the last use) or `mobile` (a 125 MB/day budget); docs/benchmarks/cover.md.
     #[arg(long, default_value = "always-on", value_parser = nox_client::profile::CoverProfile::from_name)]
     pub profile: nox_client::profile::CoverProfile,
     /// Expected JSON-RPC reply size in bytes (sizes the SURB budget).

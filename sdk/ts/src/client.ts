@@ -79,11 +79,11 @@ export interface NoxClientOptions {
   /** The loaded module. */
   module: ClientCoreModule;
   /**
-   * Loopix λ_P, packets per second (default 2, the native daemon's): real
+   * Loopix λ_P, packets per second (default 2.75, the native daemon's): real
    * packets wait for a slot and empty slots carry cover, so an observer of
    * the link sees the same stream whether the client is busy or idle. It
-   * costs one 4 KiB packet per slot upstream: 8 KiB/s ≈ 0.66 GiB/day at the
-   * default, and a request of n packets waits about n/λ_P s for its slots.
+   * costs one 4 KiB packet (4,112 B link record) per slot upstream: 11 KiB/s
+   * ≈ 0.98 GB/day at the default, and a request of n packets waits about n/λ_P s for its slots.
    * 0 turns cover off (requests go out at once; the link then shows when the
    * client is active).
    */
@@ -257,7 +257,7 @@ export class NoxClient implements MixnetRequester {
     const nodes = m.topologyNodes(topology, nowUnix());
     const config = new TextEncoder().encode(
       JSON.stringify({
-        cover_rate: options.coverRate ?? 2,
+        cover_rate: options.coverRate ?? 2.75,
         timeout_ms: options.requestTimeoutMs ?? 30_000,
       }),
     );

@@ -1,5 +1,5 @@
 // A private paid transaction from a page served over https:// whose links are all wss:// (issue 31),
-// on `nox testnet up --tls` with Anvil, the SDK at its shipped defaults (cover traffic on, λ_P = 2/s).
+// on `nox testnet up --tls` with Anvil, the SDK at its shipped defaults (cover traffic on, λ_P = 2.75/s).
 // A native wallet (`nox wallet` subprocesses, direct RPC) deposits 1 ETH and pays 0.3 ETH to a fresh
 // SDK seed; headless Chromium, trusting exactly the nodes' certificates, opens the https page, connects
 // over wss://, syncs the wallet through the mixnet, and sends `eth_sendTransaction` through the NOX
@@ -133,7 +133,7 @@ test("headless Chromium on an https:// page, every link wss://, cover on: a priv
     async ({ authority, seed, pool, keyUrl, to, value, amount }) => {
       const sdk = await import("/sdk/index.js");
       const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
-      // The shipped defaults: no coverRate (λ_P = 2/s), no timeouts given.
+      // The shipped defaults: no coverRate (λ_P = 2.75/s), no timeouts given.
       const client = await sdk.NoxClient.connect({
         directory: `${location.origin}/topology`, authorityKey: authority, module: await sdk.loadModule(bytes),
       });
@@ -192,7 +192,7 @@ test("headless Chromium on an https:// page, every link wss://, cover on: a priv
   // NOX_SDK_FIGURES=<file.json>: the figures for docs/benchmarks/browser.md.
   if (process.env.NOX_SDK_FIGURES) {
     writeFileSync(process.env.NOX_SDK_FIGURES, `${JSON.stringify({
-      what: "private paid transaction from an https page over wss://, SDK defaults (cover λ_P = 2/s), eth_sendTransaction → receipt",
+      what: "private paid transaction from an https page over wss://, SDK defaults (cover λ_P = 2.75/s), eth_sendTransaction → receipt",
       click_to_receipt_ms: result.ms, parts_ms: { ...result.timings, receiptMs: result.receiptMs }, first_sync_ms: result.firstSyncMs,
       fee_wei: result.fee, user_agent: result.userAgent, cpu: cpus()[0]?.model, cores: cpus().length, loadavg_end: loadavg(),
       date: new Date().toISOString(),
@@ -200,7 +200,7 @@ test("headless Chromium on an https:// page, every link wss://, cover on: a priv
   }
   const parts = Object.fromEntries(Object.entries({ ...result.timings, receiptMs: result.receiptMs }).map(([k, v]) => [k, Math.round(v)]));
   console.log(
-    `Chromium, https + wss, cover λ_P = 2/s: click → receipt ${(result.ms / 1000).toFixed(1)} s (ms: ${JSON.stringify(parts)}); ` +
+    `Chromium, https + wss, cover λ_P = 2.75/s: click → receipt ${(result.ms / 1000).toFixed(1)} s (ms: ${JSON.stringify(parts)}); ` +
       `first wallet sync ${Math.round(result.firstSyncMs)} ms; load ${loadavg().map((x) => x.toFixed(2)).join(" ")}; links ${JSON.stringify([...new Set(sockets)])}`,
   );
 });

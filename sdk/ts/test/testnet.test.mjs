@@ -107,7 +107,7 @@ test("with cover traffic on (the default rate), a request still completes", asyn
   try {
     const reply = await covered.request("echo", new TextEncoder().encode("covered"));
     assert.equal(new TextDecoder().decode(reply), "covered");
-    // Idle, the client keeps sending: empty slots carry cover (λ_P = 2/s by default).
+    // Idle, the client keeps sending: empty slots carry cover (λ_P = 2.75/s by default).
     const deadline = Date.now() + 10_000;
     let stats = covered.stats();
     while (stats.cover_packets < 3 && Date.now() < deadline) {
