@@ -300,4 +300,44 @@ mod tests {
         b.on_message(&m, 40).unwrap();
         assert_eq!(b.next_wakeup(), Some(40));
     }
+    /// Every third message one way lost, time driven explicitly (the exit
+    /// test's `lose_every = 3`). Going back N on a timeout resent all 30
+    /// segments from the first hole, and 30 ≡ 0 (mod 3): the first hole was
+    /// lost again on every round, the acknowledgement never moved, and the
+    /// sender gave up after `max_backoffs` (stuck at 3,800 of 60,000 bytes).
+    /// Resending one segment per timeout or partial acknowledgement gets
+    /// through, and spends one reply per hole, not one per segment.
+    #[test]
+    fn every_third_message_lost_one_way_still_delivers_and_closes() {
+        let config = EndpointConfig {
+            initial_rto_ms: 300,
+            min_rto_ms: 50,
+            max_rto_ms: 1_600,
+            max_backoffs: 12,
+            ..EndpointConfig::default()
+        };
+        let (mut exit, mut client) = (Endpoint::new(config), Endpoint::new(config));
+        let payload: Vec<u8> = (0..60_000u32).map(|i| (i * 7) as u8).collect();
+        assert_eq!(exit.write(&payload), payload.len());
+        exit.finish();
+        let (mut got, mut sent) = (Vec::new(), 0usize);
+        let mut now = 0;
+        while !(exit.send_half().done() && client.recv_half().at_eof()) {
+            assert!(now < 60_000, "stalled at {} of {}", got.len(), payload.len());
+            exit.on_timer(now);
+            assert_eq!(exit.reset_code(), None, "at {now} ms, {} of {} delivered", got.len(), payload.len());
+            while let Some(out) = exit.poll(1_900, now) {
+                sent += 1;
+                if sent % 3 != 0 {
+                    let mut m = StreamMessage::new(StreamId([0; 16]));
+                    out.apply(&mut m);
+                    client.on_message(&m, now).unwrap();
+                }
+            }
+            got.extend(client.read(usize::MAX, now));
+            carry(&mut client, &mut exit, 1_000, now);
+            now += 10;
+        }
+        assert_eq!(got, payload);
+    }
 }

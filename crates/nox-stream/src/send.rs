@@ -1,6 +1,9 @@
-//! The sending half: a bounded buffer, the peer's window, and go-back-N
+//! The sending half: a bounded buffer, the peer's window, and
 //! retransmission on a timeout measured from acknowledgements
-//! (`docs/spec/streams.md` §4).
+//! (`docs/spec/streams.md` §4): after a timeout, the first unacknowledged
+//! segment goes out again, then the next hole on each partial
+//! acknowledgement (the receiver keeps what arrived early), until
+//! everything sent before the timeout is acknowledged.
 
 use std::collections::VecDeque;
 
@@ -45,6 +48,14 @@ pub struct SendHalf {
     rto: RtoConfig,
     rto_at: Option<u64>,
     backoffs: u32,
+    /// After a timeout: `next` when it fired. Until the peer acknowledges
+    /// everything below it, only the first unacknowledged segment goes out
+    /// again, once per timeout or per acknowledgement that moves (the peer
+    /// keeps what arrived early: resending the whole range would spend a
+    /// reply per segment it already has).
+    recover: Option<u64>,
+    /// Segments the recovery may still resend (0 or 1).
+    recover_budget: u8,
 }
 
 impl SendHalf {
@@ -67,6 +78,8 @@ impl SendHalf {
             rto,
             rto_at: None,
             backoffs: 0,
+            recover: None,
+            recover_budget: 0,
         }
     }
 
@@ -131,7 +144,11 @@ impl SendHalf {
 
     /// Whether something is waiting to go out within the window.
     pub fn has_pending(&self) -> bool {
-        self.resend < self.next || self.next < self.sendable_end() || self.fin_pending
+        self.may_resend() || (self.recover.is_none() && self.next < self.sendable_end()) || self.fin_pending
+    }
+
+    fn may_resend(&self) -> bool {
+        self.resend < self.next && (self.recover.is_none() || self.recover_budget > 0)
     }
 
     fn sendable_end(&self) -> u64 {
@@ -162,6 +179,17 @@ impl SendHalf {
         self.buf.drain(..(new_acked - self.acked) as usize);
         self.acked = new_acked;
         self.resend = self.resend.max(self.acked.min(self.next));
+        match self.recover {
+            Some(end) if self.acked < end => {
+                // A partial acknowledgement: the next hole goes out now.
+                self.resend = self.acked;
+                self.recover_budget = 1;
+            }
+            _ => {
+                self.recover = None;
+                self.recover_budget = 0;
+            }
+        }
         while let Some(sent) = self.inflight.front().copied() {
             if sent.end > ack.offset {
                 break;
@@ -197,14 +225,15 @@ impl SendHalf {
     pub(crate) fn poll(&mut self, max_len: usize, now_ms: u64) -> Option<(Option<Data>, Option<u64>)> {
         let mut data = None;
         if max_len > 0 {
-            if self.resend < self.next {
+            if self.may_resend() {
+                self.recover_budget = self.recover_budget.saturating_sub(1);
                 let len = (self.next - self.resend).min(max_len as u64) as usize;
                 data = Some(Data { offset: self.resend, bytes: self.slice(self.resend, len) });
                 self.resend += len as u64;
                 for sent in self.inflight.iter_mut() {
                     sent.resent = true;
                 }
-            } else if self.next < self.sendable_end() {
+            } else if self.recover.is_none() && self.next < self.sendable_end() {
                 let len = (self.sendable_end() - self.next).min(max_len as u64) as usize;
                 data = Some(Data { offset: self.next, bytes: self.slice(self.next, len) });
                 self.next += len as u64;
@@ -213,7 +242,7 @@ impl SendHalf {
             }
         }
         let fin = match self.fin {
-            Some(fin) if self.fin_pending && self.resend == self.next && self.next == fin => {
+            Some(fin) if self.fin_pending && self.resend >= self.next && self.next == fin => {
                 self.fin_pending = false;
                 self.fin_sent = true;
                 Some(fin)
@@ -246,6 +275,8 @@ impl SendHalf {
             return false;
         }
         self.resend = self.acked.min(self.next);
+        self.recover = Some(self.next);
+        self.recover_budget = 1;
         if self.fin_sent && !self.fin_acked {
             self.fin_pending = true;
         }
