@@ -11,8 +11,8 @@
 //! - the WAN floor of each echo's path is not known to the client (it picks paths itself):
 //!   the profile's floors of the fastest and slowest paths are reported beside.
 //!
-//! The sender entropy under WAN delay is not measured here (the anonymity harness needs the
-//! `observe` build and its own capture).
+//! The sender entropy under WAN delay is measured by `nox bench cover --wan` (the anonymity
+//! harness needs the `observe` build and its own capture; docs/benchmarks/network.md).
 
 use std::{path::PathBuf, time::Duration};
 
