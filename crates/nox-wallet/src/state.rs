@@ -30,13 +30,17 @@ use crate::{
 };
 use ark_bn254::Fr;
 use nox_zk::{
-    MerklePath, SpendingKey, TREE_DEPTH, field,
+    MerklePath, SpendingKey, field,
     insert::{InsertPublic, InsertWitness},
-    merkle::zeros,
     poseidon,
 };
 use serde::{Deserialize, Serialize};
+use serde_words::{opt_word, word};
 use std::collections::BTreeMap;
+use tree::BatchTree;
+
+mod serde_words;
+mod tree;
 
 /// Leaves per inserted batch (an aligned subtree): the insertion circuit's
 /// [`nox_zk::insert::BATCH_SIZE`] (32).
@@ -651,87 +655,6 @@ impl PoolView {
     }
 }
 
-/// The pool's tree as the wallet keeps it: every node of every non-empty subtree, appended one
-/// aligned batch of [`BATCH_SIZE`] = 32 leaves at a time. A batch costs 31 hashes for its subtree and
-/// one per level above it (58 Poseidon hashes), where appending leaf by leaf costs 32 per leaf (1,024
-/// per batch):
-/// what makes a sync of 10,000 notes take well under the issue's 2 s. Hashing is `nox_zk`'s
-/// (`Poseidon(left, right)`, empty subtrees `zeros()`), so its roots and paths are
-/// `nox_zk::Tree`'s (checked against it in tests/wallet.rs, and against every published root).
-#[derive(Clone, Debug)]
-struct BatchTree {
-    /// `levels[0]` are the leaves, `levels[TREE_DEPTH]` the root (once anything is inserted).
-    levels: Vec<Vec<Fr>>,
-}
-
-impl BatchTree {
-    fn new() -> Self {
-        BatchTree { levels: vec![Vec::new(); TREE_DEPTH + 1] }
-    }
-
-    fn len(&self) -> u64 {
-        self.levels[0].len() as u64
-    }
-
-    fn leaves(&self) -> &[Fr] {
-        &self.levels[0]
-    }
-
-    fn node(&self, lvl: usize, pos: usize) -> Fr {
-        self.levels[lvl].get(pos).copied().unwrap_or(zeros()[lvl])
-    }
-
-    fn root(&self) -> Fr {
-        self.node(TREE_DEPTH, 0)
-    }
-
-    /// Appends one aligned batch (the tree always ends at a batch boundary).
-    fn push_batch(&mut self, batch: &[Fr; BATCH_SIZE as usize]) -> Result<(), WalletError> {
-        let start = self.levels[0].len();
-        if (start as u64 + BATCH_SIZE) > 1u64 << TREE_DEPTH {
-            return Err(WalletError::Inconsistent("a batch beyond the tree's 2^32 leaves".into()));
-        }
-        self.levels[0].extend_from_slice(batch);
-        let (mut lo, mut hi) = (start, start + BATCH_SIZE as usize);
-        for lvl in 0..TREE_DEPTH {
-            let (plo, phi) = (lo / 2, (hi - 1) / 2 + 1);
-            for p in plo..phi {
-                let h = poseidon::hash(&[self.node(lvl, 2 * p), self.node(lvl, 2 * p + 1)])?;
-                let row = &mut self.levels[lvl + 1];
-                match row.get_mut(p) {
-                    Some(slot) => *slot = h,
-                    None => row.push(h),
-                }
-            }
-            (lo, hi) = (plo, phi);
-        }
-        Ok(())
-    }
-
-    fn path(&self, index: u64) -> Result<MerklePath, WalletError> {
-        if index >= self.len() {
-            return Err(WalletError::BadRequest("no such leaf"));
-        }
-        let mut pos = index as usize;
-        let mut siblings = Vec::with_capacity(TREE_DEPTH);
-        for lvl in 0..TREE_DEPTH {
-            siblings.push(self.node(lvl, pos ^ 1));
-            pos /= 2;
-        }
-        Ok(MerklePath { index, siblings })
-    }
-
-    /// The siblings above the batch subtree starting at leaf `start` (the insertion witness).
-    fn batch_siblings(&self, start: u64) -> Result<Vec<Fr>, WalletError> {
-        let levels = BATCH_SIZE.trailing_zeros() as usize;
-        if !start.is_multiple_of(BATCH_SIZE) || (start + BATCH_SIZE) > 1u64 << TREE_DEPTH {
-            return Err(WalletError::BadRequest("a batch starts at a free multiple of 16"));
-        }
-        let pos = (start as usize) >> levels;
-        Ok((levels..TREE_DEPTH).map(|lvl| self.node(lvl, (pos >> (lvl - levels)) ^ 1)).collect())
-    }
-}
-
 /// The view file's format: 2 since the 2-in/2-out pool (issue 30); 3 adds the pool's deposits
 /// with their block times (the privacy advice, issue 35). Format 2 still loads.
 const VIEW_VERSION: u32 = 3;
@@ -752,42 +675,4 @@ struct ViewFile {
     deposits: Vec<DepositSeen>,
     #[serde(default)]
     deposits_from_block: u64,
-}
-
-/// Serde for scalars as 64 hex digits (a big-endian word).
-mod word {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn parse(s: &str) -> Result<Fr, WalletError> {
-        let bytes = hex::decode(s).map_err(|_| WalletError::State("a word is not hexadecimal".into()))?;
-        let bytes: [u8; 32] = bytes.try_into().map_err(|_| WalletError::State("a word is not 32 bytes".into()))?;
-        field::from_be32(&bytes).map_err(|_| WalletError::State("a word is not a BN254 scalar".into()))
-    }
-
-    pub fn serialize<S: Serializer>(x: &Fr, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(field::to_be32(x)))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Fr, D::Error> {
-        let s = String::deserialize(d)?;
-        parse(&s).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Serde for optional scalars.
-mod opt_word {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(x: &Option<Fr>, s: S) -> Result<S::Ok, S::Error> {
-        match x {
-            Some(x) => s.serialize_some(&hex::encode(field::to_be32(x))),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Fr>, D::Error> {
-        Option::<String>::deserialize(d)?.map(|s| word::parse(&s).map_err(serde::de::Error::custom)).transpose()
-    }
 }
