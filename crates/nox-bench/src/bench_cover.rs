@@ -38,10 +38,10 @@ use nox_topology::PacketLen;
 /// Options of `nox bench cover`.
 #[derive(clap::Args, Clone)]
 pub struct CoverArgs {
-    /// CI-sized: μ = 1 ms only, λ_P ∈ {0, 2}, 6 s windows.
+    /// CI-sized: μ = 1 ms only, λ_P ∈ {0, the shipped 2.75}, 6 s windows.
     #[arg(long)]
     pub quick: bool,
-    /// Client cover rates λ_P to sweep, packets/s (default 0,0.5,1,2,4,8).
+    /// Client cover rates λ_P to sweep, packets/s (default 0,0.5,1,2,2.75,4,8: 2.75 the shipped rate).
     #[arg(long, value_delimiter = ',')]
     pub rates: Vec<f64>,
     /// Mean delays per hop μ, ms, one testnet each (default 1,10,50; 50 ms is the node's
@@ -121,7 +121,8 @@ const NEAR_MAX: f64 = 0.9;
 
 impl CoverArgs {
     fn resolved(&self) -> (Vec<f64>, Vec<f64>, f64) {
-        let rates = given_or(&self.rates, self.quick, &[0.0, 2.0], &[0.0, 0.5, 1.0, 2.0, 4.0, 8.0]);
+        let shipped = nox_client::DAEMON_COVER_RATE;
+        let rates = given_or(&self.rates, self.quick, &[0.0, shipped], &[0.0, 0.5, 1.0, 2.0, shipped, 4.0, 8.0]);
         let delays = given_or(&self.delays_ms, self.quick, &[1.0], &[1.0, 10.0, 50.0]);
         (rates, delays, self.seconds.unwrap_or(if self.quick { 6.0 } else { 40.0 }))
     }
@@ -745,8 +746,9 @@ mod tests {
             topologies: vec![],
             packet_len: None,
             simulate: 0,
+            wan: None,
         };
-        assert_eq!(args.resolved(), (vec![0.0, 2.0], vec![1.0], 6.0));
+        assert_eq!(args.resolved(), (vec![0.0, nox_client::DAEMON_COVER_RATE], vec![1.0], 6.0));
         args.quick = false;
         let (rates, delays, seconds) = args.resolved();
         assert!(rates.contains(&nox_client::DAEMON_COVER_RATE), "the shipped rate is on the curve");
