@@ -108,7 +108,7 @@ pub struct ActivityConfig {
 
 /// The shipped mobile budget's rate: 125 MB a day of 4 KiB packets (`nox_cover::MOBILE_DEFAULT_BUDGET`
 /// at nox-sphinx's `DEFAULT_PACKET_LEN`; the same 0.353 packets/s the 1 GB budget bought at
-/// 32 KiB), packets per second.
+/// 32 KiB), packets per second. Pinned to the client's constants by `tests/shipped.rs`.
 pub const MOBILE_DEFAULT_RATE_PER_S: f64 = 125e6 / 4_096.0 / 86_400.0;
 
 impl Default for ActivityConfig {

@@ -245,12 +245,20 @@ async fn ingest(
         match admitted {
             Ok(admitted) => {
                 metrics.admitted.fetch_add(1, Ordering::Relaxed);
+                // Count the job before it is queued: a worker may take it (and
+                // decrement) before `try_send` returns, which with an increment
+                // after the send wrapped the unsigned gauge below zero.
+                metrics.worker_queue_depth.fetch_add(1, Ordering::Relaxed);
                 match jobs.try_send(Job { admitted, inbound: frame }) {
-                    Ok(()) => {
-                        metrics.worker_queue_depth.fetch_add(1, Ordering::Relaxed);
+                    Ok(()) => {}
+                    Err(std_mpsc::TrySendError::Full(_)) => {
+                        metrics.worker_queue_depth.fetch_sub(1, Ordering::Relaxed);
+                        metrics.count_drop(DropReason::QueueFull);
                     }
-                    Err(std_mpsc::TrySendError::Full(_)) => metrics.count_drop(DropReason::QueueFull),
-                    Err(std_mpsc::TrySendError::Disconnected(_)) => return,
+                    Err(std_mpsc::TrySendError::Disconnected(_)) => {
+                        metrics.worker_queue_depth.fetch_sub(1, Ordering::Relaxed);
+                        return;
+                    }
                 }
             }
             Err(reason) => metrics.count_drop(reason),
