@@ -113,4 +113,64 @@ impl Withdrawal {
         let t = transaction_struct(proof, prepared);
         Action { target: self.adaptor, data: swap_exact_in(&t, &self.swap), gas }
     }
+
+    /// The length of [`Self::action`]'s calldata, known before anything is proved or swapped:
+    /// the ABI fixes it (every field a word, each note ciphertext [`nox_wallet::memo::NOTE_LEN`]
+    /// bytes). The client's own figure of the bundle's L1 data fee is computed on it.
+    pub fn action_data_len() -> usize {
+        let note = Bytes::from(vec![0u8; nox_wallet::memo::NOTE_LEN]);
+        let t = Transaction {
+            proof: [U256::ZERO; 8],
+            root: U256::ZERO,
+            nullifiers: [U256::ZERO; 2],
+            commitments: [U256::ZERO; 2],
+            asset: Address::ZERO,
+            publicIn: U256::ZERO,
+            publicOut: U256::ZERO,
+            fee: U256::ZERO,
+            recipient: Address::ZERO,
+            deadline: U256::ZERO,
+            notes: [note.clone(), note],
+        };
+        let swap = Swap {
+            tokenOut: Address::ZERO,
+            amountOutMin: U256::ZERO,
+            swapDeadline: U256::ZERO,
+            recipient: Address::ZERO,
+        };
+        swap_exact_in(&t, &swap).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The length the client prices the data fee on before proving is the length of the action it
+    /// sends, whatever the values (all fixed-size ABI words; notes of fixed length).
+    #[test]
+    fn the_action_length_is_known_before_proving() {
+        let note = Bytes::from(vec![0xffu8; nox_wallet::memo::NOTE_LEN]);
+        let t = Transaction {
+            proof: [U256::MAX; 8],
+            root: U256::MAX,
+            nullifiers: [U256::MAX; 2],
+            commitments: [U256::MAX; 2],
+            asset: Address::repeat_byte(0xff),
+            publicIn: U256::MAX,
+            publicOut: U256::MAX,
+            fee: U256::MAX,
+            recipient: Address::repeat_byte(0xff),
+            deadline: U256::MAX,
+            notes: [note.clone(), note],
+        };
+        let swap = Swap {
+            tokenOut: Address::repeat_byte(1),
+            amountOutMin: U256::MAX,
+            swapDeadline: U256::from(1_800_000_000u64),
+            recipient: Address::repeat_byte(2),
+        };
+        assert_eq!(swap_exact_in(&t, &swap).len(), Withdrawal::action_data_len());
+        assert!(Withdrawal::action_data_len() > 4 + 20 * 32, "a whole transaction and a swap");
+    }
 }

@@ -176,11 +176,23 @@ impl ChainReading {
     /// The default ceiling, wei: [`DEFAULT_CEILING_FACTOR`] × ([`MAX_PAYMENT_GAS`] +
     /// `action_gas`) × [`ChainReading::max_fee_per_gas`].
     pub fn default_ceiling_wei(&self, action_gas: u64) -> U256 {
-        U256::from(DEFAULT_CEILING_FACTOR)
+        self.default_ceiling_with_data_fee_wei(action_gas, U256::ZERO)
+    }
+
+    /// The default ceiling on an L2, wei: [`Self::default_ceiling_wei`] plus
+    /// [`DEFAULT_CEILING_FACTOR`] × the client's own figure of the bundle's L1 data fee (a quote
+    /// may charge up to [`QUOTE_TOLERANCE`] × that figure, plus the relayer's margin).
+    pub fn default_ceiling_with_data_fee_wei(&self, action_gas: u64, own_data_fee_wei: U256) -> U256 {
+        let gas = U256::from(DEFAULT_CEILING_FACTOR)
             * U256::from(MAX_PAYMENT_GAS.saturating_add(action_gas))
-            * U256::from(self.max_fee_per_gas())
+            * U256::from(self.max_fee_per_gas());
+        gas.saturating_add(own_data_fee_wei.saturating_mul(U256::from(DEFAULT_CEILING_FACTOR)))
     }
 }
+
+/// The client's own data-fee sample (defined with the relayer's reference bundle, whose shape it
+/// shares; the browser module computes it from the same function).
+pub use nox_relayer::price::{SIGNED_ENVELOPE_BYTES, data_fee_sample};
 
 /// The most a quote's fee figures may be, wei per gas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -157,6 +157,32 @@ pub fn reference_bundle_calldata(pool: alloy_primitives::Address, action_bytes: 
     crate::abi::executeCall { bundle }.abi_encode()
 }
 
+/// Bytes a signed EIP-1559 transaction adds around its calldata (type, RLP headers, chain id,
+/// nonce, fees, gas limit, `to`, value, empty access list, signature): what
+/// [`data_fee_sample`] appends to stand for the relayer's signed envelope.
+pub const SIGNED_ENVELOPE_BYTES: usize = 117;
+
+/// The bytes on which the client computes its own figure of a bundle's L1 data fee, before
+/// anything is proved: a paid bundle's `execute` calldata through `pool` with `action_data_len`
+/// bytes of action calldata — the shape the relayer prices
+/// ([`reference_bundle_calldata`]; proof, field elements and note
+/// ciphertexts incompressible, as real ones are) — and [`SIGNED_ENVELOPE_BYTES`] of
+/// incompressible bytes for the signed envelope. Its length is the signed transaction's to a
+/// few bytes; the fee formulas (OP stack: calldata gas or FastLZ length; Arbitrum: length) see
+/// the same compressibility as the real transaction's.
+pub fn data_fee_sample(pool: alloy_primitives::Address, action_data_len: usize) -> Vec<u8> {
+    let mut bytes = reference_bundle_calldata(pool, action_data_len);
+    let mut word = alloy_primitives::keccak256(b"nox signed envelope");
+    let mut envelope = Vec::with_capacity(SIGNED_ENVELOPE_BYTES + 32);
+    while envelope.len() < SIGNED_ENVELOPE_BYTES {
+        word = alloy_primitives::keccak256(word);
+        envelope.extend_from_slice(word.as_slice());
+    }
+    envelope.truncate(SIGNED_ENVELOPE_BYTES);
+    bytes.extend_from_slice(&envelope);
+    bytes
+}
+
 /// A fee token's price at the moment of pricing: what selling an amount of it would yield in
 /// wei, and the least amount whose sale yields a given number of wei. The relayer values every
 /// token fee through this (admission, quotes, fee bumps). The shipped source is a Uniswap v2

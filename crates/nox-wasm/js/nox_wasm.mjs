@@ -166,6 +166,14 @@ export class NoxWasm {
   }
 
   /**
+   * The bytes whose L1 data fee is this client's own figure of a paid bundle's through `pool`
+   * with `actionLen` bytes of action calldata (the relayer's reference shape + a signed envelope).
+   */
+  payDataFeeSample(pool, actionLen) {
+    return this.call('nox_pay_data_fee_sample', [], [JSON.stringify({ pool, action_len: actionLen })]);
+  }
+
+  /**
    * `BatchExecutor.execute(Bundle)` calldata for a proved transaction: its `description`
    * (walletPrepare's, object or JSON), its 256-byte `proof`, and `action` = { pool, target, data, gas }.
    */

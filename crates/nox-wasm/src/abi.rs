@@ -390,6 +390,13 @@ pub extern "C" fn nox_pay_execution_hash() -> i32 {
     call(|m, a| m.pay_execution_hash(&a[0]))
 }
 
+/// The bytes the caller's own L1 data-fee figure is computed on. arg 0: JSON `{"pool",
+/// "action_len"}`. Output: the sample's bytes.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_pay_data_fee_sample() -> i32 {
+    call(|m, a| m.pay_data_fee_sample(&a[0]))
+}
+
 /// `BatchExecutor.execute(Bundle)` calldata. arg 0: the prepared transaction's description
 /// JSON; arg 1: its proof (256); arg 2: action JSON `{"pool", "target", "data", "gas"}`.
 #[unsafe(no_mangle)]

@@ -15,4 +15,5 @@ mod private;
 pub use api::{Module, NewSurb, RAW_HOP_LEN, SEED_LEN, WasmError};
 pub use client::{NewClient, completed_bytes, now};
 pub use link::{ClientLink, Fed, fed_bytes};
+pub use pay::MAX_SAMPLE_ACTION_LEN;
 pub use private::{KEY_COMPRESSED, KEY_UNCOMPRESSED, WALLET_SEED_LEN};

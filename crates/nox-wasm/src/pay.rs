@@ -3,6 +3,8 @@
 //!
 //! - [`Module::pay_execution_hash`]: the raw execution hash `keccak256(target ‖ data ‖ fee ‖
 //!   gas)` a payment binds (`BatchExecutor.executionHash`);
+//! - [`Module::pay_data_fee_sample`]: the bytes the caller's own figure of a bundle's L1 data
+//!   fee is computed on (`nox_relayer::price::data_fee_sample`, as `nox tx` does; issue 33);
 //! - [`Module::pay_bundle`]: `BatchExecutor.execute(Bundle)` calldata from a prepared
 //!   transaction's description and its proof (`nox_pay::Payment::bundle`);
 //! - [`Module::wallet_sync`]: the pool's `eth_getLogs` entries decoded
@@ -79,6 +81,18 @@ fn decimal(what: &str, s: &str) -> Result<u128, WasmError> {
     s.parse().map_err(|_| bad(format!("{what}: not a decimal amount below 2^128")))
 }
 
+/// The longest action calldata [`Module::pay_data_fee_sample`] takes (a block's gas limit holds
+/// no more calldata than this).
+pub const MAX_SAMPLE_ACTION_LEN: usize = 1 << 21;
+
+/// [`Module::pay_data_fee_sample`]'s argument.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SampleJson {
+    pool: String,
+    action_len: usize,
+}
+
 fn parse_action(json: &[u8]) -> Result<ActionJson, WasmError> {
     serde_json::from_slice(json).map_err(|e| bad(format!("action: {e}")))
 }
@@ -99,6 +113,20 @@ impl Module {
         let data = hex_vec("data", &a.data)?;
         let fee = decimal("fee", a.fee.as_deref().unwrap_or("0"))?;
         Ok(field::execution_hash(&target, &data, fee, a.gas).0.to_vec())
+    }
+
+    /// The bytes whose L1 data fee is the caller's own figure of a paid bundle's through `pool`
+    /// whose action carries `action_len` bytes (`{"pool", "action_len"}`): the relayer's reference
+    /// bundle shape plus a signed envelope (`nox_relayer::price::data_fee_sample`). The host asks
+    /// the chain's fee oracle for their fee. An action longer than [`MAX_SAMPLE_ACTION_LEN`] is
+    /// refused.
+    pub fn pay_data_fee_sample(&self, json: &[u8]) -> Result<Vec<u8>, WasmError> {
+        let a: SampleJson = serde_json::from_slice(json).map_err(|e| bad(format!("data fee sample: {e}")))?;
+        let pool = fixed::<20>("pool", &a.pool)?;
+        if a.action_len > MAX_SAMPLE_ACTION_LEN {
+            return Err(bad(format!("action_len: {} is above {MAX_SAMPLE_ACTION_LEN}", a.action_len)));
+        }
+        Ok(nox_relayer::price::data_fee_sample(Address::from(pool), a.action_len))
     }
 
     /// `BatchExecutor.execute(Bundle)` calldata for a proved transaction: `description` is

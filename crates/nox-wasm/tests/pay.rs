@@ -158,3 +158,23 @@ fn bundle_calldata_carries_exactly_the_prepared_transaction() {
     let no_pool = json!({ "target": hex::encode(target), "gas": gas });
     assert_eq!(module.pay_bundle(&description, &proof, no_pool.to_string().as_bytes()).unwrap_err().code(), 1);
 }
+
+/// Issue 33: the browser's own data-fee figure is computed on the same bytes as `nox tx`'s.
+#[test]
+fn the_data_fee_sample_is_the_native_one_and_bad_input_is_refused() {
+    let m = Module::new();
+    let pool = Address::repeat_byte(0x5f);
+    for len in [0usize, 132, 1_000] {
+        let json = json!({ "pool": format!("{pool:#x}"), "action_len": len }).to_string();
+        let sample = m.pay_data_fee_sample(json.as_bytes()).expect("sample");
+        assert_eq!(sample, nox_relayer::price::data_fee_sample(pool, len));
+    }
+    for bad in [
+        json!({ "pool": "0x12", "action_len": 0 }),
+        json!({ "pool": format!("{pool:#x}"), "action_len": nox_wasm::MAX_SAMPLE_ACTION_LEN + 1 }),
+        json!({ "pool": format!("{pool:#x}") }),
+        json!({ "pool": format!("{pool:#x}"), "action_len": -1 }),
+    ] {
+        assert!(m.pay_data_fee_sample(bad.to_string().as_bytes()).is_err(), "{bad} accepted");
+    }
+}

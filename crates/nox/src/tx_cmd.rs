@@ -244,6 +244,9 @@ struct Session {
 struct FeeFor<'a> {
     asset: Address,
     action_gas: u64,
+    /// The action's calldata length (the client's own figure of the L1 data fee is computed on
+    /// the bundle that carries it).
+    action_data_len: usize,
     fee: &'a FeeArgs,
     /// What the action is, for the confirmation.
     what: String,
@@ -279,7 +282,7 @@ async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Resu
     }
     // Nothing is proved, spent or written (the wallet is synced only after this) unless the quote
     // and the fee pass the client's own bounds and the user's ceiling.
-    let fee = checked_fee(&quote, &provider, &testnet, fee_for).await?;
+    let fee = checked_fee(&quote, &provider, &testnet, (chain_id, at.pool), fee_for).await?;
     let (seed, view) = wallet_cmd::synced_at(chain, &at, &provider).await?;
     Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now, intent })
 }
@@ -317,15 +320,21 @@ async fn checked_fee(
     quote: &Quote,
     provider: &alloy::providers::DynProvider,
     testnet: &std::path::Path,
+    (chain_id, pool): (u64, Address),
     f: &FeeFor<'_>,
 ) -> CmdResult<u128> {
     let reading = fee_reading(provider, quote.block).await?;
+    // On an L2 the quote's data fee is bounded by this client's own figure (0 on an L1: then any
+    // claimed data fee is refused).
+    let own_data_fee = nox_wallet_io::l2fee::own_data_fee_wei(provider, chain_id, pool, f.action_data_len)
+        .await
+        .map_err(|e| format!("{e}; nothing was proved, spent or sent"))?;
     let price = quote.prices.iter().find(|p| p.asset == f.asset).map(|p| p.per_million_gas);
     let token_value = match (f.asset.is_zero(), price) {
         (false, Some(price)) => token_value_wei(provider, testnet, f.asset, price).await?,
         _ => None,
     };
-    nox_pay::check_quote(quote, &reading, f.asset, token_value).map_err(refused)?;
+    nox_pay::check_quote_with_data_fee(quote, &reading, f.asset, token_value, own_data_fee).map_err(refused)?;
     let fee = match f.fee.fixed {
         Some(fee) => fee,
         None => nox_pay::fee_from_quote(quote, f.asset, f.action_gas, f.fee.fee_percent).map_err(|e| e.to_string())?,
@@ -339,12 +348,14 @@ async fn checked_fee(
     };
     let ceiling = match f.fee.max_fee {
         Some(max) => Ceiling::Explicit(max),
-        None => Ceiling::Default { wei: reading.default_ceiling_wei(f.action_gas) },
+        None => Ceiling::Default { wei: reading.default_ceiling_with_data_fee_wei(f.action_gas, own_data_fee) },
     };
     nox_pay::check_ceiling(U256::from(fee), value_wei, ceiling).map_err(refused)?;
+    // The L1 data fee is named only where there is one (an L1's output is unchanged).
+    let data_fee = if own_data_fee.is_zero() { String::new() } else { format!(", L1 data fee {own_data_fee} wei") };
     println!(
-        "own reading: base fee {} wei, tip {} wei; the quote is within bounds; fee {fee} of {} (worth {} ETH) under \
-         the ceiling {}",
+        "own reading: base fee {} wei, tip {} wei{data_fee}; the quote is within bounds; fee {fee} of {} (worth {} \
+         ETH) under the ceiling {}",
         reading.base_fee,
         reading.priority_fee,
         asset_label(f.asset),
@@ -516,7 +527,14 @@ fn wallet_rng() -> rand_chacha_03::ChaCha20Rng {
 /// payment-only bundle (no action) whose one proof makes the plan's notes and pays the fee.
 pub(crate) async fn paid(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
     let asset = plan.asset;
-    let fee_for = FeeFor { asset, action_gas: 0, fee: &p.submit.fee, what: plan.what.clone(), intent: plan.intent() };
+    let fee_for = FeeFor {
+        asset,
+        action_gas: 0,
+        action_data_len: 0,
+        fee: &p.submit.fee,
+        what: plan.what.clone(),
+        intent: plan.intent(),
+    };
     let s = session(&p.chain, &p.submit.mix, &fee_for).await?;
     let unit = wallet_cmd::unit_of(&s.provider, asset).await;
     let o = PayOptions {
@@ -543,6 +561,7 @@ async fn send(a: &SendArgs) -> Result<(), Stop> {
     let fee_for = FeeFor {
         asset,
         action_gas: a.action_gas,
+        action_data_len: a.data.len(),
         fee: &a.fee,
         what: format!("a call to {} ({} bytes of calldata)", a.target, a.data.len()),
         intent: format!("a call to {} with data {} and gas {}, paid in {asset}", a.target, a.data, a.action_gas),
@@ -618,7 +637,14 @@ async fn swap(a: &AdaptorArgs, slippage_bps: u32, action_gas: u64) -> Result<(),
         .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
     let what = format!("a swap of {amount} wei to {to}");
     let intent = format!("a swap of {amount} wei for {} to {to}", defi.token);
-    let fee_for = FeeFor { asset: Address::ZERO, action_gas, fee: &a.fee, what, intent };
+    let fee_for = FeeFor {
+        asset: Address::ZERO,
+        action_gas,
+        action_data_len: nox_pay::adaptor::Withdrawal::action_data_len(),
+        fee: &a.fee,
+        what,
+        intent,
+    };
     let s = session(chain, &a.mix, &fee_for).await?;
     let router = UniswapV2Router02::new(defi.router, &s.provider);
     let amounts = router

@@ -113,8 +113,10 @@ export function feeBounds(r: ChainReading): FeeBounds {
 }
 
 /** The default ceiling, wei. */
-export function defaultCeilingWei(r: ChainReading, actionGas: bigint | number): bigint {
-  return DEFAULT_CEILING_FACTOR * (MAX_PAYMENT_GAS + BigInt(actionGas)) * ownMaxFeePerGas(r);
+export function defaultCeilingWei(r: ChainReading, actionGas: bigint | number, ownDataFeeWei = 0n): bigint {
+  // On an L2, plus 3 × the caller's own figure of the data fee (nox-pay's
+  // `default_ceiling_with_data_fee_wei`).
+  return DEFAULT_CEILING_FACTOR * ((MAX_PAYMENT_GAS + BigInt(actionGas)) * ownMaxFeePerGas(r) + ownDataFeeWei);
 }
 
 /** The most a quote's ETH price per million gas may be (the relayer's formula at its own bounded figures). */

@@ -68,6 +68,8 @@ export {
   tip,
 } from "./bounds.js";
 export type { ChainReading, Eip1193, FeeBounds } from "./bounds.js";
+export { ARB_GAS_INFO, GAS_PRICE_ORACLE, feeModel, ownDataFeeWei } from "./rollup-fee.js";
+export type { FeeModel } from "./rollup-fee.js";
 export {
   ETHEREUM_RPC_PATH,
   MAX_ANON_RPC_BATCH,

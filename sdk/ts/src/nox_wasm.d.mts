@@ -80,6 +80,7 @@ export declare class NoxWasm {
   provingKeyBytes(key: number): Uint8Array;
   proveTransfer(key: number, prepared: number): { proof: Uint8Array; publicInputs: Uint8Array[]; bytes: Uint8Array };
   payExecutionHash(action: { target: string; data: string; gas: number; fee: string }): Uint8Array;
+  payDataFeeSample(pool: string, actionLen: number): Uint8Array;
   payBundle(
     description: object | string,
     proof: Uint8Array,

@@ -20,6 +20,7 @@ import {
   feeFromQuote,
 } from "./bounds.js";
 import { NoxError } from "./errors.js";
+import { ownDataFeeWei } from "./rollup-fee.js";
 import type { ProvedTransfer, ProverProgress, TransferProver } from "./prover.js";
 import type { RelayOutcome, RelayQuote, RelaySubmission } from "./relay.js";
 import type { NoxWallet } from "./wallet.js";
@@ -201,9 +202,17 @@ export class PrivateSender {
       );
     }
     const reading = await readQuoteFees(o.provider, quote.block);
-    checkQuote(quote, reading, ZERO_ADDRESS);
+    // On an L2 the quote's data fee is bounded by this client's own figure of it (0 on an L1:
+    // then any claimed data fee is refused), read through its own provider.
+    const actionLen = (action.data.length - 2) / 2;
+    const ownDataFee = await ownDataFeeWei(o.provider, chainId, wallet.module.payDataFeeSample(wallet.pool, actionLen));
+    checkQuote(quote, reading, ZERO_ADDRESS, undefined, ownDataFee);
     const fee = feeFromQuote(quote, ZERO_ADDRESS, action.gas, o.feePercent ?? DEFAULT_FEE_PERCENT);
-    checkCeiling(fee, fee, o.maxFee !== undefined ? { maxFee: o.maxFee } : { defaultWei: defaultCeilingWei(reading, action.gas) });
+    checkCeiling(
+      fee,
+      fee,
+      o.maxFee !== undefined ? { maxFee: o.maxFee } : { defaultWei: defaultCeilingWei(reading, action.gas, ownDataFee) },
+    );
     if (hasData && !withdrawal) {
       // A call with calldata to an address without code does nothing and still pays (`nox tx send`).
       const code = await rpc<string>(o.provider, "eth_getCode", [tx.to, "latest"]);
