@@ -39,6 +39,10 @@ pub enum ZkError {
     /// arkworks reported an internal error).
     #[error("proving system: {0}")]
     Snark(String),
+    /// A phase of the split prover (`split_prover`) got a bad input: a part index not below the
+    /// number of parts, a missing or repeated part, a truncated or foreign encoding.
+    #[error("split prover: {0}")]
+    BadPart(&'static str),
     /// The public inputs and proof were well formed but the proof does not verify.
     #[error("proof does not verify")]
     ProofRejected,

@@ -10,6 +10,7 @@ pub mod merkle;
 pub mod note;
 pub mod poseidon;
 pub mod solidity;
+pub mod split_prover;
 pub mod transfer;
 
 pub use error::ZkError;

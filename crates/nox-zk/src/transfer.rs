@@ -664,6 +664,19 @@ impl Matrices {
         self.num_constraints
     }
 
+    /// Number of variables (the constant 1, the public inputs, the witness).
+    pub fn num_variables(&self) -> usize {
+        self.num_instance + self.num_witness
+    }
+
+    /// Whether `z` is a full assignment of the right length with `public`'s inputs that
+    /// satisfies every constraint (what [`prove`] checks before proving).
+    pub fn is_assignment_for(&self, public: &TransferPublic, z: &[Fr]) -> bool {
+        z.len() == self.num_variables()
+            && z.get(1..self.num_instance) == Some(&public.to_vec()[..])
+            && self.satisfied_by(z)
+    }
+
     /// Whether `z = (1, instance, witness)` satisfies every row `⟨A,z⟩·⟨B,z⟩ = ⟨C,z⟩`.
     fn satisfied_by(&self, z: &[Fr]) -> bool {
         let [a, b, c] = self.matrices.as_slice() else { return false };
@@ -736,10 +749,7 @@ pub fn prove_timed<R: RngCore + CryptoRng>(
     let z = assignment(public, witness)?;
     let synthesis = t.elapsed();
     let t = Instant::now();
-    if z.len() != m.num_instance + m.num_witness
-        || z.get(1..m.num_instance) != Some(&public.to_vec()[..])
-        || !m.satisfied_by(&z)
-    {
+    if !m.is_assignment_for(public, &z) {
         return Err(ZkError::Snark("witness does not satisfy the transfer statement".into()));
     }
     let check = t.elapsed();

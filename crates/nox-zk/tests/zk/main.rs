@@ -7,5 +7,6 @@ mod insert;
 mod pool_vectors;
 mod poseidon;
 mod quiet;
+mod split_prover;
 mod transfer;
 mod transfer_vectors;

@@ -50,7 +50,7 @@ fn spent(tree: &Tree, notes: &[(Note, u64)]) -> Vec<SpentNote> {
 
 /// A transaction of `key(seed)` spending notes of `ins`, paying `outs[0]` to `key(seed + 1)`
 /// and `outs[1]` back to itself.
-fn tx(
+pub(crate) fn tx(
     seed: u8,
     ins: &[u128],
     outs: &[u128],
