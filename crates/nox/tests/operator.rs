@@ -2,19 +2,33 @@
 //! (the committed `deployments/31337.json` reproduced; a second run sends nothing; another
 //! chain id gives the same addresses), three operators with their own v3 keystores register
 //! from the `anvil` preset, `status` shows them, one unstakes and withdraws after the delay
-//! (Anvil time travel), `claim` moves a credited reward, a wrong passphrase is named.
+//! (Anvil time travel), operator 1 earns a fee by submitting a bundle a payer signed through the
+//! Erc20Payment plugin (the executor credits it) and `claim` moves it, a wrong passphrase is named.
 //! Run under the e2e lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator`.
 
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
-use alloy::network::TransactionBuilder;
+use alloy::primitives::Bytes;
 use alloy::providers::{Provider, ProviderBuilder};
-use alloy::rpc::types::TransactionRequest;
+use alloy::signers::Signer;
+use alloy::sol_types::SolValue;
 use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
-use nox_chain::bindings::{NoxStakeToken, RewardLedger};
+use nox_chain::bindings::{BatchExecutor, Erc20Payment, NoxStakeToken};
 use nox_chain::{Address, RegistryReader, U256};
+
+alloy::sol! {
+    /// `Erc20Payment.PaymentData`: a bundle's `paymentData` through the plugin is its ABI encoding.
+    struct PaymentData {
+        address payer;
+        address asset;
+        uint256 fee;
+        uint256 nonce;
+        uint256 deadline;
+        bytes signature;
+    }
+}
 use nox_operator::DeploymentRecord;
 
 fn free_port() -> u16 {
@@ -237,29 +251,60 @@ fn deploy_register_status_unstake_withdraw_claim() {
     let (_, out, _) = run(&["operator", "status"], op3);
     assert!(out.contains("not registered"), "{out}");
 
-    // A reward credited to operator 1 by the executor (impersonated on Anvil) is claimed.
+    // Operator 1 earns a reward the way a relayer does, nothing impersonated: it submits a bundle
+    // whose fee (in the stake token) a payer signed for it through the Erc20Payment plugin; the
+    // executor measures the fee arriving at the ledger and credits the submitter
+    // (`BatchExecutor._execute`). Then `nox operator claim` moves it.
     let op1 = &operators[0];
     let reward = U256::from(12_345u64);
     rt.block_on(async {
-        let p = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
-        let funded = nox_chain::deploy::wallet_provider(&rpc, &deployer).unwrap();
-        let sent = NoxStakeToken::new(record.contracts.stake_token, &funded)
-            .transfer(record.contracts.ledger, reward)
-            .send()
+        let token = record.contracts.stake_token;
+        let plugin = record.contracts.erc20_payment;
+        // The payer: the deployer's account (it holds stake tokens), approving the plugin.
+        let payer = nox_chain::deploy::wallet_provider(&rpc, &deployer).unwrap();
+        let approved = NoxStakeToken::new(token, &payer).approve(plugin, reward).send().await.unwrap();
+        assert!(approved.get_receipt().await.unwrap().status());
+        let reads = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
+        let executor = BatchExecutor::new(record.contracts.executor, &reads);
+        let action_hash = executor
+            .executionHash(Address::ZERO, Bytes::new(), reward, U256::ZERO)
+            .call()
+            .await
+            .unwrap()
+            .raw;
+        let (nonce, deadline) = (U256::from(7u64), U256::from(4_000_000_000u64));
+        let digest = Erc20Payment::new(plugin, &reads)
+            .paymentDigest(deployer.address(), token, reward, op1.0, action_hash, nonce, deadline)
+            .call()
             .await
             .unwrap();
-        sent.get_receipt().await.unwrap();
-        let executor = record.contracts.executor;
-        let _: serde_json::Value = p.raw_request("anvil_impersonateAccount".into(), (executor,)).await.unwrap();
-        let _: serde_json::Value =
-            p.raw_request("anvil_setBalance".into(), (executor, "0xde0b6b3a7640000")).await.unwrap();
-        let call = RewardLedger::new(record.contracts.ledger, &p)
-            .credit(op1.0, record.contracts.stake_token, reward)
-            .calldata()
-            .clone();
-        let tx = TransactionRequest::default().with_from(executor).with_to(record.contracts.ledger).with_input(call);
-        let receipt = p.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
-        assert!(receipt.status());
+        let signature = deployer.sign_hash(&digest).await.unwrap().as_bytes();
+        let payment = PaymentData {
+            payer: deployer.address(),
+            asset: token,
+            fee: reward,
+            nonce,
+            deadline,
+            signature: Bytes::copy_from_slice(&signature),
+        };
+        let bundle = BatchExecutor::Bundle {
+            payment: plugin,
+            paymentData: payment.abi_encode().into(),
+            asset: token,
+            fee: reward,
+            action: BatchExecutor::Action {
+                target: Address::ZERO,
+                value: U256::ZERO,
+                gas: U256::ZERO,
+                data: Bytes::new(),
+            },
+        };
+        // The relayer: operator 1's own key, from its keystore.
+        let relayer = nox_operator::keystore::load(&dir.join("op1.json"), "operator 1 passphrase").unwrap();
+        assert_eq!(relayer.address(), op1.0);
+        let relayer = nox_chain::deploy::wallet_provider(&rpc, &relayer).unwrap();
+        let sent = BatchExecutor::new(record.contracts.executor, &relayer).execute(bundle).send().await.unwrap();
+        assert!(sent.get_receipt().await.unwrap().status(), "the paid bundle reverted");
     });
     let (_, out, _) = run(&["operator", "status"], op1);
     assert!(out.contains(&format!("reward   {reward} of {}", record.contracts.stake_token)), "{out}");
