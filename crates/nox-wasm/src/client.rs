@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use nox_client::profile::{CoverProfile, MobileProfile, PROFILE_NAMES};
 use nox_client::{ClientConfig, ClientCore, Completed, Instant, Now, Outgoing};
 use nox_message::{HttpRequestMsg, Kind, RequestBody};
 use nox_sphinx::NodeId;
@@ -33,11 +34,16 @@ pub struct NewClient {
 }
 
 /// Reads the JSON configuration: every field optional, unknown fields refused.
+/// `profile` names the cover profile (`nox_cover::CoverProfile`, as `nox client --profile`:
+/// `always-on` (default), `wallet`, `mobile`) and `mobile_budget_bytes_per_day` sets the
+/// `mobile` profile's budget (default `nox_cover::MOBILE_DEFAULT_BUDGET`; refused with any
+/// other profile).
 fn config(json: &[u8]) -> Result<ClientConfig, WasmError> {
     let mut config = ClientConfig::default();
     if json.is_empty() {
         return Ok(config);
     }
+    let mut budget = None;
     let value: serde_json::Value =
         serde_json::from_slice(json).map_err(|e| bad(format!("client config is not JSON: {e}")))?;
     let Some(fields) = value.as_object() else {
@@ -55,6 +61,13 @@ fn config(json: &[u8]) -> Result<ClientConfig, WasmError> {
             "max_pending" => config.max_pending = usize::try_from(whole()?).map_err(|_| bad("max_pending"))?,
             "queue_capacity" => config.queue_capacity = usize::try_from(whole()?).map_err(|_| bad("queue_capacity"))?,
             "parity_percent" => config.parity_percent = u16::try_from(whole()?).map_err(|_| bad("parity_percent"))?,
+            "profile" => {
+                let name = value.as_str().ok_or_else(|| {
+                    bad(format!("client config field profile must be one of {}", PROFILE_NAMES.join(", ")))
+                })?;
+                config.profile = CoverProfile::from_name(name).map_err(|e| bad(e.to_string()))?;
+            }
+            "mobile_budget_bytes_per_day" => budget = Some(whole()?),
             _ => return Err(bad(format!("unknown client config field {name}"))),
         }
     }
@@ -65,6 +78,21 @@ fn config(json: &[u8]) -> Result<ClientConfig, WasmError> {
     }
     if !(0.0..=1.0).contains(&config.loop_fraction) {
         return Err(bad("client config: loop_fraction in [0, 1]"));
+    }
+    if let Some(bytes) = budget {
+        let CoverProfile::Mobile(mobile) = config.profile else {
+            return Err(bad("client config: mobile_budget_bytes_per_day needs profile \"mobile\""));
+        };
+        if bytes == 0 {
+            return Err(bad("client config: mobile_budget_bytes_per_day must be positive"));
+        }
+        config.profile = CoverProfile::Mobile(MobileProfile { budget_bytes_per_day: bytes, ..mobile });
+    }
+    if config.profile != CoverProfile::AlwaysOn && config.cover_rate <= 0.0 {
+        return Err(bad(format!(
+            "client config: profile {} chooses which cover slots are used and needs cover_rate > 0",
+            config.profile.name()
+        )));
     }
     // No threads on wasm32: proof of work is solved on the calling thread.
     config.pow_threads = 1;

@@ -3,6 +3,7 @@
 // natively — paths, SURBs, fragments, cover slots, timeouts — and this shell
 // only carries bytes and wakes it up: the browser client is the native one.
 
+import { type CoverProfileName, coverProfileConfig } from "./cover-profile.js";
 import { NoxError, NoxRefusedError } from "./errors.js";
 import { type LinkMachine, NodeLink, type WebSocketLike } from "./link.js";
 import { QUOTE_BODY, type RelayOutcome, type RelayQuote, type RelaySubmission, parseRelayAnswer, submitBody } from "./relay.js";
@@ -88,6 +89,22 @@ export interface NoxClientOptions {
    * client is active).
    */
   coverRate?: number;
+  /**
+   * Which free cover slots carry a cover packet (as `nox client --profile`; the Rust core
+   * decides at every slot). Real packets take the same λ_P slots under every profile.
+   * - `always-on` (default): all of them — idle and busy look the same; ≈ 0.98 GB/day at the
+   *   defaults; reveals only that the client runs.
+   * - `wallet`: only during a session, which starts with a request and lasts until
+   *   max(last request + 30 s, start + 120 s); nothing while the app is idle or closed.
+   *   Reveals when a session happens and roughly how long.
+   * - `mobile`: cover thinned so the day's bytes stay within `mobileBudgetBytesPerDay`
+   *   (default 125 MB). Reveals the budget class, and activity by volume.
+   * Unknown names are refused with an `UnknownCoverProfileError` (code `bad-input`) listing
+   * the valid ones. Measured costs: README.md of this package.
+   */
+  coverProfile?: CoverProfileName;
+  /** The `mobile` profile's budget, bytes of packets a day (default 125 000 000). */
+  mobileBudgetBytesPerDay?: number;
   /** Fail a request with no complete reply after this long (default 30 000 ms). */
   requestTimeoutMs?: number;
   /** Give up a link whose handshake has not completed after this long (default 10 000 ms). */
@@ -250,6 +267,9 @@ export class NoxClient implements MixnetRequester {
     if (authority.length !== 32) {
       throw new NoxError("bad-input", "authorityKey: expected 32 bytes (64 hex digits)");
     }
+    // Checked before anything is fetched: an unknown profile fails at once.
+    const coverRate = options.coverRate ?? 2.75;
+    const profile = coverProfileConfig(options.coverProfile, options.mobileBudgetBytesPerDay, coverRate);
     const m = options.module;
     const urls = typeof options.directory === "string" ? [options.directory] : [...options.directory];
     const directory: Directory = { urls, authority, fetch: fetchImpl };
@@ -257,8 +277,9 @@ export class NoxClient implements MixnetRequester {
     const nodes = m.topologyNodes(topology, nowUnix());
     const config = new TextEncoder().encode(
       JSON.stringify({
-        cover_rate: options.coverRate ?? 2.75,
+        cover_rate: coverRate,
         timeout_ms: options.requestTimeoutMs ?? 30_000,
+        ...profile,
       }),
     );
     let core;

@@ -11,6 +11,8 @@ export type {
   RequestOptions,
 } from "./provider.js";
 export { NoxClient } from "./client.js";
+export { COVER_PROFILES, MOBILE_DEFAULT_BUDGET, UnknownCoverProfileError } from "./cover-profile.js";
+export type { CoverProfileName } from "./cover-profile.js";
 export type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyNode } from "./client.js";
 export { WorkerNoxClient } from "./client-worker-proxy.js";
 export type { ClientWorkerLike, WorkerClientOptions } from "./client-worker-proxy.js";
