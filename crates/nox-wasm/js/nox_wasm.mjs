@@ -158,6 +158,33 @@ export class NoxWasm {
   }
 
   /**
+   * The split prover (issue 31), phase 1: consumes the prepared transaction `prepared` and returns
+   * the prepared assignment (bytes, secret: the witness) that every MSM part takes.
+   */
+  splitPrepare(prepared) {
+    return this.call('nox_split_prepare', [prepared >>> 0]);
+  }
+
+  /** Phase 2: MSM part `k` of `n` (k < n <= 64) of the prepared assignment with key `key` (396 bytes). */
+  splitPart(key, prepared, k, n) {
+    return this.call('nox_split_part', [key >>> 0, k >>> 0, n >>> 0], [prepared]);
+  }
+
+  /** Phase 3: every part (an array, any order) added and blinded; the result as `proveTransfer`'s. */
+  splitFinish(key, prepared, parts) {
+    const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      all.set(p, at);
+      at += p.length;
+    }
+    const out = this.call('nox_split_finish', [key >>> 0], [prepared, all]);
+    const publicInputs = [];
+    for (let i = 0; i < 8; i++) publicInputs.push(out.slice(256 + 32 * i, 288 + 32 * i));
+    return { proof: out.slice(0, 256), publicInputs, bytes: out };
+  }
+
+  /**
    * The raw execution hash (32 bytes) a payment for `action` binds:
    * keccak256(target ‖ data ‖ fee ‖ gas), `action` = { target, data (hex), gas, fee (decimal) }.
    */

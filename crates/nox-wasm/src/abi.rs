@@ -383,6 +383,27 @@ pub extern "C" fn nox_transfer_prove(key: u32, prepared: u32) -> i32 {
     call(|m, _| m.transfer_prove(key, prepared))
 }
 
+/// Split prover, phase 1: consumes the prepared transaction `prepared`. Output: the prepared
+/// assignment (`NXP1…`, secret) every part takes.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_split_prepare(prepared: u32) -> i32 {
+    call(|m, _| m.split_prepare(prepared))
+}
+
+/// Split prover, phase 2: MSM part `k` of `n` (k < n ≤ 64) with the key `key`. arg 0: the
+/// prepared assignment. Output: the part (396 bytes).
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_split_part(key: u32, k: u32, n: u32) -> i32 {
+    call(|m, a| m.split_part(key, &a[0], k, n))
+}
+
+/// Split prover, phase 3: arg 0: the prepared assignment; arg 1: every part, concatenated in
+/// any order. Output: proof (256) ‖ 8 public inputs (8 × 32), as `nox_transfer_prove`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nox_split_finish(key: u32) -> i32 {
+    call(|m, a| m.split_finish(key, &a[0], &a[1]))
+}
+
 /// The raw execution hash a payment binds. arg 0: action JSON `{"target", "data", "gas",
 /// "fee"}`. Output: 32 bytes.
 #[unsafe(no_mangle)]

@@ -12,7 +12,7 @@ use nox_wallet::{
     OutputRole, PaymentAddress, PoolView, PreparedTransaction, Seed, TxRequest, WalletError,
     memo::{self, Opened},
 };
-use nox_zk::{ZkError, field, groth16::ProvingKey, transfer};
+use nox_zk::{ZkError, field, groth16::ProvingKey, split_prover, transfer};
 use rand_core::RngCore;
 use serde::Deserialize;
 use serde_json::json;
@@ -338,6 +338,54 @@ impl Module {
         let mut out = Vec::with_capacity(proof.len() + 32 * transfer::TRANSFER_NUM_PUBLIC_INPUTS);
         out.extend_from_slice(&proof);
         for w in tx.public.to_evm() {
+            out.extend_from_slice(&w);
+        }
+        Ok(out)
+    }
+
+    /// Phase 1 of the split prover (issue 31, `nox_zk::split_prover`): consumes the prepared
+    /// transaction behind `prepared` (its witness is zeroized) and returns the assignment and
+    /// `h` that every MSM part needs ([`split_prover::Prepared::to_bytes`]; secret: it holds the
+    /// witness, so it goes only to the caller's own Workers).
+    pub fn split_prepare(&mut self, prepared: u32) -> Result<Vec<u8>, WasmError> {
+        let tx = match self.objects.remove(&prepared) {
+            Some(Object::Prepared(tx)) => tx,
+            Some(other) => {
+                self.objects.insert(prepared, other);
+                return Err(WasmError::WrongHandle { handle: prepared, expected: "prepared transaction" });
+            }
+            None => return Err(WasmError::UnknownHandle(prepared)),
+        };
+        Ok(split_prover::prepare(&tx.public, &tx.witness)?.to_bytes())
+    }
+
+    /// Phase 2: part `k` of `n` of the MSMs with the key behind `key`
+    /// ([`split_prover::PART_BYTES`] bytes).
+    pub fn split_part(&self, key: u32, prepared: &[u8], k: u32, n: u32) -> Result<Vec<u8>, WasmError> {
+        let pk = self.proving_key(key)?;
+        let prep = split_prover::Prepared::from_bytes(prepared)?;
+        Ok(split_prover::msm_part(pk, &prep, k, n)?.to_bytes())
+    }
+
+    /// Phase 3: the parts (concatenated, any order) added, blinded with fresh randomness from the
+    /// module's generator, checked against the key's verifying key. Output as
+    /// [`Module::transfer_prove`]'s: proof (256) ‖ the 8 public inputs (32 each).
+    pub fn split_finish(&mut self, key: u32, prepared: &[u8], parts: &[u8]) -> Result<Vec<u8>, WasmError> {
+        self.proving_key(key)?;
+        let prep = split_prover::Prepared::from_bytes(prepared)?;
+        if parts.is_empty() || !parts.len().is_multiple_of(split_prover::PART_BYTES) {
+            return Err(bad(format!("parts: a multiple of {} bytes", split_prover::PART_BYTES)));
+        }
+        let parts = parts
+            .chunks_exact(split_prover::PART_BYTES)
+            .map(split_prover::Part::from_bytes)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut seed = Zeroizing::new([0u8; 32]);
+        self.rng()?.fill_bytes(&mut seed[..]);
+        let pk = self.proving_key(key)?;
+        let proof = split_prover::finish_evm(pk, &prep, &parts, *seed)?;
+        let mut out = proof.to_vec();
+        for w in prep.public_evm() {
             out.extend_from_slice(&w);
         }
         Ok(out)

@@ -59,6 +59,11 @@ fn refusals() {
     // prepared transaction, so a funded view).
     assert!(matches!(module.transfer_prove(1, 2), Err(WasmError::UnknownHandle(1))));
     assert!(matches!(module.prover_key_bytes(9), Err(WasmError::UnknownHandle(9))));
+    // The split prover's phases (issue 31): unknown handles (3) before any decoding; the rest of
+    // its refusals (index ≥ n, lengths, missing parts) are in js/test/prover.test.mjs.
+    assert!(matches!(module.split_prepare(2), Err(WasmError::UnknownHandle(2))));
+    assert!(matches!(module.split_part(1, &[], 0, 1), Err(WasmError::UnknownHandle(1))));
+    assert!(matches!(module.split_finish(1, &[], &[]), Err(WasmError::UnknownHandle(1))));
     let empty = module.wallet_balances(b"").unwrap();
     let empty: serde_json::Value = serde_json::from_slice(&empty).unwrap();
     assert_eq!(empty["assets"], serde_json::json!([]));

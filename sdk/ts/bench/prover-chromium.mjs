@@ -15,14 +15,14 @@ import { chromium } from "playwright-core";
 
 const dist = join(dirname(fileURLToPath(import.meta.url)), "../dist");
 
-export async function proveInChromium({ executablePath, wasm, key, fixture, proofs = 1, timeoutMs = 600_000 }) {
+export async function proveInChromium({ executablePath, wasm, key, fixture, proofs = 1, workers = 1, timeoutMs = 600_000 }) {
   const requests = {};
   const files = {
     "/": ["text/html", Buffer.from("<!doctype html><title>nox prover</title>")],
     "/nox_wasm.wasm": ["application/wasm", wasm],
     "/transfer.pk": ["application/octet-stream", key],
   };
-  for (const f of ["prover.js", "prover-worker.js", "nox_wasm.mjs"]) {
+  for (const f of ["prover.js", "prover-worker.js", "prover-split.js", "nox_wasm.mjs"]) {
     files[`/dist/${f}`] = ["text/javascript", readFileSync(join(dist, f))];
   }
   const server = createServer((req, res) => {
@@ -42,14 +42,16 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
     page.setDefaultTimeout(timeoutMs);
     await page.goto(`http://127.0.0.1:${server.address().port}/`);
     const report = await page.evaluate(
-      async ({ fixture, proofs }) => {
+      async ({ fixture, proofs, workers }) => {
         const { TransferProver } = await import("/dist/prover.js");
         const unhex = (h) => new Uint8Array(h.match(/../g).map((b) => parseInt(b, 16)));
         const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
         const options = (stages) => ({
           wasm: "/nox_wasm.wasm",
           key: { url: "/transfer.pk" },
-          onProgress: (p) => stages.push(p.stage === "key" ? `key:${p.cached ? "cached" : "fetched"}` : p.stage),
+          workers,
+          // Start-up stages only (a proof's own are counted apart).
+          onProgress: (p) => p.stage !== "parts" && stages.push(p.stage === "key" ? `key:${p.cached ? "cached" : "fetched"}` : p.stage),
         });
         const stages = [[], []];
         let t = performance.now();
@@ -86,7 +88,8 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
         observer.disconnect();
         prover.terminate();
         return {
-          threads: 1,
+          threads: prover.started.workers,
+          workersAsked: workers,
           hardwareConcurrency: navigator.hardwareConcurrency,
           crossOriginIsolated: globalThis.crossOriginIsolated === true,
           userAgent: navigator.userAgent,
@@ -98,7 +101,7 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
           proof: hex(proved.proof) + proved.publicInputs.map(hex).join(""),
         };
       },
-      { fixture, proofs },
+      { fixture, proofs, workers },
     );
     return { ...report, requests };
   } finally {

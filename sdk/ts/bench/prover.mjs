@@ -1,7 +1,9 @@
 // The transfer prover in WebAssembly against native, in one run (docs/benchmarks/wasm.md,
 // "The transfer prover"). Run by scripts/bench/wasm-prover.sh:
 //   node sdk/ts/bench/prover.mjs --wasm <nox_wasm.wasm> --peer <release prover_peer> --proofs 3 \
-//        --out bench/data/wasm-prover.json [--chromium /usr/bin/chromium]
+//        --out bench/data/wasm-prover.json [--chromium /usr/bin/chromium] [--workers 1,2]
+// --workers: the Worker counts the SDK's prover (Node Worker and Chromium) is measured with, in
+// one run (1: one Worker alone; n > 1: a coordinator and n − 1 helpers splitting the MSMs).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -18,9 +20,13 @@ const { values: args } = parseArgs({
     proofs: { type: "string", default: "3" },
     out: { type: "string" },
     chromium: { type: "string" },
+    workers: { type: "string", default: "1,2" },
   },
 });
 const proofs = Number(args.proofs);
+const workerCounts = args.workers.split(",").map(Number);
+if (workerCounts.some((n) => !Number.isInteger(n) || n < 1 || n > 64)) throw new Error("--workers: counts 1..64, comma-separated");
+const suffix = (n) => (n === 1 ? "" : `_${n}w`);
 const dir = mkdtempSync(join(tmpdir(), "nox-prover-bench-"));
 const peer = (...a) => execFileSync(args.peer, a.map(String), { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
 const unhex = (h) => new Uint8Array(Buffer.from(h, "hex"));
@@ -39,7 +45,7 @@ const verify = (bytes) => {
 const report = {
   commit: execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8" }).trim(),
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg_at_start: loadavg() },
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavg_at_start: loadavg(), uptime_at_start: execFileSync("uptime", { encoding: "utf8" }).trim() },
   node: process.version,
   module_bytes: statSync(args.wasm).size,
   proving_key_bytes: key.length,
@@ -72,11 +78,11 @@ console.error("node wasm…");
   report.node_wasm = { threads: 1, compileMs, keyLoadMs, prove_ms: median(prove), prove_all_ms: prove, verified };
 }
 
-// Node, the SDK's Worker (the main thread probed every 10 ms).
-console.error("node worker…");
-{
+// Node, the SDK's Worker(s) (the main thread probed every 10 ms).
+for (const workers of workerCounts) {
+  console.error(`node worker ×${workers}…`);
   let t = performance.now();
-  const prover = await TransferProver.start({ wasm, key: { bytes: key } });
+  const prover = await TransferProver.start({ wasm, key: { bytes: key }, workers });
   const startMs = performance.now() - t;
   let last = performance.now();
   let longestGap = 0;
@@ -89,17 +95,18 @@ console.error("node worker…");
   for (let i = 0; i < proofs; i++) prove.push((await prover.prove(input)).proveMs);
   clearInterval(probe);
   prover.terminate();
-  report.node_worker = { threads: 1, startMs, started: prover.started, prove_ms: median(prove), prove_all_ms: prove, main_thread_longest_gap_ms: longestGap };
+  report[`node_worker${suffix(workers)}`] = { threads: prover.started.workers, workers_asked: workers, startMs, started: prover.started, prove_ms: median(prove), prove_all_ms: prove, main_thread_longest_gap_ms: longestGap };
 }
 
-if (args.chromium) {
-  console.error("chromium…");
-  const c = await proveInChromium({ executablePath: args.chromium, wasm, key, fixture, proofs });
+for (const workers of args.chromium ? workerCounts : []) {
+  console.error(`chromium ×${workers}…`);
+  const c = await proveInChromium({ executablePath: args.chromium, wasm, key, fixture, proofs, workers });
   const { proof, runs, ...rest } = c;
-  report.chromium = { ...rest, prove_ms: median(runs.map((r) => r.proveMs)), runs, verified: verify(unhex(proof)) };
+  report[`chromium${suffix(workers)}`] = { ...rest, prove_ms: median(runs.map((r) => r.proveMs)), runs, verified: verify(unhex(proof)) };
 }
 report.machine.loadavg_at_end = loadavg();
-for (const k of ["node_wasm", "node_worker", "chromium"]) {
+report.machine.uptime_at_end = execFileSync("uptime", { encoding: "utf8" }).trim();
+for (const k of Object.keys(report).filter((k) => /^(node_wasm|node_worker|chromium)/.test(k))) {
   if (report[k]) report[k].ratio_to_native = report[k].prove_ms / report.native.prove_ms;
 }
 rmSync(dir, { recursive: true, force: true });

@@ -79,6 +79,9 @@ export declare class NoxWasm {
   loadProvingKey(bytes: Uint8Array, options?: { uncompressed?: boolean }): number;
   provingKeyBytes(key: number): Uint8Array;
   proveTransfer(key: number, prepared: number): { proof: Uint8Array; publicInputs: Uint8Array[]; bytes: Uint8Array };
+  splitPrepare(prepared: number): Uint8Array;
+  splitPart(key: number, prepared: Uint8Array, k: number, n: number): Uint8Array;
+  splitFinish(key: number, prepared: Uint8Array, parts: Uint8Array[]): { proof: Uint8Array; publicInputs: Uint8Array[]; bytes: Uint8Array };
   payExecutionHash(action: { target: string; data: string; gas: number; fee: string }): Uint8Array;
   payDataFeeSample(pool: string, actionLen: number): Uint8Array;
   payBundle(

@@ -7,9 +7,10 @@
 
 import { NoxWasm, NoxWasmError } from "./nox_wasm.mjs";
 import type { ProverRequest, ProverReply, KeySource, WasmSource } from "./prover.js";
+import { SplitProver, workerCount } from "./prover-split.js";
 
 interface Port {
-  postMessage(message: ProverReply): void;
+  postMessage(message: ProverReply, transfer?: ArrayBuffer[]): void;
 }
 
 const DB_NAME = "nox-prover";
@@ -100,6 +101,7 @@ async function loadKey(m: NoxWasm, key: KeySource, useIdb: boolean, port: Port, 
 
 let wasm: NoxWasm | undefined;
 let key: number | undefined;
+let split: SplitProver | undefined;
 
 async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
   const id = msg.id;
@@ -108,12 +110,24 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
     const module = await compile(msg.wasm);
     wasm = await NoxWasm.instantiate(module);
     const t1 = performance.now();
-    port.postMessage({ id, progress: { stage: "module", ms: t1 - t0 } });
+    if (msg.role !== "helper") port.postMessage({ id, progress: { stage: "module", ms: t1 - t0 } });
     key = await loadKey(wasm, msg.key, msg.cache !== "memory", port, id);
     const t2 = performance.now();
-    return { id, ok: true, result: { moduleMs: t1 - t0, keyMs: t2 - t1 } };
+    split?.terminate();
+    split = undefined;
+    const workers = msg.role === "helper" ? 1 : await workerCount(msg.workers);
+    if (workers > 1) split = await SplitProver.start(workers, module, wasm.provingKeyBytes(key));
+    const t3 = performance.now();
+    return { id, ok: true, result: { moduleMs: t1 - t0, keyMs: t2 - t1, workers: split?.workers ?? 1, helpersMs: t3 - t2 } };
   }
   if (wasm === undefined || key === undefined) throw new Error("the prover is not initialised");
+  if (msg.op === "part") {
+    try {
+      return { id, ok: true, result: wasm.splitPart(key, msg.prepared, msg.k, msg.n) };
+    } finally {
+      msg.prepared.fill(0); // this helper's copy of the witness
+    }
+  }
   port.postMessage({ id, progress: { stage: "prepare" } });
   const t0 = performance.now();
   let prep;
@@ -124,8 +138,12 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
   }
   const { handle: prepared, description } = prep;
   const t1 = performance.now();
-  port.postMessage({ id, progress: { stage: "prove", description } });
-  const { proof, publicInputs } = wasm.proveTransfer(key, prepared);
+  const workers = split?.workers ?? 1;
+  port.postMessage({ id, progress: { stage: "prove", description, workers } });
+  const { proof, publicInputs } =
+    split !== undefined && workers > 1
+      ? await split.prove(wasm, key, prepared, (p) => port.postMessage({ id, progress: p }))
+      : wasm.proveTransfer(key, prepared);
   const t2 = performance.now();
   return { id, ok: true, result: { proof, publicInputs, description, prepareMs: t1 - t0, proveMs: t2 - t1 } };
 }

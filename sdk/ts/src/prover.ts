@@ -17,7 +17,10 @@ export type ProverProgress =
   | { stage: "module"; ms: number }
   | { stage: "key"; cached: boolean; bytes: number }
   | { stage: "prepare" }
-  | { stage: "prove"; description: PreparedDescription };
+  | { stage: "prove"; description: PreparedDescription; workers: number }
+  /** Split proofs (more than one Worker): MSM parts done of `of`, then the final sum. */
+  | { stage: "parts"; done: number; of: number }
+  | { stage: "finish" };
 
 /** What the wallet prepared (crates/nox-wasm/README.md, `nox_wallet_prepare`). */
 export interface PreparedDescription {
@@ -54,6 +57,10 @@ export interface ProverStart {
   moduleMs: number;
   /** Fetching or reading the cached key, decoding it (and the circuit's matrices, built once). */
   keyMs: number;
+  /** Workers a proof runs on: this one and the helpers that started (1: one Worker). */
+  workers: number;
+  /** Starting the helpers (module + key in each). */
+  helpersMs: number;
 }
 
 /** A private transaction to prove: the wallet seed, its pool view (state JSON) and the request. */
@@ -66,8 +73,17 @@ export interface ProveInput {
 
 /** @internal Messages to the Worker. */
 export type ProverRequest =
-  | { id: number; op: "init"; wasm: WasmSource; key: KeySource; cache?: "indexeddb" | "memory" }
-  | ({ id: number; op: "prove" } & ProveInput);
+  | {
+      id: number;
+      op: "init";
+      wasm: WasmSource;
+      key: KeySource;
+      cache?: "indexeddb" | "memory";
+      workers?: number;
+      role?: "helper";
+    }
+  | ({ id: number; op: "prove" } & ProveInput)
+  | { id: number; op: "part"; prepared: Uint8Array; k: number; n: number };
 
 /** @internal Messages from the Worker. */
 export type ProverReply =
@@ -131,7 +147,7 @@ export class TransferProver {
 
   /**
    * Starts a prover Worker (a new `prover-worker.js` Worker unless `worker` is given), loads the
-   * module and the proving key into it (fetched once, then from the cache).
+   * module and the proving key into it (fetched once, then from the cache), and its helpers.
    */
   static async start(options: {
     wasm: WasmSource;
@@ -139,6 +155,12 @@ export class TransferProver {
     cache?: "indexeddb" | "memory";
     worker?: WorkerLike;
     onProgress?: (p: ProverProgress) => void;
+    /**
+     * Workers a proof may use: `min(navigator.hardwareConcurrency, workers)` (default: every
+     * core). Above 1 the Worker coordinates helper Workers (./prover-split.ts); 1, one core, or
+     * helpers that fail to start: one Worker proves alone.
+     */
+    workers?: number;
   }): Promise<TransferProver> {
     const prover = new TransferProver(options.worker ?? (await defaultWorker()));
     const message: Omit<Extract<ProverRequest, { op: "init" }>, "id"> = {
@@ -147,6 +169,7 @@ export class TransferProver {
       key: options.key,
     };
     if (options.cache !== undefined) message.cache = options.cache;
+    if (options.workers !== undefined) message.workers = options.workers;
     try {
       prover.started = (await prover.#post(message, options.onProgress)) as ProverStart;
     } catch (e) {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { homedir, tmpdir } from "node:os";
+import { availableParallelism, homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Worker } from "node:worker_threads";
@@ -56,6 +56,7 @@ test("a transfer proved in the Worker verifies natively; the main thread runs me
     wasm,
     key: { bytes: uncompressed, uncompressed: true },
     onProgress: (p) => stages.push(p),
+    workers: 1, // today's path: one Worker proves alone (the split path is the next test's)
   });
   try {
     assert.deepEqual(stages.map((p) => p.stage), ["module"]);
@@ -86,6 +87,36 @@ test("a transfer proved in the Worker verifies natively; the main thread runs me
     writeFileSync(file, Buffer.concat([out.proof, ...out.publicInputs]));
     assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
     // A refusal is a ProverError with the module's status (10: the wallet refused).
+    const tooMuch = { ...fixture.request, outputs: [{ ...fixture.request.outputs[0], value: "9000000000000000000" }] };
+    await assert.rejects(prover.prove({ ...input, request: tooMuch }), (e) => e instanceof ProverError && e.code === 10);
+  } finally {
+    prover.terminate();
+  }
+});
+
+test("2 Workers (issue 31): the coordinator spreads the MSM parts, reports them, and the proof verifies natively", async () => {
+  const uncompressed = readFileSync(join(dir, "transfer.pk.uncompressed"));
+  const cores = globalThis.navigator?.hardwareConcurrency ?? availableParallelism();
+  const prover = await TransferProver.start({ wasm, key: { bytes: uncompressed, uncompressed: true }, workers: 2 });
+  try {
+    // min(cores, 2): on a one-core machine the coordinator proves alone (today's path).
+    assert.equal(prover.started.workers, Math.min(cores, 2));
+    const events = [];
+    const out = await prover.prove(input, (p) => events.push(p));
+    console.log(`# ${prover.started.workers} Workers: proof ${out.proveMs.toFixed(0)} ms (helpers started in ${prover.started.helpersMs.toFixed(0)} ms)`);
+    const n = prover.started.workers;
+    const expected = n > 1
+      ? ["prepare", "prove", ...Array.from({ length: n + 1 }, (_, i) => `parts:${i}/${n}`), "finish"]
+      : ["prepare", "prove"];
+    assert.deepEqual(events.map((p) => (p.stage === "parts" ? `parts:${p.done}/${p.of}` : p.stage)), expected);
+    assert.equal(events[1].workers, n);
+    const file = join(dir, "proof-2.bin");
+    writeFileSync(file, Buffer.concat([out.proof, ...out.publicInputs]));
+    assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
+    // A second proof on the same helpers (their key stays loaded), and a refusal still refuses.
+    const again = await prover.prove(input);
+    writeFileSync(file, Buffer.concat([again.proof, ...again.publicInputs]));
+    assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
     const tooMuch = { ...fixture.request, outputs: [{ ...fixture.request.outputs[0], value: "9000000000000000000" }] };
     await assert.rejects(prover.prove({ ...input, request: tooMuch }), (e) => e instanceof ProverError && e.code === 10);
   } finally {

@@ -116,3 +116,32 @@ test('refusals: a key of another shape, a wrong handle, more than the balance, a
   wasm.drop(handle);
   expectStatus(() => wasm.proveTransfer(handle, handle), Status.UNKNOWN_HANDLE);
 });
+
+test('the split prover (issue 31): 2 parts verify natively; bad parts, indices and handles are refused', async () => {
+  const wasm = await NoxWasm.instantiate(wasmModule);
+  const key = wasm.loadProvingKey(uncompressedKey, { uncompressed: true });
+  // Two instances stand for two Workers: the parts are computed apart and added in a third call.
+  const helper = await NoxWasm.instantiate(wasmModule);
+  const helperKey = helper.loadProvingKey(uncompressedKey, { uncompressed: true });
+  const { handle } = wasm.walletPrepare(unhex(fixture.seed), fixture.view, fixture.request);
+  const prepared = wasm.splitPrepare(handle);
+  expectStatus(() => wasm.splitPrepare(handle), Status.UNKNOWN_HANDLE); // consumed
+  const parts = [helper.splitPart(helperKey, prepared, 1, 2), wasm.splitPart(key, prepared, 0, 2)];
+  assert.equal(parts[0].length, 396);
+  const { bytes } = wasm.splitFinish(key, prepared, parts);
+  const file = join(dir, 'proof-split.bin');
+  writeFileSync(file, bytes);
+  assert.deepEqual(JSON.parse(peer('verify', file)), { verified: true });
+  // Part index ≥ n, zero parts, more than 64 (status 11, ZK: the split prover's typed error).
+  expectStatus(() => wasm.splitPart(key, prepared, 2, 2), Status.ZK);
+  expectStatus(() => wasm.splitPart(key, prepared, 0, 0), Status.ZK);
+  expectStatus(() => wasm.splitPart(key, prepared, 0, 65), Status.ZK);
+  // A truncated assignment; parts of the wrong length, missing or twice; a wrong handle.
+  expectStatus(() => wasm.splitPart(key, prepared.subarray(0, prepared.length - 1), 0, 1), Status.ZK);
+  expectStatus(() => wasm.splitFinish(key, prepared, [parts[0].subarray(1)]), Status.BAD_ARGUMENT);
+  expectStatus(() => wasm.splitFinish(key, prepared, [parts[0]]), Status.ZK);
+  expectStatus(() => wasm.splitFinish(key, prepared, [parts[0], parts[0]]), Status.ZK);
+  const other = wasm.walletPrepare(unhex(fixture.seed), fixture.view, fixture.request).handle;
+  expectStatus(() => wasm.splitPart(other, prepared, 0, 1), Status.WRONG_HANDLE);
+  expectStatus(() => wasm.splitPrepare(key), Status.WRONG_HANDLE);
+});
