@@ -1,0 +1,397 @@
+//! The operator's network end to end (issue 33, "What it must show"): `nox deploy` on a fresh
+//! Anvil, three operators register with `nox operator register` from Web3 Secret Storage
+//! keystores, their nodes run each in its own network namespace behind the userspace WAN relay
+//! (three regions) and start from `nox node --config` alone, naming their chain by the
+//! deployment record (`[chain] preset`); a client that trusts only the chain (the registry vouches
+//! for every descriptor; the directory is an untrusted mirror) gets replies through them; one
+//! operator equivocates and `nox watch` gets it slashed, earning the reporter's share.
+//! (A relayer earning and claiming its reward: `operator.rs`.)
+//!
+//! Needs root and `ip netns` (CI has both); skips with a message otherwise. Run under the e2e
+//! lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator_network`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nox_chain::U256;
+use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
+use nox_testnet::hosts::HostPlan;
+use nox_testnet::wan::Wan;
+use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
+
+mod common;
+
+use common::{NOX, port_base, testnet_dir, wait_until};
+
+const LAYERS: u8 = 3;
+
+/// Everything the test started, stopped on every exit path: node processes, the directory, the
+/// watcher, the WAN relay and the namespaces (then Anvil, by its own drop).
+struct Network {
+    dir: PathBuf,
+    children: Vec<Child>,
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        nox_testnet::hosts::teardown(&self.dir);
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn run(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(NOX).current_dir(dir).args(args).output().expect("run nox");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "nox {args:?} failed:\n{text}");
+    text
+}
+
+fn spawn(dir: &Path, log: &str, command: &mut Command) -> Child {
+    let log = std::fs::File::create(dir.join(log)).expect("log");
+    command.stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log).spawn().expect("spawns")
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+}
+
+#[test]
+fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slashed() {
+    if !is_root() {
+        eprintln!("SKIPPED operator_network: needs root for network namespaces (`ip netns`)");
+        return;
+    }
+    let base = port_base(7_000, 50, 40);
+    let dir = testnet_dir("nox-opnet", "e2e");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = HostPlan::new(base, 3, Wan::ThreeRegions, 0.0).expect("plan");
+    let mut net = Network { dir: dir.clone(), children: Vec::new() };
+    let (rpc_port, dir_port) = (base + 20, base + 21);
+    let anvil = Anvil::spawn(&AnvilOptions::on_port(rpc_port)).expect("anvil");
+    let rpc = anvil.url().to_owned();
+
+    // The deployer deploys with `nox deploy` from its keystore.
+    std::fs::write(dir.join("pass"), "deployer passphrase\n").unwrap();
+    std::fs::write(dir.join("dev.key"), DEV_KEY).unwrap();
+    let pw = ["--password-file", "pass"];
+    run(&dir, &["operator", "new-key", "--keystore", "deployer.json", pw[0], pw[1], "--import-key-file", "dev.key"]);
+    run(&dir, &["deploy", "--rpc", &rpc, "--keystore", "deployer.json", pw[0], pw[1], "--deployments", "deployments"]);
+    let record_file = dir.join("deployments/31337.json");
+    let record = nox_operator::DeploymentRecord::load(&record_file).expect("record");
+    let record_path = record_file.to_str().unwrap().to_owned();
+
+    // The directory: an untrusted mirror admitting what the registry lists.
+    let authority = SigningKey::from_bytes(&[0x42; 32]);
+    std::fs::write(dir.join("authority.key"), hex::encode([0x42u8; 32])).unwrap();
+    let directory_toml = dir.join("directory.toml");
+    std::fs::write(
+        &directory_toml,
+        format!(
+            "listen = \"127.0.0.1:{dir_port}\"\nauthority_key_file = {:?}\ninitial_document = {:?}\nlayers = {LAYERS}\n",
+            dir.join("authority.key").display().to_string(),
+            dir.join("first.json").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let directory_addr: SocketAddr = ([127, 0, 0, 1], dir_port).into();
+
+    // Three operators: keystore, funds, `init` (one node per layer), `register` at the node's
+    // public (relay) address, the node binding its own in its namespace.
+    let deployer = nox_chain::deploy::signer(DEV_KEY).unwrap();
+    let layers = LayerCount::new(LAYERS).unwrap();
+    let mut taken = [false; LAYERS as usize];
+    let mut operators = Vec::new();
+    for i in 0..3usize {
+        let ks = format!("op{i}.json");
+        let pf = format!("pass{i}");
+        std::fs::write(dir.join(&pf), format!("operator {i} passphrase\n")).unwrap();
+        let key = ["--keystore", ks.as_str(), "--password-file", pf.as_str()];
+        let out = run(&dir, &["operator", "new-key", key[0], key[1], key[2], key[3]]);
+        let address: nox_chain::Address = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+        runtime()
+            .block_on(nox_chain::deploy::fund(
+                &rpc,
+                &record.deployment(),
+                &deployer,
+                address,
+                U256::from(10u64).pow(U256::from(18u64)),
+                record.params.min_stake,
+            ))
+            .unwrap();
+        let node = format!("node{i}");
+        let port = base + i as u16;
+        let bind = SocketAddr::new(plan.bind_ip(i).into(), port);
+        let public = SocketAddr::new(plan.public_ip(i).into(), port);
+        let (bind_s, public_s) = (bind.to_string(), public.to_string());
+        let directory_url = format!("http://{directory_addr}");
+        let layer = loop {
+            let _ = std::fs::remove_dir_all(dir.join(&node));
+            let mut init = vec!["operator", "init", "--chain", &record_path, "--rpc", &rpc, "--dir", &node];
+            init.extend(["--listen", &bind_s, "--directory", &directory_url, "--layers", "3"]);
+            init.extend(key);
+            run(&dir, &init);
+            let identity = nox_keystore::load_identity(&dir.join(&node).join("keys")).expect("identity");
+            let layer = identity.public().layer(layers).0;
+            if !taken[usize::from(layer)] {
+                taken[usize::from(layer)] = true;
+                break layer;
+            }
+        };
+        let role = nox_testnet::chain::role(layer, LAYERS).to_string();
+        let mut register =
+            vec!["operator", "register", "--chain", &record_path, "--rpc", &rpc, "--node-dir", &node, "--yes"];
+        register.extend(["--address", &public_s, "--role", &role]);
+        register.extend(key);
+        let out = run(&dir, &register);
+        assert!(out.contains("registered"), "{out}");
+
+        // The node's configuration: the chain by the preset alone (no registry address or chain
+        // id), the public address announced, the hub's services reached through the relay.
+        let toml_path = dir.join(&node).join("node.toml");
+        let text = std::fs::read_to_string(&toml_path).unwrap();
+        let registry_line = format!("registry = \"{}\"\n", record.contracts.registry);
+        let chain_id_line = format!("chain_id = {}\n", record.chain_id);
+        assert!(text.contains(&registry_line) && text.contains(&chain_id_line), "{text}");
+        let text = text
+            .replace(&registry_line, &format!("preset = {record_path:?}\n"))
+            .replace(&chain_id_line, "")
+            .replace(&format!("listen = \"{bind}\"\n"), &format!("listen = \"{bind}\"\nadvertise = \"{public}\"\n"));
+        let (text, _) = plan.rewrite_config(&text);
+        std::fs::write(&toml_path, text).unwrap();
+        operators.push((address, dir.join(&node), port));
+    }
+
+    // The directory's first document: the three nodes' descriptors with their operators'
+    // statements, as each node would announce them (a directory refuses an empty document).
+    let config = nox_directory::DirectoryConfig::load(&directory_toml).expect("config");
+    let geometry = config.geometry().expect("geometry");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let schedule = EpochSchedule::new(now - 5, Duration::from_secs(60), Duration::from_secs(10), 1).expect("schedule");
+    let mut builder = DocumentBuilder::new(geometry, schedule);
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(7);
+    for (i, (_, node_dir, port)) in operators.iter().enumerate() {
+        let keys = node_dir.join("keys");
+        let identity = nox_keystore::load_identity(&keys).expect("identity");
+        let scheme = config.sphinx_scheme;
+        let mut store =
+            nox_keystore::EpochKeyStore::open_for(&nox_keystore::sphinx_dir(&keys, scheme), schedule, scheme)
+                .expect("epoch keys");
+        for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
+            store.ensure(epoch, &mut rng).expect("an epoch key");
+        }
+        let sphinx_keys = store.public_keys(schedule.published_epochs(now)).expect("public keys");
+        let public = SocketAddr::new(plan.public_ip(i).into(), *port);
+        let descriptor =
+            identity.descriptor_with_endpoints(public, None, false, layers, 0, sphinx_keys).expect("descriptor");
+        let operator =
+            nox_operator::keystore::load(&dir.join(format!("op{i}.json")), &format!("operator {i} passphrase"))
+                .expect("operator key");
+        let descriptor =
+            nox_chain::slash::attach_statements(&operator, record.chain_id, record.contracts.registry, descriptor)
+                .expect("statements");
+        builder.add_node(descriptor);
+    }
+    let first = builder.sign(&authority, now).expect("the first document");
+    std::fs::write(dir.join("first.json"), first.document().to_json().expect("json")).unwrap();
+    std::fs::write(
+        dir.join("chain.toml"),
+        format!(
+            "[chain]\nrpc_urls = [{rpc:?}]\nregistry = \"{}\"\nchain_id = {}\n",
+            record.contracts.registry, record.chain_id
+        ),
+    )
+    .unwrap();
+    let mut directory = Command::new(NOX);
+    directory.args(["directory", "--config"]).arg(&directory_toml).arg("--chain").arg(dir.join("chain.toml"));
+    net.children.push(spawn(&dir, "directory.log", &mut directory));
+    assert!(
+        wait_until(Duration::from_secs(10), Duration::from_millis(100), || std::net::TcpStream::connect(
+            directory_addr
+        )
+        .is_ok()),
+        "the directory did not listen:\n{}",
+        std::fs::read_to_string(dir.join("directory.log")).unwrap_or_default()
+    );
+
+    // The hosts: a namespace per node, the WAN relay between them and to the hub (chain,
+    // directory), then each node started in its namespace from its configuration alone.
+    plan.create(&dir, 3).expect("namespaces");
+    let node_ports: Vec<(usize, Vec<u16>)> = operators.iter().enumerate().map(|(i, o)| (i, vec![o.2])).collect();
+    plan.start_relay(&dir, Path::new(NOX), &node_ports, &[rpc_port, dir_port]).expect("relay");
+    for (i, (_, node_dir, _)) in operators.iter().enumerate() {
+        let mut node = Command::new("ip");
+        node.args(["netns", "exec", &plan.namespace(i), NOX, "node", "--config"]).arg(node_dir.join("node.toml"));
+        net.children.push(spawn(&dir, &format!("node{i}.log"), &mut node));
+    }
+    let logs = |dir: &Path| {
+        (0..3)
+            .map(|i| {
+                format!(
+                    "--- node{i}:\n{}",
+                    std::fs::read_to_string(dir.join(format!("node{i}.log"))).unwrap_or_default()
+                )
+            })
+            .collect::<String>()
+    };
+    let started = |i: usize| {
+        std::fs::read_to_string(dir.join(format!("node{i}.log"))).unwrap_or_default().contains("node started")
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), Duration::from_millis(250), || (0..3).all(started)),
+        "the nodes did not all start in their namespaces:\n{}",
+        logs(&dir)
+    );
+    for (i, (_, node_dir, _)) in operators.iter().enumerate() {
+        let log = std::fs::read_to_string(dir.join(format!("node{i}.log"))).unwrap_or_default();
+        let bind = format!("listen={}:", plan.bind_ip(i));
+        assert!(log.contains("registered and active in the node registry") && log.contains(&bind), "{log}");
+        assert!(node_dir.join("node.toml").exists());
+    }
+
+    // A client that trusts the chain alone gets replies through the three namespaces.
+    let echo = |text: &str| {
+        Command::new(NOX)
+            .args(["client", "echo", "--timeout-secs", "30", "--chain", &record_path, "--chain-rpc", &rpc])
+            .args(["--directory", &format!("http://{directory_addr}"), text])
+            .output()
+            .expect("run nox client echo")
+    };
+    let out = echo("through three regions");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && stdout.lines().next() == Some("through three regions"),
+        "echo failed: {stdout}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        logs(&dir)
+    );
+
+    // Operator 1 equivocates: besides the descriptor the directory serves, a mirror of its own
+    // serves a second one for the same epoch with another Sphinx key, both carrying its
+    // statements. `nox watch`, reading both mirrors, submits the evidence itself.
+    let (cheat, cheat_dir, _) = &operators[1];
+    let identity = nox_keystore::load_identity(&cheat_dir.join("keys")).expect("identity");
+    let cheat_id = identity.public().identity_key.to_bytes();
+    let document = runtime()
+        .block_on(nox_directory::fetch_document(directory_addr, Duration::from_secs(3)))
+        .expect("the directory's document");
+    let published = document
+        .nodes
+        .iter()
+        .find(|n| n.descriptor.identity_key.to_bytes() == cheat_id)
+        .expect("the cheat's descriptor")
+        .clone();
+    assert!(!published.operator_statements.is_empty(), "descriptors carry operator statements");
+    let mut other = published.descriptor.clone();
+    other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
+    let cheat_key =
+        nox_operator::keystore::load(&dir.join("op1.json"), "operator 1 passphrase").expect("the cheat's key");
+    let other = nox_chain::slash::attach_statements(
+        &cheat_key,
+        record.chain_id,
+        record.contracts.registry,
+        other.sign(identity.signing_key()).expect("signs"),
+    )
+    .expect("statements");
+    assert!(nox_chain::slash::evidence_from(*cheat, &published, &other).is_some(), "the two are proof");
+    let mut forked = document.clone();
+    for node in &mut forked.nodes {
+        if node.descriptor.identity_key.to_bytes() == cheat_id {
+            *node = other.clone();
+        }
+    }
+    let mirror = serve_document(forked.to_json().expect("json"));
+
+    // The watcher: its own keystore, ETH for gas only.
+    std::fs::write(dir.join("watcher-pass"), "watcher\n").unwrap();
+    let out = run(&dir, &["operator", "new-key", "--keystore", "watcher.json", "--password-file", "watcher-pass"]);
+    let reporter: nox_chain::Address = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let eth = U256::from(10u64).pow(U256::from(18u64));
+    runtime()
+        .block_on(nox_chain::deploy::fund(&rpc, &record.deployment(), &deployer, reporter, eth, U256::ZERO))
+        .unwrap();
+    let (stake_before, tokens_before, bps) = runtime().block_on(stake_and_balance(&rpc, &record, *cheat, reporter));
+    assert!(stake_before > U256::ZERO && bps > 0);
+    let mut watch = Command::new(NOX);
+    watch
+        .current_dir(&dir)
+        .args(["watch", "--chain", &record_path, "--rpc", &rpc])
+        .args(["--directory", &format!("http://{directory_addr}"), "--directory", &format!("http://{mirror}")])
+        .args(["--keystore", "watcher.json", "--password-file", "watcher-pass", "--interval-secs", "1"]);
+    net.children.push(spawn(&dir, "watch.log", &mut watch));
+    let slashed = wait_until(Duration::from_secs(30), Duration::from_millis(250), || {
+        runtime().block_on(stake_and_balance(&rpc, &record, *cheat, reporter)).0 == U256::ZERO
+    });
+    let log = std::fs::read_to_string(dir.join("watch.log")).unwrap_or_default();
+    assert!(slashed, "the watcher did not get the equivocating operator slashed:\n{log}");
+    assert!(log.contains("slashed for equivocation"), "{log}");
+    let (_, tokens_after, _) = runtime().block_on(stake_and_balance(&rpc, &record, *cheat, reporter));
+    assert_eq!(tokens_after - tokens_before, stake_before * U256::from(bps) / U256::from(10_000u64));
+    // The slashed node is out of the registry: a client from the chain no longer admits it.
+    let listed = runtime()
+        .block_on(async {
+            let reader =
+                nox_chain::RegistryReader::connect(&rpc, record.contracts.registry, Some(record.chain_id)).await?;
+            let block = reader.latest_block().await?;
+            reader.snapshot_at(block).await
+        })
+        .expect("registry");
+    assert!(listed.nodes.iter().all(|n| n.identity_key != cheat_id), "the slashed node is still listed");
+    assert_eq!(listed.nodes.len(), 2);
+    drop(net);
+    drop(anvil);
+}
+
+/// The operator's stake in the registry, the reporter's stake-token balance and the registry's
+/// reporter share (basis points).
+async fn stake_and_balance(
+    rpc: &str,
+    record: &nox_operator::DeploymentRecord,
+    operator: nox_chain::Address,
+    reporter: nox_chain::Address,
+) -> (U256, U256, u16) {
+    use nox_chain::bindings::{NodeRegistry, NoxStakeToken};
+    let provider = alloy::providers::ProviderBuilder::new().connect_http(rpc.parse().expect("url"));
+    let registry = NodeRegistry::new(record.contracts.registry, &provider);
+    let token = NoxStakeToken::new(record.contracts.stake_token, &provider);
+    let stake = registry.nodeOf(operator).call().await.expect("node").stake;
+    let balance = token.balanceOf(reporter).call().await.expect("balance");
+    let bps = registry.slashReporterBps().call().await.expect("bps");
+    (stake, balance, bps)
+}
+
+/// A directory mirror that serves `json` as its document to every request: the second view an
+/// equivocating node shows.
+fn serve_document(json: String) -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", json.len());
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(json.as_bytes()));
+        }
+    });
+    addr
+}
