@@ -12,7 +12,7 @@ import type { NoxWasm } from "./nox_wasm.mjs";
 import type { ProverProgress } from "./prover.js";
 
 /** A helper Worker as the coordinator sees it (browser or Node `worker_threads`). */
-interface HelperWorker {
+export interface HelperWorker {
   postMessage(message: unknown): void;
   terminate(): unknown;
   addEventListener?(type: string, listener: (event: { data: unknown }) => void): void;
@@ -121,11 +121,21 @@ export class SplitProver {
    * helper that fails to start is left out (with none, proofs take today's one-Worker path).
    */
   static async start(workers: number, module: WebAssembly.Module, keyBytes: Uint8Array): Promise<SplitProver> {
+    const spawned = await Promise.all(Array.from({ length: Math.max(0, workers - 1) }, () => spawnHelper().catch(() => undefined)));
+    return SplitProver.fromWorkers(
+      spawned.filter((w): w is HelperWorker => w !== undefined),
+      module,
+      keyBytes,
+    );
+  }
+
+  /** [`start`] over Workers the caller made (`prover-worker.js` Workers; the tests' entry). */
+  static async fromWorkers(workers: HelperWorker[], module: WebAssembly.Module, keyBytes: Uint8Array): Promise<SplitProver> {
     const started = await Promise.all(
-      Array.from({ length: Math.max(0, workers - 1) }, async () => {
+      workers.map(async (worker) => {
         let helper: Helper | undefined;
         try {
-          helper = new Helper(await spawnHelper());
+          helper = new Helper(worker);
           await helper.call({ op: "init", wasm: module, key: { bytes: keyBytes, uncompressed: true }, cache: "memory", role: "helper" });
           return helper;
         } catch {

@@ -124,6 +124,30 @@ test("2 Workers (issue 31): the coordinator spreads the MSM parts, reports them,
   }
 });
 
+test("a helper Worker that dies costs its part to the coordinator, not the proof", async () => {
+  const { SplitProver } = await import("../dist/prover-split.js");
+  const { NoxWasm } = await import("../dist/nox_wasm.mjs");
+  const uncompressed = readFileSync(join(dir, "transfer.pk.uncompressed"));
+  const module = await WebAssembly.compile(wasm);
+  const m = await NoxWasm.instantiate(module);
+  const key = m.loadProvingKey(uncompressed, { uncompressed: true });
+  const helpers = [1, 2].map(() => new Worker(new URL("../dist/prover-worker.js", import.meta.url)));
+  const split = await SplitProver.fromWorkers(helpers, module, uncompressed);
+  try {
+    assert.equal(split.workers, 3);
+    await helpers[1].terminate(); // part 2's helper is gone before the proof
+    const events = [];
+    const { handle } = m.walletPrepare(input.seed, input.view, input.request);
+    const out = await split.prove(m, key, handle, (p) => events.push(p.stage === "parts" ? `${p.done}/${p.of}` : p.stage));
+    assert.deepEqual(events, ["0/3", "1/3", "2/3", "3/3", "finish"]);
+    const file = join(dir, "proof-fallback.bin");
+    writeFileSync(file, out.bytes);
+    assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
+  } finally {
+    split.terminate();
+  }
+});
+
 test("the proving key is fetched once per Worker: a second start reads the memory cache", async () => {
   const worker = new Worker(new URL("../dist/prover-worker.js", import.meta.url));
   const replies = [];
