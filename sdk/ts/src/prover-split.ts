@@ -73,7 +73,7 @@ class Helper {
   }
 }
 
-async function spawnHelper(): Promise<HelperWorker> {
+async function spawnHelper(nodeUrl: string | undefined): Promise<HelperWorker> {
   const scope = globalThis as { WorkerGlobalScope?: unknown; location?: { href: string } };
   if (typeof Worker !== "undefined" && scope.WorkerGlobalScope !== undefined && scope.location !== undefined) {
     // A browser Worker starts a nested Worker of its own script: `location` is the script this
@@ -81,8 +81,11 @@ async function spawnHelper(): Promise<HelperWorker> {
     // import.meta.url)` here would make Vite bundle the Worker into itself).
     return new Worker(scope.location.href, { type: "module" }) as unknown as HelperWorker;
   }
+  // Node: the script URL the main thread started this Worker with (no `import.meta.url` here:
+  // this file is bundled into the browser Worker, where a bundler would rewrite it).
+  if (nodeUrl === undefined) throw new Error("no script URL for helper Workers");
   const threads = await import("node:worker_threads");
-  return new threads.Worker(new URL("./prover-worker.js", import.meta.url)) as unknown as HelperWorker;
+  return new threads.Worker(new URL(nodeUrl)) as unknown as HelperWorker;
 }
 
 /** The cores the runtime reports: `navigator.hardwareConcurrency`, in Node before 21 `os`. */
@@ -120,8 +123,10 @@ export class SplitProver {
    * Starts `workers − 1` helpers with the compiled module and the key's uncompressed bytes. A
    * helper that fails to start is left out (with none, proofs take today's one-Worker path).
    */
-  static async start(workers: number, module: WebAssembly.Module, keyBytes: Uint8Array): Promise<SplitProver> {
-    const spawned = await Promise.all(Array.from({ length: Math.max(0, workers - 1) }, () => spawnHelper().catch(() => undefined)));
+  static async start(workers: number, module: WebAssembly.Module, keyBytes: Uint8Array, nodeUrl?: string): Promise<SplitProver> {
+    const spawned = await Promise.all(
+      Array.from({ length: Math.max(0, workers - 1) }, () => spawnHelper(nodeUrl).catch(() => undefined)),
+    );
     return SplitProver.fromWorkers(
       spawned.filter((w): w is HelperWorker => w !== undefined),
       module,

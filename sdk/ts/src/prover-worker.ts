@@ -116,7 +116,7 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
     split?.terminate();
     split = undefined;
     const workers = msg.role === "helper" ? 1 : await workerCount(msg.workers);
-    if (workers > 1) split = await SplitProver.start(workers, module, wasm.provingKeyBytes(key));
+    if (workers > 1) split = await SplitProver.start(workers, module, wasm.provingKeyBytes(key), msg.helperUrl);
     const t3 = performance.now();
     return { id, ok: true, result: { moduleMs: t1 - t0, keyMs: t2 - t1, workers: split?.workers ?? 1, helpersMs: t3 - t2 } };
   }

@@ -81,6 +81,8 @@ export type ProverRequest =
       cache?: "indexeddb" | "memory";
       workers?: number;
       role?: "helper";
+      /** Node: the Worker script's URL, for the helpers (browsers use the Worker's `location`). */
+      helperUrl?: string;
     }
   | ({ id: number; op: "prove" } & ProveInput)
   | { id: number; op: "part"; prepared: Uint8Array; k: number; n: number };
@@ -115,7 +117,7 @@ interface Job {
   progress: ((p: ProverProgress) => void) | undefined;
 }
 
-async function defaultWorker(): Promise<WorkerLike> {
+async function defaultWorker(): Promise<WorkerLike & { helperUrl?: string }> {
   if (typeof Worker !== "undefined" && typeof window !== "undefined") {
     // One expression, as written: bundlers (Vite, webpack 5) recognise `new Worker(new URL("…",
     // import.meta.url), …)` and bundle the Worker with its imports. A URL built apart is copied as
@@ -123,7 +125,9 @@ async function defaultWorker(): Promise<WorkerLike> {
     return new Worker(new URL("./prover-worker.js", import.meta.url), { type: "module" }) as unknown as WorkerLike;
   }
   const threads = await import("node:worker_threads");
-  return new threads.Worker(new URL("./prover-worker.js", import.meta.url)) as unknown as WorkerLike;
+  const url = new URL("./prover-worker.js", import.meta.url);
+  // In Node the Worker is told its own script for its helpers (a browser Worker has `location`).
+  return Object.assign(new threads.Worker(url) as unknown as WorkerLike, { helperUrl: url.href });
 }
 
 export class TransferProver {
@@ -162,12 +166,15 @@ export class TransferProver {
      */
     workers?: number;
   }): Promise<TransferProver> {
-    const prover = new TransferProver(options.worker ?? (await defaultWorker()));
+    const worker = options.worker ?? (await defaultWorker());
+    const prover = new TransferProver(worker);
     const message: Omit<Extract<ProverRequest, { op: "init" }>, "id"> = {
       op: "init",
       wasm: options.wasm,
       key: options.key,
     };
+    const helperUrl = (worker as { helperUrl?: string }).helperUrl;
+    if (helperUrl !== undefined) message.helperUrl = helperUrl;
     if (options.cache !== undefined) message.cache = options.cache;
     if (options.workers !== undefined) message.workers = options.workers;
     try {
