@@ -33,8 +33,9 @@ const PART_MAGIC: &[u8; 4] = b"NXM1";
 pub const PART_BYTES: usize = 4 + 4 + 4 + 4 * 64 + 128;
 
 /// The output of [`prepare`]: the full assignment `z = (1, public inputs, witness)` and the
-/// coefficients of `h`. Secret (it is the witness): it goes only to the caller's own Workers.
-#[derive(Clone, PartialEq, Eq)]
+/// coefficients of `h`. Secret (it is the witness): it goes only to the caller's own Workers;
+/// zeroized on drop.
+#[derive(Clone, PartialEq, Eq, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
 pub struct Prepared {
     z: Vec<Fr>,
     h: Vec<Fr>,
