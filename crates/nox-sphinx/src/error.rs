@@ -3,9 +3,9 @@
 /// Why a packet, SURB or key was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SphinxError {
-    /// Geometry parameters out of range.
+    /// Geometry parameters out of range ([`crate::GeometryError`]).
     #[error("invalid geometry: {0}")]
-    InvalidGeometry(&'static str),
+    InvalidGeometry(crate::GeometryError),
     /// Input of the wrong length for this geometry.
     #[error("{what} must be {expected} bytes, got {actual}")]
     WrongLength {

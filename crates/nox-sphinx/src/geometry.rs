@@ -20,8 +20,8 @@ pub const INTEGRITY_LEN: usize = 16;
 /// Largest supported number of hops.
 pub const MAX_HOPS: usize = 16;
 /// Smallest body the format accepts: HCTR2 needs at least 16 bytes, and the
-/// body carries the integrity prefix and padding.
-const MIN_BODY_LEN: usize = 64;
+/// body carries the integrity prefix and padding (docs/spec/sphinx.md §2).
+pub const MIN_BODY_LEN: usize = 64;
 
 /// Default packet size: 4 KiB (docs/spec/sphinx.md §2.1; the NOX paper's 32 KiB until
 /// issue 32's testnet measurements, docs/benchmarks/packet-size.md).
@@ -175,7 +175,66 @@ impl Default for Geometry {
     }
 }
 
+/// Why [`Geometry::with_scheme`] refused its parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    /// The hop count is 0 or above [`MAX_HOPS`].
+    #[error("hops must be between 1 and {MAX_HOPS}, got {0}")]
+    Hops(usize),
+    /// The packet length does not fit the 32 bits the geometry identifier hashes.
+    #[error("packet length must fit in 32 bits")]
+    PacketLenOverflow,
+    /// The packet is shorter than the scheme's floor ([`Geometry::min_packet_len`]): its header
+    /// and the smallest body, the length of a SURB (docs/spec/sphinx.md §2.2).
+    #[error(
+        "packet_len {packet_len} is below the {min}-byte floor of scheme {scheme} with {hops} hops \
+         ({header}-byte header + {MIN_BODY_LEN}-byte minimum body, the length of a SURB; docs/spec/sphinx.md §2.2)"
+    )]
+    PacketTooShort {
+        /// The scheme.
+        scheme: Scheme,
+        /// The hop count.
+        hops: usize,
+        /// The refused packet length.
+        packet_len: usize,
+        /// The scheme's header length at `hops` hops.
+        header: usize,
+        /// The floor: the shortest packet length accepted.
+        min: usize,
+    },
+}
+
 impl Geometry {
+    /// The shortest packet a geometry of `hops` hops and `scheme` accepts: its header and
+    /// [`MIN_BODY_LEN`] (= the length of a SURB, [`crate::Surb::encoded_len`]). Any request with
+    /// one SURB travels in packets of this length (split into FEC fragments, docs/spec/sphinx.md
+    /// §2.2); [`Geometry::single_packet_request_len`] is the length from which it fits in one.
+    /// `None` for a hop count out of range.
+    pub const fn min_packet_len(hops: usize, scheme: Scheme) -> Option<usize> {
+        if hops == 0 || hops > MAX_HOPS {
+            return None;
+        }
+        Some(header_len_for(hops, scheme) + MIN_BODY_LEN)
+    }
+
+    /// The shortest packet in which a request carrying one SURB and an empty body fits in a single
+    /// packet: header ‖ body (integrity prefix 16, padding ≥ 1, FEC fragment header 24, shard
+    /// bytes rounded down to even, request header 3, the SURB). Below it such a request is split
+    /// over several packets, and a stream message (one packet, its SURBs inside) carries none.
+    /// `None` for a hop count out of range.
+    pub const fn single_packet_request_len(hops: usize, scheme: Scheme) -> Option<usize> {
+        if hops == 0 || hops > MAX_HOPS {
+            return None;
+        }
+        let header = header_len_for(hops, scheme);
+        let surb = 64 + header;
+        // nox-message's request header (version, kind, SURB count) and nox-fec's fragment
+        // header and shard alignment (checked against those crates in their tests).
+        let message = 3 + surb;
+        let shard = message + message % 2;
+        Some(header + INTEGRITY_LEN + 1 + 24 + shard)
+    }
+
     /// A geometry of `packet_len` bytes with room for `hops` hops.
     pub fn new(packet_len: usize, hops: usize) -> Result<Self, SphinxError> {
         Self::with_scheme(packet_len, hops, Scheme::default())
@@ -184,15 +243,21 @@ impl Geometry {
     /// A geometry of `packet_len` bytes with room for `hops` hops, using
     /// `scheme` for the per-hop key exchange.
     pub fn with_scheme(packet_len: usize, hops: usize, scheme: Scheme) -> Result<Self, SphinxError> {
-        if hops == 0 || hops > MAX_HOPS {
-            return Err(SphinxError::InvalidGeometry("hops must be between 1 and 16"));
-        }
+        let Some(min) = Self::min_packet_len(hops, scheme) else {
+            return Err(SphinxError::InvalidGeometry(GeometryError::Hops(hops)));
+        };
         if packet_len > u32::MAX as usize {
-            return Err(SphinxError::InvalidGeometry("packet length must fit in 32 bits"));
+            return Err(SphinxError::InvalidGeometry(GeometryError::PacketLenOverflow));
         }
-        let header_len = header_len_for(hops, scheme);
-        if packet_len < header_len + MIN_BODY_LEN {
-            return Err(SphinxError::InvalidGeometry("packet too short for its header"));
+        if packet_len < min {
+            let header = header_len_for(hops, scheme);
+            return Err(SphinxError::InvalidGeometry(GeometryError::PacketTooShort {
+                scheme,
+                hops,
+                packet_len,
+                header,
+                min,
+            }));
         }
         Ok(Self::build(packet_len, hops, scheme, Blinding::default()))
     }

@@ -19,8 +19,8 @@ mod surb;
 pub use construct::{BuildOptions, PathHop, build_forward};
 pub use error::SphinxError;
 pub use geometry::{
-    ALPHA_LEN, Blinding, DEFAULT_HOPS, DEFAULT_PACKET_LEN, Geometry, INTEGRITY_LEN, MAC_LEN, MAX_HOPS, POW_NONCE_LEN,
-    PREFIX_LEN, ROUTING_BLOCK_LEN, Scheme,
+    ALPHA_LEN, Blinding, DEFAULT_HOPS, DEFAULT_PACKET_LEN, Geometry, GeometryError, INTEGRITY_LEN, MAC_LEN, MAX_HOPS,
+    MIN_BODY_LEN, POW_NONCE_LEN, PREFIX_LEN, ROUTING_BLOCK_LEN, Scheme,
 };
 pub use header::{HeaderView, ReplayTag};
 pub use kem::{MLKEM768_CIPHERTEXT_LEN, MLKEM768_PUBLIC_KEY_LEN, XWING_CIPHERTEXT_LEN, XWING_PUBLIC_KEY_LEN};

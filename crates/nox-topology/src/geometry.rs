@@ -96,7 +96,9 @@ pub fn network_geometry(scheme: Scheme, hops: usize) -> Result<Geometry, nox_sph
 }
 
 /// The geometry of a network of `scheme` whose packets are `packet_len` bytes, with `hops` hops.
-/// Errors as [`Geometry::with_scheme`] (e.g. an X-Wing header does not fit 2 KiB).
+/// Errors as [`Geometry::with_scheme`]: below the scheme's floor ([`Geometry::min_packet_len`],
+/// docs/spec/sphinx.md §2.2, e.g. X-Wing's 3,648 bytes at 3 hops against 2 KiB) with
+/// `GeometryError::PacketTooShort`, whose text names the floor.
 pub fn network_geometry_with_len(
     scheme: Scheme,
     hops: usize,
@@ -201,7 +203,24 @@ mod tests {
         assert_eq!(small.packet_len(), 2048);
         assert_ne!(small.identifier(), network_geometry(Scheme::Ristretto255, 3).unwrap().identifier());
         assert_eq!(known_geometries(3).filter(|g| g.identifier() == small.identifier()).count(), 1);
-        // A header that does not fit is the geometry's error, not a silent truncation.
-        assert!(network_geometry_with_len(Scheme::XWing, 3, PacketLen::new(2048).unwrap()).is_err());
+        // Below the scheme's floor (header + 64, docs/spec/sphinx.md §2.2) is the geometry's
+        // typed error naming the floor, not a silent truncation or a later failure.
+        for (scheme, layers, floor) in [(Scheme::XWing, 3, 3648), (Scheme::MlKem768, 3, 3552), (Scheme::XWing, 5, 6016)]
+        {
+            for len in [2048, 4096].into_iter().filter(|&l| l < floor) {
+                let error = network_geometry_with_len(scheme, layers, PacketLen::new(len).unwrap()).unwrap_err();
+                let nox_sphinx::SphinxError::InvalidGeometry(nox_sphinx::GeometryError::PacketTooShort { min, .. }) =
+                    error
+                else {
+                    panic!("{error}")
+                };
+                assert_eq!(min, floor);
+                assert!(error.to_string().contains(&format!("{floor}-byte floor")), "{error}");
+            }
+        }
+        // Every scheme at 4 KiB and 3 layers is at or above its floor.
+        for scheme in Scheme::ALL {
+            assert!(network_geometry_with_len(scheme, 3, PacketLen::DEFAULT).is_ok(), "{scheme}");
+        }
     }
 }
