@@ -286,7 +286,8 @@ export class NoxWasm {
   /**
    * A client core over a verified topology (a copy: the topology handle stays usable).
    * `config`: { cover_rate, timeout_ms, loss, target, max_pending, queue_capacity,
-   * loop_fraction, parity_percent } (all optional). Time: `nowMs` monotonic milliseconds
+   * loop_fraction, parity_percent, profile ('always-on' | 'wallet' | 'mobile'),
+   * mobile_budget_bytes_per_day } (all optional). Time: `nowMs` monotonic milliseconds
    * (performance.now() by default), `nowUnix` seconds (Date.now() / 1000 by default).
    * Returns { handle, gateway, mailbox }.
    */
