@@ -77,3 +77,20 @@ impl Preset {
         )
     }
 }
+
+/// `nox node --chain <preset> [--rpc URL]`: the `[chain]` section from the preset (looked up in
+/// `./deployments` after the built-in names), keeping `current`'s operator key file and
+/// confirmations.
+pub fn chain_from_preset(
+    spec: &str,
+    rpc: Option<&str>,
+    current: Option<nox_chain::ChainConfig>,
+) -> Result<nox_chain::ChainConfig, OperatorError> {
+    let preset = Preset::resolve(spec, Path::new("deployments"))?;
+    let mut chain = preset.chain_config(&preset.rpc(rpc)?);
+    if let Some(current) = current {
+        chain.operator_key_file = current.operator_key_file;
+        chain.confirmations = current.confirmations;
+    }
+    Ok(chain)
+}

@@ -6,11 +6,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use alloy::providers::DynProvider;
 use clap::{Args, Subcommand};
 use nox_chain::{Address, PrivateKeySigner, Registration, U256};
-use nox_operator::keystore::{self, PassphraseSource};
 use nox_operator::ops::{self, NodeStatus};
+use nox_operator::session::{self, Session};
 use nox_operator::{DeployPlan, OperatorError, Preset};
 
 /// The operator's key.
@@ -196,22 +195,8 @@ pub enum OperatorCommand {
     },
 }
 
-/// `nox node --chain <preset> [--rpc URL]`: the `[chain]` section from the preset (looked up in
-/// `./deployments` after the built-in names), keeping `current`'s operator key file and
-/// confirmations.
-pub fn chain_from_preset(
-    spec: &str,
-    rpc: Option<&str>,
-    current: Option<nox_chain::ChainConfig>,
-) -> Result<nox_chain::ChainConfig, OperatorError> {
-    let preset = Preset::resolve(spec, Path::new("deployments"))?;
-    let mut chain = preset.chain_config(&preset.rpc(rpc)?);
-    if let Some(current) = current {
-        chain.operator_key_file = current.operator_key_file;
-        chain.confirmations = current.confirmations;
-    }
-    Ok(chain)
-}
+/// `nox node --chain <preset> [--rpc URL]` (`nox_operator::preset`).
+pub use nox_operator::preset::chain_from_preset;
 
 /// `nox client --chain SPEC [--chain-rpc URL]`: the registry a client verifies topologies
 /// against. `SPEC` is a preset (as for `nox node --chain`) or a TOML file with a `[chain]`
@@ -232,29 +217,16 @@ pub fn client_chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainCon
     chain_from_preset(spec, rpc, None).map_err(|e| e.to_string())
 }
 
-fn passphrase(key: &KeyArgs) -> PassphraseSource {
-    PassphraseSource::choose(key.password_file.as_deref(), |n| std::env::var(n).ok())
-}
-
 fn open(key: &KeyArgs) -> Result<PrivateKeySigner, OperatorError> {
-    let pass = passphrase(key).read(false)?;
-    keystore::load(&key.keystore, &pass)
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())
+    session::open_key(&key.keystore, key.password_file.as_deref())
 }
 
 fn preset(chain: &ChainArgs) -> Result<(Preset, String), OperatorError> {
-    let preset = Preset::resolve(&chain.chain, &chain.deployments)?;
-    let rpc = preset.rpc(chain.rpc.as_deref())?;
-    Ok((preset, rpc))
+    session::resolve(&chain.chain, &chain.deployments, chain.rpc.as_deref())
 }
 
-fn node_keys(dir: &Path) -> Result<([u8; 32], [u8; 32]), OperatorError> {
-    let identity = nox_operator::init::load_node_identity(dir)?;
-    let public = identity.public();
-    Ok((public.identity_key.to_bytes(), public.link_key.to_bytes()))
+fn open_session(key: &KeyArgs, chain: &ChainArgs) -> Result<Session, OperatorError> {
+    Session::open(&key.keystore, key.password_file.as_deref(), &chain.chain, &chain.deployments, chain.rpc.as_deref())
 }
 
 fn ask(question: &str) -> Result<(), OperatorError> {
@@ -284,8 +256,10 @@ pub fn deploy(args: DeployArgs) -> Result<(), String> {
     }
     plan.pool = !args.no_pool;
     plan.allow_testnet_keys = args.allow_testnet_keys_on_public_chain;
-    let outcome =
-        runtime()?.block_on(nox_operator::deploy::deploy(&args.rpc, &signer, &plan)).map_err(|e| e.to_string())?;
+    let outcome = session::runtime()
+        .map_err(|e| e.to_string())?
+        .block_on(nox_operator::deploy::deploy(&args.rpc, &signer, &plan))
+        .map_err(|e| e.to_string())?;
     if let Some(w) = &outcome.warning {
         eprintln!("{w}");
     }
@@ -309,54 +283,10 @@ pub fn run(command: OperatorCommand) -> Result<(), String> {
     run_inner(command).map_err(|e| e.to_string())
 }
 
-/// An operator ready to send: the keystore unlocked, a provider signing with it on the preset's
-/// chain (the endpoint's chain id checked against the record), and a runtime to drive it. Every
-/// signing subcommand starts here.
-struct Session {
-    preset: Preset,
-    signer: PrivateKeySigner,
-    provider: DynProvider,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Session {
-    fn open(key: &KeyArgs, chain: &ChainArgs) -> Result<Self, OperatorError> {
-        let (preset, rpc) = preset(chain)?;
-        let signer = open(key)?;
-        let rt = runtime().map_err(OperatorError::Passphrase)?;
-        let provider = rt.block_on(ops::connect(&rpc, &preset.record, &signer))?;
-        Ok(Self { preset, signer, provider, rt })
-    }
-
-    fn record(&self) -> &nox_operator::DeploymentRecord {
-        &self.preset.record
-    }
-
-    fn operator(&self) -> Address {
-        self.signer.address()
-    }
-
-    fn block_on<T>(&self, f: impl std::future::Future<Output = Result<T, OperatorError>>) -> Result<T, OperatorError> {
-        self.rt.block_on(f)
-    }
-}
-
 fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
     match command {
         OperatorCommand::NewKey { key, import_key_file } => {
-            let pass = passphrase(&key).read(true)?;
-            let signer = match import_key_file {
-                Some(f) => {
-                    let text = zeroize::Zeroizing::new(
-                        std::fs::read_to_string(&f)
-                            .map_err(|e| OperatorError::Io { path: f.clone(), reason: e.to_string() })?,
-                    );
-                    let signer = nox_chain::deploy::signer(&text)?;
-                    keystore::save(&key.keystore, &signer, &pass)?;
-                    signer
-                }
-                None => keystore::create(&key.keystore, &pass)?,
-            };
+            let signer = session::new_key(&key.keystore, key.password_file.as_deref(), import_key_file.as_deref())?;
             println!("operator {} in {}", signer.address(), key.keystore.display());
         }
         OperatorCommand::Init { chain, dir, listen, directory, layers, keystore, password_file } => {
@@ -380,17 +310,13 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             );
         }
         OperatorCommand::Register { key, chain, node: NodeArgs { node_dir, address, role }, stake, yes } => {
-            let (identity_key, link_key) = node_keys(&node_dir)?;
-            let s = Session::open(&key, &chain)?;
+            let (identity_key, link_key) = session::node_keys(&node_dir)?;
+            let s = open_session(&key, &chain)?;
             let (record, operator) = (s.record(), s.operator());
             s.block_on(async {
                 let stake = match stake {
                     Some(stake) => stake,
-                    None => nox_chain::bindings::NodeRegistry::new(record.contracts.registry, &s.provider)
-                        .minStake()
-                        .call()
-                        .await
-                        .map_err(|e| OperatorError::Chain(nox_chain::ChainError::Contract(e.to_string())))?,
+                    None => s.min_stake().await?,
                 };
                 let registration = Registration { identity_key, link_key, link_address: address, role, stake };
                 let q = ops::quote_register(&s.provider, record, operator, &registration).await?;
@@ -422,7 +348,7 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
                 (None, None) => return Err(OperatorError::State("give --keystore or --address".into())),
             };
             let provider = nox_chain::deploy::wallet_provider(&rpc, &PrivateKeySigner::random())?;
-            let rt = runtime().map_err(OperatorError::Passphrase)?;
+            let rt = session::runtime().map_err(|e| OperatorError::Passphrase(e.to_string()))?;
             let s = rt.block_on(ops::status(&provider, &preset.record, operator, &[]))?;
             println!("operator {}", s.operator);
             match s.status {
@@ -445,29 +371,29 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             }
         }
         OperatorCommand::Rotate { key, chain, node_dir } => {
-            let (identity_key, _) = node_keys(&node_dir)?;
-            let s = Session::open(&key, &chain)?;
+            let (identity_key, _) = session::node_keys(&node_dir)?;
+            let s = open_session(&key, &chain)?;
             s.block_on(ops::rotate(&s.provider, s.record(), identity_key))?;
             println!("identity key now {}", hex::encode(identity_key));
         }
         OperatorCommand::Update { key, chain, node: NodeArgs { node_dir, address, role } } => {
-            let (_, link_key) = node_keys(&node_dir)?;
-            let s = Session::open(&key, &chain)?;
+            let (_, link_key) = session::node_keys(&node_dir)?;
+            let s = open_session(&key, &chain)?;
             s.block_on(ops::update(&s.provider, s.record(), link_key, &address, role))?;
             println!("updated: {address}, role {role}");
         }
         OperatorCommand::Unstake { key, chain } => {
-            let s = Session::open(&key, &chain)?;
+            let s = open_session(&key, &chain)?;
             let at = s.block_on(ops::unstake(&s.provider, s.record(), s.operator()))?;
             println!("left the active list; stake withdrawable from unix time {at}");
         }
         OperatorCommand::Withdraw { key, chain } => {
-            let s = Session::open(&key, &chain)?;
+            let s = open_session(&key, &chain)?;
             let amount = s.block_on(ops::withdraw(&s.provider, s.record(), s.operator()))?;
             println!("withdrew {amount} stake tokens");
         }
         OperatorCommand::Claim { key, chain, asset, to } => {
-            let s = Session::open(&key, &chain)?;
+            let s = open_session(&key, &chain)?;
             let asset = asset.unwrap_or(s.record().contracts.stake_token);
             let to = to.unwrap_or(s.operator());
             let amount = s.block_on(ops::claim(&s.provider, s.record(), s.operator(), asset, to))?;
