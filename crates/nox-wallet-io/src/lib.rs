@@ -2,14 +2,21 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bundle;
 pub mod chain;
 pub mod dir;
 pub mod fees;
+pub mod insert;
 pub mod insert_race;
+pub mod keys;
 pub mod l2fee;
+pub mod send;
 
 pub use chain::ChainError;
 pub use dir::{DirError, WalletDir};
 pub use fees::FeeReadError;
+pub use insert::InsertError;
 pub use insert_race::RaceError;
+pub use keys::KeyError;
 pub use l2fee::DataFeeError;
+pub use send::SendError;

@@ -467,27 +467,22 @@ pub(crate) fn journal_resolve(w: &WalletArgs, intent: &str) -> CmdResult {
 }
 
 /// Before a command hands a transaction over: if an earlier run of the same command (`intent`)
-/// lost its answer, asks the chain about that transaction. `Some((hash, block))`: it landed, and
-/// the caller reports it and sends nothing; `None`: nothing outstanding (or it can no longer
-/// land), send. Still pending: an [`UNCONFIRMED`] error, nothing sent.
+/// lost its answer, asks the chain about that transaction (`nox_wallet_io::send::recall`).
+/// `Some((hash, block))`: it landed, and the caller reports it and sends nothing; `None`:
+/// nothing outstanding (or it can no longer land), send. Still pending: an [`UNCONFIRMED`]
+/// error, nothing sent.
 pub(crate) async fn journal_recall(
     w: &WalletArgs,
     provider: &DynProvider,
     pool: Address,
     intent: &str,
 ) -> CmdResult<Option<(B256, u64)>> {
-    let j = wallet_dir(w).load_journal().map_err(|e| e.to_string())?;
-    let Some(entry) = j.find(intent).cloned() else { return Ok(None) };
-    let seen = nox_wallet_io::chain::journal_seen(provider, pool, &entry).await.map_err(|e| e.to_string())?;
-    match journal::decide(&entry, &seen) {
-        journal::Decision::AlreadyDone { tx_hash, block } => {
-            journal_resolve(w, intent)?;
-            Ok(Some((tx_hash, block)))
-        }
-        journal::Decision::Wait(why) => Err(format!("{UNCONFIRMED}{why}; nothing was sent again")),
-        journal::Decision::SendAgain(why) => {
+    use nox_wallet_io::send::{Recall, recall};
+    match recall(&wallet_dir(w), provider, pool, intent).await.map_err(|e| e.to_string())? {
+        Recall::Landed { tx_hash, block } => Ok(Some((tx_hash, block))),
+        Recall::Nothing => Ok(None),
+        Recall::SendAgain(why) => {
             eprintln!("{why}");
-            journal_resolve(w, intent)?;
             Ok(None)
         }
     }
@@ -672,44 +667,23 @@ async fn send_tx(
     tx: TransactionRequest,
     what: &str,
 ) -> CmdResult<alloy::rpc::types::TransactionReceipt> {
-    let pending = provider.send_transaction(tx).await.map_err(|e| format!("{what}: {e}"))?;
-    let receipt = pending
-        .with_timeout(Some(Duration::from_secs(120)))
-        .get_receipt()
-        .await
-        .map_err(|e| format!("{what}: waiting for the receipt: {e}"))?;
-    if !receipt.status() {
-        return Err(format!("{what}: transaction {} reverted", receipt.transaction_hash));
-    }
-    Ok(receipt)
+    nox_wallet_io::send::send_tx(provider, tx, what).await.map_err(|e| e.to_string())
 }
 
-/// As [`send_tx`], for a transaction that must not be sent twice: once broadcast, its hash is
-/// written to the journal under `entry.intent`; a receipt clears the entry, and a receipt lost
-/// (no answer within `timeout`, the endpoint gone) is an [`UNCONFIRMED`] error naming the hash
-/// (the entry stays for a re-run to find).
+/// As [`send_tx`], for a transaction that must not be sent twice (`nox_wallet_io::send`): a
+/// receipt lost is an [`UNCONFIRMED`] error naming the hash.
 async fn send_tx_journaled(
     provider: &DynProvider,
     tx: TransactionRequest,
     what: &str,
     w: &WalletArgs,
-    mut entry: journal::Entry,
+    entry: journal::Entry,
     timeout: Duration,
 ) -> CmdResult<alloy::rpc::types::TransactionReceipt> {
-    let pending = provider.send_transaction(tx).await.map_err(|e| format!("{what}: {e}"))?;
-    let hash = *pending.tx_hash();
-    entry.tx_hash = Some(hash);
-    eprintln!("{what}: broadcast as {hash}; waiting for its receipt");
-    journal_record(w, entry.clone())?;
-    let receipt = match pending.with_timeout(Some(timeout)).get_receipt().await {
-        Ok(r) => r,
-        Err(e) => return Err(journal::lost(&entry, &format!("{what}: {e}"))),
-    };
-    journal_resolve(w, &entry.intent)?;
-    if !receipt.status() {
-        return Err(format!("{what}: transaction {} reverted", receipt.transaction_hash));
-    }
-    Ok(receipt)
+    let broadcast = |hash| eprintln!("{what}: broadcast as {hash}; waiting for its receipt");
+    nox_wallet_io::send::send_tx_journaled(provider, tx, what, &wallet_dir(w), entry, timeout, broadcast)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn deposit(a: &DepositArgs) -> CmdResult {
@@ -817,52 +791,25 @@ impl Ticker {
     }
 }
 
-type ProvingKey = nox_zk::groth16::ProvingKey<ark_bn254::Bn254>;
-type VerifyingKey = nox_zk::groth16::VerifyingKey<ark_bn254::Bn254>;
-type KeySetup = fn() -> Result<(ProvingKey, VerifyingKey), nox_zk::ZkError>;
+type ProvingKey = nox_wallet_io::keys::ProvingKey;
 
-/// A circuit's proving key, cached in the wallet directory after the first use, with the
-/// keccak-256 of its bytes beside it (`<file>.keccak`). A cached file is used only if its length
-/// and hash match (and `shape` accepts it); a corrupt, truncated or foreign cache is reported and
-/// derived again, never used.
-///
-/// TESTNET: these are the `testnet_setup()` keys of `nox_zk`, whose randomness is public; a
-/// deployment with value uses keys from `nox zk setup` (`--proving-key`) and verifiers generated
-/// from them.
-fn cached_key(
-    w: &WalletArgs,
-    file: &str,
-    what: &str,
-    setup: KeySetup,
-    shape: fn(&ProvingKey) -> Result<(), nox_zk::ZkError>,
-) -> CmdResult<ProvingKey> {
-    use ark_serialize::CanonicalSerialize;
-    let path = w.wallet.join(file);
-    let digest_path = w.wallet.join(format!("{file}.keccak"));
-    if let Ok(bytes) = std::fs::read(&path) {
-        let recorded = std::fs::read_to_string(&digest_path).unwrap_or_default();
-        let expected = format!("{} {}", bytes.len(), alloy::primitives::keccak256(&bytes));
-        let checked = if recorded.trim() != expected {
-            Err("its length or hash does not match the one recorded when it was written".to_owned())
-        } else {
-            nox_zk::groth16::proving_key_from_compressed_unchecked(&bytes[..])
-                .map_err(|e| e.to_string())
-                .and_then(|pk| shape(&pk).map(|()| pk).map_err(|e| e.to_string()))
-        };
-        match checked {
-            Ok(pk) => return Ok(pk),
-            Err(why) => {
-                eprintln!("the cached {what} proving key {} is not used ({why}): deriving it again", path.display())
-            }
-        }
+/// A circuit's testnet proving key, cached in the wallet directory after the first use
+/// (`nox_wallet_io::keys`): a corrupt, truncated or foreign cache is reported and derived
+/// again, never used.
+fn cached_key(w: &WalletArgs, circuit: &nox_wallet_io::keys::CachedKey) -> CmdResult<ProvingKey> {
+    use nox_wallet_io::keys;
+    match keys::load_cached(&w.wallet, circuit) {
+        Ok(Some(pk)) => return Ok(pk),
+        Ok(None) => {}
+        Err(why) => eprintln!(
+            "the cached {} proving key {} is not used ({why}): deriving it again",
+            circuit.what,
+            keys::cache_path(&w.wallet, circuit).display()
+        ),
     }
-    let t = Ticker::start(&format!("deriving the testnet {what} proving key (first use; cached afterwards)"));
-    let (pk, _) = setup().map_err(|e| e.to_string())?;
+    let t = Ticker::start(&format!("deriving the testnet {} proving key (first use; cached afterwards)", circuit.what));
+    let pk = keys::derive(&w.wallet, circuit).map_err(|e| e.to_string())?;
     t.finish();
-    let mut bytes = Vec::new();
-    pk.serialize_compressed(&mut bytes).map_err(|e| e.to_string())?;
-    write_private(&path, &bytes)?;
-    write_private(&digest_path, format!("{} {}\n", bytes.len(), alloy::primitives::keccak256(&bytes)).as_bytes())?;
     Ok(pk)
 }
 
@@ -870,35 +817,19 @@ fn transfer_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
     if let Some(file) = &w.proving_key {
         return ceremony_transfer_key(file);
     }
-    cached_key(w, "testnet-transfer.pk", "transfer", nox_zk::transfer::testnet_setup, nox_zk::transfer::check_shape)
+    cached_key(w, &nox_wallet_io::keys::TRANSFER)
 }
 
-/// A transfer proving key from a ceremony (`nox zk setup finalize --circuit transfer` writes
-/// it), checked before use: arkworks' encoding with nothing after it and the transfer circuit's
-/// shape (a truncated or corrupt file, or another circuit's key, is refused by name). Each proof
-/// is then verified against the key's own verifying key before it leaves.
-pub(crate) fn ceremony_transfer_key(file: &Path) -> CmdResult<ProvingKey> {
-    let bytes = std::fs::read(file).map_err(|e| format!("--proving-key {}: {e}", file.display()))?;
-    let pk = nox_zk::transfer::proving_key_from_bytes(&bytes).map_err(|e| {
-        format!(
-            "--proving-key {}: {e} ({} bytes, keccak {}); give the proving.key that `nox zk setup finalize --circuit \
-             transfer` wrote for the pool's verifier",
-            file.display(),
-            bytes.len(),
-            alloy::primitives::keccak256(&bytes)
-        )
-    })?;
-    eprintln!(
-        "proving with the key {} ({} bytes, keccak {})",
-        file.display(),
-        bytes.len(),
-        alloy::primitives::keccak256(&bytes)
-    );
-    Ok(pk)
+/// A transfer proving key from a ceremony, checked before use (`nox_wallet_io::keys`). Each
+/// proof is then verified against the key's own verifying key before it leaves.
+fn ceremony_transfer_key(file: &Path) -> CmdResult<ProvingKey> {
+    let k = nox_wallet_io::keys::ceremony_transfer_key(file).map_err(|e| e.to_string())?;
+    eprintln!("proving with the key {} ({} bytes, keccak {})", file.display(), k.len, k.keccak);
+    Ok(k.key)
 }
 
 fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
-    cached_key(w, "testnet-insert.pk", "insertion", nox_zk::insert::testnet_setup, |_| Ok(()))
+    cached_key(w, &nox_wallet_io::keys::INSERT)
 }
 
 /// Proves a prepared transaction (checked locally before it is sent anywhere).
@@ -1348,36 +1279,7 @@ impl WithdrawCommand {
 // ---------------------------------------------------------------------------------------------
 // A bundle for a relayer, and insertion
 
-/// The bundle a relayer submits: `BatchExecutor.execute(bundle)` from the `relayer` account.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct BundleFile {
-    /// Chain id.
-    pub chain_id: u64,
-    /// The BatchExecutor.
-    pub executor: Address,
-    /// The payment plugin (the pool).
-    pub payment: Address,
-    /// `abi.encode(Transaction)`.
-    pub payment_data: Bytes,
-    /// The fee.
-    pub fee: U256,
-    /// The fee's asset (zero address: ETH).
-    pub asset: Address,
-    /// The only account whose submission the payment pays.
-    pub relayer: Address,
-    /// The action (zero: none).
-    pub target: Address,
-    /// The action's calldata.
-    pub data: Bytes,
-    /// The gas the executor forwards to the action (`Action.gas`).
-    pub gas: u64,
-    /// The raw execution hash `keccak256(target ‖ data ‖ fee ‖ gas)`.
-    pub action_hash: B256,
-    /// The transaction's two nullifiers (the exit refuses a bundle whose nullifier is spent).
-    pub nullifiers: [U256; 2],
-    /// Unix second after which the payment is refused.
-    pub deadline: u64,
-}
+pub use nox_wallet_io::bundle::BundleFile;
 
 async fn pay(a: &PayArgs) -> CmdResult {
     let (seed, at, provider, view) = synced(&a.chain).await?;
@@ -1438,45 +1340,29 @@ async fn pay(a: &PayArgs) -> CmdResult {
     Ok(())
 }
 
-fn proof_words(proof: &[u8; 256]) -> [U256; 8] {
-    let mut words = [U256::ZERO; 8];
-    for (w, chunk) in words.iter_mut().zip(proof.chunks_exact(32)) {
-        *w = U256::from_be_slice(chunk);
-    }
-    words
-}
-
 async fn insert(a: &InsertArgs) -> CmdResult {
     let started = Instant::now();
     let (_seed, at, _, view) = synced(&a.chain).await?;
-    let first_queued = view.queued().next().map(|(i, _)| i);
-    // The pool's next batch ends at the next multiple of BATCH_SIZE of the queue index or at the
-    // queue's end (nox_relayer::inserter::batch_len).
-    let batch = nox_wallet::state::BATCH_SIZE - first_queued.unwrap_or(0) % nox_wallet::state::BATCH_SIZE;
-    let queued: Vec<Fr> = view.queued().map(|(_, c)| c).take(batch as usize).collect();
-    let Some(first_queued) = first_queued else {
+    let Some(batch) = nox_wallet_io::insert::next_batch(&view).map_err(|e| e.to_string())? else {
         println!("nothing queued");
         return Ok(());
     };
-    let start = view.next_leaf();
-    let (public, witness) = view.insert_statement(&queued).map_err(|e| format!("building the batch: {e}"))?;
+    let (first_queued, start) = (batch.first_queued, batch.start);
     let pk = insert_keys(&a.chain.wallet)?;
-    let t = Ticker::start(&format!("proving the insertion of {} leaves at leaf {start}", queued.len()));
+    let t = Ticker::start(&format!("proving the insertion of {} leaves at leaf {start}", batch.leaves.len()));
     let mut seed = Zeroizing::new([0u8; 32]);
     os_rng().fill_bytes(seed.as_mut());
-    // Seeded: compiled (optimised) in nox-zk, not instantiated unoptimised here in a debug build.
-    let proof = nox_zk::insert::prove_seeded(&pk, &public, &witness, *seed).map_err(|e| format!("proving: {e}"))?;
-    t.finish();
-    nox_zk::insert::verify(&pk.vk, &public, &proof).map_err(|e| format!("the new proof does not verify: {e}"))?;
-    let words = proof_words(&nox_zk::groth16::proof_to_evm(&proof));
-    let new_root = U256::from_be_bytes(field::to_be32(&public.new_root));
+    let call = batch.prove(&pk, *seed);
+    // As before the move: a failed proof leaves the ticker unfinished; a proof that does not
+    // verify is reported after it.
+    if !matches!(call, Err(nox_wallet_io::insert::InsertError::Prove(_))) {
+        t.finish();
+    }
+    let call = call.map_err(|e| e.to_string())?;
     let signer = read_key_file(&a.key_file)?;
     let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
     let pool = ShieldedPool::new(at.pool, &sender);
-    // The leaves the proof covers: a deposit queued meanwhile makes the pool refuse the call
-    // cheaply (CountMismatch) instead of after verifying the proof.
-    let leaves = queued.iter().map(|c| U256::from_be_bytes(field::to_be32(c))).collect();
-    let tx = pool.insertBatch(words, new_root, leaves).into_transaction_request();
+    let tx = pool.insertBatch(call.proof, call.new_root, call.leaves).into_transaction_request();
     // An exit's inserter may have landed this batch while it was being proved here: re-read the
     // pool and simulate the exact call from our account; a doomed transaction is never sent.
     let already = |by| {
@@ -1510,7 +1396,7 @@ async fn insert(a: &InsertArgs) -> CmdResult {
     };
     println!(
         "inserted {} leaves at leaf {start} in block {} (tx {}); gas {}; {:.1} s",
-        queued.len(),
+        batch.leaves.len(),
         receipt.block_number.unwrap_or_default(),
         receipt.transaction_hash,
         receipt.gas_used,
