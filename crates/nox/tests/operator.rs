@@ -266,12 +266,8 @@ fn deploy_register_status_unstake_withdraw_claim() {
         assert!(approved.get_receipt().await.unwrap().status());
         let reads = ProviderBuilder::new().connect_http(rpc.parse().unwrap());
         let executor = BatchExecutor::new(record.contracts.executor, &reads);
-        let action_hash = executor
-            .executionHash(Address::ZERO, Bytes::new(), reward, U256::ZERO)
-            .call()
-            .await
-            .unwrap()
-            .raw;
+        let action_hash =
+            executor.executionHash(Address::ZERO, Bytes::new(), reward, U256::ZERO).call().await.unwrap().raw;
         let (nonce, deadline) = (U256::from(7u64), U256::from(4_000_000_000u64));
         let digest = Erc20Payment::new(plugin, &reads)
             .paymentDigest(deployer.address(), token, reward, op1.0, action_hash, nonce, deadline)
