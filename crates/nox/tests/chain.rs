@@ -14,7 +14,7 @@ use nox_topology::{TopologyError, Unvouched};
 
 mod common;
 
-use common::{NOX, Testnet, port_base, testnet_dir, wait_until};
+use common::{NOX, Testnet, port_base, serve_document, stake_and_balance, testnet_dir, wait_until};
 
 /// Epoch length of the test network; nodes re-read the registry every quarter epoch.
 const EPOCH_SECS: u64 = 12;
@@ -177,7 +177,14 @@ fn membership_follows_the_registry() {
         nox_chain::deploy::fund(&info.rpc_url, &info.deployment, &deployer, reporter, eth, U256::ZERO)
             .await
             .expect("funds the reporter");
-        stake_and_balance(&info, operator.address(), reporter).await
+        stake_and_balance(
+            &info.rpc_url,
+            info.deployment.registry,
+            info.deployment.stake_token,
+            operator.address(),
+            reporter,
+        )
+        .await
     });
     assert!(stake_before > U256::ZERO && bps > 0);
     let chain_toml = nox_testnet::directory::process_dir(&dir).join("chain.toml");
@@ -196,14 +203,29 @@ fn membership_follows_the_registry() {
         .spawn()
         .expect("nox watch starts");
     let slashed = wait_until(Duration::from_secs(30), Duration::from_millis(250), || {
-        runtime().block_on(stake_and_balance(&info, operator.address(), reporter)).0 == U256::ZERO
+        runtime()
+            .block_on(stake_and_balance(
+                &info.rpc_url,
+                info.deployment.registry,
+                info.deployment.stake_token,
+                operator.address(),
+                reporter,
+            ))
+            .0
+            == U256::ZERO
     });
     let _ = watch.kill();
     let _ = watch.wait();
     let log = std::fs::read_to_string(watch_dir.join("watch.log")).unwrap_or_default();
     assert!(slashed, "the watcher did not get the equivocating node slashed:\n{log}");
     assert!(log.contains("slashed for equivocation"), "{log}");
-    let (_, tokens_after, _) = runtime().block_on(stake_and_balance(&info, operator.address(), reporter));
+    let (_, tokens_after, _) = runtime().block_on(stake_and_balance(
+        &info.rpc_url,
+        info.deployment.registry,
+        info.deployment.stake_token,
+        operator.address(),
+        reporter,
+    ));
     let share = stake_before * U256::from(bps) / U256::from(10_000u64);
     assert_eq!(tokens_after - tokens_before, share, "the reporter earns its share of the stake\n{log}");
     eventually("the slashed node is gone from the client's view", || !node_ids(&dir).contains(&cheat_id));
@@ -310,47 +332,6 @@ fn operator_node_joins(dir: &Path, info: &nox_testnet::chain::ChainInfo) {
     let log = std::fs::read_to_string(work.join("node.log")).unwrap_or_default();
     assert!(joined, "the operator's node never joined the topology:\n{log}");
     assert!(log.contains("first descriptor announced"), "{log}");
-}
-
-/// The equivocating operator's stake in the registry, the reporter's stake-token balance and
-/// the registry's reporter share (basis points).
-async fn stake_and_balance(
-    info: &nox_testnet::chain::ChainInfo,
-    operator: nox_chain::Address,
-    reporter: nox_chain::Address,
-) -> (U256, U256, u16) {
-    use nox_chain::bindings::{NodeRegistry, NoxStakeToken};
-    let provider = alloy::providers::ProviderBuilder::new().connect_http(info.rpc_url.parse().expect("url"));
-    let registry = NodeRegistry::new(info.deployment.registry, &provider);
-    let token = NoxStakeToken::new(info.deployment.stake_token, &provider);
-    let stake = registry.nodeOf(operator).call().await.expect("node").stake;
-    let balance = token.balanceOf(reporter).call().await.expect("balance");
-    let bps = registry.slashReporterBps().call().await.expect("bps");
-    (stake, balance, bps)
-}
-
-/// A directory mirror that serves `json` as its document (`GET /topology`) to every request: the
-/// second view an equivocating node shows.
-fn serve_document(json: String) -> std::net::SocketAddr {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
-                }
-            }
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", json.len());
-            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(json.as_bytes()));
-        }
-    });
-    addr
 }
 
 /// A forged node and a tampered descriptor in the document a cache serves: left out, each with

@@ -23,7 +23,7 @@ use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
 
 mod common;
 
-use common::{NOX, port_base, testnet_dir, wait_until};
+use common::{NOX, port_base, serve_document, stake_and_balance, testnet_dir, wait_until};
 
 const LAYERS: u8 = 3;
 
@@ -322,7 +322,13 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     runtime()
         .block_on(nox_chain::deploy::fund(&rpc, &record.deployment(), &deployer, reporter, eth, U256::ZERO))
         .unwrap();
-    let (stake_before, tokens_before, bps) = runtime().block_on(stake_and_balance(&rpc, &record, *cheat, reporter));
+    let (stake_before, tokens_before, bps) = runtime().block_on(stake_and_balance(
+        &rpc,
+        record.contracts.registry,
+        record.contracts.stake_token,
+        *cheat,
+        reporter,
+    ));
     assert!(stake_before > U256::ZERO && bps > 0);
     let mut watch = Command::new(NOX);
     watch
@@ -332,12 +338,27 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         .args(["--keystore", "watcher.json", "--password-file", "watcher-pass", "--interval-secs", "1"]);
     net.children.push(spawn(&dir, "watch.log", &mut watch));
     let slashed = wait_until(Duration::from_secs(30), Duration::from_millis(250), || {
-        runtime().block_on(stake_and_balance(&rpc, &record, *cheat, reporter)).0 == U256::ZERO
+        runtime()
+            .block_on(stake_and_balance(
+                &rpc,
+                record.contracts.registry,
+                record.contracts.stake_token,
+                *cheat,
+                reporter,
+            ))
+            .0
+            == U256::ZERO
     });
     let log = std::fs::read_to_string(dir.join("watch.log")).unwrap_or_default();
     assert!(slashed, "the watcher did not get the equivocating operator slashed:\n{log}");
     assert!(log.contains("slashed for equivocation"), "{log}");
-    let (_, tokens_after, _) = runtime().block_on(stake_and_balance(&rpc, &record, *cheat, reporter));
+    let (_, tokens_after, _) = runtime().block_on(stake_and_balance(
+        &rpc,
+        record.contracts.registry,
+        record.contracts.stake_token,
+        *cheat,
+        reporter,
+    ));
     assert_eq!(tokens_after - tokens_before, stake_before * U256::from(bps) / U256::from(10_000u64));
     // The slashed node is out of the registry: a client from the chain no longer admits it.
     let listed = runtime()
@@ -352,46 +373,4 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     assert_eq!(listed.nodes.len(), 2);
     drop(net);
     drop(anvil);
-}
-
-/// The operator's stake in the registry, the reporter's stake-token balance and the registry's
-/// reporter share (basis points).
-async fn stake_and_balance(
-    rpc: &str,
-    record: &nox_operator::DeploymentRecord,
-    operator: nox_chain::Address,
-    reporter: nox_chain::Address,
-) -> (U256, U256, u16) {
-    use nox_chain::bindings::{NodeRegistry, NoxStakeToken};
-    let provider = alloy::providers::ProviderBuilder::new().connect_http(rpc.parse().expect("url"));
-    let registry = NodeRegistry::new(record.contracts.registry, &provider);
-    let token = NoxStakeToken::new(record.contracts.stake_token, &provider);
-    let stake = registry.nodeOf(operator).call().await.expect("node").stake;
-    let balance = token.balanceOf(reporter).call().await.expect("balance");
-    let bps = registry.slashReporterBps().call().await.expect("bps");
-    (stake, balance, bps)
-}
-
-/// A directory mirror that serves `json` as its document to every request: the second view an
-/// equivocating node shows.
-fn serve_document(json: String) -> SocketAddr {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => request.extend_from_slice(&buf[..n]),
-                }
-            }
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", json.len());
-            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(json.as_bytes()));
-        }
-    });
-    addr
 }

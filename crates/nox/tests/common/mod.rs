@@ -220,3 +220,44 @@ pub async fn sent_from_to(provider: &DynProvider, from: Address, to: Address, fi
     }
     sent
 }
+
+/// The registry's record of `operator`'s stake, `reporter`'s stake-token balance and the
+/// registry's reporter share (basis points): what a slashing moves.
+pub async fn stake_and_balance(
+    rpc: &str,
+    registry: Address,
+    stake_token: Address,
+    operator: Address,
+    reporter: Address,
+) -> (alloy::primitives::U256, alloy::primitives::U256, u16) {
+    use nox_chain::bindings::{NodeRegistry, NoxStakeToken};
+    let provider = alloy::providers::ProviderBuilder::new().connect_http(rpc.parse().expect("url"));
+    let stake = NodeRegistry::new(registry, &provider).nodeOf(operator).call().await.expect("node").stake;
+    let balance = NoxStakeToken::new(stake_token, &provider).balanceOf(reporter).call().await.expect("balance");
+    let bps = NodeRegistry::new(registry, &provider).slashReporterBps().call().await.expect("bps");
+    (stake, balance, bps)
+}
+
+/// A directory mirror that serves `json` as its document (`GET /topology`) to every request: the
+/// second view an equivocating node shows.
+pub fn serve_document(json: String) -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", json.len());
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(json.as_bytes()));
+        }
+    });
+    addr
+}
