@@ -7,14 +7,13 @@
 use std::{path::Path, process::Command, time::Duration};
 
 use nox_chain::U256;
-use nox_chain::slash;
 use nox_sphinx::Geometry;
 use nox_testnet::{metric, nodes, scrape};
 use nox_topology::{TopologyError, Unvouched};
 
 mod common;
 
-use common::{NOX, Testnet, port_base, serve_document, stake_and_balance, testnet_dir, wait_until};
+use common::{NOX, Testnet, equivocating_mirror, port_base, stake_and_balance, testnet_dir, wait_until};
 
 /// Epoch length of the test network; nodes re-read the registry every quarter epoch.
 const EPOCH_SECS: u64 = 12;
@@ -129,31 +128,13 @@ fn membership_follows_the_registry() {
     let cheat_id = identity_of(&cheat);
     let operator = nox_testnet::chain::operator_key(&cheat).expect("operator key");
     let directory_addr = nox_testnet::directory::addr(&dir).expect("directory");
-    let document = runtime()
-        .block_on(nox_directory::fetch_document(directory_addr, Duration::from_secs(3)))
-        .expect("the directory's document");
-    let published = document
-        .nodes
-        .iter()
-        .find(|n| n.descriptor.identity_key.to_bytes() == cheat_id)
-        .expect("the node's published descriptor")
-        .clone();
-    assert!(!published.operator_statements.is_empty(), "nodes publish operator statements");
-    let identity = nox_keystore::load_identity(&cheat.join("keys")).expect("identity");
-    let mut other = published.descriptor.clone();
-    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(5);
-    other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
-    let other =
-        nox_testnet::chain::with_statements(&info, &operator, other.sign(identity.signing_key()).expect("signs"))
-            .expect("statements");
-    assert!(slash::evidence_from(operator.address(), &published, &other).is_some(), "the two are proof");
-    let mut forked = document.clone();
-    for node in &mut forked.nodes {
-        if node.descriptor.identity_key.to_bytes() == cheat_id {
-            *node = other.clone();
-        }
-    }
-    let mirror = serve_document(forked.to_json().expect("json"));
+    let mirror = equivocating_mirror(
+        directory_addr,
+        &cheat.join("keys"),
+        &operator,
+        info.deployment.chain_id,
+        info.deployment.registry,
+    );
 
     // The watcher: its own account (a keystore, ETH for gas only), every mirror.
     let watch_dir = dir.join("watcher");

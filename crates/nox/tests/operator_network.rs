@@ -23,7 +23,7 @@ use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
 
 mod common;
 
-use common::{NOX, port_base, serve_document, stake_and_balance, testnet_dir, wait_until};
+use common::{NOX, equivocating_mirror, port_base, stake_and_balance, testnet_dir, wait_until};
 
 const LAYERS: u8 = 3;
 
@@ -282,37 +282,17 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     // serves a second one for the same epoch with another Sphinx key, both carrying its
     // statements. `nox watch`, reading both mirrors, submits the evidence itself.
     let (cheat, cheat_dir, _) = &operators[1];
-    let identity = nox_keystore::load_identity(&cheat_dir.join("keys")).expect("identity");
-    let cheat_id = identity.public().identity_key.to_bytes();
-    let document = runtime()
-        .block_on(nox_directory::fetch_document(directory_addr, Duration::from_secs(3)))
-        .expect("the directory's document");
-    let published = document
-        .nodes
-        .iter()
-        .find(|n| n.descriptor.identity_key.to_bytes() == cheat_id)
-        .expect("the cheat's descriptor")
-        .clone();
-    assert!(!published.operator_statements.is_empty(), "descriptors carry operator statements");
-    let mut other = published.descriptor.clone();
-    other.sphinx_keys[0].key = nox_sphinx::SecretKey::generate(&mut rng).public_key();
+    let cheat_id =
+        nox_keystore::load_identity(&cheat_dir.join("keys")).expect("identity").public().identity_key.to_bytes();
     let cheat_key =
         nox_operator::keystore::load(&dir.join("op1.json"), "operator 1 passphrase").expect("the cheat's key");
-    let other = nox_chain::slash::attach_statements(
+    let mirror = equivocating_mirror(
+        directory_addr,
+        &cheat_dir.join("keys"),
         &cheat_key,
         record.chain_id,
         record.contracts.registry,
-        other.sign(identity.signing_key()).expect("signs"),
-    )
-    .expect("statements");
-    assert!(nox_chain::slash::evidence_from(*cheat, &published, &other).is_some(), "the two are proof");
-    let mut forked = document.clone();
-    for node in &mut forked.nodes {
-        if node.descriptor.identity_key.to_bytes() == cheat_id {
-            *node = other.clone();
-        }
-    }
-    let mirror = serve_document(forked.to_json().expect("json"));
+    );
 
     // The watcher: its own keystore, ETH for gas only.
     std::fs::write(dir.join("watcher-pass"), "watcher\n").unwrap();
