@@ -15,7 +15,9 @@ import { chromium } from "playwright-core";
 
 const dist = join(dirname(fileURLToPath(import.meta.url)), "../dist");
 
-export async function proveInChromium({ executablePath, wasm, key, fixture, proofs = 1, workers = 1, timeoutMs = 600_000 }) {
+// `deviceMemory` (GB): the page's `navigator.deviceMemory` is made to report it (the prover's
+// default memory cap reads it; absent: Chromium's own value).
+export async function proveInChromium({ executablePath, wasm, key, fixture, proofs = 1, workers = 1, deviceMemory, timeoutMs = 600_000 }) {
   const requests = {};
   const files = {
     "/": ["text/html", Buffer.from("<!doctype html><title>nox prover</title>")],
@@ -42,7 +44,10 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
     page.setDefaultTimeout(timeoutMs);
     await page.goto(`http://127.0.0.1:${server.address().port}/`);
     const report = await page.evaluate(
-      async ({ fixture, proofs, workers }) => {
+      async ({ fixture, proofs, workers, deviceMemory }) => {
+        if (deviceMemory !== undefined) {
+          Object.defineProperty(Navigator.prototype, "deviceMemory", { configurable: true, get: () => deviceMemory });
+        }
         const { TransferProver } = await import("/dist/prover.js");
         const unhex = (h) => new Uint8Array(h.match(/../g).map((b) => parseInt(b, 16)));
         const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
@@ -90,6 +95,7 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
         return {
           threads: prover.started.workers,
           workersAsked: workers,
+          deviceMemory: navigator.deviceMemory,
           hardwareConcurrency: navigator.hardwareConcurrency,
           crossOriginIsolated: globalThis.crossOriginIsolated === true,
           userAgent: navigator.userAgent,
@@ -101,7 +107,7 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
           proof: hex(proved.proof) + proved.publicInputs.map(hex).join(""),
         };
       },
-      { fixture, proofs, workers },
+      { fixture, proofs, workers, deviceMemory },
     );
     return { ...report, requests };
   } finally {

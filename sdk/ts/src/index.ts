@@ -20,6 +20,8 @@ export { MAX_QUEUED, NodeLink } from "./link.js";
 export type { LinkMachine, WebSocketLike } from "./link.js";
 export { loadModule } from "./wasm.js";
 export { ProverError, TransferProver } from "./prover.js";
+export { memoryWorkerCap } from "./prover-split.js";
+export type { WorkerCapSource } from "./prover-split.js";
 export type {
   KeySource,
   PreparedDescription,

@@ -99,11 +99,37 @@ export async function cores(): Promise<number> {
   return 1;
 }
 
-/** How many Workers prove in all (this one included): `min(cores, asked)`, at least 1. */
-export async function workerCount(asked: number | undefined): Promise<number> {
+/**
+ * The memory cap on prover Workers for a device reporting `deviceMemoryGB`
+ * (`navigator.deviceMemory`: GB rounded down to a power of two, at most 8; absent outside
+ * Chromium and in Node). Each Worker holds its own decoded proving key (8 MB), a proof's
+ * assignment (1.6 MB) and its own module instance and JS heap: ≤ 2 GB → 1 Worker (the
+ * coordinator proves alone), 4 GB → 2, 8 GB or more, or nothing reported → no cap (`undefined`).
+ */
+export function memoryWorkerCap(deviceMemoryGB: number | undefined): number | undefined {
+  if (typeof deviceMemoryGB !== "number" || !Number.isFinite(deviceMemoryGB) || deviceMemoryGB <= 0) return undefined;
+  if (deviceMemoryGB <= 2) return 1;
+  if (deviceMemoryGB <= 4) return 2;
+  return undefined;
+}
+
+/** `navigator.deviceMemory` where the runtime reports it (Chromium pages and Workers). */
+export function deviceMemory(): number | undefined {
+  const m = (globalThis as { navigator?: { deviceMemory?: unknown } }).navigator?.deviceMemory;
+  return typeof m === "number" ? m : undefined;
+}
+
+/** Where a prover's Worker cap came from. */
+export type WorkerCapSource = "option" | "deviceMemory";
+
+/**
+ * How many Workers prove in all (this one included): `min(cores, asked, max)`, at least 1;
+ * `max` (the memory cap) absent: none.
+ */
+export async function workerCount(asked: number | undefined, max?: number): Promise<number> {
   const c = await cores();
   const n = Math.floor(asked ?? c);
-  return Math.max(1, Math.min(c, n, 64));
+  return Math.max(1, Math.min(c, n, max ?? Infinity, 64));
 }
 
 /** The helpers of one coordinator. */

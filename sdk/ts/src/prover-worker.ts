@@ -7,7 +7,8 @@
 
 import { NoxWasm, NoxWasmError } from "./nox_wasm.mjs";
 import type { ProverRequest, ProverReply, KeySource, WasmSource } from "./prover.js";
-import { SplitProver, workerCount } from "./prover-split.js";
+import { SplitProver, deviceMemory, memoryWorkerCap, workerCount } from "./prover-split.js";
+import type { WorkerCapSource } from "./prover-split.js";
 
 interface Port {
   postMessage(message: ProverReply, transfer?: ArrayBuffer[]): void;
@@ -115,10 +116,19 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
     const t2 = performance.now();
     split?.terminate();
     split = undefined;
-    const workers = msg.role === "helper" ? 1 : await workerCount(msg.workers);
+    // The memory cap: the page's (`maxWorkers`, from the option or the page's deviceMemory),
+    // else this Worker's own navigator.deviceMemory.
+    let maxWorkers = msg.maxWorkers;
+    let capSource: WorkerCapSource | undefined = msg.capSource;
+    if (maxWorkers === undefined) {
+      maxWorkers = memoryWorkerCap(deviceMemory());
+      if (maxWorkers !== undefined) capSource = "deviceMemory";
+    }
+    const workers = msg.role === "helper" ? 1 : await workerCount(msg.workers, maxWorkers);
     if (workers > 1) split = await SplitProver.start(workers, module, wasm.provingKeyBytes(key), msg.helperUrl);
     const t3 = performance.now();
-    return { id, ok: true, result: { moduleMs: t1 - t0, keyMs: t2 - t1, workers: split?.workers ?? 1, helpersMs: t3 - t2 } };
+    const result = { moduleMs: t1 - t0, keyMs: t2 - t1, workers: split?.workers ?? 1, helpersMs: t3 - t2, maxWorkers, capSource };
+    return { id, ok: true, result };
   }
   if (wasm === undefined || key === undefined) throw new Error("the prover is not initialised");
   if (msg.op === "part") {

@@ -1,6 +1,9 @@
 // The transfer prover off the main thread (issue 31): a Worker (./prover-worker.js) owns the
 // nox-wasm module and the proving key; this class posts it jobs and returns promises.
 
+import { deviceMemory, memoryWorkerCap } from "./prover-split.js";
+import type { WorkerCapSource } from "./prover-split.js";
+
 /** The nox-wasm module: a URL the Worker fetches and compiles, its bytes, or a compiled module. */
 export type WasmSource = string | ArrayBuffer | Uint8Array | WebAssembly.Module;
 
@@ -61,6 +64,10 @@ export interface ProverStart {
   workers: number;
   /** Starting the helpers (module + key in each). */
   helpersMs: number;
+  /** The memory cap applied (`maxWorkers` or the device's memory); absent: none. */
+  maxWorkers?: number | undefined;
+  /** Where that cap came from. */
+  capSource?: WorkerCapSource | undefined;
 }
 
 /** A private transaction to prove: the wallet seed, its pool view (state JSON) and the request. */
@@ -80,6 +87,9 @@ export type ProverRequest =
       key: KeySource;
       cache?: "indexeddb" | "memory";
       workers?: number;
+      /** The memory cap (absent: the Worker's own `navigator.deviceMemory`, if any). */
+      maxWorkers?: number;
+      capSource?: WorkerCapSource;
       role?: "helper";
       /** Node: the Worker script's URL, for the helpers (browsers use the Worker's `location`). */
       helperUrl?: string;
@@ -165,7 +175,20 @@ export class TransferProver {
      * helpers that fail to start: one Worker proves alone.
      */
     workers?: number;
+    /**
+     * The memory cap on those Workers (each holds its own decoded key, 8 MB, and a proof's
+     * assignment, 1.6 MB, besides its module instance). Default: from `navigator.deviceMemory`
+     * where the browser reports it (≤ 2 GB → 1 Worker, 4 GB → 2, 8 GB → no cap;
+     * `memoryWorkerCap`), else none. A positive integer; anything else is refused.
+     */
+    maxWorkers?: number;
   }): Promise<TransferProver> {
+    if (options.maxWorkers !== undefined && !(Number.isInteger(options.maxWorkers) && options.maxWorkers >= 1)) {
+      throw new ProverError(`maxWorkers must be a positive integer, not ${String(options.maxWorkers)}`);
+    }
+    if (options.workers !== undefined && !(Number.isInteger(options.workers) && options.workers >= 1)) {
+      throw new ProverError(`workers must be a positive integer, not ${String(options.workers)}`);
+    }
     const worker = options.worker ?? (await defaultWorker());
     const prover = new TransferProver(worker);
     const message: Omit<Extract<ProverRequest, { op: "init" }>, "id"> = {
@@ -177,6 +200,16 @@ export class TransferProver {
     if (helperUrl !== undefined) message.helperUrl = helperUrl;
     if (options.cache !== undefined) message.cache = options.cache;
     if (options.workers !== undefined) message.workers = options.workers;
+    // The page's cap: the option, else this page's deviceMemory (Workers see the same value in
+    // Chromium; computed here so the page decides, and a Worker without it still gets it).
+    const fromMemory = memoryWorkerCap(deviceMemory());
+    if (options.maxWorkers !== undefined) {
+      message.maxWorkers = options.maxWorkers;
+      message.capSource = "option";
+    } else if (fromMemory !== undefined) {
+      message.maxWorkers = fromMemory;
+      message.capSource = "deviceMemory";
+    }
     try {
       prover.started = (await prover.#post(message, options.onProgress)) as ProverStart;
     } catch (e) {

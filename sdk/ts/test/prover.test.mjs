@@ -13,7 +13,7 @@ import { availableParallelism, homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Worker } from "node:worker_threads";
-import { ProverError, TransferProver } from "../dist/index.js";
+import { ProverError, TransferProver, memoryWorkerCap } from "../dist/index.js";
 
 const target = process.env.CARGO_TARGET_DIR ?? join(homedir(), ".cache/nox/target");
 const WASM = process.env.NOX_WASM ?? join(target, "wasm32-unknown-unknown/release/nox_wasm.wasm");
@@ -124,6 +124,48 @@ test("2 Workers (issue 31): the coordinator spreads the MSM parts, reports them,
   }
 });
 
+test("the memory cap (issue 31): deviceMemory sets the default, maxWorkers overrides it, bad caps are refused", async () => {
+  // navigator.deviceMemory: GB rounded down to a power of two (Chromium reports 0.25..8).
+  assert.deepEqual([0.25, 0.5, 1, 2, 4, 8].map(memoryWorkerCap), [1, 1, 1, 1, 2, undefined]);
+  for (const none of [undefined, 0, -1, Number.NaN, Infinity, "8"]) assert.equal(memoryWorkerCap(none), undefined);
+  for (const bad of [0, 1.5, -2, Number.NaN, "2"]) {
+    await assert.rejects(
+      TransferProver.start({ wasm, key: { bytes: new Uint8Array(64) }, maxWorkers: bad }),
+      (e) => e instanceof ProverError && /maxWorkers must be a positive integer/.test(e.message),
+    );
+  }
+  await assert.rejects(TransferProver.start({ wasm, key: { bytes: new Uint8Array(64) }, workers: 0 }), /workers must be a positive integer/);
+});
+
+test("maxWorkers 1 keeps a 2-Worker request on one Worker (no helper started) and the proof verifies natively", async () => {
+  const uncompressed = readFileSync(join(dir, "transfer.pk.uncompressed"));
+  const prover = await TransferProver.start({ wasm, key: { bytes: uncompressed, uncompressed: true }, workers: 2, maxWorkers: 1 });
+  try {
+    assert.equal(prover.started.workers, 1);
+    assert.equal(prover.started.maxWorkers, 1);
+    assert.equal(prover.started.capSource, "option");
+    const events = [];
+    const out = await prover.prove(input, (p) => events.push(p));
+    // The single-Worker path: no MSM parts sent anywhere.
+    assert.deepEqual(events.map((p) => p.stage), ["prepare", "prove"]);
+    assert.equal(events[1].workers, 1);
+    const file = join(dir, "proof-capped.bin");
+    writeFileSync(file, Buffer.concat([out.proof, ...out.publicInputs]));
+    assert.deepEqual(JSON.parse(peer("verify", file)), { verified: true });
+  } finally {
+    prover.terminate();
+  }
+  // A cap above the request leaves the request: min(cores, 2, 4).
+  const cores = globalThis.navigator?.hardwareConcurrency ?? availableParallelism();
+  const roomy = await TransferProver.start({ wasm, key: { bytes: uncompressed, uncompressed: true }, workers: 2, maxWorkers: 4 });
+  try {
+    assert.equal(roomy.started.workers, Math.min(cores, 2));
+    assert.equal(roomy.started.maxWorkers, 4);
+  } finally {
+    roomy.terminate();
+  }
+});
+
 test("a helper Worker that dies costs its part to the coordinator, not the proof", async () => {
   const { SplitProver } = await import("../dist/prover-split.js");
   const { NoxWasm } = await import("../dist/nox_wasm.mjs");
@@ -183,10 +225,18 @@ test("the proving key is fetched once per Worker: a second start reads the memor
   }
 });
 
-test("in Chromium: the Worker proves, the page stays responsive, the key is fetched once (IndexedDB)", async () => {
+test("in Chromium: the Worker proves, the page stays responsive, the key is fetched once (IndexedDB); a 2 GB device caps 2 Workers to 1", async () => {
   const { proveInChromium } = await import("../bench/prover-chromium.mjs");
   const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-  const report = await proveInChromium({ executablePath, wasm, key, fixture, proofs: 1 });
+  // 2 Workers asked on a page whose navigator.deviceMemory reports 2 GB: the default memory cap
+  // keeps the proof on the one Worker (the 2-Worker split in Chromium: sdk/examples' Vite test).
+  const report = await proveInChromium({ executablePath, wasm, key, fixture, proofs: 1, workers: 2, deviceMemory: 2 });
+  assert.equal(report.deviceMemory, 2);
+  assert.equal(report.threads, 1);
+  for (const start of [report.cold, report.warm]) {
+    assert.equal(start.maxWorkers, 1, JSON.stringify(start));
+    assert.equal(start.capSource, "deviceMemory");
+  }
   const run = report.runs[0];
   console.log(
     `# Chromium Worker proof ${run.proveMs.toFixed(0)} ms; cold start ${report.cold.totalMs.toFixed(0)} ms, ` +
