@@ -103,7 +103,9 @@ async fn setup(dir: &Path) -> Result<Setup, BenchError> {
     std::fs::write(&vk_file, encode_verifying_key(&vk)).map_err(err)?;
     let config = RelayerConfig {
         rpc_url: anvil.url().to_owned(),
-        key_file,
+        key_file: Some(key_file),
+        keystore: None,
+        password_file: None,
         journal: dir.join("nonces.json"),
         verifying_key: vk_file,
         chain_id: deployment.chain_id,

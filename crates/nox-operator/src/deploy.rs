@@ -133,6 +133,12 @@ pub struct DeploymentRecord {
     pub params: Params,
     /// Addresses.
     pub contracts: Contracts,
+    /// Directory mirrors (`http://HOST:PORT`) that serve the network's documents: clients
+    /// started from this record alone fetch from them. Untrusted — a client from the chain
+    /// admits only what the registry vouches for — so a record may list anyone's mirror.
+    /// Not part of the deployment (set by `nox deploy --mirror` or by hand).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mirrors: Vec<String>,
 }
 
 impl DeploymentRecord {
@@ -172,7 +178,11 @@ impl DeploymentRecord {
 
     /// Parses a record.
     pub fn from_json(text: &str) -> Result<Self, OperatorError> {
-        serde_json::from_str(text).map_err(|e| OperatorError::Record(e.to_string()))
+        let record: Self = serde_json::from_str(text).map_err(|e| OperatorError::Record(e.to_string()))?;
+        for mirror in &record.mirrors {
+            check_mirror(mirror)?;
+        }
+        Ok(record)
     }
 
     /// Reads a record file.
@@ -190,6 +200,17 @@ impl DeploymentRecord {
             std::fs::write(&path, text).map_err(|e| OperatorError::io(&path, e))?;
         }
         Ok(path)
+    }
+}
+
+/// A mirror URL must be `http://HOST[:PORT]` or `https://…` with a host and nothing after it
+/// but an optional `/`.
+pub fn check_mirror(url: &str) -> Result<(), OperatorError> {
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+    let host = rest.map(|r| r.strip_suffix('/').unwrap_or(r));
+    match host {
+        Some(h) if !h.is_empty() && !h.contains(['/', ' ', '?', '#', '@']) => Ok(()),
+        _ => Err(OperatorError::Record(format!("mirror {url:?}: not an http(s)://HOST[:PORT] URL"))),
     }
 }
 
@@ -306,6 +327,7 @@ pub async fn deploy(
         testnet_verifier_keys: plan.pool,
         params: p,
         contracts: Contracts { stake_token, registry, executor, ledger, erc20_payment, pool },
+        mirrors: Vec::new(),
     };
     Ok(DeployOutcome { record, created: d.created, warning })
 }

@@ -44,3 +44,21 @@ fn chain_ids_and_files_resolve_unknown_refused() {
     std::fs::write(dir.path().join("11.json"), "{\"chain_id\": 11}").unwrap();
     assert!(matches!(Preset::resolve("11", dir.path()), Err(OperatorError::Record(_))));
 }
+
+#[test]
+fn mirrors_round_trip_and_bad_ones_are_refused() {
+    // The committed record lists none, and writes no `mirrors` key (its bytes stay the same).
+    assert!(committed().mirrors.is_empty());
+    assert!(!committed().to_json().contains("mirrors"));
+    let dir = tempfile::tempdir().unwrap();
+    let mut record = committed();
+    record.chain_id = 12;
+    record.mirrors = vec!["http://198.51.100.1:8000".into(), "https://dir.example.org/".into()];
+    let path = record.store(dir.path()).unwrap();
+    assert_eq!(Preset::resolve("12", dir.path()).unwrap().record.mirrors, record.mirrors);
+    for bad in ["198.51.100.1:8000", "http://", "ftp://x:1", "http://x:1/path", "http://u@x:1"] {
+        let text = std::fs::read_to_string(&path).unwrap().replace("https://dir.example.org/", bad);
+        let refused = DeploymentRecord::from_json(&text);
+        assert!(matches!(&refused, Err(OperatorError::Record(m)) if m.contains(bad)), "{bad}: {refused:?}");
+    }
+}

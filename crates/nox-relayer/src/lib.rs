@@ -17,7 +17,7 @@ pub use check::{Admission, Admitted, admit};
 pub use journal::{Journal, JournalError, Pending};
 #[cfg(feature = "service")]
 pub use service::{
-    Policy, PriceError, PriceFeed, PriceFuture, Relayer, RelayerConfig, RelayerError, RelayerStats, TokenPair,
-    TwapFeed, UniswapV2Feed, decode_verifying_key, encode_verifying_key,
+    PASSWORD_ENV, Policy, PriceError, PriceFeed, PriceFuture, Relayer, RelayerConfig, RelayerError, RelayerStats,
+    TokenPair, TwapFeed, UniswapV2Feed, decode_verifying_key, encode_verifying_key,
 };
 pub use wire::{Outcome, Quote, Reason, RelayRequest, Submission};

@@ -92,7 +92,9 @@ impl World {
         std::fs::write(&key_file, key).unwrap();
         let config = RelayerConfig {
             rpc_url: self.url.clone(),
-            key_file,
+            key_file: Some(key_file),
+            keystore: None,
+            password_file: None,
             journal: dir.join(format!("{name}-nonces.json")),
             verifying_key: dir.join("payment.vk"),
             chain_id: self.chain_id,

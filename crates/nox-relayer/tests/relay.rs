@@ -302,7 +302,9 @@ fn config(w: &World, dir: &Path, vk_hex: &str, policy: Policy) -> RelayerConfig 
     std::fs::write(&vk, vk_hex).unwrap();
     RelayerConfig {
         rpc_url: w.url.clone(),
-        key_file,
+        key_file: Some(key_file),
+        keystore: None,
+        password_file: None,
         journal: dir.join("nonces.json"),
         verifying_key: vk,
         chain_id: w.deployment.chain_id,

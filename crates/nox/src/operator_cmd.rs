@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use nox_chain::{Address, PrivateKeySigner, Registration, U256};
 use nox_operator::ops::{self, NodeStatus};
 use nox_operator::session::{self, Session};
-use nox_operator::{DeployPlan, OperatorError, Preset};
+use nox_operator::{DeployPlan, DeploymentRecord, OperatorError, Preset};
 
 /// The operator's key.
 #[derive(Args, Clone, Debug)]
@@ -81,6 +81,10 @@ pub struct DeployArgs {
     /// development chain: anyone could forge proofs. Throwaway deployments only.
     #[arg(long)]
     pub allow_testnet_keys_on_public_chain: bool,
+    /// A directory mirror (`http://HOST:PORT`) to list in the record, so clients start from
+    /// the preset alone; repeat for several. Without it the record keeps the mirrors it lists.
+    #[arg(long = "mirror", value_name = "URL")]
+    pub mirrors: Vec<String>,
 }
 
 /// `nox operator …`.
@@ -263,6 +267,20 @@ pub fn deploy(args: DeployArgs) -> Result<(), String> {
     if let Some(w) = &outcome.warning {
         eprintln!("{w}");
     }
+    let mut outcome = outcome;
+    outcome.record.mirrors = if args.mirrors.is_empty() {
+        // A re-run keeps the mirrors the existing record lists.
+        let existing = args.deployments.join(format!("{}.json", outcome.record.chain_id));
+        match existing.is_file() {
+            true => DeploymentRecord::load(&existing).map_err(|e| e.to_string())?.mirrors,
+            false => Vec::new(),
+        }
+    } else {
+        for m in &args.mirrors {
+            nox_operator::deploy::check_mirror(m).map_err(|e| format!("--mirror: {e}"))?;
+        }
+        args.mirrors.clone()
+    };
     let path = outcome.record.store(&args.deployments).map_err(|e| e.to_string())?;
     if outcome.created.is_empty() {
         println!("nothing to deploy: every contract is already at its address");

@@ -249,6 +249,7 @@ fn operator_node_joins(dir: &Path, info: &nox_testnet::chain::ChainInfo) {
             erc20_payment: d.erc20_payment,
             pool: None,
         },
+        mirrors: Vec::new(),
     };
     let record_file = record.store(&work).expect("record");
     std::fs::write(work.join("pass"), "joining operator\n").unwrap();

@@ -8,8 +8,19 @@ use super::*;
 pub struct RelayerConfig {
     /// The chain's JSON-RPC endpoint (the operator's own node).
     pub rpc_url: String,
-    /// File holding the relayer account's private key (hex).
-    pub key_file: PathBuf,
+    /// File holding the relayer account's private key (hex, plain text; the testnet's). Give
+    /// this or `keystore`, not both.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    /// A Web3 Secret Storage v3 keystore holding the relayer account's key (geth/cast/foundry's
+    /// format; `nox operator new-key` writes one). An operator's own keystore here makes the
+    /// fees the exit earns the operator's, claimed with `nox operator claim`.
+    #[serde(default)]
+    pub keystore: Option<PathBuf>,
+    /// The keystore's passphrase: this file's first line; without it the environment variable
+    /// [`PASSWORD_ENV`].
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
     /// The nonce journal (created if missing).
     pub journal: PathBuf,
     /// The transfer circuit's verifying key ([`encode_verifying_key`] hex), the key of the
@@ -192,6 +203,44 @@ pub fn encode_verifying_key(vk: &VerifyingKey<Bn254>) -> String {
 pub fn decode_verifying_key(text: &str) -> Result<VerifyingKey<Bn254>, String> {
     let bytes = hex::decode(text.trim()).map_err(|e| format!("not hex: {e}"))?;
     VerifyingKey::<Bn254>::deserialize_compressed(&bytes[..]).map_err(|e| format!("not a verifying key: {e}"))
+}
+
+/// The environment variable a keystore's passphrase may come from (as `nox operator`'s).
+pub const PASSWORD_ENV: &str = "NOX_OPERATOR_PASSWORD";
+
+impl RelayerConfig {
+    /// The relayer account's key: from `key_file`, or decrypted from `keystore` (scrypt: about a
+    /// second, once at start). The passphrase is zeroized after use.
+    pub fn signer(&self) -> Result<PrivateKeySigner, RelayerError> {
+        match (&self.key_file, &self.keystore) {
+            (Some(file), None) => {
+                let key = zeroize::Zeroizing::new(read_text(file, "key file")?);
+                key.trim().parse().map_err(|e| RelayerError::Config(format!("key file {}: {e}", file.display())))
+            }
+            (None, Some(keystore)) => {
+                let passphrase = match &self.password_file {
+                    Some(f) => zeroize::Zeroizing::new(
+                        read_text(f, "password file")?.lines().next().unwrap_or_default().to_owned(),
+                    ),
+                    None => zeroize::Zeroizing::new(std::env::var(PASSWORD_ENV).map_err(|_| {
+                        RelayerError::Config(format!(
+                            "keystore {}: no passphrase (give password_file, or set {PASSWORD_ENV})",
+                            keystore.display()
+                        ))
+                    })?),
+                };
+                PrivateKeySigner::decrypt_keystore(keystore, passphrase.as_bytes()).map_err(|e| {
+                    RelayerError::Config(format!(
+                        "keystore {}: {} (a wrong passphrase shows as a MAC mismatch)",
+                        keystore.display(),
+                        e
+                    ))
+                })
+            }
+            (Some(_), Some(_)) => Err(RelayerError::Config("give key_file or keystore, not both".into())),
+            (None, None) => Err(RelayerError::Config("no key: give keystore (and password_file) or key_file".into())),
+        }
+    }
 }
 
 pub(super) fn read_text(path: &Path, what: &str) -> Result<String, RelayerError> {

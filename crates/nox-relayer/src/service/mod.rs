@@ -43,7 +43,9 @@ mod quote;
 mod submit;
 
 use config::read_text;
-pub use config::{Policy, RelayerConfig, RelayerError, TokenPair, decode_verifying_key, encode_verifying_key};
+pub use config::{
+    PASSWORD_ENV, Policy, RelayerConfig, RelayerError, TokenPair, decode_verifying_key, encode_verifying_key,
+};
 pub use feed::{PriceError, PriceFeed, PriceFuture, TwapFeed, UniswapV2Feed};
 
 /// The relayer service. Cheap to share (`Arc`).
@@ -165,11 +167,7 @@ impl Relayer {
 
     /// [`Relayer::start`] with token prices from `feed` instead of the config's Uniswap pairs.
     pub async fn start_with_feed(config: RelayerConfig, feed: Arc<dyn PriceFeed>) -> Result<Arc<Self>, RelayerError> {
-        let key = read_text(&config.key_file, "key file")?;
-        let signer: PrivateKeySigner = key
-            .trim()
-            .parse()
-            .map_err(|e| RelayerError::Config(format!("key file {}: {e}", config.key_file.display())))?;
+        let signer = config.signer()?;
         let vk = decode_verifying_key(&read_text(&config.verifying_key, "verifying key")?)
             .map_err(|e| RelayerError::Config(format!("verifying key {}: {e}", config.verifying_key.display())))?;
         let p = &config.policy;
