@@ -10,12 +10,19 @@ import { answerTopology } from "../ts/examples/page-server.mjs";
 
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
 
-/** Serves `root` over https with `tls` ({cert, key}, PEM), `/topology` proxied to `directory`; resolves to the server. */
-export async function serveStatic(root, { tls, directory }) {
+/**
+ * Serves `root` over https with `tls` ({cert, key}, PEM), `/topology` proxied to `directory`, and
+ * each path of `extra` ({"/path": bytes}) with those bytes; resolves to the server.
+ */
+export async function serveStatic(root, { tls, directory, extra = {} }) {
   const server = createServer(tls, async (request, response) => {
     const path = decodeURIComponent(new URL(request.url, "https://x").pathname);
     if (path === "/topology") {
       await answerTopology(directory, response);
+      return;
+    }
+    if (Object.hasOwn(extra, path)) {
+      response.writeHead(200, { "content-type": "application/octet-stream" }).end(extra[path]);
       return;
     }
     const file = normalize(join(root, path.endsWith("/") ? `${path}index.html` : path));

@@ -4,6 +4,8 @@
 //
 // Query: ?directory=<URL of GET /topology>&authority=<the directory authority's Ed25519 key, hex>
 //        [&cover=<λ_P per second; the SDK's default (2) if absent>]
+//        [&fixture=<URL of a wallet's {seed, view, request}>&key=<URL of the uncompressed proving key>
+//         &workers=<Workers for the proof>]: also proves that transfer with the split prover
 
 import { NoxClient, ProverError, TransferProver, loadModule } from "@nox-mixnet/sdk";
 // The module's URL for the prover Worker (Vite emits the same hashed asset loadModule() fetches).
@@ -35,6 +37,41 @@ async function proverWorkerAnswers() {
   }
 }
 
+const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+const unhex = (text) => new Uint8Array(text.match(/../g).map((b) => parseInt(b, 16)));
+
+/**
+ * Proves a private transfer with the split prover: the prover Worker (bundled by Vite) starts
+ * `workers − 1` helper Workers itself, from its own script (`location` inside the Worker: the
+ * bundled asset), and spreads the proof's multi-scalar multiplications over them; nothing in
+ * vite.config.js is about it. `workers` is capped by the cores and, by default, the device's
+ * memory (`maxWorkers`; sdk/ts/README.md). A real dapp passes its NoxWallet's seed and view and
+ * the published key (`key: { url }`, cached in IndexedDB); the test serves a native wallet's
+ * fixture and the key's uncompressed copy.
+ */
+async function proveSplit(fixtureUrl, keyUrl, workers) {
+  const fixture = await (await fetch(fixtureUrl)).json();
+  const key = new Uint8Array(await (await fetch(keyUrl)).arrayBuffer());
+  const prover = await TransferProver.start({ wasm: wasmUrl, key: { bytes: key, uncompressed: true }, workers });
+  try {
+    const parts = [];
+    const t0 = performance.now();
+    const proved = await prover.prove({ seed: unhex(fixture.seed), view: fixture.view, request: fixture.request }, (p) => {
+      if (p.stage === "parts") parts.push(`${p.done}/${p.of}`);
+    });
+    return {
+      workers: prover.started.workers,
+      helpersMs: prover.started.helpersMs,
+      parts,
+      proveMs: proved.proveMs,
+      wallMs: performance.now() - t0,
+      proof: hex(proved.proof) + proved.publicInputs.map(hex).join(""),
+    };
+  } finally {
+    prover.terminate();
+  }
+}
+
 async function main() {
   const t0 = performance.now();
   const options = {
@@ -54,6 +91,12 @@ async function main() {
   show("block", `${Number(block)}`);
   show("chain", `${Number(chainId)}`);
   const prover = await proverWorkerAnswers();
+  let split;
+  if (query.has("fixture") && query.has("key")) {
+    show("status", "proving");
+    split = await proveSplit(query.get("fixture"), query.get("key"), Number(query.get("workers") ?? "2"));
+    show("proof", `${split.workers} Workers, ${split.proveMs.toFixed(0)} ms`);
+  }
   show("status", "ok");
   document.getElementById("result").textContent = JSON.stringify({
     block,
@@ -63,6 +106,7 @@ async function main() {
     protocol: location.protocol,
     stats: nox.stats(),
     prover,
+    split,
   });
   document.body.dataset.done = "ok";
   nox.close();
