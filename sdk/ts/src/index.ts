@@ -33,6 +33,7 @@ export type {
   WorkerLike,
 } from "./prover.js";
 export { LOG_PAGE, NoxWallet } from "./wallet.js";
+export { WalletSyncWorker } from "./wallet-sync.js";
 export type { AssetBalance, SealedWalletOptions, SyncReport, WalletBalances, WalletOptions } from "./wallet.js";
 export { SEED_LEN, openSeed, openState, sealSeed, sealState, wipe } from "./seal.js";
 export { IndexedDbWalletStore, MemoryWalletStore } from "./store.js";
