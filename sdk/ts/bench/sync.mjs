@@ -5,6 +5,10 @@
 // of LOG_PAGE = 1,000 blocks), and served by an in-memory EIP-1193 provider: the figure is the
 // wallet's own work (JSON, trial decryption, commitment checks in WebAssembly), not the mixnet's.
 // Each run syncs a fresh NoxWallet from block 0 and must find exactly the expected notes.
+// In Chromium each run is made twice: the wallet calling the module on the page's main thread, and
+// the wallet with a `WalletSyncWorker` (`syncWorker`: the module's walletSync in a Worker); for
+// both the page records its long tasks (PerformanceObserver 'longtask': tasks ≥ 50 ms) and the
+// longest gap of a 10 ms timer during the sync.
 //
 //   node sdk/ts/bench/sync.mjs --notes /tmp/notes.json --native '<the example's JSON line>' \
 //     [--runs 3] [--out bench/data/browser-sync.json]
@@ -90,15 +94,48 @@ async function chromiumRuns() {
           },
         };
         const bytes = Uint8Array.from(seed.match(/../g).map((h) => parseInt(h, 16)));
-        const out = [];
-        for (let r = 0; r < runs; r++) {
-          const wallet = await sdk.NoxWallet.open({ seed: bytes, module, provider, pool });
+        const t = performance.now();
+        const syncWorker = await sdk.WalletSyncWorker.start({ wasm: module });
+        const workerStartMs = performance.now() - t;
+        /** One sync with the page's long tasks and a 10 ms timer's longest gap. */
+        const measured = async (options) => {
+          // A task boundary first: the previous run's last task (its balance check) ends before
+          // this run's observer starts (a long task is reported to the observers live at its end).
+          await new Promise((r) => setTimeout(r, 50));
+          const longTasks = [];
+          const observer = new PerformanceObserver((list) => {
+            for (const e of list.getEntries()) longTasks.push(e.duration);
+          });
+          observer.observe({ type: "longtask", buffered: false });
+          let last = performance.now();
+          let longestGap = 0;
+          const probe = setInterval(() => {
+            const now = performance.now();
+            longestGap = Math.max(longestGap, now - last);
+            last = now;
+          }, 10);
+          const wallet = await sdk.NoxWallet.open({ seed: bytes, module, provider, pool, ...options });
           const t0 = performance.now();
           await wallet.sync();
-          out.push(performance.now() - t0);
-          if (wallet.balance().pending !== BigInt(expected)) throw new Error(`Chromium found ${wallet.balance().pending}`);
+          const ms = performance.now() - t0;
+          await new Promise((r) => setTimeout(r, 100)); // the observer's last entries
+          clearInterval(probe);
+          observer.disconnect();
+          // Reading the balance parses the whole view in the module, on this thread (not the sync's).
+          const tb = performance.now();
+          const balance = wallet.balance();
+          const balanceMs = performance.now() - tb;
+          if (balance.pending !== BigInt(expected)) throw new Error(`Chromium found ${balance.pending}`);
+          return { ms, longTasks: longTasks.length, longestLongTaskMs: Math.max(0, ...longTasks), longestGapMs: longestGap, viewBytes: wallet.view.length, balanceMs };
+        };
+        const main = [];
+        const worker = [];
+        for (let r = 0; r < runs; r++) {
+          main.push(await measured({}));
+          worker.push(await measured({ syncWorker }));
         }
-        return { out, userAgent: navigator.userAgent };
+        syncWorker.terminate();
+        return { out: main.map((x) => x.ms), main, worker, workerStartMs, userAgent: navigator.userAgent };
       },
       { seed: notes.seed, pool: POOL, expected: notes.expected, runs },
     );
@@ -110,7 +147,15 @@ async function chromiumRuns() {
 
 const loadBefore = loadavg();
 const node = await nodeRuns();
-const { out: chrome, userAgent } = await chromiumRuns();
+const { out: chrome, main: chromeMain, worker: chromeWorker, workerStartMs, userAgent } = await chromiumRuns();
+const summary = (rows) => ({
+  sync_ms: rows.map((x) => x.ms),
+  sync_ms_median: median(rows.map((x) => x.ms)),
+  longest_long_task_ms: Math.max(...rows.map((x) => x.longestLongTaskMs)),
+  long_tasks_per_sync: rows.map((x) => x.longTasks),
+  longest_timer_gap_ms: Math.max(...rows.map((x) => x.longestGapMs)),
+  runs: rows,
+});
 const native = args.native === undefined ? null : JSON.parse(args.native);
 const result = {
   what: "wallet sync of 10,000 Deposited notes (1 % mine), in-memory logs, fresh wallet from block 0",
@@ -121,6 +166,9 @@ const result = {
   node_ms_median: median(node),
   chromium_ms: chrome,
   chromium_ms_median: median(chrome),
+  chromium_main_thread: summary(chromeMain),
+  chromium_sync_worker: { ...summary(chromeWorker), worker_start_ms: workerStartMs },
+  long_task_note: "PerformanceObserver 'longtask' reports tasks of 50 ms or more only: 0 means none that long; the 10 ms timer's longest gap bounds the main thread's longest task from above (plus the timer's own slack)",
   node_over_native: native === null ? null : median(node) / native.native_ms_median,
   chromium_over_native: native === null ? null : median(chrome) / native.native_ms_median,
   node_version: process.version,

@@ -8,11 +8,28 @@
 
 import { NoxError } from "./errors.js";
 import type { WasmSource, WorkerLike } from "./prover.js";
+import type { WalletBalances } from "./wallet.js";
 
 /** @internal Messages to the sync Worker. */
 export type WalletWorkerRequest =
   | { id: number; op: "init"; wasm: WasmSource }
-  | { id: number; op: "sync"; seed: Uint8Array; view: string; logs: unknown[]; pool: Uint8Array; lastBlock: number };
+  | {
+      id: number;
+      op: "sync";
+      seed: Uint8Array;
+      view: string;
+      logs: unknown[];
+      pool: Uint8Array;
+      lastBlock: number;
+      /** Also the new view's balances (the last page: reading them parses the whole view). */
+      balances?: boolean;
+    };
+
+/** A page synced in the Worker: the new view, and its balances if asked. */
+export interface SyncedPage {
+  view: string;
+  balances?: WalletBalances;
+}
 
 /** @internal Messages from the sync Worker. */
 export type WalletWorkerReply =
@@ -80,10 +97,11 @@ export class WalletSyncWorker {
 
   /**
    * One page of the sync: nox-wasm's `walletSync(seed, view, logs, pool, lastBlock)` in the
-   * Worker. `seed` is copied (the Worker zeroes its copy); resolves to the new view's JSON.
+   * Worker. `seed` is copied (the Worker zeroes its copy); resolves to the new view's JSON and,
+   * with `balances`, the new view's balances (`walletBalances`, also read in the Worker).
    */
-  sync(seed: Uint8Array, view: string, logs: unknown[], pool: Uint8Array, lastBlock: number): Promise<string> {
-    return this.#post({ op: "sync", seed: seed.slice(), view, logs, pool, lastBlock }) as Promise<string>;
+  sync(seed: Uint8Array, view: string, logs: unknown[], pool: Uint8Array, lastBlock: number, balances = false): Promise<SyncedPage> {
+    return this.#post({ op: "sync", seed: seed.slice(), view, logs, pool, lastBlock, balances }) as Promise<SyncedPage>;
   }
 
   /** Stops the Worker; pending pages are refused. */

@@ -30,7 +30,9 @@ async function handle(msg: WalletWorkerRequest): Promise<WalletWorkerReply> {
   }
   try {
     if (wasm === undefined) throw new Error("the sync Worker has no module (init first)");
-    return { id: msg.id, ok: true, result: wasm.walletSync(msg.seed, msg.view, msg.logs, msg.pool, msg.lastBlock) };
+    const view = wasm.walletSync(msg.seed, msg.view, msg.logs, msg.pool, msg.lastBlock);
+    const result = msg.balances === true ? { view, balances: wasm.walletBalances(view) } : { view };
+    return { id: msg.id, ok: true, result };
   } finally {
     msg.seed.fill(0); // this Worker's copy of the seed
   }

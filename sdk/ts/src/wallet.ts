@@ -112,6 +112,8 @@ export class NoxWallet {
   #view: string;
   #syncing: Promise<SyncReport> | undefined;
   readonly #syncWorker: WalletSyncWorker | undefined;
+  /** The balances of `view`, read by the sync Worker (`balances()` then parses nothing here). */
+  #balances: { view: string; balances: WalletBalances } | undefined;
   /** The shielded payment address (`nox1…`), as `nox wallet address` prints it. */
   readonly address: string;
 
@@ -264,8 +266,10 @@ export class NoxWallet {
       if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       this.#check();
       if (this.#syncWorker !== undefined) {
-        view = await this.#syncWorker.sync(this.#seed, view, page, pool, to);
+        const synced = await this.#syncWorker.sync(this.#seed, view, page, pool, to, to === head);
         this.#check(); // closed while the Worker ran
+        view = synced.view;
+        if (synced.balances !== undefined) this.#balances = { view, balances: synced.balances };
       } else {
         view = this.#m.walletSync(this.#seed, view, page, pool, to);
       }
@@ -295,8 +299,13 @@ export class NoxWallet {
     this.#closed = true;
   }
 
-  /** Balances per asset, from the view as last synced. */
+  /**
+   * Balances per asset, from the view as last synced. With a `syncWorker` the sync's last page
+   * reads them in the Worker; otherwise (and for a view not synced here) the module parses the
+   * view on this thread (~40–90 ms for a 10,000-note pool's 2 MB view in Chromium).
+   */
   balances(): WalletBalances {
+    if (this.#balances !== undefined && this.#balances.view === this.#view) return structuredClone(this.#balances.balances);
     return this.#m.walletBalances(this.#view) as WalletBalances;
   }
 

@@ -3,7 +3,8 @@
 // (random commitments and memos: every memo is trial-decrypted and refused, every commitment
 // queued), synced by a wallet on the caller's thread and by one whose pages go to the Worker: the
 // views must be identical and the second wallet's own module must never run `walletSync`. The
-// caller's 10 ms timer keeps ticking while the Worker syncs; a refused page and a terminated
+// caller's 10 ms timer keeps ticking while the Worker syncs (and the balances come from it too);
+// a refused page and a terminated
 // Worker are errors, and the view stays as it was.
 //   NOX_WASM=<nox_wasm.wasm> node --test test/wallet-sync.test.mjs
 
@@ -59,6 +60,11 @@ test("a wallet synced in the Worker has the view of one synced on the caller's t
     m.walletSync = () => {
       throw new Error("walletSync ran on the caller's thread");
     };
+    // Nor read the balances: the last page's come from the Worker.
+    const balancesHere = m.walletBalances.bind(m);
+    m.walletBalances = () => {
+      throw new Error("walletBalances ran on the caller's thread");
+    };
     const there = await NoxWallet.open({ seed, module: m, provider: provider(logs), pool: POOL, syncWorker: worker });
     let last = performance.now();
     let longest = 0;
@@ -81,6 +87,7 @@ test("a wallet synced in the Worker has the view of one synced on the caller's t
     assert.ok(longest < local.ms / 3, `longest gap ${longest} ms of a ${local.ms} ms sync`);
     assert.ok(ticks >= Math.floor(remote.ms / 50), `${ticks} ticks in ${remote.ms} ms`);
 
+    m.walletBalances = balancesHere;
     // A refused page (a reorganised log) is an error and leaves the view as it was.
     const before = there.view;
     const reorged = [...logs, { ...log(2500), removed: true }];
