@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use nox_topology::{MAX_DOCUMENT_BYTES, SignedDescriptor, TopologyDocument, TopologyError};
+use nox_sphinx::Scheme;
+use nox_topology::{EpochSchedule, LayerCount, MAX_DOCUMENT_BYTES, SignedDescriptor, TopologyDocument, TopologyError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::http::{HttpError, parse_response};
@@ -50,6 +51,74 @@ pub enum ClientError {
     /// Every mirror failed; one line per mirror.
     #[error("every directory mirror failed: {0}")]
     AllMirrors(String),
+    /// `GET /parameters` answered something that is not a valid set of parameters.
+    #[error("directory parameters: {0}")]
+    Parameters(String),
+}
+
+/// What a directory serves at `GET /parameters`, with or without a document: the network's
+/// epoch schedule, layer count and geometry (scheme, packet length). A node that starts before
+/// the network's first document builds its epoch keys and descriptor from these. They are not
+/// signed: a directory that lies can only make the node's uploads useless (which a directory
+/// can do anyway, by refusing them); the document the node then runs on is authority-signed,
+/// and the node must check that it names the same schedule and layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetworkParameters {
+    /// The key-epoch schedule.
+    pub schedule: EpochSchedule,
+    /// The layer count (the packets' hop count).
+    pub layers: LayerCount,
+    /// The Sphinx scheme of the geometry.
+    pub sphinx_scheme: Scheme,
+    /// The packet length of the geometry, bytes.
+    pub packet_len: usize,
+}
+
+/// The wire form of [`NetworkParameters`]: `key = value` lines (TOML).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParametersText {
+    genesis_unix: u64,
+    epoch_secs: u64,
+    overlap_secs: u64,
+    publish_ahead: u32,
+    layers: u8,
+    sphinx_scheme: String,
+    packet_len: usize,
+}
+
+impl NetworkParameters {
+    /// The body of `GET /parameters`.
+    pub fn render(&self) -> String {
+        format!(
+            "genesis_unix = {}\nepoch_secs = {}\noverlap_secs = {}\npublish_ahead = {}\nlayers = {}\nsphinx_scheme = \"{}\"\npacket_len = {}\n",
+            self.schedule.genesis_unix(),
+            self.schedule.epoch_length().as_secs(),
+            self.schedule.overlap().as_secs(),
+            self.schedule.publish_ahead(),
+            self.layers.get(),
+            self.sphinx_scheme,
+            self.packet_len,
+        )
+    }
+
+    /// Parses and checks a `GET /parameters` body.
+    pub fn parse(body: &[u8]) -> Result<Self, ClientError> {
+        let bad = |m: String| ClientError::Parameters(m);
+        let text = std::str::from_utf8(body).map_err(|_| bad("not UTF-8".into()))?;
+        let raw: ParametersText = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let schedule = EpochSchedule::new(
+            raw.genesis_unix,
+            Duration::from_secs(raw.epoch_secs),
+            Duration::from_secs(raw.overlap_secs),
+            raw.publish_ahead,
+        )
+        .map_err(|e| bad(format!("schedule: {e}")))?;
+        let layers = LayerCount::new(raw.layers).ok_or_else(|| bad(format!("layers {}", raw.layers)))?;
+        let sphinx_scheme = nox_topology::parse_scheme(&raw.sphinx_scheme).map_err(|e| bad(e.to_string()))?;
+        let packet_len = nox_topology::PacketLen::new(raw.packet_len).map_err(|e| bad(e.to_string()))?;
+        Ok(Self { schedule, layers, sphinx_scheme, packet_len: packet_len.bytes() })
+    }
 }
 
 /// Several directory mirrors serving documents signed by the same authority
@@ -217,6 +286,13 @@ pub async fn upload_descriptor(
     let body = descriptor.to_json()?;
     let response = exchange(addr, request("POST", "/descriptor", body.as_bytes()), timeout).await?;
     Ok(String::from_utf8_lossy(ok_body(&response)?).trim().to_string())
+}
+
+/// `GET /parameters` (async): the network's schedule, layers and geometry, served with or
+/// without a document (see [`NetworkParameters`] on trusting them).
+pub async fn fetch_parameters(addr: SocketAddr, timeout: Duration) -> Result<NetworkParameters, ClientError> {
+    let response = exchange(addr, request("GET", "/parameters", b""), timeout).await?;
+    NetworkParameters::parse(ok_body(&response)?)
 }
 
 /// `GET path` (blocking): the status code and body, whatever the status.

@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use nox_sphinx::{Geometry, Scheme};
-use nox_topology::{SigningKey, TopologyDocument, VerifyingKey};
+use nox_topology::{EpochSchedule, LayerCount, SigningKey, TopologyDocument, VerifyingKey};
 use serde::Deserialize;
 
 use crate::registry::Registry;
@@ -16,9 +16,22 @@ pub struct DirectoryConfig {
     pub listen: SocketAddr,
     /// File holding the authority's Ed25519 secret seed: 64 hex digits.
     pub authority_key_file: PathBuf,
-    /// An authority-signed document: the network parameters and the first descriptors.
-    pub initial_document: PathBuf,
-    /// Admitted node identity keys (hex); absent: the identities in `initial_document`.
+    /// An authority-signed document: the network parameters and the first descriptors. Absent:
+    /// the directory starts empty, with the network's parameters from `[schedule]` and the
+    /// geometry keys, and signs its first document once every layer has an admitted node's
+    /// valid uploaded descriptor (until then `GET /topology` answers 503 saying what it waits for).
+    #[serde(default)]
+    pub initial_document: Option<PathBuf>,
+    /// The epoch schedule of a network started without `initial_document` (refused with one:
+    /// the document names the schedule).
+    #[serde(default)]
+    pub schedule: Option<ScheduleSection>,
+    /// Without `initial_document`: where the schedule chosen at the first start (its genesis
+    /// above all, when `genesis = "now"`) is kept, so that a restart keeps it.
+    #[serde(default)]
+    pub state_file: Option<PathBuf>,
+    /// Admitted node identity keys (hex); absent: the identities in `initial_document` (without
+    /// one: none until `--chain` admits the registry's members).
     #[serde(default)]
     pub admitted: Option<Vec<String>>,
     /// Re-issue the document at least this often, seconds (0: a quarter epoch, 1 s to 15 min).
@@ -57,6 +70,141 @@ pub struct DirectoryConfig {
     /// the scheme and layers, it names the geometry.
     #[serde(default)]
     pub packet_len: nox_topology::PacketLen,
+}
+
+/// `[schedule]`: the key-epoch schedule of a network whose directory starts empty.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSection {
+    /// Epoch 0's first second: a unix second, or `"now"` (the first start's second, kept in
+    /// `state_file`).
+    pub genesis: Genesis,
+    /// Length of one key epoch, seconds (default 3600).
+    #[serde(default = "default_epoch_secs")]
+    pub epoch_secs: u64,
+    /// How long after an epoch ends its keys still work, seconds (default 300; less than an
+    /// epoch).
+    #[serde(default = "default_overlap_secs")]
+    pub overlap_secs: u64,
+    /// How many future epochs' keys a node publishes (default 1, at most 8).
+    #[serde(default = "default_publish_ahead")]
+    pub publish_ahead: u32,
+}
+
+/// `genesis` of `[schedule]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Genesis {
+    /// The second of the directory's first start.
+    Now,
+    /// This unix second.
+    At(u64),
+}
+
+impl<'de> Deserialize<'de> for Genesis {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Genesis;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"now\" or a unix second")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Genesis, E> {
+                match v {
+                    "now" => Ok(Genesis::Now),
+                    other => Err(E::custom(format!("genesis {other:?}: expected \"now\" or a unix second"))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Genesis, E> {
+                u64::try_from(v)
+                    .map(Genesis::At)
+                    .map_err(|_| E::custom(format!("genesis {v}: expected \"now\" or a unix second")))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Genesis, E> {
+                Ok(Genesis::At(v))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+fn default_epoch_secs() -> u64 {
+    nox_topology::DEFAULT_EPOCH_LENGTH.as_secs()
+}
+
+fn default_overlap_secs() -> u64 {
+    nox_topology::DEFAULT_OVERLAP.as_secs()
+}
+
+fn default_publish_ahead() -> u32 {
+    nox_topology::DEFAULT_PUBLISH_AHEAD
+}
+
+/// The schedule kept in `state_file` (TOML, written by the directory at its first start).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct KeptSchedule {
+    genesis_unix: u64,
+    epoch_secs: u64,
+    overlap_secs: u64,
+    publish_ahead: u32,
+}
+
+impl KeptSchedule {
+    fn render(&self) -> String {
+        format!(
+            "# Written by nox directory at its first start: the network's epoch schedule. Do not edit.\ngenesis_unix = {}\nepoch_secs = {}\noverlap_secs = {}\npublish_ahead = {}\n",
+            self.genesis_unix, self.epoch_secs, self.overlap_secs, self.publish_ahead
+        )
+    }
+}
+
+/// The schedule of an empty start at `now`: the kept one (`kept`, from `state_file`) if any,
+/// which must agree with `section`; else `section`'s, `genesis = "now"` being `now`. Returns
+/// the schedule and, at a first start, the state to keep. Pure: the caller reads and writes
+/// the file.
+pub fn resolve_schedule(
+    section: &ScheduleSection,
+    kept: Option<&str>,
+    now: u64,
+) -> Result<(EpochSchedule, Option<String>), ConfigError> {
+    let wanted = |genesis_unix| KeptSchedule {
+        genesis_unix,
+        epoch_secs: section.epoch_secs,
+        overlap_secs: section.overlap_secs,
+        publish_ahead: section.publish_ahead,
+    };
+    let (state, first) = match kept {
+        None => (
+            wanted(match section.genesis {
+                Genesis::Now => now,
+                Genesis::At(t) => t,
+            }),
+            true,
+        ),
+        Some(text) => {
+            let state: KeptSchedule =
+                toml::from_str(text).map_err(|e| ConfigError::Invalid(format!("state_file: {e}")))?;
+            let genesis = match section.genesis {
+                Genesis::Now => state.genesis_unix,
+                Genesis::At(t) => t,
+            };
+            if state != wanted(genesis) {
+                return Err(ConfigError::Invalid(format!(
+                    "[schedule] differs from the one kept in state_file (genesis {}, epoch_secs {}, overlap_secs {}, publish_ahead {}): a running network's schedule cannot change",
+                    state.genesis_unix, state.epoch_secs, state.overlap_secs, state.publish_ahead
+                )));
+            }
+            (state, false)
+        }
+    };
+    let schedule = EpochSchedule::new(
+        state.genesis_unix,
+        Duration::from_secs(state.epoch_secs),
+        Duration::from_secs(state.overlap_secs),
+        state.publish_ahead,
+    )
+    .map_err(|e| ConfigError::Invalid(format!("[schedule]: {e}")))?;
+    Ok((schedule, first.then(|| state.render())))
 }
 
 fn default_layers() -> u8 {
@@ -149,13 +297,54 @@ impl DirectoryConfig {
         }
     }
 
-    /// Reads the key and the initial document and builds the registry.
+    /// Whether the directory can admit anyone without an admission feed (`--chain`): it has an
+    /// `admitted` list or an initial document to take the identities from.
+    pub fn admits_without_feed(&self) -> bool {
+        self.admitted.is_some() || self.initial_document.is_some()
+    }
+
+    /// Checks the combination of keys that decides how the directory starts (before any file is
+    /// read): an initial document, or `[schedule]` and `state_file`, not both.
+    pub fn check_start(&self) -> Result<(), ConfigError> {
+        match (&self.initial_document, &self.schedule, &self.state_file) {
+            (Some(_), Some(_), _) => Err(ConfigError::Invalid(
+                "[schedule] with initial_document: the document names the schedule; remove one".into(),
+            )),
+            (Some(_), None, Some(_)) => Err(ConfigError::Invalid(
+                "state_file with initial_document: the state file keeps the schedule of an empty start only".into(),
+            )),
+            (None, None, _) => Err(ConfigError::Invalid(
+                "no initial_document and no [schedule]: a directory that starts empty needs the network's schedule"
+                    .into(),
+            )),
+            (None, Some(_), None) => Err(ConfigError::Invalid(
+                "[schedule] without state_file: the schedule chosen at the first start must be kept for restarts"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn reissue_for(&self, schedule: &EpochSchedule) -> u64 {
+        match self.reissue_secs {
+            0 => (schedule.epoch_length().as_secs() / 4).clamp(1, 900),
+            n => n,
+        }
+    }
+
+    /// Reads the key and the initial document (or, for an empty start, the kept schedule,
+    /// writing it at the first start) and builds the registry.
     pub fn registry(&self, geometry: Geometry) -> Result<Registry, ConfigError> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.registry_at(geometry, now)
+    }
+
+    /// [`DirectoryConfig::registry`] at unix second `now` (the genesis of `genesis = "now"`).
+    pub fn registry_at(&self, geometry: Geometry, now: u64) -> Result<Registry, ConfigError> {
+        self.check_start()?;
         let seed = read(&self.authority_key_file)?;
         let seed = String::from_utf8(seed).map_err(|_| ConfigError::Invalid("authority key: not UTF-8".into()))?;
         let authority = SigningKey::from_bytes(&hex32(&seed, "authority_key_file")?);
-        let document = TopologyDocument::from_json(&read(&self.initial_document)?)
-            .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))?;
         let admitted = match &self.admitted {
             None => None,
             Some(keys) => Some(
@@ -167,12 +356,39 @@ impl DirectoryConfig {
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
-        let reissue = match self.reissue_secs {
-            0 => (document.schedule.epoch_length().as_secs() / 4).clamp(1, 900),
-            n => n,
-        };
-        Registry::from_document(authority, geometry, &document, admitted, reissue)
-            .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))
+        match (&self.initial_document, &self.schedule, &self.state_file) {
+            (Some(initial), _, _) => {
+                let document = TopologyDocument::from_json(&read(initial)?)
+                    .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))?;
+                let reissue = self.reissue_for(&document.schedule);
+                Registry::from_document(authority, geometry, &document, admitted, reissue)
+                    .map_err(|e| ConfigError::Invalid(format!("initial_document: {e}")))
+            }
+            (None, Some(section), Some(state_file)) => {
+                let layers = LayerCount::new(self.layers).ok_or_else(|| {
+                    ConfigError::Invalid(format!("layers {}: expected 1 to {}", self.layers, nox_topology::MAX_LAYERS))
+                })?;
+                let kept = match std::fs::read(state_file) {
+                    Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
+                        ConfigError::Invalid(format!("state_file {}: not UTF-8", state_file.display()))
+                    })?),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(ConfigError::Read { path: state_file.clone(), message: e.to_string() }),
+                };
+                let (schedule, first) = resolve_schedule(section, kept.as_deref(), now)
+                    .map_err(|e| ConfigError::Invalid(format!("{}: {e}", state_file.display())))?;
+                if let Some(text) = first {
+                    let temp = state_file.with_extension("tmp");
+                    std::fs::write(&temp, text)
+                        .and_then(|()| std::fs::rename(&temp, state_file))
+                        .map_err(|e| ConfigError::Read { path: state_file.clone(), message: e.to_string() })?;
+                }
+                let reissue = self.reissue_for(&schedule);
+                Ok(Registry::empty(authority, geometry, schedule, layers, admitted.unwrap_or_default(), reissue))
+            }
+            // `check_start` refused every other combination above.
+            _ => Err(ConfigError::Invalid("initial_document, or [schedule] with state_file, is needed".into())),
+        }
     }
 }
 

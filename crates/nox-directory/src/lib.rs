@@ -9,10 +9,10 @@ mod registry;
 mod server;
 
 pub use client::{
-    ClientError, Mirrors, fetch_document, fetch_document_blocking, fetch_document_from, get_blocking, parse_url,
-    upload_descriptor,
+    ClientError, Mirrors, NetworkParameters, fetch_document, fetch_document_blocking, fetch_document_from,
+    fetch_parameters, get_blocking, parse_url, upload_descriptor,
 };
-pub use config::{ConfigError, DirectoryConfig};
+pub use config::{ConfigError, DirectoryConfig, Genesis, ScheduleSection, resolve_schedule};
 pub use registry::{Accepted, Refusal, Registry};
 pub use server::{Counters, DirectoryServer, Limits};
 
@@ -44,6 +44,12 @@ pub async fn run_with_admission(
     shutdown: tokio::sync::watch::Receiver<bool>,
     admission: Option<tokio::sync::watch::Receiver<Vec<[u8; 32]>>>,
 ) -> Result<(), DirectoryError> {
+    if admission.is_none() && !config.admits_without_feed() {
+        return Err(ConfigError::Invalid(
+            "no initial_document and no `admitted` list: nobody could ever be admitted (list the nodes' identity keys in `admitted`, or run with --chain)".into(),
+        )
+        .into());
+    }
     let registry = config.registry(geometry)?;
     let limits = config.limits();
     let server = DirectoryServer::bind(config.listen, registry, limits).await?;

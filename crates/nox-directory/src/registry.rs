@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use nox_sphinx::{Geometry, NodeId};
 use nox_topology::{
-    DocumentBuilder, EpochSchedule, LayerCount, MAX_EPOCH_KEYS, SignedDescriptor, SigningKey, TopologyDocument,
+    DocumentBuilder, EpochSchedule, Layer, LayerCount, MAX_EPOCH_KEYS, SignedDescriptor, SigningKey, TopologyDocument,
     TopologyError, VerifiedTopology, VerifyConfig, VerifyingKey, check_address,
 };
 
@@ -95,6 +95,12 @@ pub enum Accepted {
         /// `issued_at` of the new document.
         issued_at: u64,
     },
+    /// A directory that started empty kept the descriptor, but has no document yet: some
+    /// layers still have no node (with a key for the current epoch).
+    Waiting {
+        /// How many layers are still empty.
+        empty_layers: u8,
+    },
 }
 
 /// The directory authority's registry.
@@ -143,6 +149,69 @@ impl Registry {
         })
     }
 
+    /// A registry with no document yet (a network started without an initial document): the
+    /// schedule and layer count are given, the `admitted` identities' uploads are kept, and the
+    /// first document is signed by the upload (or [`Registry::refresh`]) that leaves no layer
+    /// empty. Until then [`Registry::current`] is `None` ([`Registry::waiting`] says why).
+    pub fn empty(
+        authority: SigningKey,
+        geometry: Geometry,
+        schedule: EpochSchedule,
+        layers: LayerCount,
+        admitted: Vec<VerifyingKey>,
+        reissue_secs: u64,
+    ) -> Self {
+        Self {
+            authority,
+            geometry,
+            schedule,
+            layers,
+            admitted: admitted.iter().map(|k| k.to_bytes()).collect(),
+            nodes: BTreeMap::new(),
+            reissue_secs: reissue_secs.max(1),
+            current: None,
+        }
+    }
+
+    /// The network's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The network's layer count.
+    pub fn layers(&self) -> LayerCount {
+        self.layers
+    }
+
+    /// The layers that no accepted node with a key for the epoch of `now` serves.
+    pub fn empty_layers(&self, now: u64) -> Vec<Layer> {
+        let epoch = self.schedule.epoch_at(now);
+        let mut served = vec![false; usize::from(self.layers.get())];
+        for node in self.nodes.values().filter(|n| n.descriptor.sphinx_key(epoch).is_some()) {
+            if let Some(slot) = served.get_mut(node.descriptor.layer.index()) {
+                *slot = true;
+            }
+        }
+        self.layers.iter().filter(|l| !served[l.index()]).collect()
+    }
+
+    /// Why there is no document yet at `now` (`None` once there is one): the empty layers and
+    /// how many admitted identities have uploaded. The text of the directory's 503.
+    pub fn waiting(&self, now: u64) -> Option<String> {
+        if self.current.is_some() {
+            return None;
+        }
+        let empty: Vec<String> = self.empty_layers(now).iter().map(|l| l.0.to_string()).collect();
+        Some(format!(
+            "no topology document yet: the network starts when every layer has an admitted node's descriptor; {} of {} layers have none (layer {}); {} of {} admitted identities have uploaded",
+            empty.len(),
+            self.layers.get(),
+            empty.join(", "),
+            self.nodes.len(),
+            self.admitted.len(),
+        ))
+    }
+
     /// The network's epoch schedule.
     pub fn schedule(&self) -> &EpochSchedule {
         &self.schedule
@@ -182,6 +251,12 @@ impl Registry {
             return Ok(Accepted::Unchanged);
         }
         let replaced = self.nodes.insert(id, upload);
+        if self.current.is_none() {
+            let empty = self.empty_layers(now).len();
+            if empty > 0 {
+                return Ok(Accepted::Waiting { empty_layers: u8::try_from(empty).unwrap_or(u8::MAX) });
+            }
+        }
         match self.issue(now) {
             Ok(issued_at) => Ok(Accepted::Updated { issued_at }),
             Err(error) => {
@@ -254,7 +329,7 @@ impl Registry {
         self.admitted = admitted;
         let before = self.nodes.len();
         self.nodes.retain(|_, n| self.admitted.contains(n.descriptor.identity_key.as_bytes()));
-        if self.nodes.len() != before {
+        if self.nodes.len() != before && self.current.is_some() {
             self.issue(now)?;
         }
         Ok(true)
@@ -266,7 +341,8 @@ impl Registry {
     /// document stays current and the error is returned.
     pub fn refresh(&mut self, now: u64) -> Result<bool, TopologyError> {
         let due = match &self.current {
-            None => true,
+            // An empty start: the first document as soon as no layer is empty.
+            None => self.empty_layers(now).is_empty(),
             Some(c) => {
                 self.schedule.epoch_at(c.issued_at()) != self.schedule.epoch_at(now)
                     || now.saturating_sub(c.issued_at()) >= self.reissue_secs

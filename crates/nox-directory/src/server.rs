@@ -1,5 +1,5 @@
 //! The HTTP service around the [`Registry`]: `GET /topology`, `POST /descriptor`,
-//! `GET /metrics` (docs/spec/directory.md §2). One request per connection, bounded in size,
+//! `GET /parameters`, `GET /metrics` (docs/spec/directory.md §2). One request per connection, bounded in size,
 //! time and concurrency; every outcome is counted.
 //!
 //! One host or one network cannot take the service: connections are capped per address (IPv4
@@ -261,8 +261,21 @@ fn route(
                     (200, "application/json", json.into_bytes())
                 }
                 Some(Err(error)) => text(503, "unavailable", error.to_string()),
-                None => text(503, "unavailable", "no document yet".into()),
+                None => {
+                    let why = registry.waiting(now_unix()).unwrap_or_else(|| "no topology document yet".into());
+                    text(503, "waiting", why)
+                }
             }
+        }
+        ("GET", "/parameters") => {
+            counters.count("parameters");
+            let parameters = crate::NetworkParameters {
+                schedule: *registry.schedule(),
+                layers: registry.layers(),
+                sphinx_scheme: registry.geometry().scheme(),
+                packet_len: registry.geometry().packet_len(),
+            };
+            (200, "text/plain", parameters.render().into_bytes())
         }
         ("POST", "/descriptor") => {
             let descriptor = match SignedDescriptor::from_json(body) {
@@ -274,6 +287,14 @@ fn route(
                 Ok(Accepted::Updated { issued_at }) => {
                     text(200, "accepted", format!("accepted; document issued at {issued_at}"))
                 }
+                Ok(Accepted::Waiting { empty_layers }) => text(
+                    200,
+                    "accepted_waiting",
+                    format!(
+                        "accepted; no document yet: {empty_layers} of {} layers have no node",
+                        registry.layers().get()
+                    ),
+                ),
                 Err(refusal) => {
                     let status = match refusal {
                         Refusal::UnknownIdentity(_) | Refusal::BadSignature => 403,
@@ -289,7 +310,9 @@ fn route(
             counters.count("metrics");
             (200, "text/plain; version=0.0.4", counters.render().into_bytes())
         }
-        (_, "/topology" | "/descriptor" | "/metrics") => text(405, "bad_method", format!("{method} not allowed here")),
+        (_, "/topology" | "/descriptor" | "/metrics" | "/parameters") => {
+            text(405, "bad_method", format!("{method} not allowed here"))
+        }
         _ => text(404, "not_found", format!("no such endpoint: {path}")),
     }
 }
