@@ -19,6 +19,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use nox_anonymity::activity::{SubstitutionConfig, simulate_substitution};
 use nox_anonymity::{DelayModel, sender_entropy};
 use nox_client::{ClientConfig, PacketKind, SentPacket};
 use nox_message::RequestBody;
@@ -209,7 +210,7 @@ pub fn run(args: &CoverArgs) -> Result<(), BenchError> {
                 row["nodes_per_layer"] = json!(per_layer);
                 row["uptime_at_testnet_start"] = json!(up_uptime);
                 if args.simulate > 0 {
-                    row["simulated"] = simulated(args, phase, (layers, per_layer), seconds, &mut rng, &row);
+                    row["simulated"] = simulated(args, phase, &layout, seconds, &mut rng, &row);
                 }
                 println!(
                     "{layers}x{per_layer}, μ = {mu_ms} ms, λ_P = {}/s, {}/s requests (phase {}): {} requests ({} failed), H = {} bits ({} of log₂ {}), RTT p50 {} ms, {} GB/day up",
@@ -248,30 +249,65 @@ fn uptime() -> String {
 const TOLERANCE_BITS: f64 = 0.35;
 const TOLERANCE_TOP1: f64 = 0.12;
 
+/// The traffic the testnet carries besides the clients' requests and drop cover, as the shipped
+/// crates set it, for the link-level simulator (issue 32's calibration): the client's share of
+/// loop cover (`ClientConfig::default().loop_fraction`), the SURB reply packets per request and
+/// per loop (`nox_message::surbs_needed` for an echo reply of `2 × ECHO_BYTES` at the client's
+/// loss and target, on `layout`'s geometry; the exit sends one fragment per SURB up to its own
+/// target, 0.999 ≥ the client's 0.99), and the nodes' loop and drop cover (`layout`'s
+/// λ_L, λ_D, the node's `[cover]` defaults unless set). The testnet capture does not log the
+/// exit's emission of a reply (it bypasses the logged egress), so neither does the simulation.
+pub(crate) fn shipped_traffic(config: SubstitutionConfig, layout: &Layout) -> Result<SubstitutionConfig, BenchError> {
+    let client = ClientConfig::default();
+    let geometry =
+        nox_sphinx::Geometry::with_scheme(layout.packet_len.bytes(), usize::from(layout.layers), layout.geometry)
+            .map_err(err)?;
+    let replies = nox_message::surbs_needed(&geometry, 2 * ECHO_BYTES, client.loss, client.target).map_err(err)?;
+    Ok(SubstitutionConfig {
+        loop_fraction: client.loop_fraction,
+        reply_packets: u32::try_from(replies).map_err(err)?,
+        reply_first_hop_observed: false,
+        node_loop_rate_per_s: layout.loop_rate,
+        node_drop_rate_per_s: layout.drop_rate,
+        ..config
+    })
+}
+
+/// The adversary's delay model of the testnet scoring ([`score`]): Exp(μ) with the processing
+/// floor as its scale floor. The simulated runs are scored with the same model, so simulated and
+/// measured differ only in the traffic, not in the observer.
+pub(crate) fn testnet_model(mu_ms: f64) -> DelayModel {
+    DelayModel { mean_delay_us: mu_ms * 1e3, processing_us: 0.0, jitter_floor_us: PROCESSING_FLOOR_US }
+}
+
 /// `args.simulate` runs of the link-level simulator at the phase's settings (clients, active,
-/// request rate, λ_P, shape, μ, window), scored by the same tracer, against the measured row.
+/// request rate, λ_P, shape, μ, window, and the shipped loops, replies and node cover of
+/// [`shipped_traffic`]), scored by the same tracer and delay model, against the measured row.
 fn simulated(
     args: &CoverArgs,
     phase: &Phase,
-    (layers, width): (u8, usize),
+    layout: &Layout,
     seconds: f64,
     rng: &mut ChaCha20Rng,
     measured: &Value,
 ) -> Value {
-    use nox_anonymity::activity::{SubstitutionConfig, simulate_substitution};
-    let config = SubstitutionConfig {
+    let bare = SubstitutionConfig {
         clients: args.clients,
         active: args.active,
         request_rate_per_s: phase.request_rate,
         cover_rate_per_s: phase.cover_rate,
-        layers: usize::from(layers),
-        width: u16::try_from(width).unwrap_or(u16::MAX),
+        layers: usize::from(layout.layers),
+        width: u16::try_from(layout.per_layer).unwrap_or(u16::MAX),
         mean_delay_us: phase.mu_ms * 1e3,
         processing_us: PROCESSING_FLOOR_US,
         duration_us: (seconds * 1e6) as u64,
+        ..SubstitutionConfig::default()
     };
-    let model =
-        DelayModel { mean_delay_us: config.mean_delay_us, processing_us: config.processing_us, jitter_floor_us: 1.0 };
+    let config = match shipped_traffic(bare, layout) {
+        Ok(config) => config,
+        Err(e) => return json!({ "error": e.to_string() }),
+    };
+    let model = testnet_model(phase.mu_ms);
     let (mut bits, mut top1, mut messages, mut per_run) = (0.0, 0.0, 0usize, Vec::new());
     for _ in 0..args.simulate {
         let sim = simulate_substitution(&config, rng);
@@ -287,7 +323,7 @@ fn simulated(
     let lo = per_run.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = per_run.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     json!({
-        "runs": args.simulate, "messages": messages,
+        "runs": args.simulate, "messages": messages, "config": config, "adversary_model": model,
         "mean_bits": round(bits, 3), "top1_accuracy": round(top1, 3), "per_run_bits": [round(lo, 3), round(hi, 3)],
         "difference_bits": round(bits - m_bits, 3), "difference_top1": round(top1 - m_top1, 3),
         "tolerance_bits": TOLERANCE_BITS, "tolerance_top1": TOLERANCE_TOP1,
@@ -435,8 +471,7 @@ fn volume_classifier_accuracy(per_client: &[u64], active: usize) -> f64 {
 }
 
 fn score(args: &CoverArgs, phase: &Phase, c: &Captured, dropped: u64, packet_len: usize) -> Value {
-    let model =
-        DelayModel { mean_delay_us: phase.mu_ms * 1e3, processing_us: 0.0, jitter_floor_us: PROCESSING_FLOOR_US };
+    let model = testnet_model(phase.mu_ms);
     let max_bits = f64::from(args.clients).log2();
     let entropy = sender_entropy(&c.observation, &c.topology, &model, Some(&c.truth));
     let mut rtts = phase.rtts_ms.clone();
