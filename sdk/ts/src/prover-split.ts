@@ -103,8 +103,10 @@ export async function cores(): Promise<number> {
  * The memory cap on prover Workers for a device reporting `deviceMemoryGB`
  * (`navigator.deviceMemory`: GB rounded down to a power of two, at most 8; absent outside
  * Chromium and in Node). Each Worker holds its own decoded proving key (8 MB), a proof's
- * assignment (1.6 MB) and its own module instance and JS heap: ≤ 2 GB → 1 Worker (the
- * coordinator proves alone), 4 GB → 2, 8 GB or more, or nothing reported → no cap (`undefined`).
+ * assignment (1.6 MB), its own module instance (its linear memory grows to the proof's peak) and
+ * JS heap: measured ≈ 210 MB of resident memory per helper started, ≈ 300 MB once it has proved
+ * (Node, bench/data/wasm-prover-memory.json). ≤ 2 GB → 1 Worker (the coordinator proves alone),
+ * 4 GB → 2, 8 GB or more, or nothing reported → no cap (`undefined`).
  */
 export function memoryWorkerCap(deviceMemoryGB: number | undefined): number | undefined {
   if (typeof deviceMemoryGB !== "number" || !Number.isFinite(deviceMemoryGB) || deviceMemoryGB <= 0) return undefined;

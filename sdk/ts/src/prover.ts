@@ -176,8 +176,9 @@ export class TransferProver {
      */
     workers?: number;
     /**
-     * The memory cap on those Workers (each holds its own decoded key, 8 MB, and a proof's
-     * assignment, 1.6 MB, besides its module instance). Default: from `navigator.deviceMemory`
+     * The memory cap on those Workers (each holds its own decoded key, 8 MB, a proof's
+     * assignment, 1.6 MB, and its module instance: ≈ 210–300 MB resident per helper measured in
+     * Node, docs/benchmarks/wasm.md). Default: from `navigator.deviceMemory`
      * where the browser reports it (≤ 2 GB → 1 Worker, 4 GB → 2, 8 GB → no cap;
      * `memoryWorkerCap`), else none. A positive integer; anything else is refused.
      */
