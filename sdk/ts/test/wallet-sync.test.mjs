@@ -2,10 +2,11 @@
 // the real module: 2,500 pool `Deposited` logs (3 `eth_getLogs` pages), none of them the wallet's
 // (random commitments and memos: every memo is trial-decrypted and refused, every commitment
 // queued), synced by a wallet on the caller's thread and by one whose pages go to the Worker: the
-// views must be identical and the second wallet's own module must never run `walletSync`. The
-// caller's 10 ms timer keeps ticking while the Worker syncs (and the balances come from it too);
-// a refused page and a terminated
-// Worker are errors, and the view stays as it was.
+// views must be identical and the second wallet's own module must never run `walletSync` (nor
+// `walletBalances`: the last page's balances come from the Worker). The caller's 10 ms timer keeps
+// ticking while the Worker syncs; a refused page and a terminated Worker are errors, and the view
+// stays as it was. The same in headless Chromium (the page's wallet, its module's walletSync made
+// to throw, the Worker fetching the module itself), beside the page's own timer.
 //   NOX_WASM=<nox_wasm.wasm> node --test test/wallet-sync.test.mjs
 
 import assert from "node:assert/strict";
@@ -100,6 +101,77 @@ test("a wallet synced in the Worker has the view of one synced on the caller's t
   // A terminated Worker refuses the next page.
   const dead = await NoxWallet.open({ seed, module: wasm, provider: provider(logs), pool: POOL, syncWorker: worker });
   await assert.rejects(dead.sync(), (e) => e instanceof NoxError && e.code === "closed");
+});
+
+test("in Chromium: the page's wallet syncs through the Worker to the same view, and the page's timer keeps ticking", async () => {
+  const { chromium } = await import("playwright-core");
+  const { servePage } = await import("../examples/page-server.mjs");
+  const seed = randomBytes(32);
+  const reference = await NoxWallet.open({ seed, module: wasm, provider: provider(logs), pool: POOL });
+  await reference.sync();
+  const server = await servePage(WASM);
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox"] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`http://127.0.0.1:${server.address().port}/`);
+    const report = await page.evaluate(
+      async ({ seedHex, logs, pool }) => {
+        const sdk = await import("/sdk/index.js");
+        const { NoxWasm } = await import("/sdk/nox_wasm.mjs");
+        const module = await WebAssembly.compile(await (await fetch("/nox_wasm.wasm")).arrayBuffer());
+        const provider = {
+          request: async ({ method, params }) => {
+            if (method === "eth_blockNumber") return `0x${logs.length.toString(16)}`;
+            await new Promise((r) => setTimeout(r, 0)); // a network provider yields between pages
+            return logs.slice(Number(params[0].fromBlock) - 1, Number(params[0].toBlock));
+          },
+        };
+        const seed = Uint8Array.from(seedHex.match(/../g).map((h) => parseInt(h, 16)));
+        const syncWorker = await sdk.WalletSyncWorker.start({ wasm: "/nox_wasm.wasm" });
+        const m = await NoxWasm.instantiate(module);
+        m.walletSync = () => {
+          throw new Error("walletSync ran on the page's thread");
+        };
+        m.walletBalances = () => {
+          throw new Error("walletBalances ran on the page's thread");
+        };
+        const wallet = await sdk.NoxWallet.open({ seed, module: m, provider, pool, syncWorker });
+        let last = performance.now();
+        let longestGap = 0;
+        const probe = setInterval(() => {
+          const now = performance.now();
+          longestGap = Math.max(longestGap, now - last);
+          last = now;
+        }, 10);
+        const t0 = performance.now();
+        await wallet.sync();
+        const workerMs = performance.now() - t0;
+        clearInterval(probe);
+        const balances = wallet.balances();
+        syncWorker.terminate();
+        // The same sync on the page's thread, for scale: its longest task is a page's work.
+        const here = await sdk.NoxWallet.open({ seed, module, provider, pool });
+        last = performance.now();
+        let longestHere = 0;
+        const probeHere = setInterval(() => {
+          const now = performance.now();
+          longestHere = Math.max(longestHere, now - last);
+          last = now;
+        }, 10);
+        await here.sync();
+        clearInterval(probeHere);
+        return { view: wallet.view, balances, workerMs, longestGap, longestHere };
+      },
+      { seedHex: seed.toString("hex"), logs, pool: POOL },
+    );
+    console.log(`# Chromium, 2,500 logs through the Worker: ${report.workerMs.toFixed(0)} ms, longest timer gap ${report.longestGap.toFixed(0)} ms (on the page's thread: ${report.longestHere.toFixed(0)} ms)`);
+    assert.equal(report.view, reference.view);
+    assert.deepEqual(report.balances, reference.balances());
+    assert.ok(report.longestGap < report.longestHere / 2, JSON.stringify({ ...report, view: undefined }));
+  } finally {
+    await browser.close();
+    server.close();
+  }
 });
 
 test("a Worker given a module that does not compile refuses to start", async () => {
