@@ -23,12 +23,23 @@ export type WalletWorkerRequest =
       lastBlock: number;
       /** Also the new view's balances (the last page: reading them parses the whole view). */
       balances?: boolean;
+      /** Also the new view sealed for the store (`nox wallet`'s `state` format, seal.ts `sealState`). */
+      seal?: boolean;
     };
 
-/** A page synced in the Worker: the new view, and its balances if asked. */
+/** A page synced in the Worker: the new view, its balances and its sealed bytes if asked. */
 export interface SyncedPage {
   view: string;
   balances?: WalletBalances;
+  sealed?: Uint8Array;
+}
+
+/** What else the Worker returns with a page. */
+export interface SyncPageOptions {
+  /** The new view's balances (read in the Worker). */
+  balances?: boolean;
+  /** The new view sealed under the seed's state key (for the wallet's store). */
+  seal?: boolean;
 }
 
 /** @internal Messages from the sync Worker. */
@@ -98,10 +109,12 @@ export class WalletSyncWorker {
   /**
    * One page of the sync: nox-wasm's `walletSync(seed, view, logs, pool, lastBlock)` in the
    * Worker. `seed` is copied (the Worker zeroes its copy); resolves to the new view's JSON and,
-   * with `balances`, the new view's balances (`walletBalances`, also read in the Worker).
+   * as asked, its balances (`walletBalances`) and its sealed bytes (`walletSealState`), both
+   * also made in the Worker.
    */
-  sync(seed: Uint8Array, view: string, logs: unknown[], pool: Uint8Array, lastBlock: number, balances = false): Promise<SyncedPage> {
-    return this.#post({ op: "sync", seed: seed.slice(), view, logs, pool, lastBlock, balances }) as Promise<SyncedPage>;
+  sync(seed: Uint8Array, view: string, logs: unknown[], pool: Uint8Array, lastBlock: number, options: SyncPageOptions = {}): Promise<SyncedPage> {
+    const message = { op: "sync" as const, seed: seed.slice(), view, logs, pool, lastBlock, balances: options.balances === true, seal: options.seal === true };
+    return this.#post(message) as Promise<SyncedPage>;
   }
 
   /** Stops the Worker; pending pages are refused. */

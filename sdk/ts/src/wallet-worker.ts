@@ -5,7 +5,8 @@
 
 import { NoxWasm, NoxWasmError } from "./nox_wasm.mjs";
 import type { WasmSource } from "./prover.js";
-import type { WalletWorkerReply, WalletWorkerRequest } from "./wallet-sync.js";
+import type { SyncedPage, WalletWorkerReply, WalletWorkerRequest } from "./wallet-sync.js";
+import type { WalletBalances } from "./wallet.js";
 
 interface Port {
   postMessage(message: WalletWorkerReply): void;
@@ -31,7 +32,9 @@ async function handle(msg: WalletWorkerRequest): Promise<WalletWorkerReply> {
   try {
     if (wasm === undefined) throw new Error("the sync Worker has no module (init first)");
     const view = wasm.walletSync(msg.seed, msg.view, msg.logs, msg.pool, msg.lastBlock);
-    const result = msg.balances === true ? { view, balances: wasm.walletBalances(view) } : { view };
+    const result: SyncedPage = { view };
+    if (msg.balances === true) result.balances = wasm.walletBalances(view) as WalletBalances;
+    if (msg.seal === true) result.sealed = wasm.walletSealState(msg.seed, view);
     return { id: msg.id, ok: true, result };
   } finally {
     msg.seed.fill(0); // this Worker's copy of the seed

@@ -265,10 +265,15 @@ export class NoxWallet {
       })) as unknown[];
       if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       this.#check();
+      let sealed: Uint8Array | undefined;
       if (this.#syncWorker !== undefined) {
-        const synced = await this.#syncWorker.sync(this.#seed, view, page, pool, to, to === head);
+        const synced = await this.#syncWorker.sync(this.#seed, view, page, pool, to, {
+          balances: to === head,
+          seal: this.#store !== undefined,
+        });
         this.#check(); // closed while the Worker ran
         view = synced.view;
+        sealed = synced.sealed;
         if (synced.balances !== undefined) this.#balances = { view, balances: synced.balances };
       } else {
         view = this.#m.walletSync(this.#seed, view, page, pool, to);
@@ -276,17 +281,20 @@ export class NoxWallet {
       logs += page.length;
       from = to + 1;
       this.#view = view;
-      await this.#save(to);
+      await this.#save(to, sealed);
     }
     this.#view = view;
     return { head, logs, ms: performance.now() - started };
   }
 
-  /** Saves the view (sealed) and its cursor in one store write: a reload resumes after `lastBlock`. */
-  async #save(lastBlock: number): Promise<void> {
+  /**
+   * Saves the view (sealed: `sealed` if the sync Worker sealed it, else here) and its cursor in
+   * one store write: a reload resumes after `lastBlock`.
+   */
+  async #save(lastBlock: number, sealed?: Uint8Array): Promise<void> {
     if (this.#store === undefined) return;
     const cursor: SyncCursor = { pool: this.#pool, fromBlock: this.#fromBlock, lastBlock };
-    await this.#store.store.put(this.#store.id, { state: sealState(this.#m, this.#seed, this.#view), cursor });
+    await this.#store.store.put(this.#store.id, { state: sealed ?? sealState(this.#m, this.#seed, this.#view), cursor });
   }
 
   #check(): void {

@@ -5,8 +5,9 @@
 // views must be identical and the second wallet's own module must never run `walletSync` (nor
 // `walletBalances`: the last page's balances come from the Worker). The caller's 10 ms timer keeps
 // ticking while the Worker syncs; a refused page and a terminated Worker are errors, and the view
-// stays as it was. The same in headless Chromium (the page's wallet, its module's walletSync made
-// to throw, the Worker fetching the module itself), beside the page's own timer.
+// stays as it was; with a store the Worker seals each page's view as well. The same in headless
+// Chromium (the page's wallet, its module's walletSync made to throw, the Worker fetching the
+// module itself), beside the page's own timer.
 //   NOX_WASM=<nox_wasm.wasm> node --test test/wallet-sync.test.mjs
 
 import assert from "node:assert/strict";
@@ -14,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { keccak256, toHex } from "viem";
-import { NoxError, NoxWallet, WalletSyncWorker } from "../dist/index.js";
+import { MemoryWalletStore, NoxError, NoxWallet, WalletSyncWorker, openState } from "../dist/index.js";
 import { NoxWasm } from "../dist/nox_wasm.mjs";
 import { WASM } from "./testnet-helper.mjs";
 
@@ -101,6 +102,35 @@ test("a wallet synced in the Worker has the view of one synced on the caller's t
   // A terminated Worker refuses the next page.
   const dead = await NoxWallet.open({ seed, module: wasm, provider: provider(logs), pool: POOL, syncWorker: worker });
   await assert.rejects(dead.sync(), (e) => e instanceof NoxError && e.code === "closed");
+});
+
+test("a wallet with a store: the sync Worker seals each page's view too (the page's module never seals), and the store opens to the view", async () => {
+  const m = await NoxWasm.instantiate(wasm);
+  const store = new MemoryWalletStore();
+  const worker = await WalletSyncWorker.start({ wasm });
+  try {
+    const wallet = await NoxWallet.create({ module: m, provider: provider(logs), pool: POOL, passphrase: "pw", store, syncWorker: worker });
+    let puts = 0;
+    const put = store.put.bind(store);
+    store.put = (id, record) => {
+      puts++;
+      return put(id, record);
+    };
+    const sealHere = m.walletSealState.bind(m);
+    m.walletSealState = () => {
+      throw new Error("walletSealState ran on the caller's thread");
+    };
+    await wallet.sync();
+    m.walletSealState = sealHere;
+    assert.equal(puts, 3); // one write per page
+    const record = await store.get("default");
+    assert.equal(record.cursor.lastBlock, 2500);
+    const seed = wallet.seedCopy();
+    assert.equal(openState(m, seed, record.state), wallet.view);
+    wallet.close();
+  } finally {
+    worker.terminate();
+  }
 });
 
 test("in Chromium: the page's wallet syncs through the Worker to the same view, and the page's timer keeps ticking", async () => {
