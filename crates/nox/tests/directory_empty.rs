@@ -1,0 +1,217 @@
+//! A network started from a directory with no initial document (issue 33): `nox directory`
+//! with `[schedule] genesis = "now"`, a `state_file` and an `admitted` list (no chain) answers
+//! `GET /topology` with 503 and the empty layers, serves `GET /parameters`, keeps uploads until
+//! every layer has a node and then signs its first document; three `nox node`s on loopback run
+//! on it and `nox client echo --directory URL --authority KEY` gets a reply. A restarted
+//! directory keeps the genesis of its first start.
+//!
+//! The descriptors are uploaded by the test, built from each node's keys and the parameters the
+//! directory serves, before the nodes start: today `nox node` needs a document naming it to
+//! start (nox-node's `initial_topology`; a node started against an empty directory stops after
+//! ~5 s with the 503). Run under the e2e lock:
+//! `flock /tmp/nox-e2e.lock cargo test -p nox --test directory_empty`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nox_topology::{LayerCount, SigningKey};
+
+mod common;
+
+use common::{NOX, free_port, testnet_dir, wait_until};
+
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// The processes the test started, stopped on every exit path.
+struct Processes {
+    dir: PathBuf,
+    children: Vec<Child>,
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn spawn(dir: &Path, log: &str, command: &mut Command) -> Child {
+    let log = std::fs::File::create(dir.join(log)).expect("log");
+    command.stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log).spawn().expect("spawns")
+}
+
+fn logs(dir: &Path, names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| format!("--- {name}:\n{}", std::fs::read_to_string(dir.join(name)).unwrap_or_default()))
+        .collect()
+}
+
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let (status, body) = nox_directory::get_blocking(addr, path, PATIENCE).expect("the directory answers");
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+}
+
+#[test]
+fn a_network_starts_from_an_empty_directory_and_a_client_gets_a_reply() {
+    let dir = testnet_dir("nox-it", "directory-empty");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut net = Processes { dir: dir.clone(), children: Vec::new() };
+
+    // Three nodes' keys, one per layer (the layer follows from the identity key).
+    let layers = LayerCount::new(3).unwrap();
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(33);
+    let mut nodes: Vec<Option<PathBuf>> = vec![None; 3];
+    let mut attempt = 0;
+    while nodes.iter().any(Option::is_none) {
+        let keys = dir.join(format!("keys-{attempt}"));
+        attempt += 1;
+        let identity = nox_keystore::generate_identity(&keys, &mut rng).expect("node keys");
+        let layer = usize::from(identity.public().layer(layers).0);
+        if nodes[layer].is_none() {
+            nodes[layer] = Some(keys);
+        }
+    }
+    let nodes: Vec<PathBuf> = nodes.into_iter().map(Option::unwrap).collect();
+    let identities: Vec<String> = nodes
+        .iter()
+        .map(|keys| {
+            let identity = nox_keystore::load_identity(keys).expect("identity");
+            format!("{:?}", hex::encode(identity.public().identity_key.to_bytes()))
+        })
+        .collect();
+
+    // The directory: no initial document, genesis at its first start, the three identities.
+    let authority = SigningKey::from_bytes(&[0x42; 32]);
+    let authority_hex = hex::encode(authority.verifying_key().to_bytes());
+    std::fs::write(dir.join("authority.key"), hex::encode([0x42u8; 32])).unwrap();
+    let dir_port = free_port();
+    let directory_addr: SocketAddr = ([127, 0, 0, 1], dir_port).into();
+    let directory_toml = dir.join("directory.toml");
+    std::fs::write(
+        &directory_toml,
+        format!(
+            "listen = \"{directory_addr}\"\nauthority_key_file = {:?}\nstate_file = {:?}\nadmitted = [{}]\nlayers = 3\n\n[schedule]\ngenesis = \"now\"\nepoch_secs = 3600\noverlap_secs = 300\n",
+            dir.join("authority.key").display().to_string(),
+            dir.join("directory.state").display().to_string(),
+            identities.join(", "),
+        ),
+    )
+    .unwrap();
+    let start_directory = |net: &mut Processes, log: &str| {
+        let mut directory = Command::new(NOX);
+        directory.args(["directory", "--config"]).arg(&directory_toml);
+        net.children.push(spawn(&dir, log, &mut directory));
+        assert!(
+            wait_until(Duration::from_secs(10), Duration::from_millis(100), || std::net::TcpStream::connect(
+                directory_addr
+            )
+            .is_ok()),
+            "the directory did not listen:\n{}",
+            logs(&dir, &[log])
+        );
+    };
+    start_directory(&mut net, "directory.log");
+
+    // No document yet: 503 naming what it waits for; the parameters are served.
+    let (status, body) = get(directory_addr, "/topology");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("no topology document yet") && body.contains("3 of 3 layers have none"), "{body}");
+    let (status, body) = get(directory_addr, "/parameters");
+    assert_eq!(status, 200, "{body}");
+    let parameters = nox_directory::NetworkParameters::parse(body.as_bytes()).expect("parameters");
+    let schedule = parameters.schedule;
+    assert_eq!((parameters.layers, schedule.epoch_length().as_secs()), (layers, 3600));
+
+    // Each node's first descriptor, built from its keys and the served parameters, uploaded in
+    // layer order: 503 until the last layer's, then the signed document.
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    for (i, keys) in nodes.iter().enumerate() {
+        let identity = nox_keystore::load_identity(keys).expect("identity");
+        let scheme = parameters.sphinx_scheme;
+        let mut store =
+            nox_keystore::EpochKeyStore::open_for(&nox_keystore::sphinx_dir(keys, scheme), schedule, scheme)
+                .expect("epoch keys");
+        store.rotate(now, &mut rng).expect("epoch keys for now");
+        let sphinx_keys = store.public_keys(schedule.published_epochs(now)).expect("public keys");
+        let address: SocketAddr = ([127, 0, 0, 1], ports[i]).into();
+        let descriptor =
+            identity.descriptor_with_endpoints(address, None, false, layers, 0, sphinx_keys).expect("descriptor");
+        let answer = runtime()
+            .block_on(nox_directory::upload_descriptor(directory_addr, &descriptor, PATIENCE))
+            .expect("upload accepted");
+        let (status, body) = get(directory_addr, "/topology");
+        if i < 2 {
+            assert!(answer.starts_with("accepted; no document yet"), "{answer}");
+            assert_eq!(status, 503, "{body}");
+            assert!(body.contains(&format!("{} of 3 layers have none", 2 - i)), "{body}");
+        } else {
+            assert!(answer.starts_with("accepted; document issued"), "{answer}");
+            assert_eq!(status, 200, "{body}");
+        }
+    }
+    let document = nox_topology::TopologyDocument::from_json(get(directory_addr, "/topology").1.as_bytes()).unwrap();
+    let verify = nox_topology::VerifyConfig::new(authority.verifying_key(), nox_sphinx::Geometry::default());
+    let first = document.verify(&verify, now).expect("the first document verifies");
+    assert_eq!((first.nodes().len(), *first.schedule()), (3, schedule));
+
+    // The nodes run on it, from their configurations alone.
+    for (i, keys) in nodes.iter().enumerate() {
+        let config = format!(
+            "[node]\nkey_dir = {:?}\nlisten = \"127.0.0.1:{}\"\nlayers = 3\n\n[mixing]\nmean_delay_ms = 1.0\n\n[pipeline]\nworkers = 1\n\n[cover]\nloop_rate = 1.0\ndrop_rate = 0.0\n\n[admission]\nmax_connections_per_address = 1000\nmax_connections_per_subnet = 1000\nban_on_offence = false\n\n[topology]\nurl = \"http://{directory_addr}\"\nauthority_key = \"{authority_hex}\"\n",
+            keys.display().to_string(),
+            ports[i],
+        );
+        let path = dir.join(format!("node{i}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let mut node = Command::new(NOX);
+        node.args(["node", "--config"]).arg(&path);
+        net.children.push(spawn(&dir, &format!("node{i}.log"), &mut node));
+    }
+    let node_logs = ["node0.log", "node1.log", "node2.log"];
+    let started =
+        |i: usize| std::fs::read_to_string(dir.join(node_logs[i])).unwrap_or_default().contains("node started");
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(200), || (0..3).all(started)),
+        "the nodes did not all start:\n{}",
+        logs(&dir, &node_logs)
+    );
+
+    // A client that knows only the directory's URL and the authority key gets a reply.
+    let out = Command::new(NOX)
+        .args(["client", "echo", "--timeout-secs", "30", "--directory", &format!("http://{directory_addr}")])
+        .args(["--authority", &authority_hex, "from an empty directory"])
+        .output()
+        .expect("run nox client echo");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && stdout.lines().next() == Some("from an empty directory"),
+        "echo failed: {stdout}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        logs(&dir, &node_logs)
+    );
+
+    // A restart keeps the genesis chosen at the first start (the state file).
+    let state = std::fs::read_to_string(dir.join("directory.state")).expect("the state file");
+    assert!(state.contains(&format!("genesis_unix = {}", schedule.genesis_unix())), "{state}");
+    let mut directory = net.children.remove(0);
+    let _ = directory.kill();
+    let _ = directory.wait();
+    start_directory(&mut net, "directory2.log");
+    let (_, body) = get(directory_addr, "/parameters");
+    let again = nox_directory::NetworkParameters::parse(body.as_bytes()).expect("parameters");
+    assert_eq!(again.schedule, schedule, "the restarted directory keeps the genesis");
+}
