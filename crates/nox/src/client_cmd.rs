@@ -33,8 +33,9 @@ pub struct TopologyArgs {
     /// Verify the directory's documents against the on-chain node registry, as nodes do,
     /// instead of an authority key: a chain preset (`anvil`, a chain id with
     /// `deployments/<id>.json`, a deployment record) or a TOML file with a `[chain]` section
-    /// (a node.toml). The directory is then an untrusted mirror. Needs `--directory`.
-    #[arg(long, requires = "directory", conflicts_with_all = ["topology", "authority"])]
+    /// (a node.toml). The directory is then an untrusted mirror. Without `--directory`, the
+    /// mirrors are the preset's deployment record's (`mirrors`).
+    #[arg(long, conflicts_with_all = ["topology", "authority"])]
     pub chain: Option<String>,
     /// JSON-RPC URL of the chain (default: the preset's or the file's).
     #[arg(long, requires = "chain")]
@@ -184,13 +185,28 @@ async fn start_with(
         }
         // Directory mirrors, verified under the authority's key or, with `--chain`, the on-chain
         // registry's membership (as nodes do; the directory is then only a mirror).
-        (None, None, authority) if !args.directory.is_empty() && (authority.is_some() || args.chain.is_some()) => {
-            let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(|e| e.to_string())?;
-            let (trust, members) = match (authority, &args.chain) {
+        (None, None, authority)
+            if (!args.directory.is_empty() && authority.is_some()) || (authority.is_none() && args.chain.is_some()) =>
+        {
+            let (urls, chain) = match (authority, &args.chain) {
+                (None, Some(spec)) => {
+                    let (chain, mirrors) = client_chain_and_mirrors(spec, args.chain_rpc.as_deref())?;
+                    let urls = if args.directory.is_empty() { mirrors } else { args.directory.clone() };
+                    if urls.is_empty() {
+                        return Err(format!(
+                            "--chain {spec}: no directory mirror: give --directory <url>, or list \
+                             `mirrors` in the chain's deployment record (nox deploy --mirror <url>)"
+                        ));
+                    }
+                    (urls, Some(chain))
+                }
+                _ => (args.directory.clone(), None),
+            };
+            let mirrors = nox_directory::Mirrors::parse(&urls).map_err(|e| e.to_string())?;
+            let (trust, members) = match (authority, chain) {
                 (Some(key), _) => (nox_node::Trust::Authority(authority_key(key)?), None),
-                (None, spec) => {
-                    let spec = spec.as_deref().unwrap_or_default();
-                    let chain = crate::operator_cmd::client_chain(spec, args.chain_rpc.as_deref())?;
+                (None, chain) => {
+                    let chain = chain.ok_or("--chain: missing")?;
                     let chain = nox_node::ChainMembership::start(chain).await.map_err(|e| e.to_string())?;
                     let members = std::sync::Arc::new(chain.refresh().await.membership().0);
                     (nox_node::Trust::Chain(chain), Some(members))
@@ -230,6 +246,18 @@ async fn start_with(
                   --authority <hex> or --chain <preset|file>"
             .into()),
     }
+}
+
+/// `--chain`'s `[chain]` section and the directory mirrors its deployment record lists: a TOML
+/// file's section (no mirrors), or a preset's (looked up in `./deployments` after the built-in
+/// names).
+fn client_chain_and_mirrors(spec: &str, rpc: Option<&str>) -> Result<(nox_chain::ChainConfig, Vec<String>), String> {
+    if Path::new(spec).extension().is_some_and(|e| e == "toml") {
+        return Ok((crate::operator_cmd::client_chain(spec, rpc)?, Vec::new()));
+    }
+    let preset = nox_operator::preset::Preset::resolve(spec, Path::new("deployments")).map_err(|e| e.to_string())?;
+    let chain = preset.chain_config(&preset.rpc(rpc).map_err(|e| e.to_string())?);
+    Ok((chain, preset.record.mirrors))
 }
 
 /// Verifies `document` under `authority` for the geometry the document names.
