@@ -5,9 +5,10 @@
 // of LOG_PAGE = 1,000 blocks), and served by an in-memory EIP-1193 provider: the figure is the
 // wallet's own work (JSON, trial decryption, commitment checks in WebAssembly), not the mixnet's.
 // Each run syncs a fresh NoxWallet from block 0 and must find exactly the expected notes.
-// In Chromium each run is made twice: the wallet calling the module on the page's main thread, and
-// the wallet with a `WalletSyncWorker` (`syncWorker`: the module's walletSync in a Worker); for
-// both the page records its long tasks (PerformanceObserver 'longtask': tasks ≥ 50 ms) and the
+// In Chromium each run is made three times: the wallet calling the module on the page's main
+// thread, the wallet with a `WalletSyncWorker` (`syncWorker`: the module's walletSync in a Worker),
+// and that wallet kept in a MemoryWalletStore (each page's view sealed in the Worker and written);
+// for each the page records its long tasks (PerformanceObserver 'longtask': tasks ≥ 50 ms) and the
 // longest gap of a 10 ms timer during the sync.
 //
 //   node sdk/ts/bench/sync.mjs --notes /tmp/notes.json --native '<the example's JSON line>' \
@@ -97,8 +98,13 @@ async function chromiumRuns() {
         const t = performance.now();
         const syncWorker = await sdk.WalletSyncWorker.start({ wasm: module });
         const workerStartMs = performance.now() - t;
-        /** One sync with the page's long tasks and a 10 ms timer's longest gap. */
-        const measured = async (options) => {
+        /**
+         * One sync of a wallet made by `open` (before the measurement: module instantiation, and
+         * a store's Argon2id sealing of the seed) with the page's long tasks and a 10 ms timer's
+         * longest gap.
+         */
+        const measured = async (open) => {
+          const wallet = await open();
           // A task boundary first: the previous run's last task (its balance check) ends before
           // this run's observer starts (a long task is reported to the observers live at its end).
           await new Promise((r) => setTimeout(r, 50));
@@ -114,7 +120,6 @@ async function chromiumRuns() {
             longestGap = Math.max(longestGap, now - last);
             last = now;
           }, 10);
-          const wallet = await sdk.NoxWallet.open({ seed: bytes, module, provider, pool, ...options });
           const t0 = performance.now();
           await wallet.sync();
           const ms = performance.now() - t0;
@@ -130,12 +135,19 @@ async function chromiumRuns() {
         };
         const main = [];
         const worker = [];
+        const stored = [];
+        // The notes' seed sealed once (Argon2id) for the store runs' `restore`.
+        const { NoxWasm } = await import("/sdk/nox_wasm.mjs");
+        const sealed = sdk.sealSeed(await NoxWasm.instantiate(module), bytes, "bench");
         for (let r = 0; r < runs; r++) {
-          main.push(await measured({}));
-          worker.push(await measured({ syncWorker }));
+          main.push(await measured(() => sdk.NoxWallet.open({ seed: bytes, module, provider, pool })));
+          worker.push(await measured(() => sdk.NoxWallet.open({ seed: bytes, module, provider, pool, syncWorker })));
+          // With a store: every page's view is also sealed (in the Worker) and written.
+          const store = new sdk.MemoryWalletStore();
+          stored.push(await measured(() => sdk.NoxWallet.restore({ module, provider, pool, passphrase: "bench", sealed, store, syncWorker })));
         }
         syncWorker.terminate();
-        return { out: main.map((x) => x.ms), main, worker, workerStartMs, userAgent: navigator.userAgent };
+        return { out: main.map((x) => x.ms), main, worker, stored, workerStartMs, userAgent: navigator.userAgent };
       },
       { seed: notes.seed, pool: POOL, expected: notes.expected, runs },
     );
@@ -147,7 +159,7 @@ async function chromiumRuns() {
 
 const loadBefore = loadavg();
 const node = await nodeRuns();
-const { out: chrome, main: chromeMain, worker: chromeWorker, workerStartMs, userAgent } = await chromiumRuns();
+const { out: chrome, main: chromeMain, worker: chromeWorker, stored: chromeStored, workerStartMs, userAgent } = await chromiumRuns();
 const summary = (rows) => ({
   sync_ms: rows.map((x) => x.ms),
   sync_ms_median: median(rows.map((x) => x.ms)),
@@ -168,6 +180,7 @@ const result = {
   chromium_ms_median: median(chrome),
   chromium_main_thread: summary(chromeMain),
   chromium_sync_worker: { ...summary(chromeWorker), worker_start_ms: workerStartMs },
+  chromium_sync_worker_with_store: summary(chromeStored),
   long_task_note: "PerformanceObserver 'longtask' reports tasks of 50 ms or more only: 0 means none that long; the 10 ms timer's longest gap bounds the main thread's longest task from above (plus the timer's own slack)",
   node_over_native: native === null ? null : median(node) / native.native_ms_median,
   chromium_over_native: native === null ? null : median(chrome) / native.native_ms_median,
