@@ -194,6 +194,27 @@ impl Mirrors {
     }
 }
 
+impl Mirrors {
+    /// `GET /parameters` from the first mirror that serves them (each within `timeout`): what a
+    /// node started before the network's first document builds its descriptor from (see
+    /// [`NetworkParameters`]). Mirrors that disagree are not compared: the signed document the
+    /// node then runs on must name the same schedule and layers.
+    pub async fn parameters(&self, timeout: Duration) -> Result<NetworkParameters, ClientError> {
+        let mut failures = Vec::new();
+        for (index, addr) in self.order() {
+            match fetch_parameters(addr, timeout).await {
+                Ok(parameters) => {
+                    self.preferred.store(index, Ordering::Relaxed);
+                    return Ok(parameters);
+                }
+                Err(error @ ClientError::Io { .. }) => failures.push(error.to_string()),
+                Err(error) => failures.push(format!("directory {addr}: {error}")),
+            }
+        }
+        Err(ClientError::AllMirrors(failures.join("; ")))
+    }
+}
+
 /// Parses `http://IP:PORT` (IPv6 in brackets; no host names, no path other than `/`).
 pub fn parse_url(url: &str) -> Result<SocketAddr, ClientError> {
     let rest = url.trim().strip_prefix("http://").ok_or_else(|| ClientError::Url(url.into()))?;

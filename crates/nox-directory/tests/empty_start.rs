@@ -109,6 +109,29 @@ fn admission_from_the_chain_fills_an_empty_registry() {
 }
 
 #[test]
+fn parameters_round_trip_and_a_bad_body_is_named() {
+    let (_, registry) = empty_net(T0);
+    let parameters = NetworkParameters {
+        schedule: *registry.schedule(),
+        layers: registry.layers(),
+        sphinx_scheme: nox_sphinx::Scheme::XWing,
+        packet_len: 8192,
+    };
+    assert_eq!(NetworkParameters::parse(parameters.render().as_bytes()).unwrap(), parameters);
+    let text = parameters.render();
+    for (bad, expected) in [
+        (text.replace("layers = 3", "layers = 0"), "layers 0"),
+        (text.replace("packet_len = 8192", "packet_len = 3000"), "3000"),
+        (text.replace("xwing", "kyber"), "kyber"),
+        (text.replace("overlap_secs = 20", "overlap_secs = 100"), "schedule"),
+        (text + "extra = 1\n", "unknown field"),
+    ] {
+        let error = NetworkParameters::parse(bad.as_bytes()).unwrap_err().to_string();
+        assert!(error.starts_with("directory parameters:") && error.contains(expected), "{bad}: {error}");
+    }
+}
+
+#[test]
 fn genesis_now_is_kept_so_a_restart_keeps_the_schedule() {
     let section = ScheduleSection { genesis: Genesis::Now, epoch_secs: 60, overlap_secs: 10, publish_ahead: 1 };
     let (first, kept) = resolve_schedule(&section, None, 5_000).unwrap();
@@ -243,6 +266,10 @@ async fn over_http_503_with_the_reason_until_the_last_layer_then_the_signed_docu
         packet_len: Geometry::default().packet_len(),
     };
     assert_eq!(parameters, expected);
+    // Through the mirror list too, the first (down) mirror skipped.
+    let down: std::net::SocketAddr = ([127, 0, 0, 1], 1).into();
+    let mirrors = nox_directory::Mirrors::new(vec![down, addr]).unwrap();
+    assert_eq!(mirrors.parameters(PATIENCE).await.unwrap(), expected);
 
     for node in &nodes[..2] {
         let answer = upload_descriptor(addr, &node.descriptor(), PATIENCE).await.unwrap();
