@@ -62,7 +62,8 @@ pub enum OperatorError {
 }
 
 impl OperatorError {
-    pub(crate) fn io(path: impl Into<PathBuf>, e: impl core::fmt::Display) -> Self {
+    /// A file operation on `path` that failed with `e`.
+    pub fn io(path: impl Into<PathBuf>, e: impl core::fmt::Display) -> Self {
         Self::Io { path: path.into(), reason: e.to_string() }
     }
     pub(crate) fn rpc(e: impl core::fmt::Display) -> Self {

@@ -87,6 +87,30 @@ pub struct DeployArgs {
     pub mirrors: Vec<String>,
 }
 
+/// The exit services `init` configures (an exit registers with `--role 2` or `3`).
+#[derive(Args, Clone, Debug)]
+pub struct ExitInitArgs {
+    /// Run the paid relayer with the operator's keystore (needs --keystore): the fees this exit
+    /// earns are credited to the operator in the RewardLedger (`nox operator claim`).
+    #[arg(long, requires = "keystore")]
+    pub relay: bool,
+    /// The pool's transfer verifying key file (its ceremony's); without it, on a deployment with
+    /// the testnet verifier keys, the testnet key is written next to node.toml.
+    #[arg(long, requires = "relay")]
+    pub verifying_key: Option<PathBuf>,
+    /// The insertion proving key file (its ceremony's); without it the testnet key (derived by
+    /// the node at start; refused on a deployment that does not use it).
+    #[arg(long, requires = "relay", conflicts_with = "no_inserter")]
+    pub insert_proving_key: Option<PathBuf>,
+    /// Relay without inserting queued notes (someone else inserts them).
+    #[arg(long, requires = "relay")]
+    pub no_inserter: bool,
+    /// Serve clients' chain reads through this exit from this upstream JSON-RPC URL (e.g. the
+    /// operator's own node): every read a wallet makes through the mixnet ends there.
+    #[arg(long, value_name = "URL")]
+    pub serve_rpc: Option<String>,
+}
+
 /// `nox operator …`.
 #[derive(Subcommand, Clone, Debug)]
 pub enum OperatorCommand {
@@ -121,6 +145,8 @@ pub enum OperatorCommand {
         /// The passphrase file node.toml names (with --keystore).
         #[arg(long, requires = "keystore")]
         password_file: Option<PathBuf>,
+        #[command(flatten)]
+        exit: ExitInitArgs,
     },
     /// Stake and register the node (shows gas and stake, asks on a terminal).
     Register {
@@ -296,6 +322,29 @@ pub fn deploy(args: DeployArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The relayer's transfer verifying key: the file given, or (a deployment with the testnet
+/// verifier keys only) the testnet key written to `<dir>/transfer.vk`.
+fn relay_verifying_key(preset: &Preset, dir: &Path, given: Option<PathBuf>) -> Result<PathBuf, OperatorError> {
+    if let Some(file) = given {
+        let text = std::fs::read_to_string(&file).map_err(|e| OperatorError::io(&file, e))?;
+        nox_relayer::decode_verifying_key(&text)
+            .map_err(|e| OperatorError::Record(format!("--verifying-key {}: {e}", file.display())))?;
+        return Ok(file);
+    }
+    if !preset.record.testnet_verifier_keys {
+        return Err(OperatorError::Record(format!(
+            "--relay: chain preset {:?} does not use the testnet verifier keys: give its transfer verifying key \
+             (--verifying-key)",
+            preset.name
+        )));
+    }
+    let (_, vk) = nox_zk::transfer::testnet_keys().map_err(|e| OperatorError::Record(format!("testnet keys: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| OperatorError::io(dir, e))?;
+    let file = dir.join("transfer.vk");
+    std::fs::write(&file, nox_relayer::encode_verifying_key(vk)).map_err(|e| OperatorError::io(&file, e))?;
+    Ok(file)
+}
+
 /// `nox operator …`.
 pub fn run(command: OperatorCommand) -> Result<(), String> {
     run_inner(command).map_err(|e| e.to_string())
@@ -307,9 +356,17 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
             let signer = session::new_key(&key.keystore, key.password_file.as_deref(), import_key_file.as_deref())?;
             println!("operator {} in {}", signer.address(), key.keystore.display());
         }
-        OperatorCommand::Init { chain, dir, listen, directory, layers, keystore, password_file } => {
+        OperatorCommand::Init { chain, dir, listen, directory, layers, keystore, password_file, exit } => {
             let (preset, rpc) = preset(&chain)?;
             let operator = keystore.map(|keystore| nox_operator::init::OperatorKey { keystore, password_file });
+            let relay = match exit.relay {
+                false => None,
+                true => Some(nox_operator::init::RelayOptions {
+                    verifying_key: relay_verifying_key(&preset, &dir, exit.verifying_key)?,
+                    inserter: !exit.no_inserter,
+                    insert_proving_key: exit.insert_proving_key,
+                }),
+            };
             let options = nox_operator::init::InitOptions {
                 dir,
                 listen,
@@ -317,6 +374,8 @@ fn run_inner(command: OperatorCommand) -> Result<(), OperatorError> {
                 layers,
                 rpc_url: rpc,
                 operator,
+                relay,
+                serve_rpc: exit.serve_rpc,
             };
             let (identity, config) = nox_operator::init::init(&options, &preset)?;
             println!("{}", identity.public());

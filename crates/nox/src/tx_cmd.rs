@@ -181,7 +181,17 @@ pub fn run(command: TxCommand) -> CmdResult {
     runtime.block_on(async move {
         match command {
             TxCommand::Quote(a) => {
-                let relay = connect(&a.testnet, &a.mix).await?;
+                let topology = TopologyArgs {
+                    testnet: Some(a.testnet.clone()),
+                    topology: None,
+                    directory: Vec::new(),
+                    authority: None,
+                    chain: None,
+                    chain_rpc: None,
+                    timeout_secs: a.mix.timeout_secs,
+                    transport: crate::client_cmd::LinkTransport::Tcp,
+                };
+                let relay = connect(&topology, &a.mix).await?;
                 let quote = relay.quote().await.map_err(|e| e.to_string())?;
                 println!("{}", serde_json::to_string_pretty(&quote).map_err(|e| e.to_string())?);
                 Ok(())
@@ -194,18 +204,8 @@ pub fn run(command: TxCommand) -> CmdResult {
 }
 
 /// A mixnet client for the testnet's topology, and the relayer of the chosen (or a random) exit.
-async fn connect(testnet: &std::path::Path, mix: &MixArgs) -> CmdResult<RelayClient> {
-    let topology = TopologyArgs {
-        testnet: Some(testnet.to_owned()),
-        topology: None,
-        directory: Vec::new(),
-        authority: None,
-        chain: None,
-        chain_rpc: None,
-        timeout_secs: mix.timeout_secs,
-        transport: crate::client_cmd::LinkTransport::Tcp,
-    };
-    let client = crate::client_cmd::start(&topology, mix.cover_rate).await?;
+async fn connect(topology: &TopologyArgs, mix: &MixArgs) -> CmdResult<RelayClient> {
+    let client = crate::client_cmd::start(topology, mix.cover_rate).await?;
     let exits = client.exits();
     let exit = match mix.exit {
         Some(i) => *exits.get(i).ok_or_else(|| format!("--exit {i}: the topology has {} exits", exits.len()))?,
@@ -256,8 +256,9 @@ struct FeeFor<'a> {
 }
 
 async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Result<Session, Stop> {
-    let testnet = chain.pool.testnet.clone().ok_or("give --testnet (the mixnet and its pool)")?;
-    let relay = connect(&testnet, mix).await?;
+    let topology =
+        chain.pool.topology(mix.timeout_secs)?.ok_or("give --testnet or --chain (the mixnet and its pool)")?;
+    let relay = connect(&topology, mix).await?;
     let started = Instant::now();
     let quote = relay.quote().await.map_err(|e| e.to_string())?;
     let quoted_in = started.elapsed();
@@ -282,7 +283,7 @@ async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Resu
     }
     // Nothing is proved, spent or written (the wallet is synced only after this) unless the quote
     // and the fee pass the client's own bounds and the user's ceiling.
-    let fee = checked_fee(&quote, &provider, &testnet, (chain_id, at.pool), fee_for).await?;
+    let fee = checked_fee(&quote, &provider, chain.pool.testnet.as_deref(), (chain_id, at.pool), fee_for).await?;
     let (seed, view) = wallet_cmd::synced_at(chain, &at, &provider).await?;
     Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now, intent })
 }
@@ -297,11 +298,11 @@ async fn fee_reading(provider: &alloy::providers::DynProvider, quote_block: u64)
 /// pair to read (the token fee is then refused).
 async fn token_value_wei(
     provider: &alloy::providers::DynProvider,
-    testnet: &std::path::Path,
+    testnet: Option<&std::path::Path>,
     token: Address,
     amount: U256,
 ) -> CmdResult<Option<U256>> {
-    let Some(defi) = nox_testnet::chain::load(testnet).and_then(|c| c.defi) else { return Ok(None) };
+    let Some(defi) = testnet.and_then(nox_testnet::chain::load).and_then(|c| c.defi) else { return Ok(None) };
     if defi.token != token {
         return Ok(None);
     }
@@ -319,7 +320,7 @@ fn refused(e: nox_pay::bounds::QuoteRefusal) -> String {
 async fn checked_fee(
     quote: &Quote,
     provider: &alloy::providers::DynProvider,
-    testnet: &std::path::Path,
+    testnet: Option<&std::path::Path>,
     (chain_id, pool): (u64, Address),
     f: &FeeFor<'_>,
 ) -> CmdResult<u128> {

@@ -145,6 +145,20 @@ pub struct PoolArgs {
     /// every read and your IP address); the command warns when it does.
     #[arg(long, value_name = "URL")]
     pub direct_rpc: Option<String>,
+    /// A network on a chain instead of a testnet: a chain preset (`anvil`, a chain id with
+    /// `deployments/<id>.json`, or a deployment record file). The pool, the executor and the
+    /// first block come from its record; the mixnet from its directory mirrors (or
+    /// `--directory`), every node admitted only if the chain's registry lists it.
+    #[arg(long, value_name = "PRESET", conflicts_with = "testnet")]
+    pub chain: Option<String>,
+    /// With `--chain`: a directory mirror (`http://HOST:PORT`; repeat for several) instead of
+    /// the record's mirrors.
+    #[arg(long, value_name = "URL", requires = "chain")]
+    pub directory: Vec<String>,
+    /// With `--chain`: the JSON-RPC URL the registry is read from to admit the mirrors' nodes
+    /// (default: the preset's). The wallet's own reads still go through the mixnet.
+    #[arg(long, value_name = "URL", requires = "chain")]
+    pub chain_rpc: Option<String>,
     /// The ShieldedPool address (overrides the testnet's).
     #[arg(long, value_parser = parse_eth_address)]
     pub pool: Option<Address>,
@@ -525,25 +539,14 @@ pub(crate) async fn read_endpoint(p: &PoolArgs, mixnet: Option<&nox_client::Clie
         );
         return Ok(url.clone());
     }
-    let client = match (mixnet, &p.testnet) {
+    let client = match (mixnet, p.topology(MIXNET_READ_TIMEOUT_S)?) {
         (Some(client), _) => client.clone(),
-        (None, Some(dir)) => {
-            let topology = crate::client_cmd::TopologyArgs {
-                testnet: Some(dir.clone()),
-                topology: None,
-                directory: Vec::new(),
-                authority: None,
-                chain: None,
-                chain_rpc: None,
-                timeout_secs: MIXNET_READ_TIMEOUT_S,
-                transport: crate::client_cmd::LinkTransport::Tcp,
-            };
-            crate::client_cmd::start(&topology, MIXNET_READ_COVER_RATE).await?
-        }
+        (None, Some(topology)) => crate::client_cmd::start(&topology, MIXNET_READ_COVER_RATE).await?,
         (None, None) => {
-            return Err("no way to read the chain privately: give --testnet <dir> (the command reads through its own \
-                        mixnet client), or --rpc <URL> of a `nox client --rpc` daemon (start one with `nox client \
-                        --testnet <dir> --rpc 127.0.0.1:8645`); --direct-rpc <URL> reads directly, not privately"
+            return Err("no way to read the chain privately: give --testnet <dir> or --chain <preset> (the command \
+                        reads through its own mixnet client), or --rpc <URL> of a `nox client --rpc` daemon (start \
+                        one with `nox client --testnet <dir> --rpc 127.0.0.1:8645`); --direct-rpc <URL> reads \
+                        directly, not privately"
                 .into());
         }
     };
@@ -554,7 +557,61 @@ pub(crate) async fn read_endpoint(p: &PoolArgs, mixnet: Option<&nox_client::Clie
     Ok(format!("http://{addr}"))
 }
 
+impl PoolArgs {
+    /// The mixnet this command reaches by itself: the `--testnet`'s topology, or the `--chain`
+    /// preset's directory mirrors (`--directory` first) admitted by its registry; `None`: neither.
+    pub(crate) fn topology(&self, timeout_secs: u64) -> CmdResult<Option<crate::client_cmd::TopologyArgs>> {
+        let mut topology = crate::client_cmd::TopologyArgs {
+            testnet: None,
+            topology: None,
+            directory: Vec::new(),
+            authority: None,
+            chain: None,
+            chain_rpc: None,
+            timeout_secs,
+            transport: crate::client_cmd::LinkTransport::Tcp,
+        };
+        if let Some(dir) = &self.testnet {
+            topology.testnet = Some(dir.clone());
+        } else if let Some(spec) = &self.chain {
+            let record = self.record()?.ok_or("no record")?;
+            topology.directory = if self.directory.is_empty() { record.mirrors } else { self.directory.clone() };
+            if topology.directory.is_empty() {
+                return Err(format!(
+                    "--chain {spec}: its record lists no directory mirror; give --directory http://HOST:PORT"
+                ));
+            }
+            topology.chain = Some(spec.clone());
+            topology.chain_rpc = self.chain_rpc.clone();
+        } else {
+            return Ok(None);
+        }
+        Ok(Some(topology))
+    }
+
+    /// The `--chain` preset's deployment record.
+    pub(crate) fn record(&self) -> CmdResult<Option<nox_operator::DeploymentRecord>> {
+        let Some(spec) = &self.chain else { return Ok(None) };
+        let preset = nox_operator::Preset::resolve(spec, std::path::Path::new("deployments"))
+            .map_err(|e| format!("--chain: {e}"))?;
+        Ok(Some(preset.record))
+    }
+}
+
 pub(crate) async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<PoolAt> {
+    if let Some(record) = p.record()? {
+        let deployed = record.contracts.pool.as_ref().map(|c| c.pool);
+        let pool = p.pool.or(deployed).ok_or("give --pool: the --chain record has no shielded pool")?;
+        let rpc = read_endpoint(p, mixnet).await?;
+        if let Some(warning) = nox_chain::testnet_keys::guard_pool_from_env(&rpc, pool)
+            .await
+            .map_err(|e| crate::daemon_hint::explain(&rpc, &e.to_string()))?
+        {
+            eprintln!("{warning}");
+        }
+        let from_block = p.from_block.unwrap_or(record.start_block);
+        return Ok(PoolAt { rpc, pool, executor: Some(record.contracts.executor), from_block });
+    }
     let info = match &p.testnet {
         Some(dir) => Some(
             nox_testnet::chain::load(dir)
@@ -563,7 +620,7 @@ pub(crate) async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHand
         None => None,
     };
     let pools = info.as_ref().and_then(|i| i.pool.clone());
-    let pool = p.pool.or(pools.as_ref().map(|d| d.pool)).ok_or("give --pool or a --testnet with a pool")?;
+    let pool = p.pool.or(pools.as_ref().map(|d| d.pool)).ok_or("give --pool, a --testnet or a --chain with a pool")?;
     let rpc = read_endpoint(p, mixnet).await?;
     // The wallet proves with the TESTNET keys: a pool verifying with them on a chain that is not
     // a development chain is refused (NOX_ALLOW_TESTNET_KEYS_ON_PUBLIC_CHAIN=1: a warning).

@@ -114,6 +114,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     let layers = LayerCount::new(LAYERS).unwrap();
     let mut taken = [false; LAYERS as usize];
     let mut operators = Vec::new();
+    let mut exit_operator = None;
     for i in 0..3usize {
         let ks = format!("op{i}.json");
         let pf = format!("pass{i}");
@@ -150,6 +151,18 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
                 break layer;
             }
         };
+        // The exit (last layer) relays paid transactions with its operator's own keystore (the
+        // fees are the operator's to claim) and serves the clients' chain reads: its
+        // configuration is written again with the exit services (the keys stay).
+        if layer + 1 == LAYERS {
+            std::fs::remove_file(dir.join(&node).join("node.toml")).unwrap();
+            let mut init = vec!["operator", "init", "--chain", &record_path, "--rpc", &rpc, "--dir", &node];
+            init.extend(["--listen", &bind_s, "--directory", &directory_url, "--layers", "3"]);
+            init.extend(["--relay", "--serve-rpc", &rpc]);
+            init.extend(key);
+            run(&dir, &init);
+            exit_operator = Some(i);
+        }
         let role = nox_testnet::chain::role(layer, LAYERS).to_string();
         let mut register =
             vec!["operator", "register", "--chain", &record_path, "--rpc", &rpc, "--node-dir", &node, "--yes"];
@@ -167,8 +180,18 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         assert!(text.contains(&registry_line) && text.contains(&chain_id_line), "{text}");
         let text = text
             .replace(&registry_line, &format!("preset = {record_path:?}\n"))
-            .replace(&chain_id_line, "")
+            .replacen(&chain_id_line, "", 1)
             .replace(&format!("listen = \"{bind}\"\n"), &format!("listen = \"{bind}\"\nadvertise = \"{public}\"\n"));
+        // The exit's inserter waits 2 s, not the mainnet's 10 minutes, before a partial batch.
+        let text = text.replace(
+            "[exit.services.relay.inserter]\n",
+            "[exit.services.relay.inserter]\nmax_wait_ms = 2000\njitter_ms = 500\npoll_ms = 500\n",
+        );
+        if exit_operator == Some(i) {
+            assert!(text.contains("[exit.services.relay]\n") && text.contains("keystore = "), "{text}");
+            assert!(!text.contains("key_file"), "the relayer's key is the operator's keystore:\n{text}");
+            assert!(text.contains("[exit.services.json_rpc]\n"), "{text}");
+        }
         let (text, _) = plan.rewrite_config(&text);
         std::fs::write(&toml_path, text).unwrap();
         operators.push((address, dir.join(&node), port));
@@ -277,6 +300,108 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         String::from_utf8_lossy(&out.stderr),
         logs(&dir)
     );
+
+    // Private value over this network: wallets find the pool, the executor and the mixnet
+    // from the deployment record alone (`--chain`), read the chain through a `nox client`
+    // daemon of that network, and pay the exit's relayer from the shielded pool; the exit's
+    // operator then claims the fee.
+    let exit_i = exit_operator.expect("one operator runs the exit");
+    let daemon_port = base + 22;
+    let mut daemon = Command::new(NOX);
+    daemon.args(["client", "--chain", &record_path, "--chain-rpc", &rpc]).args([
+        "--directory",
+        &format!("http://{directory_addr}"),
+        "--rpc",
+        &format!("127.0.0.1:{daemon_port}"),
+    ]);
+    net.children.push(spawn(&dir, "client-daemon.log", &mut daemon));
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || std::net::TcpStream::connect((
+            "127.0.0.1",
+            daemon_port
+        ))
+        .is_ok()),
+        "the client daemon did not listen:\n{}",
+        std::fs::read_to_string(dir.join("client-daemon.log")).unwrap_or_default()
+    );
+    let daemon_url = format!("http://127.0.0.1:{daemon_port}");
+    let directory_url = format!("http://{directory_addr}");
+    let wallet = |name: &str, cmd: &str, extra: &[&str]| -> String {
+        let mut args = vec!["wallet", cmd, "--wallet", name];
+        if !matches!(cmd, "new" | "address") {
+            args.extend(["--chain", &record_path, "--directory", &directory_url, "--chain-rpc", &rpc]);
+            args.extend(["--rpc", &daemon_url]);
+        }
+        args.extend(extra);
+        let out = Command::new(NOX)
+            .current_dir(&dir)
+            .args(&args)
+            .env("NOX_WALLET_PASSPHRASE", "wallet passphrase")
+            .output()
+            .expect("run nox wallet");
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "nox {args:?} failed:\n{text}\n{}", logs(&dir));
+        text
+    };
+    // (spendable, pending) ETH in wei, from `balance`.
+    let balance = |name: &str| -> (u128, u128) {
+        let out = wallet(name, "balance", &[]);
+        let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };
+        let eth = nox::wallet_cmd::Unit::eth();
+        let figure = |after: &str| -> u128 {
+            let text = line.split(after).nth(1).and_then(|r| r.split(" ETH").next()).expect("a figure");
+            if text.trim() == "0" { 0 } else { eth.parse(text).unwrap_or_else(|e| panic!("{e}: {line}")) }
+        };
+        (figure("spendable "), figure("pending insertion "))
+    };
+    let settled = |name: &str| -> u128 {
+        let mut last = (0, 0);
+        let inserted = wait_until(Duration::from_secs(90), Duration::from_secs(1), || {
+            last = balance(name);
+            last.1 == 0 && last.0 > 0
+        });
+        assert!(inserted, "{name}'s notes were not inserted by the exit's inserter: {last:?}\n{}", logs(&dir));
+        last.0
+    };
+    const MILLI: u128 = 1_000_000_000_000_000;
+    wallet("a", "new", &[]);
+    wallet("b", "new", &[]);
+    let addr_b = wallet("b", "address", &[]).trim().to_owned();
+    // Anvil's account 1 deposits for A (a public transaction).
+    std::fs::write(dir.join("user.key"), "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d").unwrap();
+    let out = wallet("a", "deposit", &["--amount", "1", "--key-file", "user.key"]);
+    assert!(out.contains("deposited 1 ETH"), "{out}");
+    assert_eq!(settled("a"), 1000 * MILLI);
+    let out = wallet("a", "send", &["--to", &addr_b, "--amount", "0.1", "--exit", "0", "--yes"]);
+    assert!(
+        out.contains("\"outcome\":\"included\"") && out.contains(&format!("new note: 0.1 ETH to {addr_b}")),
+        "{out}"
+    );
+    let fee: u128 = out
+        .lines()
+        .find_map(|l| l.split("paying ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no fee line:\n{out}"));
+    assert!(fee > 0, "{out}");
+    assert_eq!(settled("b"), 100 * MILLI);
+    assert_eq!(settled("a"), 900 * MILLI - fee);
+    // The fee was credited to the exit's operator (its relayer signs with the operator's
+    // keystore); the operator claims exactly it, and a second claim finds nothing.
+    let exit_key =
+        ["--keystore".to_owned(), format!("op{exit_i}.json"), "--password-file".to_owned(), format!("pass{exit_i}")];
+    let exit_key: Vec<&str> = exit_key.iter().map(String::as_str).collect();
+    let eth = "0x0000000000000000000000000000000000000000";
+    let mut status = vec!["operator", "status", "--chain", &record_path, "--rpc", &rpc];
+    status.extend(&exit_key);
+    let out = run(&dir, &status);
+    assert!(out.lines().any(|l| l.starts_with("reward") && l.contains(&format!(" {fee} of "))), "{out}");
+    let mut claim = vec!["operator", "claim", "--chain", &record_path, "--rpc", &rpc, "--asset", eth];
+    claim.extend(&exit_key);
+    let out = run(&dir, &claim);
+    assert!(out.contains(&format!("claimed {fee} of ")), "{out}");
+    let again = Command::new(NOX).current_dir(&dir).args(&claim).output().expect("run nox");
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("no reward"));
 
     // Operator 1 equivocates: besides the descriptor the directory serves, a mirror of its own
     // serves a second one for the same epoch with another Sphinx key, both carrying its
