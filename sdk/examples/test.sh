@@ -2,7 +2,9 @@
 # The example dapps end to end: packs the SDK (npm pack runs its build and copies the module into
 # dist/), installs the tarball into each example, builds them, and runs test.mjs (headless Chromium,
 # https:// pages, a `nox testnet up --tls` network with Anvil). Needs the nox binary and the module as
-# sdk/ts's tests do (NOX_BIN, NOX_WASM or CARGO_TARGET_DIR), and the npm registry for vite.
+# sdk/ts's tests do (NOX_BIN, NOX_WASM or CARGO_TARGET_DIR), the prover_peer example for the Vite
+# page's split proof (NOX_PROVER_PEER, default <target>/debug/examples/prover_peer:
+# `cargo build -p nox-wasm --examples`), and the npm registry for vite.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 pack="$(mktemp -d)"
