@@ -325,6 +325,15 @@ impl DirectoryConfig {
         }
     }
 
+    /// Without `initial_document`: where the last issued document is kept (beside `state_file`,
+    /// its extension replaced by `document.json`), so that a restart serves it again.
+    pub fn document_file(&self) -> Option<PathBuf> {
+        match (&self.initial_document, &self.state_file) {
+            (None, Some(state)) => Some(state.with_extension("document.json")),
+            _ => None,
+        }
+    }
+
     fn reissue_for(&self, schedule: &EpochSchedule) -> u64 {
         match self.reissue_secs {
             0 => (schedule.epoch_length().as_secs() / 4).clamp(1, 900),
@@ -384,7 +393,30 @@ impl DirectoryConfig {
                         .map_err(|e| ConfigError::Read { path: state_file.clone(), message: e.to_string() })?;
                 }
                 let reissue = self.reissue_for(&schedule);
-                Ok(Registry::empty(authority, geometry, schedule, layers, admitted.unwrap_or_default(), reissue))
+                let kept_document = self.document_file().filter(|path| path.exists());
+                let Some(path) = kept_document else {
+                    return Ok(Registry::empty(
+                        authority,
+                        geometry,
+                        schedule,
+                        layers,
+                        admitted.unwrap_or_default(),
+                        reissue,
+                    ));
+                };
+                // A restart after the first document: serve the last one issued (the nodes only
+                // upload again when their keys change), if it is of this network.
+                let named = |e: String| ConfigError::Invalid(format!("{} (kept document): {e}", path.display()));
+                let document = TopologyDocument::from_json(&read(&path)?).map_err(|e| named(e.to_string()))?;
+                if document.schedule != schedule {
+                    return Err(named("its schedule differs from the one kept in state_file".into()));
+                }
+                let registry = Registry::from_document(authority, geometry, &document, admitted, reissue)
+                    .map_err(|e| named(e.to_string()))?;
+                if registry.layers() != layers {
+                    return Err(named(format!("{} layers, the config says {}", registry.layers().get(), layers.get())));
+                }
+                Ok(registry)
             }
             // `check_start` refused every other combination above.
             _ => Err(ConfigError::Invalid("initial_document, or [schedule] with state_file, is needed".into())),

@@ -36,6 +36,38 @@ pub async fn run(
     run_with_admission(config, geometry, shutdown, None).await
 }
 
+/// Writes each new document the registry issues to `file` (checked every second; a temporary
+/// file renamed over it, so a crash leaves the previous one or the new one), for a restart of a
+/// directory that started empty.
+async fn keep_documents(
+    registry: std::sync::Arc<std::sync::Mutex<Registry>>,
+    file: std::path::PathBuf,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut kept = None;
+    loop {
+        let latest = registry.lock().ok().and_then(|r| {
+            let current = r.current()?;
+            (kept != Some(current.issued_at())).then(|| (current.issued_at(), current.document().to_json()))
+        });
+        if let Some((issued_at, json)) = latest {
+            let temp = file.with_extension("tmp");
+            let written = json
+                .map_err(|e| e.to_string())
+                .and_then(|json| std::fs::write(&temp, json).map_err(|e| e.to_string()))
+                .and_then(|()| std::fs::rename(&temp, &file).map_err(|e| e.to_string()));
+            match written {
+                Ok(()) => kept = Some(issued_at),
+                Err(error) => tracing::warn!(%error, path = %file.display(), "cannot keep the last document"),
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
 /// [`run`], with the admitted identities replaced whenever `admission` changes (the caller
 /// feeds it from the node registry; see [`Registry::set_admitted`]).
 pub async fn run_with_admission(
@@ -60,6 +92,9 @@ pub async fn run_with_admission(
         std::fs::rename(&temp, file)?;
     }
     tracing::info!(%addr, "directory serving");
+    if let Some(file) = config.document_file() {
+        tokio::spawn(keep_documents(server.registry(), file, shutdown.clone()));
+    }
     if let Some(mut admission) = admission {
         let registry = server.registry();
         let mut stop = shutdown.clone();

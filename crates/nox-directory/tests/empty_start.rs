@@ -182,6 +182,43 @@ fn the_state_file_written_at_the_first_start_gives_the_same_genesis_after_a_rest
 }
 
 #[test]
+fn a_restart_after_the_first_document_serves_the_kept_document() {
+    let dir = scratch("kept");
+    let net = common::net(T0);
+    let admitted: Vec<String> =
+        net.nodes.iter().map(|n| format!("{:?}", hex::encode(n.identity.verifying_key().to_bytes()))).collect();
+    // The fixture's schedule: genesis 0, 100 s epochs, 20 s overlap, one ahead.
+    let schedule = "[schedule]\ngenesis = 0\nepoch_secs = 100\noverlap_secs = 20\n";
+    let path = write_config(&dir, &format!("admitted = [{}]\n{schedule}", admitted.join(", ")));
+    let config = DirectoryConfig::load(&path).unwrap();
+    let mut registry = config.registry_at(Geometry::default(), T0).unwrap();
+    for node in &net.nodes {
+        registry.submit(node.descriptor(), T0 + 1).unwrap();
+    }
+    let first = registry.current().unwrap().document().clone();
+    // What `run` keeps after each issue.
+    let kept = config.document_file().expect("an empty start keeps its documents");
+    assert_eq!(kept, dir.join("directory.document.json"));
+    std::fs::write(&kept, first.to_json().unwrap()).unwrap();
+    let restarted = config.registry_at(Geometry::default(), T0 + 50).unwrap();
+    assert_eq!(restarted.current().map(|c| c.document()), Some(&first), "the kept document is served again");
+
+    // A kept document of another network is refused, named.
+    let mut builder = nox_topology::DocumentBuilder::new(
+        Geometry::default(),
+        nox_topology::EpochSchedule::new(0, Duration::from_secs(100), Duration::from_secs(30), 1).unwrap(),
+    );
+    for node in &net.nodes {
+        builder.add_node(node.descriptor());
+    }
+    let foreign = builder.sign(&authority(), T0 + 1).unwrap();
+    std::fs::write(&kept, foreign.document().to_json().unwrap()).unwrap();
+    let error = config.registry_at(Geometry::default(), T0 + 50).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains("kept document") && error.contains("schedule differs"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_bad_empty_start_configuration_is_refused_naming_the_key() {
     let dir = scratch("bad");
     let error_of = |extra: &str| -> String {
