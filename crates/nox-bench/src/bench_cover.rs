@@ -730,6 +730,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_simulator_gets_the_shipped_loops_replies_and_node_cover() {
+        // Issue 32: the calibrated simulator runs the traffic the testnet's clients and nodes
+        // send, read from their crates (a change there moves the simulation with it).
+        let layout = Layout::default();
+        let bare = SubstitutionConfig::default();
+        let c = shipped_traffic(bare, &layout).unwrap();
+        assert_eq!(c.loop_fraction, ClientConfig::default().loop_fraction);
+        assert!(c.loop_fraction > 0.0);
+        // A small echo reply: one data shard and one parity at loss 0.05, target 0.99.
+        assert_eq!(c.reply_packets, 2);
+        assert!(!c.reply_first_hop_observed, "the capture does not log the exit's reply emission");
+        assert_eq!((c.node_loop_rate_per_s, c.node_drop_rate_per_s), (layout.loop_rate, layout.drop_rate));
+        assert_eq!((c.clients, c.mean_delay_us), (bare.clients, bare.mean_delay_us), "the rest is kept");
+        // Simulated and measured rows are scored with one delay model.
+        assert_eq!(testnet_model(50.0).processing_us, 0.0);
+        assert_eq!(testnet_model(50.0).jitter_floor_us, PROCESSING_FLOOR_US);
+    }
+
+    #[test]
     fn the_smallest_rate_near_the_best_is_picked() {
         let points = [(0.0, 0.5), (0.5, 1.8), (1.0, 2.7), (2.0, 2.95), (4.0, 3.0)];
         assert_eq!(smallest_near_max(&points), Some(1.0));
