@@ -5,14 +5,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
+use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig};
+use nox_client_io::{Endpoints, TopologySource};
 use nox_message::{RequestBody, Status};
-use nox_sphinx::Geometry;
 
-/// How often the topology file is checked for changes.
-const TOPOLOGY_POLL: Duration = Duration::from_secs(5);
-/// Time allowed for one directory fetch, per mirror.
-const DIRECTORY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Topology files read and verified for the geometry they name (`nox_client_io`).
+pub use nox_client_io::{load_file, verify_named};
 
 /// Where the topology comes from.
 #[derive(clap::Args, Debug, Clone)]
@@ -172,7 +170,7 @@ async fn start_with(
         timeout: Duration::from_secs(args.timeout_secs),
         ..ClientConfig::default()
     };
-    match (&args.testnet, &args.topology, &args.authority) {
+    let source = match (&args.testnet, &args.topology, &args.authority) {
         // A testnet: the topology comes from its directory (refreshed, so
         // keys published for new epochs reach the client), or its file.
         (Some(dir), _, _) => {
@@ -180,187 +178,36 @@ async fn start_with(
             let client = Client::start_trusting(ShellConfig { topology, core }, args.transport.into(), ca_file)
                 .await
                 .map_err(|e| e.to_string())?;
-            tokio::spawn(refresh_from_testnet(client.clone(), dir.clone()));
-            Ok(client)
+            let dir = dir.clone();
+            tokio::spawn(nox_client_io::keep_fresh(client.clone(), move || {
+                let dir = dir.clone();
+                async move { nox_testnet::directory::topology_async(&dir).await }
+            }));
+            return Ok(client);
         }
         // Directory mirrors, verified under the authority's key or, with `--chain`, the on-chain
-        // registry's membership (as nodes do; the directory is then only a mirror).
-        (None, None, authority)
-            if (!args.directory.is_empty() && authority.is_some()) || (authority.is_none() && args.chain.is_some()) =>
-        {
-            let (urls, chain) = match (authority, &args.chain) {
-                (None, Some(spec)) => {
-                    let (chain, mirrors) = client_chain_and_mirrors(spec, args.chain_rpc.as_deref())?;
-                    let urls = if args.directory.is_empty() { mirrors } else { args.directory.clone() };
-                    if urls.is_empty() {
-                        return Err(format!(
-                            "--chain {spec}: no directory mirror: give --directory <url>, or list \
-                             `mirrors` in the chain's deployment record (nox deploy --mirror <url>)"
-                        ));
-                    }
-                    (urls, Some(chain))
-                }
-                _ => (args.directory.clone(), None),
-            };
-            let mirrors = nox_directory::Mirrors::parse(&urls).map_err(|e| e.to_string())?;
-            let (trust, members) = match (authority, chain) {
-                (Some(key), _) => (nox_node::Trust::Authority(authority_key(key)?), None),
-                (None, chain) => {
-                    let chain = chain.ok_or("--chain: missing")?;
-                    let chain = nox_node::ChainMembership::start(chain).await.map_err(|e| e.to_string())?;
-                    let members = std::sync::Arc::new(chain.refresh().await.membership().0);
-                    (nox_node::Trust::Chain(chain), Some(members))
-                }
-            };
-            let topology = mirrors
-                .fetch(DIRECTORY_TIMEOUT, |document| {
-                    let geometry = nox_topology::geometry_for(&document)?;
-                    let config = match (&trust, &members) {
-                        (nox_node::Trust::Authority(key), _) => nox_topology::VerifyConfig::new(*key, geometry),
-                        (_, members) => {
-                            nox_topology::VerifyConfig::registry(members.clone().unwrap_or_default(), geometry)
-                        }
-                    };
-                    document.verify(&config, now_unix())
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-            // Refreshes must be of the same geometry.
-            let geometry = *topology.geometry();
-            let client = Client::start_trusting(ShellConfig { topology, core }, args.transport.into(), ca_file)
-                .await
-                .map_err(|e| e.to_string())?;
-            tokio::spawn(refresh_from_mirrors(client.clone(), mirrors, trust, geometry));
-            Ok(client)
+        // registry's membership (as nodes do; the directory is then only a mirror, and without
+        // `--directory` the mirrors are the preset's record's).
+        (None, None, Some(key)) if !args.directory.is_empty() => TopologySource::Mirrors {
+            urls: args.directory.clone(),
+            authority: nox_client_io::parse_authority(key).map_err(|e| e.to_string())?,
+        },
+        (None, None, None) if args.chain.is_some() => TopologySource::Chain {
+            spec: args.chain.clone().unwrap_or_default(),
+            rpc: args.chain_rpc.clone(),
+            directory: args.directory.clone(),
+        },
+        (None, Some(file), Some(key)) => TopologySource::File {
+            path: file.clone(),
+            authority: nox_client_io::parse_authority(key).map_err(|e| e.to_string())?,
+        },
+        _ => {
+            return Err("give --testnet <dir>, --topology <file> --authority <hex>, or --directory <url>... with \
+                        --authority <hex> or --chain <preset|file>"
+                .into());
         }
-        (None, Some(file), Some(key)) => {
-            let topology = load_file(file, authority_key(key)?)?;
-            let geometry = *topology.geometry();
-            let client = Client::start_trusting(ShellConfig { topology, core }, args.transport.into(), ca_file)
-                .await
-                .map_err(|e| e.to_string())?;
-            tokio::spawn(reload_topology(client.clone(), file.clone(), key.clone(), geometry));
-            Ok(client)
-        }
-        _ => Err("give --testnet <dir>, --topology <file> --authority <hex>, or --directory <url>... with \
-                  --authority <hex> or --chain <preset|file>"
-            .into()),
-    }
-}
-
-/// `--chain`'s `[chain]` section and the directory mirrors its deployment record lists: a TOML
-/// file's section (no mirrors), or a preset's (looked up in `./deployments` after the built-in
-/// names).
-fn client_chain_and_mirrors(spec: &str, rpc: Option<&str>) -> Result<(nox_chain::ChainConfig, Vec<String>), String> {
-    if Path::new(spec).extension().is_some_and(|e| e == "toml") {
-        return Ok((crate::operator_cmd::client_chain(spec, rpc)?, Vec::new()));
-    }
-    let preset = nox_operator::preset::Preset::resolve(spec, Path::new("deployments")).map_err(|e| e.to_string())?;
-    let chain = preset.chain_config(&preset.rpc(rpc).map_err(|e| e.to_string())?);
-    Ok((chain, preset.record.mirrors))
-}
-
-/// Verifies `document` under `authority` for the geometry the document names.
-pub fn verify_named(
-    document: &nox_topology::TopologyDocument,
-    authority: nox_topology::VerifyingKey,
-) -> Result<nox_topology::VerifiedTopology, nox_topology::TopologyError> {
-    let geometry = nox_topology::geometry_for(document)?;
-    document.verify(&nox_topology::VerifyConfig::new(authority, geometry), now_unix())
-}
-
-/// Reads a topology file and verifies it for the geometry it names.
-pub fn load_file(
-    file: &std::path::Path,
-    authority: nox_topology::VerifyingKey,
-) -> Result<nox_topology::VerifiedTopology, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let document = nox_topology::TopologyDocument::from_json(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
-    verify_named(&document, authority).map_err(|e| format!("{}: {e}", file.display()))
-}
-
-fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// Fetches the testnet's document every poll period and hands a newer one
-/// (by issue time) to the client.
-async fn refresh_from_testnet(client: ClientHandle, dir: PathBuf) {
-    let mut issued = 0;
-    loop {
-        tokio::time::sleep(TOPOLOGY_POLL).await;
-        match nox_testnet::directory::topology_async(&dir).await {
-            Ok(topology) if topology.issued_at() > issued => {
-                issued = topology.issued_at();
-                if let Err(e) = client.set_topology(topology) {
-                    tracing::warn!("new topology not usable: {e}");
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("topology refresh failed: {e}"),
-        }
-    }
-}
-
-fn authority_key(authority: &str) -> Result<nox_topology::VerifyingKey, String> {
-    let bytes: [u8; 32] = hex::decode(authority.trim())
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or("--authority: expected 64 hex digits")?;
-    nox_topology::VerifyingKey::from_bytes(&bytes).map_err(|e| format!("--authority: {e}"))
-}
-
-async fn fetch_from_mirrors(
-    mirrors: &nox_directory::Mirrors,
-    verify: &nox_topology::VerifyConfig,
-) -> Result<nox_topology::VerifiedTopology, String> {
-    mirrors.fetch(DIRECTORY_TIMEOUT, |document| document.verify(verify, now_unix())).await.map_err(|e| e.to_string())
-}
-
-/// Fetches from the directory mirrors every poll period (falling over between them) and hands
-/// a newer document (by issue time) to the client, verified under `trust` as it is then (with
-/// the registry: its membership re-read).
-async fn refresh_from_mirrors(
-    client: ClientHandle,
-    mirrors: nox_directory::Mirrors,
-    trust: nox_node::Trust,
-    geometry: Geometry,
-) {
-    let mut issued = 0;
-    loop {
-        tokio::time::sleep(TOPOLOGY_POLL).await;
-        match fetch_from_mirrors(&mirrors, &trust.verify_config(&geometry).await).await {
-            Ok(topology) if topology.issued_at() > issued => {
-                issued = topology.issued_at();
-                if let Err(e) = client.set_topology(topology) {
-                    tracing::warn!("new topology not usable: {e}");
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("topology refresh failed: {e}"),
-        }
-    }
-}
-
-/// Re-reads the topology file when it changes (keys rotate every epoch).
-async fn reload_topology(client: ClientHandle, file: PathBuf, authority: String, geometry: Geometry) {
-    let modified = |file: &PathBuf| std::fs::metadata(file).and_then(|m| m.modified()).ok();
-    let mut seen = modified(&file);
-    loop {
-        tokio::time::sleep(TOPOLOGY_POLL).await;
-        let now = modified(&file);
-        if now == seen {
-            continue;
-        }
-        seen = now;
-        match nox_node::load_topology(&file, &authority, &geometry) {
-            Ok(topology) => match client.set_topology(topology) {
-                Ok(()) => tracing::info!("topology reloaded"),
-                Err(e) => tracing::warn!("new topology not usable: {e}"),
-            },
-            Err(e) => tracing::warn!("topology reload failed: {e}"),
-        }
-    }
+    };
+    nox_client_io::start(&source, core, args.transport.into(), ca_file).await.map_err(|e| e.to_string())
 }
 
 async fn echo(args: &TopologyArgs, cover_rate: f64, ca_file: Option<&Path>, text: String) -> Result<(), String> {
@@ -394,25 +241,17 @@ async fn daemon(
     }
     let client = start_with(args, cover_rate, profile, ca_file).await?;
     eprintln!("nox client: cover {cover_rate} packets/s ({:.0} KiB/s), profile {}", cover_rate * 32.0, profile.name());
-    let mut tasks = tokio::task::JoinSet::new();
-    if let Some(addr) = socks {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("socks {addr}: {e}"))?;
-        eprintln!("nox client: SOCKS5 on {}", listener.local_addr().map_err(|e| e.to_string())?);
-        let config = SocksConfig::default();
-        tasks.spawn(nox_client::serve_socks(listener, client.clone(), config));
+    let rpc = rpc.map(|addr| (addr, RpcConfig { expected_reply_len: budgets.rpc, ..RpcConfig::default() }));
+    let mut endpoints = Endpoints::bind(&client, socks, rpc).await.map_err(|e| e.to_string())?;
+    if let Some(addr) = endpoints.socks {
+        eprintln!("nox client: SOCKS5 on {addr}");
     }
-    if let Some(addr) = rpc {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("rpc {addr}: {e}"))?;
-        eprintln!("nox client: JSON-RPC on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
-        let config = RpcConfig { expected_reply_len: budgets.rpc, ..RpcConfig::default() };
-        tasks.spawn(nox_client::serve_rpc(listener, client.clone(), config));
+    if let Some(addr) = endpoints.rpc {
+        eprintln!("nox client: JSON-RPC on http://{addr}");
     }
     tokio::select! {
         _ = tokio::signal::ctrl_c() => Ok(()),
-        Some(ended) = tasks.join_next() => match ended {
-            Ok(Err(e)) => Err(format!("endpoint failed: {e}")),
-            _ => Err("endpoint stopped".into()),
-        },
+        stopped = endpoints.stopped() => Err(stopped.to_string()),
     }
 }
 
