@@ -19,6 +19,7 @@ mod pipeline;
 mod replay_store;
 mod runtime;
 mod trust;
+pub mod watch;
 pub mod watcher;
 
 pub use admission::{
