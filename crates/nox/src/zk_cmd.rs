@@ -1,18 +1,16 @@
 //! `nox zk setup`: the Groth16 setup ceremony on the command line (docs/spec/ceremony.md). The
-//! ceremony itself is `nox-zk-setup` (pure); this file reads and writes the transcript files,
-//! draws the contributor's secrets from the OS (mixed with optional typed entropy) and shows
-//! progress.
+//! ceremony itself is `nox-zk-setup` (pure); its files and randomness are `nox-zk-ceremony`;
+//! this file parses the arguments and shows progress.
 
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     time::Instant,
 };
 
-use ark_serialize::CanonicalSerialize;
 use clap::{Args, Subcommand, ValueEnum};
+use nox_zk_ceremony as ceremony;
 use nox_zk_setup::{Phase1, Phase2};
-use rand_core_06::{OsRng, RngCore, SeedableRng};
+use rand_core_06::OsRng;
 
 /// `nox zk …`
 #[derive(Subcommand)]
@@ -133,17 +131,19 @@ pub enum Circuit {
     Insert,
 }
 
-type CmdResult<T = ()> = Result<T, String>;
-
-fn read(path: &Path) -> CmdResult<Vec<u8>> {
-    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+impl From<Circuit> for ceremony::Circuit {
+    fn from(c: Circuit) -> Self {
+        match c {
+            Circuit::Transfer => Self::Transfer,
+            Circuit::Insert => Self::Insert,
+        }
+    }
 }
 
-fn write(path: &Path, bytes: &[u8]) -> CmdResult {
-    let tmp = path.with_extension("partial");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+type CmdResult<T = ()> = Result<T, String>;
+
+fn err(e: ceremony::CeremonyError) -> String {
+    e.to_string()
 }
 
 fn step<T>(label: &str, f: impl FnOnce() -> CmdResult<T>) -> CmdResult<T> {
@@ -155,51 +155,29 @@ fn step<T>(label: &str, f: impl FnOnce() -> CmdResult<T>) -> CmdResult<T> {
 }
 
 fn phase1_file(path: &Path) -> CmdResult<Phase1> {
-    let bytes = read(path)?;
+    let bytes = ceremony::read(path).map_err(err)?;
     step(&format!("reading {} (checking every point)", path.display()), || {
-        Phase1::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+        ceremony::parse_phase1(path, &bytes).map_err(err)
     })
 }
 
 /// A phase-1 file to make a key from (`phase2 new`, `phase2 verify`, `finalize`): parsed and
-/// refused if its secrets are the public starting ones (no contribution, points still the
-/// generators, a proof of knowledge that does not verify): a key made from it is forgeable.
+/// refused if its secrets are the public starting ones: a key made from it is forgeable.
 fn contributed_phase1_file(path: &Path) -> CmdResult<Phase1> {
     let p = phase1_file(path)?;
-    p.check_contributed().map_err(|e| format!("{}: {e}", path.display()))?;
+    ceremony::check_contributed_phase1(path, &p).map_err(err)?;
     Ok(p)
 }
 
 fn phase2_file(path: &Path) -> CmdResult<Phase2> {
-    let bytes = read(path)?;
-    step(&format!("reading {}", path.display()), || {
-        Phase2::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
-    })
-}
-
-/// The contributor's randomness: 32 bytes from the OS, hashed with the typed entropy.
-fn contributor_rng(entropy: Option<&str>) -> rand_chacha_03::ChaCha20Rng {
-    let mut os = [0u8; 32];
-    OsRng.fill_bytes(&mut os);
-    let mut h = blake3::Hasher::new_derive_key("NOX zk setup v1 contributor randomness");
-    h.update(&os);
-    h.update(entropy.unwrap_or_default().as_bytes());
-    zeroize::Zeroize::zeroize(&mut os);
-    rand_chacha_03::ChaCha20Rng::from_seed(*h.finalize().as_bytes())
+    let bytes = ceremony::read(path).map_err(err)?;
+    step(&format!("reading {}", path.display()), || ceremony::parse_phase2(path, &bytes).map_err(err))
 }
 
 fn initial_phase2(phase1: &Phase1, circuit: Circuit) -> CmdResult<Phase2> {
     step("computing the circuit's δ = 1 key from the powers (Lagrange basis, queries)", || {
-        match circuit {
-            Circuit::Transfer => Phase2::new(phase1, nox_zk::transfer::TransferCircuit::blank()),
-            Circuit::Insert => Phase2::new(phase1, nox_zk::insert::InsertCircuit::blank()),
-        }
-        .map_err(|e| e.to_string())
+        ceremony::initial_phase2(phase1, circuit.into()).map_err(err)
     })
-}
-
-fn hash_line(bytes: &[u8]) -> String {
-    hex::encode(nox_zk_setup::transcript_hash(bytes))
 }
 
 /// Runs a `nox zk` command.
@@ -207,55 +185,51 @@ pub fn run(command: ZkCommand) -> CmdResult {
     let ZkCommand::Setup(command) = command;
     match command {
         SetupCommand::Phase1(Phase1Command::New { power, out }) => {
-            let size = 1usize.checked_shl(power).filter(|_| power < 64).ok_or("--power too large")?;
-            let p = Phase1::new(size).map_err(|e| e.to_string())?;
-            let bytes = p.to_bytes().map_err(|e| e.to_string())?;
-            write(&out, &bytes)?;
-            println!("wrote {} (size 2^{power}); transcript hash {}", out.display(), hash_line(&bytes));
+            let bytes = ceremony::new_phase1(power).map_err(err)?;
+            ceremony::write(&out, &bytes).map_err(err)?;
+            println!("wrote {} (size 2^{power}); transcript hash {}", out.display(), ceremony::hash_hex(&bytes));
         }
         SetupCommand::Phase1(Phase1Command::Contribute(a)) => {
             let prev = phase1_file(&a.input)?;
-            let mut rng = contributor_rng(a.entropy.as_deref());
+            let mut rng = ceremony::contributor_rng(a.entropy.as_deref());
             let next =
                 step("contributing (τ, α, β powers)", || prev.contribute(&mut rng).map_err(|e| e.to_string()))?;
             let bytes = next.to_bytes().map_err(|e| e.to_string())?;
-            write(&a.out, &bytes)?;
+            ceremony::write(&a.out, &bytes).map_err(err)?;
             println!(
                 "wrote {}: contribution {} ; publish its transcript hash {}",
                 a.out.display(),
                 next.contributions.len(),
-                hash_line(&bytes)
+                ceremony::hash_hex(&bytes)
             );
         }
         SetupCommand::Phase1(Phase1Command::Verify { prev, next }) => {
             let (p, n) = (phase1_file(&prev)?, phase1_file(&next)?);
-            if p.contributions.is_empty() && !p.is_initial() {
-                return Err(format!("{}: has no contributions but is not a starting transcript", prev.display()));
-            }
+            ceremony::check_previous_phase1(&prev, &p).map_err(err)?;
             step("verifying the contribution and the powers' structure", || {
                 Phase1::verify(&p, &n, &mut OsRng).map_err(|e| e.to_string())
             })?;
-            n.check_contributed().map_err(|e| format!("{}: {e}", next.display()))?;
+            ceremony::check_contributed_phase1(&next, &n).map_err(err)?;
             println!("ok: {} is {} plus one valid contribution", next.display(), prev.display());
         }
         SetupCommand::Phase2(Phase2Command::New { phase1, circuit, out }) => {
             let p1 = contributed_phase1_file(&phase1)?;
             let p2 = initial_phase2(&p1, circuit)?;
             let bytes = p2.to_bytes().map_err(|e| e.to_string())?;
-            write(&out, &bytes)?;
+            ceremony::write(&out, &bytes).map_err(err)?;
             println!("wrote {}; origin {}", out.display(), hex::encode(p2.origin));
         }
         SetupCommand::Phase2(Phase2Command::Contribute(a)) => {
             let prev = phase2_file(&a.input)?;
-            let mut rng = contributor_rng(a.entropy.as_deref());
+            let mut rng = ceremony::contributor_rng(a.entropy.as_deref());
             let next = step("contributing (δ)", || prev.contribute(&mut rng).map_err(|e| e.to_string()))?;
             let bytes = next.to_bytes().map_err(|e| e.to_string())?;
-            write(&a.out, &bytes)?;
+            ceremony::write(&a.out, &bytes).map_err(err)?;
             println!(
                 "wrote {}: contribution {} ; publish its transcript hash {}",
                 a.out.display(),
                 next.contributions.len(),
-                hash_line(&bytes)
+                ceremony::hash_hex(&bytes)
             );
         }
         SetupCommand::Phase2(Phase2Command::Verify { phase1, circuit, prev, next }) => {
@@ -271,28 +245,17 @@ pub fn run(command: ZkCommand) -> CmdResult {
             let p1 = contributed_phase1_file(&a.phase1)?;
             let last = phase2_file(&a.input)?;
             // Refused before the minutes of recomputation if δ is still public.
-            last.check_contributed().map_err(|e| format!("{}: {e}", a.input.display()))?;
+            ceremony::check_contributed_phase2(&a.input, &last).map_err(err)?;
             let initial = initial_phase2(&p1, a.circuit)?;
             let pk = step("checking the key against the circuit", || {
                 last.finalize(&initial, &mut OsRng).map_err(|e| e.to_string())
             })?;
-            std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-            let mut pk_bytes = Vec::new();
-            pk.serialize_compressed(&mut pk_bytes).map_err(|e| e.to_string())?;
-            let mut vk_bytes = Vec::new();
-            pk.vk.serialize_compressed(&mut vk_bytes).map_err(|e| e.to_string())?;
-            let provenance = format!("Keys from the ceremony with origin {}.", hex::encode(last.origin));
-            let (name, sol) = match a.circuit {
-                Circuit::Transfer => ("TransferVerifier", nox_zk::solidity::transfer_verifier(&pk.vk, &provenance)),
-                Circuit::Insert => ("InsertVerifier", nox_zk::solidity::insert_verifier(&pk.vk, &provenance)),
-            };
-            let sol = sol.ok_or("the key does not have the circuit's number of inputs")?;
-            write(&a.out.join("proving.key"), &pk_bytes)?;
-            write(&a.out.join("verifying.key"), &vk_bytes)?;
-            write(&a.out.join(format!("{name}.sol")), sol.as_bytes())?;
+            let keys = ceremony::FinalKeys::new(pk, a.circuit.into(), last.origin).map_err(err)?;
+            keys.write_to(&a.out).map_err(err)?;
             println!(
-                "wrote {}/proving.key, verifying.key and {name}.sol ({} contributions)",
+                "wrote {}/proving.key, verifying.key and {}.sol ({} contributions)",
                 a.out.display(),
+                keys.name,
                 last.contributions.len()
             );
         }
