@@ -7,7 +7,8 @@ pub mod client_cmd;
 pub mod daemon_hint;
 pub mod dashboard;
 pub mod demo;
-pub mod exit_glue;
+/// The exit's adapter (`ExitAdapter`), now the `nox-exit-adapter` crate (issue 34).
+pub use nox_exit_adapter as exit_glue;
 pub mod operator_cmd;
 pub mod tx_cmd;
 pub mod wallet_cmd;

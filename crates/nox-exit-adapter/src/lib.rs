@@ -1,7 +1,8 @@
-//! Wires the exit services (`nox-exit`) into the node's exit end
-//! (`nox_node::ExitHandler`): message types in, message types out. The node
-//! core knows nothing of HTTP or Ethereum; this adapter is the only place
-//! the two meet.
+#![forbid(unsafe_code)]
+//! Wires the exit services (`nox-exit`), the stream sessions (`nox-exit-streams`) and the paid
+//! relayer (`nox-relayer`) into the node's exit end (`nox_node::ExitHandler`): message types
+//! in, message types out. The node core knows nothing of HTTP or Ethereum; this adapter is the
+//! only place the two meet. Moved out of the `nox` binary (`exit_glue.rs`, issue 34).
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
@@ -13,6 +14,30 @@ use nox_relayer::{Relayer, RelayerConfig};
 use nox_sphinx::Surb;
 
 use nox_exit_streams::StreamService;
+
+/// Why the exit's services could not start; the `Display` texts are `nox node`'s messages.
+#[derive(Debug, thiserror::Error)]
+pub enum ExitAdapterError {
+    /// A table of the configuration is malformed.
+    #[error("[{section}]: {message}")]
+    Config {
+        /// `exit.services`, `exit.services.relay` or `exit.services.relay.inserter`.
+        section: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// For shells whose errors are text (`nox node`).
+impl From<ExitAdapterError> for String {
+    fn from(error: ExitAdapterError) -> Self {
+        error.to_string()
+    }
+}
+
+fn config(section: &'static str, message: impl std::fmt::Display) -> ExitAdapterError {
+    ExitAdapterError::Config { section, message: message.to_string() }
+}
 
 /// Bytes a response message adds around its body (version, status).
 const RESPONSE_OVERHEAD: usize = 2;
@@ -34,27 +59,26 @@ impl ExitAdapter {
     /// Services built from the node's `[exit.services]` table; its `relay` sub-table, if
     /// present, starts the paid relayer (nox-relayer), which checks its chain endpoint and
     /// resumes its nonce journal before the node serves anything.
-    pub async fn from_table(table: &toml::Table) -> Result<Self, String> {
+    pub async fn from_table(table: &toml::Table) -> Result<Self, ExitAdapterError> {
         let mut table = table.clone();
         let relay = table.remove("relay");
-        let config: ExitConfig =
-            table.try_into().map_err(|e: toml::de::Error| format!("[exit.services]: {}", e.message()))?;
-        let mut adapter = Self::new(config)?;
+        let parsed: ExitConfig = table.try_into().map_err(|e: toml::de::Error| config("exit.services", e.message()))?;
+        let mut adapter = Self::new(parsed)?;
         if let Some(mut relay) = relay {
             let inserter = match relay.as_table_mut().and_then(|t| t.remove("inserter")) {
-                Some(t) => t
-                    .try_into()
-                    .map_err(|e: toml::de::Error| format!("[exit.services.relay.inserter]: {}", e.message()))?,
+                Some(t) => {
+                    t.try_into().map_err(|e: toml::de::Error| config("exit.services.relay.inserter", e.message()))?
+                }
                 None => InserterConfig::default(),
             };
-            let config: RelayerConfig =
-                relay.try_into().map_err(|e: toml::de::Error| format!("[exit.services.relay]: {}", e.message()))?;
-            let relayer = Relayer::start(config).await.map_err(|e| format!("[exit.services.relay]: {e}"))?;
+            let parsed: RelayerConfig =
+                relay.try_into().map_err(|e: toml::de::Error| config("exit.services.relay", e.message()))?;
+            let relayer = Relayer::start(parsed).await.map_err(|e| config("exit.services.relay", e))?;
             tracing::info!(account = %relayer.account(), "exit: paid relayer started");
             if inserter.enabled {
                 let handle = nox_relayer::inserter::spawn(relayer.clone(), inserter)
                     .await
-                    .map_err(|e| format!("[exit.services.relay.inserter]: {e}"))?;
+                    .map_err(|e| config("exit.services.relay.inserter", e))?;
                 adapter.inserter = Some(Arc::new(handle));
             }
             adapter.relayer = Some(relayer);
@@ -63,8 +87,8 @@ impl ExitAdapter {
     }
 
     /// Services built from `config` (no relayer).
-    pub fn new(config: ExitConfig) -> Result<Self, String> {
-        let services = Arc::new(ExitServices::new(config).map_err(|e| format!("[exit.services]: {e}"))?);
+    pub fn new(parsed: ExitConfig) -> Result<Self, ExitAdapterError> {
+        let services = Arc::new(ExitServices::new(parsed).map_err(|e| config("exit.services", e))?);
         let streams = Arc::new(StreamService::new(services.clone()));
         Ok(Self { services, relayer: None, streams, inserter: None })
     }
@@ -165,5 +189,36 @@ impl nox_node::ExitHandler for ExitAdapter {
             "{}# HELP {name} {help}\n# TYPE {name} counter\n{name} {count}\n{inserter}",
             self.streams.metrics().render()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A malformed table is refused naming its section, before anything starts.
+    #[tokio::test]
+    async fn bad_tables_are_named() {
+        let table: toml::Table = toml::from_str("no_such_service = 1\n").unwrap();
+        let Err(error) = ExitAdapter::from_table(&table).await else { panic!("an unknown key was accepted") };
+        assert!(error.to_string().starts_with("[exit.services]: "), "{error}");
+        let table: toml::Table = toml::from_str("[relay]\nno_such_key = 1\n").unwrap();
+        let Err(error) = ExitAdapter::from_table(&table).await else { panic!("a bad relay table was accepted") };
+        assert!(error.to_string().starts_with("[exit.services.relay]: "), "{error}");
+        let table: toml::Table = toml::from_str("[relay.inserter]\nenabled = \"yes\"\n").unwrap();
+        let Err(error) = ExitAdapter::from_table(&table).await else { panic!("a bad inserter table was accepted") };
+        assert!(error.to_string().starts_with("[exit.services.relay.inserter]: "), "{error}");
+    }
+
+    /// An empty table is a working exit (echo only, no relayer).
+    #[tokio::test]
+    async fn an_empty_table_serves_echo() {
+        use nox_node::ExitHandler;
+        let adapter = ExitAdapter::from_table(&toml::Table::new()).await.expect("defaults");
+        let response = adapter.handle(RequestBody::Echo(b"hi".to_vec()), 1024).await;
+        assert_eq!(response.status, Status::Ok);
+        assert_eq!(response.body, b"hi");
+        let response = adapter.handle(RequestBody::Relay(Vec::new()), 1024).await;
+        assert_eq!(response.status, Status::Unsupported);
     }
 }
