@@ -3,7 +3,7 @@
 //! `GET /topology` with 503 and the empty layers, serves `GET /parameters`, keeps uploads until
 //! every layer has a node and then signs its first document; three `nox node`s on loopback run
 //! on it and `nox client echo --directory URL --authority KEY` gets a reply. A restarted
-//! directory keeps the genesis of its first start.
+//! directory keeps the genesis of its first start and serves the last document it issued.
 //!
 //! The descriptors are uploaded by the test, built from each node's keys and the parameters the
 //! directory serves, before the nodes start: today `nox node` needs a document naming it to
@@ -204,6 +204,12 @@ fn a_network_starts_from_an_empty_directory_and_a_client_gets_a_reply() {
         logs(&dir, &node_logs)
     );
 
+    // The directory keeps each document it issues (checked every second) beside its state file.
+    let kept = dir.join("directory.document.json");
+    assert!(
+        wait_until(Duration::from_secs(5), Duration::from_millis(100), || kept.exists()),
+        "the last document was not kept"
+    );
     // A restart keeps the genesis chosen at the first start (the state file).
     let state = std::fs::read_to_string(dir.join("directory.state")).expect("the state file");
     assert!(state.contains(&format!("genesis_unix = {}", schedule.genesis_unix())), "{state}");
@@ -214,4 +220,10 @@ fn a_network_starts_from_an_empty_directory_and_a_client_gets_a_reply() {
     let (_, body) = get(directory_addr, "/parameters");
     let again = nox_directory::NetworkParameters::parse(body.as_bytes()).expect("parameters");
     assert_eq!(again.schedule, schedule, "the restarted directory keeps the genesis");
+    // ...and serves the last document it issued (kept beside the state file) at once.
+    let (status, body) = get(directory_addr, "/topology");
+    assert_eq!(status, 200, "{body}");
+    let served = nox_topology::TopologyDocument::from_json(body.as_bytes()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert_eq!(served.verify(&verify, now).expect("it verifies").nodes().len(), 3);
 }
