@@ -237,6 +237,39 @@ impl Publisher {
 /// (the directory admits it once it has re-read the registry, every few seconds).
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a node of a network that has no document yet (a directory started empty) waits for
+/// the first one: until every layer has a node, which takes as long as the last operator of the
+/// first set takes to start.
+pub const FIRST_DOCUMENT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The network's parameters from the first mirror that serves them (`GET /parameters`), for a
+/// node whose directory has no document yet; `None` without a directory or when no mirror
+/// serves them. Parameters of another geometry than the node's are an error: the node could
+/// never run on that network.
+pub async fn network_parameters(
+    section: &TopologySection,
+    geometry: &Geometry,
+) -> Result<Option<nox_directory::NetworkParameters>, NodeError> {
+    let Some(mirrors) = section.directory()? else { return Ok(None) };
+    for &addr in mirrors.addrs() {
+        match nox_directory::fetch_parameters(addr, TIMEOUT).await {
+            Ok(p) if p.sphinx_scheme != geometry.scheme() || p.packet_len != geometry.packet_len() => {
+                return Err(NodeError::Topology(format!(
+                    "the directory at {addr} runs {} packets of {} bytes; this node is configured for {} packets of {} \
+                     bytes",
+                    p.sphinx_scheme,
+                    p.packet_len,
+                    geometry.scheme(),
+                    geometry.packet_len()
+                )));
+            }
+            Ok(p) => return Ok(Some(p)),
+            Err(error) => tracing::debug!(%addr, %error, "no network parameters"),
+        }
+    }
+    Ok(None)
+}
+
 /// A registered node that the directory's document does not name yet (a new node joining a
 /// running network): uploads `descriptor` (its first, with the operator's statements) to every
 /// mirror until a verified document names the node, and returns that document. Without this,
@@ -247,11 +280,12 @@ pub async fn announce(
     trust: &Trust,
     descriptor: &nox_topology::SignedDescriptor,
     me: NodeId,
+    patience: Duration,
 ) -> Result<VerifiedTopology, NodeError> {
     let Some(mirrors) = section.directory()? else {
         return Err(NodeError::NotInTopology(format!("{} (no directory to announce it to)", hex::encode(&me.0[..4]))));
     };
-    let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + patience;
     let mut last = String::new();
     loop {
         for &addr in mirrors.addrs() {
@@ -269,7 +303,7 @@ pub async fn announce(
             return Err(NodeError::NotInTopology(format!(
                 "{}: announced for {} s, not admitted by the directory ({last})",
                 hex::encode(&me.0[..4]),
-                JOIN_TIMEOUT.as_secs()
+                patience.as_secs()
             )));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -414,7 +414,7 @@ fn node_starts_from_its_keystore_config_alone() {
 }
 
 /// docs/operating.md's command lines are the commands as they are: every `nox operator`, `nox
-/// deploy` and `nox client` line of its shell blocks, with `$CHAIN` and `$RPC` filled in, parses
+/// deploy`, `nox client`, `nox watch` and `nox wallet` line of its shell blocks, with `$CHAIN` and `$RPC` filled in, parses
 /// with the binary's own argument parsers (a renamed flag or subcommand fails here), the `nox
 /// node` line is the bare `--config` start the guide promises, and the systemd unit the guide
 /// points to runs that same command.
@@ -430,6 +430,8 @@ fn every_command_line_in_the_operator_guide_parses() {
         Deploy(nox::operator_cmd::DeployArgs),
         Client(Box<nox::client_cmd::ClientArgs>),
         Watch(nox::watch_cmd::WatchArgs),
+        #[command(subcommand)]
+        Wallet(nox::wallet_cmd::WalletCommand),
     }
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -448,7 +450,7 @@ fn every_command_line_in_the_operator_guide_parses() {
         let filled = line.replace("$CHAIN", "anvil").replace("$RPC", "http://127.0.0.1:8545");
         let words: Vec<&str> = filled.split_whitespace().collect();
         match words[1] {
-            "operator" | "deploy" | "client" | "watch" => {
+            "operator" | "deploy" | "client" | "watch" | "wallet" => {
                 if let Err(e) = Cli::try_parse_from(&words) {
                     panic!("docs/operating.md: `{line}` does not parse:\n{e}");
                 }

@@ -1,11 +1,13 @@
 //! The operator's network end to end (issue 33, "What it must show"): `nox deploy` on a fresh
-//! Anvil, three operators register with `nox operator register` from Web3 Secret Storage
-//! keystores, their nodes run each in its own network namespace behind the userspace WAN relay
-//! (three regions) and start from `nox node --config` alone, naming their chain by the
-//! deployment record (`[chain] preset`); a client that trusts only the chain (the registry vouches
-//! for every descriptor; the directory is an untrusted mirror) gets replies through them; one
-//! operator equivocates and `nox watch` gets it slashed, earning the reporter's share.
-//! (A relayer earning and claiming its reward: `operator.rs`.)
+//! Anvil (the record listing the directory mirror), three operators register with `nox operator
+//! register` from Web3 Secret Storage keystores, the directory starts empty and their nodes,
+//! each in its own network namespace behind the userspace WAN relay (three regions), start from
+//! `nox node --config` alone (`[chain] preset` = the deployment record) and announce themselves
+//! for its first document; a client that trusts only the chain (the registry vouches for every
+//! descriptor; the directory is an untrusted mirror) gets replies through them; two wallets
+//! find the pool and the mixnet from the record, one pays the other through the exit's relayer
+//! (its operator's keystore) and the exit's operator claims the fee; one operator equivocates and
+//! `nox watch` gets it slashed, earning the reporter's share.
 //!
 //! Needs root and `ip netns` (CI has both); skips with a message otherwise. Run under the e2e
 //! lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator_network`.
@@ -19,7 +21,7 @@ use nox_chain::U256;
 use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
 use nox_testnet::hosts::HostPlan;
 use nox_testnet::wan::Wan;
-use nox_topology::{DocumentBuilder, EpochSchedule, LayerCount, SigningKey};
+use nox_topology::LayerCount;
 
 mod common;
 
@@ -88,21 +90,28 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     std::fs::write(dir.join("dev.key"), DEV_KEY).unwrap();
     let pw = ["--password-file", "pass"];
     run(&dir, &["operator", "new-key", "--keystore", "deployer.json", pw[0], pw[1], "--import-key-file", "dev.key"]);
-    run(&dir, &["deploy", "--rpc", &rpc, "--keystore", "deployer.json", pw[0], pw[1], "--deployments", "deployments"]);
+    // The record lists the network's directory mirror: wallets start from the record alone.
+    let mirror_url = format!("http://127.0.0.1:{dir_port}");
+    let mut deploy = vec!["deploy", "--rpc", &rpc, "--keystore", "deployer.json", pw[0], pw[1]];
+    deploy.extend(["--deployments", "deployments", "--mirror", &mirror_url]);
+    run(&dir, &deploy);
     let record_file = dir.join("deployments/31337.json");
     let record = nox_operator::DeploymentRecord::load(&record_file).expect("record");
+    assert_eq!(record.mirrors.as_slice(), std::slice::from_ref(&mirror_url));
     let record_path = record_file.to_str().unwrap().to_owned();
 
-    // The directory: an untrusted mirror admitting what the registry lists.
-    let authority = SigningKey::from_bytes(&[0x42; 32]);
+    // The directory: an untrusted mirror admitting what the registry lists, started empty (no
+    // initial document): the schedule from `[schedule]`, its first document once every layer
+    // has a registered node's descriptor, which the nodes announce themselves.
     std::fs::write(dir.join("authority.key"), hex::encode([0x42u8; 32])).unwrap();
     let directory_toml = dir.join("directory.toml");
     std::fs::write(
         &directory_toml,
         format!(
-            "listen = \"127.0.0.1:{dir_port}\"\nauthority_key_file = {:?}\ninitial_document = {:?}\nlayers = {LAYERS}\n",
+            "listen = \"127.0.0.1:{dir_port}\"\nauthority_key_file = {:?}\nstate_file = {:?}\nlayers = {LAYERS}\n\n\
+             [schedule]\ngenesis = \"now\"\nepoch_secs = 60\noverlap_secs = 10\n",
             dir.join("authority.key").display().to_string(),
-            dir.join("first.json").display().to_string(),
+            dir.join("directory.state").display().to_string(),
         ),
     )
     .unwrap();
@@ -197,38 +206,6 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         operators.push((address, dir.join(&node), port));
     }
 
-    // The directory's first document: the three nodes' descriptors with their operators'
-    // statements, as each node would announce them (a directory refuses an empty document).
-    let config = nox_directory::DirectoryConfig::load(&directory_toml).expect("config");
-    let geometry = config.geometry().expect("geometry");
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let schedule = EpochSchedule::new(now - 5, Duration::from_secs(60), Duration::from_secs(10), 1).expect("schedule");
-    let mut builder = DocumentBuilder::new(geometry, schedule);
-    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(7);
-    for (i, (_, node_dir, port)) in operators.iter().enumerate() {
-        let keys = node_dir.join("keys");
-        let identity = nox_keystore::load_identity(&keys).expect("identity");
-        let scheme = config.sphinx_scheme;
-        let mut store =
-            nox_keystore::EpochKeyStore::open_for(&nox_keystore::sphinx_dir(&keys, scheme), schedule, scheme)
-                .expect("epoch keys");
-        for epoch in [schedule.client_epoch(now), schedule.epoch_at(now)] {
-            store.ensure(epoch, &mut rng).expect("an epoch key");
-        }
-        let sphinx_keys = store.public_keys(schedule.published_epochs(now)).expect("public keys");
-        let public = SocketAddr::new(plan.public_ip(i).into(), *port);
-        let descriptor =
-            identity.descriptor_with_endpoints(public, None, false, layers, 0, sphinx_keys).expect("descriptor");
-        let operator =
-            nox_operator::keystore::load(&dir.join(format!("op{i}.json")), &format!("operator {i} passphrase"))
-                .expect("operator key");
-        let descriptor =
-            nox_chain::slash::attach_statements(&operator, record.chain_id, record.contracts.registry, descriptor)
-                .expect("statements");
-        builder.add_node(descriptor);
-    }
-    let first = builder.sign(&authority, now).expect("the first document");
-    std::fs::write(dir.join("first.json"), first.document().to_json().expect("json")).unwrap();
     std::fs::write(
         dir.join("chain.toml"),
         format!(
@@ -248,6 +225,11 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         "the directory did not listen:\n{}",
         std::fs::read_to_string(dir.join("directory.log")).unwrap_or_default()
     );
+
+    // Empty until the nodes announce themselves.
+    let (status, body) = nox_directory::get_blocking(directory_addr, "/topology", Duration::from_secs(5))
+        .expect("the directory answers");
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
 
     // The hosts: a namespace per node, the WAN relay between them and to the hub (chain,
     // directory), then each node started in its namespace from its configuration alone.
@@ -281,6 +263,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         let log = std::fs::read_to_string(dir.join(format!("node{i}.log"))).unwrap_or_default();
         let bind = format!("listen={}:", plan.bind_ip(i));
         assert!(log.contains("registered and active in the node registry") && log.contains(&bind), "{log}");
+        assert!(log.contains("the directory has no document yet"), "{log}");
         assert!(node_dir.join("node.toml").exists());
     }
 
@@ -325,11 +308,11 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         std::fs::read_to_string(dir.join("client-daemon.log")).unwrap_or_default()
     );
     let daemon_url = format!("http://127.0.0.1:{daemon_port}");
-    let directory_url = format!("http://{directory_addr}");
     let wallet = |name: &str, cmd: &str, extra: &[&str]| -> String {
         let mut args = vec!["wallet", cmd, "--wallet", name];
         if !matches!(cmd, "new" | "address") {
-            args.extend(["--chain", &record_path, "--directory", &directory_url, "--chain-rpc", &rpc]);
+            // No --directory: the mirror comes from the record.
+            args.extend(["--chain", &record_path, "--chain-rpc", &rpc]);
             args.extend(["--rpc", &daemon_url]);
         }
         args.extend(extra);

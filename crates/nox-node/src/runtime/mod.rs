@@ -180,18 +180,37 @@ pub async fn run_with(
     }
     // The last topology verified from the directory, for a restart while the directory is down.
     let cache = config.node.key_dir.join(crate::directory_client::LAST_VERIFIED);
-    let topology = crate::directory_client::initial_topology(&config.topology, &geometry, &trust, Some(&cache)).await?;
+    // A directory started empty (issue 33) has no document until every layer has a node: the
+    // node then takes the schedule and layer count from its `GET /parameters`, announces its
+    // first descriptor and waits for the first document.
+    let (topology, schedule, layers) =
+        match crate::directory_client::initial_topology(&config.topology, &geometry, &trust, Some(&cache)).await {
+            Ok(topology) => {
+                let (schedule, layers) = (*topology.schedule(), topology.layers());
+                (Some(topology), schedule, layers)
+            }
+            Err(error) => match crate::directory_client::network_parameters(&config.topology, &geometry).await? {
+                Some(p) => {
+                    tracing::info!(%error, "the directory has no document yet: announcing this node for the first one");
+                    (None, p.schedule, p.layers)
+                }
+                None => return Err(error),
+            },
+        };
     let me = identity.node_id();
     let mut rng = rand_chacha::ChaCha20Rng::from_os_rng();
 
     // Epoch keys and the relay.
-    let schedule = *topology.schedule();
     let mut store = EpochKeyStore::open_for(&config.node.sphinx_key_dir(), schedule, geometry.scheme())?;
     store.rotate(now_unix(), &mut rng)?;
     // A registered node the directory does not name yet announces itself (joining a running
-    // network from its configuration alone).
-    let topology = match (&operator, topology.node(&me)) {
-        (Some(operator), None) => {
+    // network from its configuration alone), and so does every node of a network that has no
+    // document yet (with its operator's statements when it has an operator).
+    let named = topology.as_ref().is_some_and(|t| t.node(&me).is_some());
+    let topology = match (&operator, topology) {
+        (_, Some(topology)) if named => topology,
+        (None, Some(topology)) => topology,
+        (operator, existing) => {
             let now = now_unix();
             let keys = store.public_keys(schedule.published_epochs(now))?;
             let descriptor = identity
@@ -199,15 +218,30 @@ pub async fn run_with(
                     config.node.link_address(),
                     config.node.websocket_address(),
                     config.node.websocket_tls_cert.is_some(),
-                    topology.layers(),
+                    layers,
                     config.node.pow_difficulty,
                     keys,
                 )
                 .map_err(|e| NodeError::Topology(e.to_string()))?;
-            let descriptor = operator.attach(descriptor).map_err(NodeError::Chain)?;
-            crate::directory_client::announce(&config.topology, &geometry, &trust, &descriptor, me).await?
+            let descriptor = match operator {
+                Some(operator) => operator.attach(descriptor).map_err(NodeError::Chain)?,
+                None => descriptor,
+            };
+            let patience = match existing {
+                Some(_) => crate::directory_client::JOIN_TIMEOUT,
+                None => crate::directory_client::FIRST_DOCUMENT_TIMEOUT,
+            };
+            let first =
+                crate::directory_client::announce(&config.topology, &geometry, &trust, &descriptor, me, patience)
+                    .await?;
+            // The unsigned parameters the keys were made for must be the signed document's.
+            if *first.schedule() != schedule || first.layers() != layers {
+                return Err(NodeError::Topology(
+                    "the directory's document names another schedule or layer count than its /parameters".into(),
+                ));
+            }
+            first
         }
-        _ => topology,
     };
     let shared = crate::directory_client::SharedTopology::new(topology.clone());
     let my_layer = topology.layer_of(&me).ok_or_else(|| NodeError::NotInTopology(short(&me)))?;
