@@ -30,11 +30,10 @@ use alloy::{
     primitives::{Address, B256, Bytes, U256},
     providers::{DynProvider, Provider, ProviderBuilder},
     rpc::types::TransactionRequest,
-    sol_types::SolValue,
 };
 use ark_bn254::Fr;
 use clap::{Args, Subcommand};
-use nox_chain::pool::{IERC20, ShieldedPool};
+use nox_chain::pool::ShieldedPool;
 use nox_wallet::{
     PaymentAddress, PoolView, Seed, WalletError,
     file::{self, KdfParams},
@@ -727,22 +726,6 @@ async fn send_tx(
     nox_wallet_io::send::send_tx(provider, tx, what).await.map_err(|e| e.to_string())
 }
 
-/// As [`send_tx`], for a transaction that must not be sent twice (`nox_wallet_io::send`): a
-/// receipt lost is an [`UNCONFIRMED`] error naming the hash.
-async fn send_tx_journaled(
-    provider: &DynProvider,
-    tx: TransactionRequest,
-    what: &str,
-    w: &WalletArgs,
-    entry: journal::Entry,
-    timeout: Duration,
-) -> CmdResult<alloy::rpc::types::TransactionReceipt> {
-    let broadcast = |hash| eprintln!("{what}: broadcast as {hash}; waiting for its receipt");
-    nox_wallet_io::send::send_tx_journaled(provider, tx, what, &wallet_dir(w), entry, timeout, broadcast)
-        .await
-        .map_err(|e| e.to_string())
-}
-
 async fn deposit(a: &DepositArgs) -> CmdResult {
     let started = Instant::now();
     let seed = open_seed(&a.chain.wallet)?;
@@ -755,11 +738,8 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
     let reader = read_provider(&at.rpc)?;
     let unit = unit_of(&reader, asset).await;
     let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
-    let asset_fr = asset_word(asset);
-    let mut rng = os_rng();
-    let note = nox_zk::Note::new(amount, asset_fr, to.owner(), &mut rng);
-    let memo = nox_wallet::memo::seal(&to, &asset_fr, amount, &note.blinding, &mut rng);
-    let inner = U256::from_be_bytes(field::to_be32(&note.inner().map_err(|e| e.to_string())?));
+    let note =
+        nox_wallet_io::deposit::DepositNote::new(&to, asset, amount, &mut os_rng()).map_err(|e| e.to_string())?;
     let signer = read_key_file(&a.key_file)?;
     // A re-run after a lost receipt finds the earlier deposit instead of depositing again.
     let intent = format!("deposit {} of {asset} to {to} from {} into {}", unit.show(amount), signer.address(), at.pool);
@@ -768,40 +748,20 @@ async fn deposit(a: &DepositArgs) -> CmdResult {
         return Ok(());
     }
     let provider = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
-    let pool = ShieldedPool::new(at.pool, &provider);
-    let value = U256::from(amount);
-    let mut gas = 0u64;
-    if asset != Address::ZERO {
-        let token = IERC20::new(asset, &provider);
-        let tx = token.approve(at.pool, value).into_transaction_request();
-        gas += send_tx(&provider, tx, "approving the pool").await?.gas_used;
-    }
-    let call = pool.deposit(asset, value, inner, Bytes::from(memo));
-    let tx = if asset == Address::ZERO { call.value(value) } else { call }.into_transaction_request();
-    let entry = journal::Entry {
-        intent,
-        tx_hash: None,
-        nullifiers: None,
-        deadline: None,
-        relayer: None,
-        from_block: reader.get_block_number().await.map_err(|e| e.to_string())?,
-    };
     let timeout = Duration::from_secs(a.receipt_timeout_secs);
-    let receipt = send_tx_journaled(&provider, tx, "deposit", &a.chain.wallet, entry, timeout).await?;
-    gas += receipt.gas_used;
-    let queue_index = receipt
-        .inner
-        .logs()
-        .iter()
-        .find_map(|l| l.log_decode::<ShieldedPool::Deposited>().ok())
-        .map(|l| l.inner.data.queueIndex);
+    let dir = wallet_dir(&a.chain.wallet);
+    let broadcast = |hash| eprintln!("deposit: broadcast as {hash}; waiting for its receipt");
+    let d = nox_wallet_io::deposit::deposit(&reader, &provider, at.pool, &note, &dir, intent, timeout, broadcast)
+        .await
+        .map_err(|e| e.to_string())?;
     println!(
-        "deposited {} from {} in block {} (tx {}), queue index {}; gas {gas}; {:.1} s",
+        "deposited {} from {} in block {} (tx {}), queue index {}; gas {}; {:.1} s",
         unit.show(amount),
         signer.address(),
-        receipt.block_number.unwrap_or_default(),
-        receipt.transaction_hash,
-        queue_index.map_or("?".into(), |q| q.to_string()),
+        d.block,
+        d.tx_hash,
+        d.queue_index.map_or("?".into(), |q| q.to_string()),
+        d.gas,
         started.elapsed().as_secs_f64()
     );
     println!("new note: {} to {to}; spendable once a relayer inserts its batch", unit.show(amount));
@@ -1058,46 +1018,30 @@ async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
         return Err(NOT_CONFIRMED.into());
     }
     let (chain_id, now) = chain_context(&provider).await?;
-    let req = nox_wallet::TxRequest {
-        asset: asset_word(plan.asset),
+    let deadline = now + p.submit.valid_for;
+    let direct = nox_wallet_io::direct::DirectPlan {
+        asset: plan.asset,
         outputs: plan.outputs.clone(),
-        public_in: 0,
+        join: plan.join,
         public_out: plan.public_out,
-        fee: 0,
-        recipient: plan.recipient.0.0,
-        relayer: [0; 20],
-        execution_hash: [0; 32],
-        chain_id,
-        pool: at.pool.0.0,
-        deadline: now + p.submit.valid_for,
-        avoid: Vec::new(),
+        recipient: plan.recipient,
     };
-    let prepared = if plan.join {
-        view.prepare_join(&seed, &req, &mut os_rng())
-    } else {
-        view.prepare_transaction(&seed, &req, &mut os_rng())
-    }
-    .map_err(Stop::wallet)?;
+    let prepared = direct.prepare(&view, &seed, chain_id, at.pool, deadline, &mut os_rng()).map_err(Stop::wallet)?;
     let proof = prove_transaction(&p.chain.wallet, &prepared)?;
-    let t = nox_pay::bundle::transaction_struct(&proof, &prepared);
-    let t = ShieldedPool::Transaction::abi_decode(&t.abi_encode()).map_err(|e| format!("re-encoding: {e}"))?;
+    let t = nox_wallet_io::direct::transaction(&prepared, &proof).map_err(|e| e.to_string())?;
     eprintln!(
         "submitting directly from {} (--direct): that account pays the gas and is seen sending this transaction",
         signer.address()
     );
     let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
-    let pool = ShieldedPool::new(at.pool, &sender);
-    let tx = pool.transact(t, B256::ZERO).into_transaction_request();
-    let entry = journal::Entry {
-        intent,
-        tx_hash: None,
-        nullifiers: Some(prepared.public.nullifiers.map(|n| U256::from_be_bytes(field::to_be32(&n)))),
-        deadline: Some(now + p.submit.valid_for),
-        relayer: None,
-        from_block: provider.get_block_number().await.map_err(|e| e.to_string())?,
-    };
     let timeout = Duration::from_secs(p.submit.mix.timeout_secs);
-    let receipt = send_tx_journaled(&sender, tx, "transact", &p.chain.wallet, entry, timeout).await?;
+    let dir = wallet_dir(&p.chain.wallet);
+    let broadcast = |hash| eprintln!("transact: broadcast as {hash}; waiting for its receipt");
+    let receipt = nox_wallet_io::direct::submit(
+        &provider, &sender, at.pool, &prepared, t, deadline, &dir, intent, timeout, broadcast,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let landed = Landed {
         tx_hash: receipt.transaction_hash,
         block: receipt.block_number.unwrap_or_default(),
