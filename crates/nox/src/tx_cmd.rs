@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use alloy::primitives::{Address, Bytes, U256};
 use clap::{Args, Subcommand};
 use nox_pay::adaptor::{Swap, Withdrawal};
-use nox_pay::bounds::{Ceiling, ChainReading};
+use nox_pay::bounds::Ceiling;
 use nox_pay::{Action, PayError, RelayClient};
 use nox_relayer::{Outcome, Quote};
 use nox_wallet::PreparedTransaction;
+use nox_wallet_io::fee_check::{CheckedFee, FeeRequest, TokenPair, check_fee};
 
 use crate::client_cmd::TopologyArgs;
 use crate::wallet_cmd::{self, ChainArgs, CmdResult, Landed, Plan, PrivateArgs, Stop, Ticker, Unit};
@@ -288,35 +289,16 @@ async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Resu
     Ok(Session { relay, quote, fee, quoted_in, seed, at, provider, view, chain_id, now, intent })
 }
 
-/// This client's own reading of the chain's fees (`nox_wallet_io::fees`).
-async fn fee_reading(provider: &alloy::providers::DynProvider, quote_block: u64) -> CmdResult<ChainReading> {
-    nox_wallet_io::fees::fee_reading(provider, quote_block).await.map_err(|e| e.to_string())
-}
-
-/// What `amount` of `token` is worth in wei by this client's own reading of the testnet's
-/// Uniswap v2 pair (`nox_wallet_io::fees`, through the mixnet); `None` when the client has no
-/// pair to read (the token fee is then refused).
-async fn token_value_wei(
-    provider: &alloy::providers::DynProvider,
-    testnet: Option<&std::path::Path>,
-    token: Address,
-    amount: U256,
-) -> CmdResult<Option<U256>> {
-    let Some(defi) = testnet.and_then(nox_testnet::chain::load).and_then(|c| c.defi) else { return Ok(None) };
-    if defi.token != token {
-        return Ok(None);
-    }
-    nox_wallet_io::fees::token_value_wei(provider, defi.router, defi.weth, token, amount)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-fn refused(e: nox_pay::bounds::QuoteRefusal) -> String {
-    format!("{}; nothing was proved, spent or sent", PayError::from(e))
+/// The Uniswap v2 pair of the testnet's token this client values a token fee by (`None`
+/// without a testnet or a pair: a token fee is then refused).
+fn token_pair(testnet: Option<&std::path::Path>) -> Option<TokenPair> {
+    let defi = testnet.and_then(nox_testnet::chain::load).and_then(|c| c.defi)?;
+    Some(TokenPair { router: defi.router, weth: defi.weth, token: defi.token })
 }
 
 /// The fee to pay: the quote checked against this client's own reading of the chain, the fee
-/// (from the quote, or `--fee`) against the ceiling, and the user's confirmation on a terminal.
+/// (from the quote, or `--fee`) against the ceiling (`nox_wallet_io::fee_check`), and the user's
+/// confirmation on a terminal.
 async fn checked_fee(
     quote: &Quote,
     provider: &alloy::providers::DynProvider,
@@ -324,34 +306,16 @@ async fn checked_fee(
     (chain_id, pool): (u64, Address),
     f: &FeeFor<'_>,
 ) -> CmdResult<u128> {
-    let reading = fee_reading(provider, quote.block).await?;
-    // On an L2 the quote's data fee is bounded by this client's own figure (0 on an L1: then any
-    // claimed data fee is refused).
-    let own_data_fee = nox_wallet_io::l2fee::own_data_fee_wei(provider, chain_id, pool, f.action_data_len)
-        .await
-        .map_err(|e| format!("{e}; nothing was proved, spent or sent"))?;
-    let price = quote.prices.iter().find(|p| p.asset == f.asset).map(|p| p.per_million_gas);
-    let token_value = match (f.asset.is_zero(), price) {
-        (false, Some(price)) => token_value_wei(provider, testnet, f.asset, price).await?,
-        _ => None,
+    let req = FeeRequest {
+        asset: f.asset,
+        action_gas: f.action_gas,
+        action_data_len: f.action_data_len,
+        fixed: f.fee.fixed,
+        fee_percent: f.fee.fee_percent,
+        max_fee: f.fee.max_fee,
     };
-    nox_pay::check_quote_with_data_fee(quote, &reading, f.asset, token_value, own_data_fee).map_err(refused)?;
-    let fee = match f.fee.fixed {
-        Some(fee) => fee,
-        None => nox_pay::fee_from_quote(quote, f.asset, f.action_gas, f.fee.fee_percent).map_err(|e| e.to_string())?,
-    };
-    let value_wei = if f.asset.is_zero() {
-        U256::from(fee)
-    } else {
-        token_value_wei(provider, testnet, f.asset, U256::from(fee))
-            .await?
-            .ok_or_else(|| refused(nox_pay::bounds::QuoteRefusal::UnreadToken(f.asset)))?
-    };
-    let ceiling = match f.fee.max_fee {
-        Some(max) => Ceiling::Explicit(max),
-        None => Ceiling::Default { wei: reading.default_ceiling_with_data_fee_wei(f.action_gas, own_data_fee) },
-    };
-    nox_pay::check_ceiling(U256::from(fee), value_wei, ceiling).map_err(refused)?;
+    let CheckedFee { fee, value_wei, reading, own_data_fee, ceiling } =
+        check_fee(quote, provider, (chain_id, pool), token_pair(testnet), &req).await.map_err(|e| e.to_string())?;
     // The L1 data fee is named only where there is one (an L1's output is unchanged).
     let data_fee = if own_data_fee.is_zero() { String::new() } else { format!(", L1 data fee {own_data_fee} wei") };
     println!(
