@@ -333,3 +333,72 @@ async fn over_http_503_with_the_reason_until_the_last_layer_then_the_signed_docu
     stop.send(true).unwrap();
     serving.await.unwrap().unwrap();
 }
+
+/// Nodes started before the network's first document: each reads the parameters, uploads and
+/// waits (it does not give up), and all three run on the first document once the last joins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_started_before_the_first_document_wait_and_join_it() {
+    let t0 = now();
+    let (nodes, registry) = empty_net(t0);
+    let server = DirectoryServer::bind(([127, 0, 0, 1], 0).into(), registry, Limits::default()).await.unwrap();
+    let addr = server.local_addr().unwrap();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let serving = tokio::spawn(server.serve(stop_rx.clone()));
+    let pace = nox_directory::JoinPace { timeout: Duration::from_secs(2), retry: Duration::from_millis(100) };
+    let join = |node: &common::Node, stop: tokio::sync::watch::Receiver<bool>| {
+        let signed = node.descriptor();
+        let id = signed.node_id();
+        async move {
+            let mirrors = nox_directory::Mirrors::new(vec![addr]).unwrap();
+            let config = VerifyConfig::new(authority().verifying_key(), Geometry::default());
+            nox_directory::join_first_document(
+                &mirrors,
+                pace,
+                |_| Ok(signed.clone()),
+                |document| document.verify(&config, now()),
+                |verified| verified.node(&id).is_some(),
+                stop,
+            )
+            .await
+        }
+    };
+    // The first node alone waits (and does not give up)...
+    let first = tokio::spawn(join(&nodes[0], stop_rx.clone()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!first.is_finished(), "a node must wait for the first document, not give up");
+    // ...until the other layers' nodes join.
+    let others: Vec<_> = nodes[1..].iter().map(|n| tokio::spawn(join(n, stop_rx.clone()))).collect();
+    for task in std::iter::once(first).chain(others) {
+        let joined = tokio::time::timeout(Duration::from_secs(10), task).await.expect("joined in time").unwrap();
+        assert_eq!(joined.unwrap().expect("a document").nodes().len(), 3);
+    }
+
+    // A node still waiting stops when told to.
+    let (_, lonely) = empty_net(t0);
+    let server = DirectoryServer::bind(([127, 0, 0, 1], 0).into(), lonely, Limits::default()).await.unwrap();
+    let lonely_addr = server.local_addr().unwrap();
+    let serving_lonely = tokio::spawn(server.serve(stop_rx.clone()));
+    let (stop_waiting, waiting_rx) = tokio::sync::watch::channel(false);
+    let signed = nodes[0].descriptor();
+    let waiting = tokio::spawn(async move {
+        let mirrors = nox_directory::Mirrors::new(vec![lonely_addr]).unwrap();
+        let config = VerifyConfig::new(authority().verifying_key(), Geometry::default());
+        nox_directory::join_first_document(
+            &mirrors,
+            pace,
+            |_| Ok(signed.clone()),
+            |document| document.verify(&config, now()),
+            |_| true,
+            waiting_rx,
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop_waiting.send(true).unwrap();
+    let stopped = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("stops").unwrap();
+    assert!(matches!(stopped, Ok(None)), "{stopped:?}");
+
+    stop.send(true).unwrap();
+    serving.await.unwrap().unwrap();
+    serving_lonely.await.unwrap().unwrap();
+}
