@@ -194,7 +194,24 @@ impl Mirrors {
     }
 }
 
+/// The start of the 503 body of a directory that has no document yet (an empty start).
+pub const NO_DOCUMENT_YET: &str = "no topology document yet";
+
 impl Mirrors {
+    /// Whether some mirror answers `GET /topology` with 503 [`NO_DOCUMENT_YET`]: the network's
+    /// directory started empty and waits for its nodes (a node should then start with
+    /// [`join_first_document`] rather than stop).
+    pub async fn first_document_pending(&self, timeout: Duration) -> bool {
+        for &addr in self.addrs.iter() {
+            if let Err(ClientError::Status { status: 503, message }) = fetch_document(addr, timeout).await
+                && message.starts_with(NO_DOCUMENT_YET)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
     /// `GET /parameters` from the first mirror that serves them (each within `timeout`): what a
     /// node started before the network's first document builds its descriptor from (see
     /// [`NetworkParameters`]). Mirrors that disagree are not compared: the signed document the

@@ -203,7 +203,8 @@ impl Registry {
         }
         let empty: Vec<String> = self.empty_layers(now).iter().map(|l| l.0.to_string()).collect();
         Some(format!(
-            "no topology document yet: the network starts when every layer has an admitted node's descriptor; {} of {} layers have none (layer {}); {} of {} admitted identities have uploaded",
+            "{}: the network starts when every layer has an admitted node's descriptor; {} of {} layers have none (layer {}); {} of {} admitted identities have uploaded",
+            crate::client::NO_DOCUMENT_YET,
             empty.len(),
             self.layers.get(),
             empty.join(", "),

@@ -262,7 +262,7 @@ fn route(
                 }
                 Some(Err(error)) => text(503, "unavailable", error.to_string()),
                 None => {
-                    let why = registry.waiting(now_unix()).unwrap_or_else(|| "no topology document yet".into());
+                    let why = registry.waiting(now_unix()).unwrap_or_else(|| crate::NO_DOCUMENT_YET.into());
                     text(503, "waiting", why)
                 }
             }

@@ -307,6 +307,7 @@ async fn over_http_503_with_the_reason_until_the_last_layer_then_the_signed_docu
     let down: std::net::SocketAddr = ([127, 0, 0, 1], 1).into();
     let mirrors = nox_directory::Mirrors::new(vec![down, addr]).unwrap();
     assert_eq!(mirrors.parameters(PATIENCE).await.unwrap(), expected);
+    assert!(mirrors.first_document_pending(PATIENCE).await, "an empty start is told apart");
 
     for node in &nodes[..2] {
         let answer = upload_descriptor(addr, &node.descriptor(), PATIENCE).await.unwrap();
@@ -319,6 +320,7 @@ async fn over_http_503_with_the_reason_until_the_last_layer_then_the_signed_docu
 
     let answer = upload_descriptor(addr, &nodes[2].descriptor(), PATIENCE).await.unwrap();
     assert!(answer.starts_with("accepted; document issued"), "{answer}");
+    assert!(!mirrors.first_document_pending(PATIENCE).await, "a document is served now");
     let document = fetch_document(addr, PATIENCE).await.unwrap();
     let verified =
         document.verify(&VerifyConfig::new(authority().verifying_key(), Geometry::default()), now()).unwrap();
@@ -326,7 +328,7 @@ async fn over_http_503_with_the_reason_until_the_last_layer_then_the_signed_docu
     let (_, metrics) = get("/metrics").await;
     let metrics = String::from_utf8_lossy(&metrics);
     assert!(
-        metrics.contains("outcome=\"waiting\"} 3") && metrics.contains("outcome=\"accepted_waiting\"} 2"),
+        metrics.contains("outcome=\"waiting\"} 4") && metrics.contains("outcome=\"accepted_waiting\"} 2"),
         "{metrics}"
     );
 
