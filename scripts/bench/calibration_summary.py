@@ -14,7 +14,12 @@ import os
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DEFAULT = ["anonymity-calibration-10-40s.json", "anonymity-calibration-30-40s.json"]
+DEFAULT = [
+    "anonymity-calibration-10-40s.json",
+    "anonymity-calibration-30-40s.json",
+    "anonymity-calibration-10-15s.json",
+    "anonymity-calibration-30-15s.json",
+]
 
 
 def main():
