@@ -228,25 +228,6 @@ pub enum OperatorCommand {
 /// `nox node --chain <preset> [--rpc URL]` (`nox_operator::preset`).
 pub use nox_operator::preset::chain_from_preset;
 
-/// `nox client --chain SPEC [--chain-rpc URL]`: the registry a client verifies topologies
-/// against. `SPEC` is a preset (as for `nox node --chain`) or a TOML file with a `[chain]`
-/// section (a node.toml written by `nox operator init`, a testnet's `chain.toml`).
-pub fn client_chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainConfig, String> {
-    let path = Path::new(spec);
-    if path.extension().is_some_and(|e| e == "toml") {
-        // The section as `nox node` reads it: a `preset` expanded into registry, chain id and RPC.
-        let mut chain = nox_node::chain_preset::chain_section(path)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{spec}: no [chain] section"))?;
-        chain.operator_key_file = None;
-        if let Some(rpc) = rpc {
-            chain.rpc_urls = vec![rpc.to_owned()];
-        }
-        return Ok(chain);
-    }
-    chain_from_preset(spec, rpc, None).map_err(|e| e.to_string())
-}
-
 fn open(key: &KeyArgs) -> Result<PrivateKeySigner, OperatorError> {
     session::open_key(&key.keystore, key.password_file.as_deref())
 }

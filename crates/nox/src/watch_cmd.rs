@@ -28,7 +28,8 @@ pub struct WatchArgs {
     #[arg(long)]
     pub rpc: Option<String>,
     /// A directory mirror to read descriptors from (`http://IP:PORT`); repeat for each mirror.
-    #[arg(long = "directory", required = true)]
+    /// Without it: the mirrors the preset's deployment record lists.
+    #[arg(long = "directory")]
     pub directories: Vec<String>,
     /// The reporter's account: a Web3 Secret Storage v3 keystore (`nox operator new-key`); it
     /// pays the gas and receives the reporter's share.
@@ -42,17 +43,23 @@ pub struct WatchArgs {
     pub interval_secs: u64,
 }
 
-/// The registry to watch: a TOML file's `[chain]` section (its `preset` expanded, as `nox node`
-/// reads it), else a preset, exactly as `nox client --chain` takes it.
-fn chain(spec: &str, rpc: Option<&str>) -> Result<nox_chain::ChainConfig, String> {
-    crate::operator_cmd::client_chain(spec, rpc)
-}
-
 /// Runs the watcher until SIGINT or SIGTERM.
 pub fn run(args: &WatchArgs) -> Result<(), String> {
-    let chain = chain(&args.chain, args.rpc.as_deref())?;
+    // The registry to watch: a TOML file's `[chain]` section (its `preset` expanded, as `nox
+    // node` reads it), else a preset, exactly as `nox client --chain` takes it, with the
+    // record's mirrors.
+    let (chain, listed) =
+        nox_client_io::chain_and_mirrors(&args.chain, args.rpc.as_deref()).map_err(|e| e.to_string())?;
     let rpc = chain.rpc_urls.first().cloned().ok_or("the chain section names no RPC URL")?;
-    let mirrors = nox_directory::Mirrors::parse(&args.directories).map_err(|e| e.to_string())?;
+    let directories = if args.directories.is_empty() { listed } else { args.directories.clone() };
+    if directories.is_empty() {
+        return Err(format!(
+            "--chain {}: no directory mirror to watch: give --directory http://IP:PORT (repeat for each), or list \
+             `mirrors` in the deployment record (nox deploy --mirror)",
+            args.chain
+        ));
+    }
+    let mirrors = nox_directory::Mirrors::parse(&directories).map_err(|e| e.to_string())?;
     let pass = PassphraseSource::choose(args.password_file.as_deref(), |n| std::env::var(n).ok())
         .read(false)
         .map_err(|e| e.to_string())?;

@@ -431,7 +431,7 @@ fn every_command_line_in_the_operator_guide_parses() {
         Client(Box<nox::client_cmd::ClientArgs>),
         Watch(nox::watch_cmd::WatchArgs),
         #[command(subcommand)]
-        Wallet(nox::wallet_cmd::WalletCommand),
+        Wallet(Box<nox::wallet_cmd::WalletCommand>),
     }
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
