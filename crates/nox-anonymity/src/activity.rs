@@ -411,9 +411,11 @@ impl Default for SubstitutionConfig {
 type Pending = (f64, usize, u64, LinkEvent, Option<MessageId>);
 
 /// Simulates clients sending with substitution cover through a `layers × width` network and
-/// returns what a GPA sees (client sends, hops, destination emissions; cover is discarded at
-/// the exit) with the ground truth apart. Client `c` writes to destination `c`. Deterministic
-/// for a given `rng` state.
+/// returns what a GPA sees (client sends, hops, destination emissions; drop cover is discarded
+/// at the exit, loops and requests are answered on `reply_packets` SURB replies, node cover
+/// runs at its own rates — see [`SubstitutionConfig`]) with the ground truth apart. Client `c`
+/// writes to destination `c`. An empty topology gives an empty observation. Deterministic for
+/// a given `rng` state.
 pub fn simulate_substitution<R: RngCore + ?Sized>(config: &SubstitutionConfig, rng: &mut R) -> Simulation {
     let topology = Topology::uniform(config.layers, config.width);
     let span = config.duration_us as f64;
