@@ -291,12 +291,8 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     let exit_i = exit_operator.expect("one operator runs the exit");
     let daemon_port = base + 22;
     let mut daemon = Command::new(NOX);
-    daemon.args(["client", "--chain", &record_path, "--chain-rpc", &rpc]).args([
-        "--directory",
-        &format!("http://{directory_addr}"),
-        "--rpc",
-        &format!("127.0.0.1:{daemon_port}"),
-    ]);
+    // No --directory: the daemon takes the mirror from the record too.
+    daemon.args(["client", "--chain", &record_path, "--chain-rpc", &rpc, "--rpc", &format!("127.0.0.1:{daemon_port}")]);
     net.children.push(spawn(&dir, "client-daemon.log", &mut daemon));
     assert!(
         wait_until(Duration::from_secs(30), Duration::from_millis(100), || std::net::TcpStream::connect((
