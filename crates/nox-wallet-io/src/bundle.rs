@@ -33,3 +33,27 @@ pub struct BundleFile {
     /// Unix second after which the payment is refused.
     pub deadline: u64,
 }
+
+impl BundleFile {
+    /// The file for `paid`, the proved `payment`: its payee's chain, executor, relayer and pool,
+    /// its asset, fee, action (and the action's execution hash) and deadline, and the proved
+    /// transaction's calldata and nullifiers.
+    pub fn of(payment: &nox_pay::Payment<'_>, paid: &nox_pay::PaidBundle) -> Self {
+        let action = &payment.action;
+        BundleFile {
+            chain_id: payment.payee.chain_id,
+            executor: payment.payee.executor,
+            payment: payment.payee.pool,
+            payment_data: paid.submission.bundle.paymentData.clone(),
+            fee: U256::from(payment.fee),
+            asset: payment.asset,
+            relayer: payment.payee.relayer,
+            target: action.target,
+            data: action.data.clone(),
+            gas: action.gas,
+            action_hash: B256::from(action.execution_hash(payment.fee)),
+            nullifiers: paid.nullifiers,
+            deadline: payment.deadline,
+        }
+    }
+}

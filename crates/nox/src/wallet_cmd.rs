@@ -27,7 +27,7 @@ use std::{
 };
 
 use alloy::{
-    primitives::{Address, B256, Bytes, U256},
+    primitives::{Address, B256, Bytes},
     providers::{DynProvider, Provider, ProviderBuilder},
     rpc::types::TransactionRequest,
 };
@@ -1298,7 +1298,7 @@ async fn pay(a: &PayArgs) -> CmdResult {
         payee,
         asset,
         fee: a.fee,
-        action: action.clone(),
+        action,
         outputs: Vec::new(),
         join: false,
         public_out: 0,
@@ -1309,21 +1309,7 @@ async fn pay(a: &PayArgs) -> CmdResult {
     let prepared = payment.prepare(&view, &seed, &mut os_rng()).map_err(|e| e.to_string())?;
     let proof = prove_transaction(&a.chain.wallet, &prepared)?;
     let paid = payment.bundle(&prepared, &proof);
-    let bundle = BundleFile {
-        chain_id,
-        executor,
-        payment: at.pool,
-        payment_data: paid.submission.bundle.paymentData.clone(),
-        fee: U256::from(a.fee),
-        asset,
-        relayer: a.relayer,
-        target: action.target,
-        data: action.data.clone(),
-        gas: action.gas,
-        action_hash: B256::from(action.execution_hash(a.fee)),
-        nullifiers: paid.nullifiers,
-        deadline,
-    };
+    let bundle = BundleFile::of(&payment, &paid);
     let json = serde_json::to_vec_pretty(&bundle).map_err(|e| e.to_string())?;
     std::fs::write(&a.out, json).map_err(|e| format!("{}: {e}", a.out.display()))?;
     println!(
@@ -1331,10 +1317,10 @@ async fn pay(a: &PayArgs) -> CmdResult {
         a.out.display(),
         unit.show(a.fee),
         a.relayer,
-        if action.is_none() {
+        if payment.action.is_none() {
             "no action (payment only)".to_owned()
         } else {
-            format!("the action on {}", action.target)
+            format!("the action on {}", payment.action.target)
         },
         unit.show(paid.change)
     );
