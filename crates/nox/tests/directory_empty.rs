@@ -1,14 +1,11 @@
 //! A network started from a directory with no initial document (issue 33): `nox directory`
 //! with `[schedule] genesis = "now"`, a `state_file` and an `admitted` list (no chain) answers
-//! `GET /topology` with 503 and the empty layers, serves `GET /parameters`, keeps uploads until
-//! every layer has a node and then signs its first document; three `nox node`s on loopback run
-//! on it and `nox client echo --directory URL --authority KEY` gets a reply. A restarted
-//! directory keeps the genesis of its first start and serves the last document it issued.
-//!
-//! The descriptors are uploaded by the test, built from each node's keys and the parameters the
-//! directory serves, before the nodes start: today `nox node` needs a document naming it to
-//! start (nox-node's `initial_topology`; a node started against an empty directory stops after
-//! ~5 s with the 503). Run under the e2e lock:
+//! `GET /topology` with 503 and the empty layers and serves `GET /parameters`; three `nox node`s
+//! on loopback, started from their configurations alone (the entry first and alone: it waits,
+//! it does not stop), upload their first descriptors; the directory signs its first document
+//! when the last layer's arrives, the nodes run on it, and `nox client echo --directory URL
+//! --authority KEY` gets a reply. A restarted directory keeps the genesis of its first start and
+//! serves the last document it issued. Run under the e2e lock:
 //! `flock /tmp/nox-e2e.lock cargo test -p nox --test directory_empty`.
 
 use std::net::SocketAddr;
@@ -57,10 +54,6 @@ fn logs(dir: &Path, names: &[&str]) -> String {
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let (status, body) = nox_directory::get_blocking(addr, path, PATIENCE).expect("the directory answers");
     (status, String::from_utf8_lossy(&body).into_owned())
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
 
 #[test]
@@ -135,60 +128,52 @@ fn a_network_starts_from_an_empty_directory_and_a_client_gets_a_reply() {
     let schedule = parameters.schedule;
     assert_eq!((parameters.layers, schedule.epoch_length().as_secs()), (layers, 3600));
 
-    // Each node's first descriptor, built from its keys and the served parameters, uploaded in
-    // layer order: 503 until the last layer's, then the signed document.
+    // The nodes start from their configurations alone, the entry first and alone: it takes the
+    // schedule from the directory's parameters, uploads its first descriptor and waits (it does
+    // not stop) while the directory still has empty layers.
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    for (i, keys) in nodes.iter().enumerate() {
-        let identity = nox_keystore::load_identity(keys).expect("identity");
-        let scheme = parameters.sphinx_scheme;
-        let mut store =
-            nox_keystore::EpochKeyStore::open_for(&nox_keystore::sphinx_dir(keys, scheme), schedule, scheme)
-                .expect("epoch keys");
-        store.rotate(now, &mut rng).expect("epoch keys for now");
-        let sphinx_keys = store.public_keys(schedule.published_epochs(now)).expect("public keys");
-        let address: SocketAddr = ([127, 0, 0, 1], ports[i]).into();
-        let descriptor =
-            identity.descriptor_with_endpoints(address, None, false, layers, 0, sphinx_keys).expect("descriptor");
-        let answer = runtime()
-            .block_on(nox_directory::upload_descriptor(directory_addr, &descriptor, PATIENCE))
-            .expect("upload accepted");
-        let (status, body) = get(directory_addr, "/topology");
-        if i < 2 {
-            assert!(answer.starts_with("accepted; no document yet"), "{answer}");
-            assert_eq!(status, 503, "{body}");
-            assert!(body.contains(&format!("{} of 3 layers have none", 2 - i)), "{body}");
-        } else {
-            assert!(answer.starts_with("accepted; document issued"), "{answer}");
-            assert_eq!(status, 200, "{body}");
-        }
-    }
-    let document = nox_topology::TopologyDocument::from_json(get(directory_addr, "/topology").1.as_bytes()).unwrap();
-    let verify = nox_topology::VerifyConfig::new(authority.verifying_key(), nox_sphinx::Geometry::default());
-    let first = document.verify(&verify, now).expect("the first document verifies");
-    assert_eq!((first.nodes().len(), *first.schedule()), (3, schedule));
-
-    // The nodes run on it, from their configurations alone.
-    for (i, keys) in nodes.iter().enumerate() {
+    let node_logs = ["node0.log", "node1.log", "node2.log"];
+    let start_node = |net: &mut Processes, i: usize| {
         let config = format!(
             "[node]\nkey_dir = {:?}\nlisten = \"127.0.0.1:{}\"\nlayers = 3\n\n[mixing]\nmean_delay_ms = 1.0\n\n[pipeline]\nworkers = 1\n\n[cover]\nloop_rate = 1.0\ndrop_rate = 0.0\n\n[admission]\nmax_connections_per_address = 1000\nmax_connections_per_subnet = 1000\nban_on_offence = false\n\n[topology]\nurl = \"http://{directory_addr}\"\nauthority_key = \"{authority_hex}\"\n",
-            keys.display().to_string(),
+            nodes[i].display().to_string(),
             ports[i],
         );
         let path = dir.join(format!("node{i}.toml"));
         std::fs::write(&path, config).unwrap();
         let mut node = Command::new(NOX);
         node.args(["node", "--config"]).arg(&path);
-        net.children.push(spawn(&dir, &format!("node{i}.log"), &mut node));
-    }
-    let node_logs = ["node0.log", "node1.log", "node2.log"];
+        net.children.push(spawn(&dir, node_logs[i], &mut node));
+    };
+    start_node(&mut net, 0);
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(200), || get(directory_addr, "/topology")
+            .1
+            .contains("2 of 3 layers have none")),
+        "the entry's first descriptor was not kept:\n{}",
+        logs(&dir, &["directory.log", "node0.log"])
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(net.children[1].try_wait().unwrap().is_none(), "the entry stopped:\n{}", logs(&dir, &["node0.log"]));
+    assert_eq!(get(directory_addr, "/topology").0, 503, "no document with two empty layers");
+
+    // The other layers' nodes: the first document, signed by the directory, and all three run.
+    start_node(&mut net, 1);
+    start_node(&mut net, 2);
     let started =
         |i: usize| std::fs::read_to_string(dir.join(node_logs[i])).unwrap_or_default().contains("node started");
     assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(200), || (0..3).all(started)),
+        wait_until(Duration::from_secs(60), Duration::from_millis(200), || (0..3).all(started)),
         "the nodes did not all start:\n{}",
-        logs(&dir, &node_logs)
+        logs(&dir, &["directory.log", "node0.log", "node1.log", "node2.log"])
     );
+    let (status, body) = get(directory_addr, "/topology");
+    assert_eq!(status, 200, "{body}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let document = nox_topology::TopologyDocument::from_json(body.as_bytes()).unwrap();
+    let verify = nox_topology::VerifyConfig::new(authority.verifying_key(), nox_sphinx::Geometry::default());
+    let first = document.verify(&verify, now).expect("the first document verifies");
+    assert_eq!((first.nodes().len(), *first.schedule()), (3, schedule));
 
     // A client that knows only the directory's URL and the authority key gets a reply.
     let out = Command::new(NOX)
