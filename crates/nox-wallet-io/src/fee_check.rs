@@ -38,6 +38,20 @@ impl From<QuoteRefusal> for FeeCheckError {
     }
 }
 
+/// Whether the exit's relayer (its `quote`) serves the wallet's pool `pool` on chain `chain_id`:
+/// a relayer of another pool or chain is refused before anything is checked or proved.
+pub fn same_pool(quote: &Quote, chain_id: u64, pool: Address) -> Result<(), PayError> {
+    if quote.chain_id != chain_id || quote.pool != pool {
+        return Err(PayError::OtherPool {
+            relayer_pool: quote.pool,
+            relayer_chain: quote.chain_id,
+            pool,
+            chain: chain_id,
+        });
+    }
+    Ok(())
+}
+
 /// A Uniswap v2 pair this client reads a token's value in wei from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TokenPair {
@@ -149,6 +163,31 @@ mod tests {
         );
         assert_eq!(e.to_string(), expected);
         assert!(e.to_string().ends_with("; nothing was proved, spent or sent"));
+    }
+
+    #[test]
+    fn a_relayer_of_another_pool_or_chain_is_refused() {
+        let quote = Quote {
+            chain_id: 31337,
+            executor: Address::repeat_byte(1),
+            relayer: Address::repeat_byte(2),
+            pool: Address::repeat_byte(3),
+            block: 10,
+            base_fee: U256::from(1u64),
+            priority_fee: U256::from(1u64),
+            max_fee_per_gas: U256::from(2u64),
+            margin_bps: 1_000,
+            gas_extra_bps: 2_000,
+            prices: Vec::new(),
+            payment_gas: 420_000,
+            insertion_gas: 0,
+            l1_data_gas: 0,
+        };
+        assert!(same_pool(&quote, 31337, Address::repeat_byte(3)).is_ok());
+        let other_pool = same_pool(&quote, 31337, Address::repeat_byte(4)).unwrap_err();
+        assert!(matches!(other_pool, PayError::OtherPool { chain: 31337, .. }), "{other_pool}");
+        let other_chain = same_pool(&quote, 1, Address::repeat_byte(3)).unwrap_err();
+        assert!(matches!(other_chain, PayError::OtherPool { relayer_chain: 31337, chain: 1, .. }), "{other_chain}");
     }
 
     #[tokio::test]

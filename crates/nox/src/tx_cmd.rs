@@ -267,15 +267,7 @@ async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>) -> Resu
     let at = wallet_cmd::resolve(&chain.pool, Some(relay.client())).await?;
     let provider = wallet_cmd::read_provider(&at.rpc)?;
     let (chain_id, now) = wallet_cmd::chain_context(&provider).await?;
-    if quote.chain_id != chain_id || quote.pool != at.pool {
-        let e = PayError::OtherPool {
-            relayer_pool: quote.pool,
-            relayer_chain: quote.chain_id,
-            pool: at.pool,
-            chain: chain_id,
-        };
-        return Err(e.to_string().into());
-    }
+    nox_wallet_io::fee_check::same_pool(&quote, chain_id, at.pool).map_err(|e| e.to_string())?;
     // A re-run after a lost answer: the earlier transaction is looked for first (landed: report
     // it; pending: wait), so nothing is paid twice.
     let intent = format!("{} in {}", fee_for.intent, at.pool);
