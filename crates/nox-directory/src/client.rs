@@ -199,8 +199,8 @@ pub const NO_DOCUMENT_YET: &str = "no topology document yet";
 
 impl Mirrors {
     /// Whether some mirror answers `GET /topology` with 503 [`NO_DOCUMENT_YET`]: the network's
-    /// directory started empty and waits for its nodes (a node should then start with
-    /// [`join_first_document`] rather than stop).
+    /// directory started empty and waits for its nodes (a node should then announce itself
+    /// rather than stop).
     pub async fn first_document_pending(&self, timeout: Duration) -> bool {
         for &addr in self.addrs.iter() {
             if let Err(ClientError::Status { status: 503, message }) = fetch_document(addr, timeout).await
@@ -229,72 +229,6 @@ impl Mirrors {
             }
         }
         Err(ClientError::AllMirrors(failures.join("; ")))
-    }
-}
-
-/// How [`join_first_document`] paces itself.
-#[derive(Clone, Copy, Debug)]
-pub struct JoinPace {
-    /// Time allowed for one exchange with one mirror.
-    pub timeout: Duration,
-    /// Pause between rounds.
-    pub retry: Duration,
-}
-
-/// A node's start on a network that may have no document yet (a directory that started empty):
-/// every round it reads the parameters (`GET /parameters`), builds its descriptor for them with
-/// `descriptor` (called again each round, so keys rotated across an epoch boundary are
-/// current), uploads it to every mirror and fetches the document, until one that `check`
-/// accepts names the node (`names_me`). A document whose schedule or layer count differs from
-/// the parameters is refused (the parameters are not signed; the document is). It never gives
-/// up on its own: `Ok(None)` when `stop` turns true. Failures are logged, once per new reason.
-pub async fn join_first_document<T, E: std::fmt::Display>(
-    mirrors: &Mirrors,
-    pace: JoinPace,
-    mut descriptor: impl FnMut(&NetworkParameters) -> Result<SignedDescriptor, String>,
-    check: impl Fn(TopologyDocument) -> Result<T, E>,
-    names_me: impl Fn(&T) -> bool,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<Option<T>, ClientError> {
-    let mut last_reason = String::new();
-    loop {
-        let reason = match mirrors.parameters(pace.timeout).await {
-            Err(error) => error.to_string(),
-            Ok(parameters) => match descriptor(&parameters) {
-                Err(error) => return Err(ClientError::Parameters(format!("building the descriptor: {error}"))),
-                Ok(signed) => {
-                    let mut uploads = Vec::new();
-                    for &addr in mirrors.addrs() {
-                        match upload_descriptor(addr, &signed, pace.timeout).await {
-                            Ok(answer) => uploads.push(format!("{addr}: {answer}")),
-                            Err(error) => uploads.push(error.to_string()),
-                        }
-                    }
-                    let fetched = mirrors
-                        .fetch(pace.timeout, |document| {
-                            if document.schedule != parameters.schedule || parameters.layers.get() != document.layers {
-                                return Err("the document's schedule or layers differ from the directory's parameters"
-                                    .to_string());
-                            }
-                            check(document).map_err(|e| e.to_string())
-                        })
-                        .await;
-                    match fetched {
-                        Ok(value) if names_me(&value) => return Ok(Some(value)),
-                        Ok(_) => format!("the document does not name this node yet ({})", uploads.join("; ")),
-                        Err(error) => format!("{error} ({})", uploads.join("; ")),
-                    }
-                }
-            },
-        };
-        if reason != last_reason {
-            tracing::info!(%reason, "waiting for the network's document");
-            last_reason = reason;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(pace.retry) => {}
-            _ = stop.wait_for(|s| *s) => return Ok(None),
-        }
     }
 }
 

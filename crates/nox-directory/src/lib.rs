@@ -9,8 +9,8 @@ mod registry;
 mod server;
 
 pub use client::{
-    ClientError, JoinPace, Mirrors, NO_DOCUMENT_YET, NetworkParameters, fetch_document, fetch_document_blocking,
-    fetch_document_from, fetch_parameters, get_blocking, join_first_document, parse_url, upload_descriptor,
+    ClientError, Mirrors, NO_DOCUMENT_YET, NetworkParameters, fetch_document, fetch_document_blocking,
+    fetch_document_from, fetch_parameters, get_blocking, parse_url, upload_descriptor,
 };
 pub use config::{ConfigError, DirectoryConfig, Genesis, ScheduleSection, resolve_schedule};
 pub use registry::{Accepted, Refusal, Registry};

@@ -251,23 +251,23 @@ pub async fn network_parameters(
     geometry: &Geometry,
 ) -> Result<Option<nox_directory::NetworkParameters>, NodeError> {
     let Some(mirrors) = section.directory()? else { return Ok(None) };
-    for &addr in mirrors.addrs() {
-        match nox_directory::fetch_parameters(addr, TIMEOUT).await {
-            Ok(p) if p.sphinx_scheme != geometry.scheme() || p.packet_len != geometry.packet_len() => {
-                return Err(NodeError::Topology(format!(
-                    "the directory at {addr} runs {} packets of {} bytes; this node is configured for {} packets of {} \
-                     bytes",
-                    p.sphinx_scheme,
-                    p.packet_len,
-                    geometry.scheme(),
-                    geometry.packet_len()
-                )));
-            }
-            Ok(p) => return Ok(Some(p)),
-            Err(error) => tracing::debug!(%addr, %error, "no network parameters"),
+    let p = match mirrors.parameters(TIMEOUT).await {
+        Ok(p) => p,
+        Err(error) => {
+            tracing::debug!(%error, "no network parameters");
+            return Ok(None);
         }
+    };
+    if p.sphinx_scheme != geometry.scheme() || p.packet_len != geometry.packet_len() {
+        return Err(NodeError::Topology(format!(
+            "the directory runs {} packets of {} bytes; this node is configured for {} packets of {} bytes",
+            p.sphinx_scheme,
+            p.packet_len,
+            geometry.scheme(),
+            geometry.packet_len()
+        )));
     }
-    Ok(None)
+    Ok(Some(p))
 }
 
 /// A registered node that the directory's document does not name yet (a new node joining a
