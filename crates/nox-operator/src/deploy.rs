@@ -214,6 +214,27 @@ pub fn check_mirror(url: &str) -> Result<(), OperatorError> {
     }
 }
 
+/// The mirrors a (re-)deployment records: the ones given (each checked, [`check_mirror`]), or,
+/// when none are given, the ones the existing record in `deployments` for `chain_id` lists (a
+/// re-run keeps them), or none.
+pub fn mirrors_for(
+    deployments: &std::path::Path,
+    chain_id: u64,
+    given: &[String],
+) -> Result<Vec<String>, OperatorError> {
+    if !given.is_empty() {
+        for mirror in given {
+            check_mirror(mirror)?;
+        }
+        return Ok(given.to_vec());
+    }
+    let existing = deployments.join(format!("{chain_id}.json"));
+    match existing.is_file() {
+        true => Ok(DeploymentRecord::load(&existing)?.mirrors),
+        false => Ok(Vec::new()),
+    }
+}
+
 /// What one deployment run did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeployOutcome {

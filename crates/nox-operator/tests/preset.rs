@@ -62,3 +62,28 @@ fn mirrors_round_trip_and_bad_ones_are_refused() {
         assert!(matches!(&refused, Err(OperatorError::Record(m)) if m.contains(bad)), "{bad}: {refused:?}");
     }
 }
+
+#[test]
+fn a_redeployment_keeps_the_recorded_mirrors_unless_given_new_ones() {
+    use nox_operator::deploy::mirrors_for;
+    let dir = tempfile::tempdir().unwrap();
+    // No record yet, none given: none.
+    assert_eq!(mirrors_for(dir.path(), 13, &[]).unwrap(), Vec::<String>::new());
+    let mut record = committed();
+    record.chain_id = 13;
+    record.mirrors = vec!["http://198.51.100.7:8000".into()];
+    record.store(dir.path()).unwrap();
+    // A re-run without --mirror keeps what the record lists (not another chain's record).
+    assert_eq!(mirrors_for(dir.path(), 13, &[]).unwrap(), record.mirrors);
+    assert_eq!(mirrors_for(dir.path(), 14, &[]).unwrap(), Vec::<String>::new());
+    // Given ones replace them; a bad one is refused by name.
+    let given = vec!["https://dir.example.org".to_string()];
+    assert_eq!(mirrors_for(dir.path(), 13, &given).unwrap(), given);
+    let bad = vec!["http://ok.example:1".to_string(), "dir.example.org:80".to_string()];
+    assert!(
+        matches!(mirrors_for(dir.path(), 13, &bad), Err(OperatorError::Record(m)) if m.contains("dir.example.org:80"))
+    );
+    // A broken record is an error, not silently no mirrors.
+    std::fs::write(dir.path().join("15.json"), "{").unwrap();
+    assert!(matches!(mirrors_for(dir.path(), 15, &[]), Err(OperatorError::Record(_))));
+}

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use nox_chain::{Address, PrivateKeySigner, Registration, U256};
 use nox_operator::ops::{self, NodeStatus};
 use nox_operator::session::{self, Session};
-use nox_operator::{DeployPlan, DeploymentRecord, OperatorError, Preset};
+use nox_operator::{DeployPlan, OperatorError, Preset};
 
 /// The operator's key.
 #[derive(Args, Clone, Debug)]
@@ -275,19 +275,9 @@ pub fn deploy(args: DeployArgs) -> Result<(), String> {
         eprintln!("{w}");
     }
     let mut outcome = outcome;
-    outcome.record.mirrors = if args.mirrors.is_empty() {
-        // A re-run keeps the mirrors the existing record lists.
-        let existing = args.deployments.join(format!("{}.json", outcome.record.chain_id));
-        match existing.is_file() {
-            true => DeploymentRecord::load(&existing).map_err(|e| e.to_string())?.mirrors,
-            false => Vec::new(),
-        }
-    } else {
-        for m in &args.mirrors {
-            nox_operator::deploy::check_mirror(m).map_err(|e| format!("--mirror: {e}"))?;
-        }
-        args.mirrors.clone()
-    };
+    outcome.record.mirrors =
+        nox_operator::deploy::mirrors_for(&args.deployments, outcome.record.chain_id, &args.mirrors)
+            .map_err(|e| e.to_string())?;
     let path = outcome.record.store(&args.deployments).map_err(|e| e.to_string())?;
     if outcome.created.is_empty() {
         println!("nothing to deploy: every contract is already at its address");
