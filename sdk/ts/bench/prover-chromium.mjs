@@ -24,7 +24,7 @@ export async function proveInChromium({ executablePath, wasm, key, fixture, proo
     "/nox_wasm.wasm": ["application/wasm", wasm],
     "/transfer.pk": ["application/octet-stream", key],
   };
-  for (const f of ["prover.js", "prover-worker.js", "prover-split.js", "nox_wasm.mjs"]) {
+  for (const f of ["prover.js", "prover-worker.js", "prover-split.js", "worker-port.js", "nox_wasm.mjs"]) {
     files[`/dist/${f}`] = ["text/javascript", readFileSync(join(dist, f))];
   }
   const server = createServer((req, res) => {

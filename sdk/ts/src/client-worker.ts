@@ -9,10 +9,7 @@ import { NoxError } from "./errors.js";
 import type { WebSocketLike } from "./link.js";
 import { loadModule } from "./wasm.js";
 import { type ClientWorkerReply, type ClientWorkerRequest, READY, toWire } from "./client-worker-proxy.js";
-
-interface Port {
-  postMessage(message: ClientWorkerReply | typeof READY): void;
-}
+import { workerChannel } from "./worker-port.js";
 
 let client: NoxClient | undefined;
 
@@ -78,24 +75,9 @@ async function handle(msg: ClientWorkerRequest): Promise<unknown> {
   }
 }
 
-async function port(): Promise<{ port: Port; listen(f: (m: ClientWorkerRequest) => void): void }> {
-  const self = globalThis as unknown as {
-    postMessage?: (m: unknown, transfer?: Transferable[]) => void;
-    addEventListener?: (t: string, f: (e: { data: ClientWorkerRequest }) => void) => void;
-  };
-  if (typeof self.postMessage === "function" && typeof self.addEventListener === "function") {
-    const post = self.postMessage.bind(self);
-    const add = self.addEventListener.bind(self);
-    return { port: { postMessage: (m) => post(m) }, listen: (f) => add("message", (e) => f(e.data)) };
-  }
-  const { parentPort } = await import("node:worker_threads");
-  if (parentPort === null) throw new Error("client-worker.js must run in a Worker");
-  return { port: parentPort, listen: (f) => parentPort.on("message", f) };
-}
-
 // No top-level await: bundlers build Workers as classic scripts by default (Vite: iife), which
 // cannot hold one.
-void port().then(({ port: out, listen }) => {
+void workerChannel<ClientWorkerRequest, ClientWorkerReply | typeof READY>("client-worker.js").then(({ port: out, listen }) => {
   // Calls run concurrently (requests wait on the mixnet, not on each other), answered by id.
   // A message without a numeric id is not ours and is ignored.
   listen((msg) => {

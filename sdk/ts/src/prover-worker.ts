@@ -5,14 +5,13 @@
 // The proving key is fetched once and cached: in IndexedDB where the Worker has it (browsers;
 // it survives reloads), else in this Worker's memory.
 
-import { NoxWasm, NoxWasmError } from "./nox_wasm.mjs";
+import { NoxWasm } from "./nox_wasm.mjs";
 import type { ProverRequest, ProverReply, KeySource, WasmSource } from "./prover.js";
 import { SplitProver, deviceMemory, memoryWorkerCap, workerCount } from "./prover-split.js";
 import type { WorkerCapSource } from "./prover-split.js";
+import { compileModule, serveInOrder, workerChannel, type WorkerPort } from "./worker-port.js";
 
-interface Port {
-  postMessage(message: ProverReply, transfer?: ArrayBuffer[]): void;
-}
+type Port = WorkerPort<ProverReply>;
 
 const DB_NAME = "nox-prover";
 const STORE = "keys";
@@ -68,16 +67,6 @@ async function cachePut(name: string, bytes: Uint8Array, useIdb: boolean): Promi
   }
 }
 
-async function compile(source: WasmSource): Promise<WebAssembly.Module> {
-  if (source instanceof WebAssembly.Module) return source;
-  if (typeof source === "string") {
-    const response = await fetch(source);
-    if (!response.ok) throw new Error(`module ${source}: HTTP ${response.status}`);
-    return WebAssembly.compile(await response.arrayBuffer());
-  }
-  return WebAssembly.compile(source instanceof Uint8Array ? source.slice() : source);
-}
-
 /**
  * Loads the proving key into the module. The published key is compressed (decompressing its
  * points takes seconds in WebAssembly), so the cache keeps the uncompressed copy the module
@@ -108,7 +97,7 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
   const id = msg.id;
   if (msg.op === "init") {
     const t0 = performance.now();
-    const module = await compile(msg.wasm);
+    const module = await compileModule(msg.wasm);
     wasm = await NoxWasm.instantiate(module);
     const t1 = performance.now();
     if (msg.role !== "helper") port.postMessage({ id, progress: { stage: "module", ms: t1 - t0 } });
@@ -158,34 +147,6 @@ async function handle(msg: ProverRequest, port: Port): Promise<ProverReply> {
   return { id, ok: true, result: { proof, publicInputs, description, prepareMs: t1 - t0, proveMs: t2 - t1 } };
 }
 
-async function port(): Promise<{ port: Port; listen(f: (m: ProverRequest) => void): void }> {
-  const self = globalThis as unknown as {
-    postMessage?: (m: unknown) => void;
-    addEventListener?: (t: string, f: (e: { data: ProverRequest }) => void) => void;
-  };
-  if (typeof self.postMessage === "function" && typeof self.addEventListener === "function") {
-    const post = self.postMessage.bind(self);
-    const add = self.addEventListener.bind(self);
-    return { port: { postMessage: (m) => post(m) }, listen: (f) => add("message", (e) => f(e.data)) };
-  }
-  const { parentPort } = await import("node:worker_threads");
-  if (parentPort === null) throw new Error("prover-worker.js must run in a Worker");
-  return { port: parentPort, listen: (f) => parentPort.on("message", f) };
-}
-
 // No top-level await: bundlers build Workers as classic scripts by default (Vite: iife), which
-// cannot hold one. In a browser `port()` settles in a microtask, before any message task runs.
-void port().then(({ port: out, listen }) => {
-  // One message at a time, in order: a proof never interleaves with another.
-  let queue: Promise<void> = Promise.resolve();
-  listen((msg) => {
-    queue = queue.then(async () => {
-      try {
-        out.postMessage(await handle(msg, out));
-      } catch (e) {
-        const code = e instanceof NoxWasmError ? e.code : undefined;
-        out.postMessage({ id: msg.id, ok: false, error: { message: e instanceof Error ? e.message : String(e), code } });
-      }
-    });
-  });
-});
+// cannot hold one. One message at a time, in order: a proof never interleaves with another.
+void workerChannel<ProverRequest, ProverReply>("prover-worker.js").then((channel) => serveInOrder(channel, handle));

@@ -3,30 +3,16 @@
 // runs on the page's main thread. Runs as a browser module Worker (`self`) and as a Node
 // `worker_threads` Worker (`parentPort`).
 
-import { NoxWasm, NoxWasmError } from "./nox_wasm.mjs";
-import type { WasmSource } from "./prover.js";
+import { NoxWasm } from "./nox_wasm.mjs";
 import type { SyncedPage, WalletWorkerReply, WalletWorkerRequest } from "./wallet-sync.js";
 import type { WalletBalances } from "./wallet.js";
-
-interface Port {
-  postMessage(message: WalletWorkerReply): void;
-}
+import { compileModule, serveInOrder, workerChannel } from "./worker-port.js";
 
 let wasm: NoxWasm | undefined;
 
-async function compile(source: WasmSource): Promise<WebAssembly.Module> {
-  if (source instanceof WebAssembly.Module) return source;
-  if (typeof source === "string") {
-    const response = await fetch(source);
-    if (!response.ok) throw new Error(`module ${source}: HTTP ${response.status}`);
-    return WebAssembly.compile(await response.arrayBuffer());
-  }
-  return WebAssembly.compile(source instanceof Uint8Array ? source.slice() : source);
-}
-
 async function handle(msg: WalletWorkerRequest): Promise<WalletWorkerReply> {
   if (msg.op === "init") {
-    wasm = await NoxWasm.instantiate(await compile(msg.wasm));
+    wasm = await NoxWasm.instantiate(await compileModule(msg.wasm));
     return { id: msg.id, ok: true, result: null };
   }
   try {
@@ -41,32 +27,5 @@ async function handle(msg: WalletWorkerRequest): Promise<WalletWorkerReply> {
   }
 }
 
-async function port(): Promise<{ port: Port; listen(f: (m: WalletWorkerRequest) => void): void }> {
-  const self = globalThis as unknown as {
-    postMessage?: (m: unknown) => void;
-    addEventListener?: (t: string, f: (e: { data: WalletWorkerRequest }) => void) => void;
-  };
-  if (typeof self.postMessage === "function" && typeof self.addEventListener === "function") {
-    const post = self.postMessage.bind(self);
-    const add = self.addEventListener.bind(self);
-    return { port: { postMessage: (m) => post(m) }, listen: (f) => add("message", (e) => f(e.data)) };
-  }
-  const { parentPort } = await import("node:worker_threads");
-  if (parentPort === null) throw new Error("wallet-worker.js must run in a Worker");
-  return { port: parentPort, listen: (f) => parentPort.on("message", f) };
-}
-
 // No top-level await (bundlers build Workers as classic scripts by default).
-void port().then(({ port: out, listen }) => {
-  let queue: Promise<void> = Promise.resolve();
-  listen((msg) => {
-    queue = queue.then(async () => {
-      try {
-        out.postMessage(await handle(msg));
-      } catch (e) {
-        const code = e instanceof NoxWasmError ? e.code : undefined;
-        out.postMessage({ id: msg.id, ok: false, error: { message: e instanceof Error ? e.message : String(e), code } });
-      }
-    });
-  });
-});
+void workerChannel<WalletWorkerRequest, WalletWorkerReply>("wallet-worker.js").then((channel) => serveInOrder(channel, handle));
