@@ -17,8 +17,24 @@ import { SEED_LEN, openSeed, openState, sealSeed, sealState, wipe } from "./seal
 import type { SyncCursor, WalletStore } from "./store.js";
 import type { WalletSyncWorker } from "./wallet-sync.js";
 
-/** Blocks per `eth_getLogs` page (`nox_chain::pool_sync::LOG_PAGE`: an exit's default bound). */
+/**
+ * Blocks per `eth_getLogs` page at most (`nox_chain::pool_sync::LOG_PAGE`: an exit's default
+ * bound). A page whose answer does not fit the reply (refused `too-large` or `not-enough-surbs`:
+ * the request's SURBs carry ~255 × 3.7 KiB at most, 16 KiB by default, and a pool log is ~1 KB of
+ * JSON) is asked again as two halves, down to one block; the smaller span is kept for the rest of
+ * the sync.
+ */
 export const LOG_PAGE = 1000;
+
+/** An `eth_getLogs` refusal that a smaller block range can avoid: the answer was too large. */
+function answerTooLarge(error: unknown): boolean {
+  const statusOf = (e: unknown): unknown =>
+    typeof e === "object" && e !== null
+      ? ((e as { status?: unknown }).status ?? (e as { data?: { status?: unknown } }).data?.status)
+      : undefined;
+  const status = statusOf(error) ?? statusOf((error as { cause?: unknown } | null)?.cause);
+  return status === "too-large" || status === "not-enough-surbs";
+}
 
 /** One asset's balance (`nox wallet balance`'s figures; amounts are decimal strings of base units). */
 export interface AssetBalance {
@@ -48,6 +64,10 @@ export interface SyncReport {
   logs: number;
   /** Milliseconds spent. */
   ms: number;
+  /** `eth_getLogs` pages read. */
+  pages: number;
+  /** Pages refused as too large and asked again in halves. */
+  halved: number;
 }
 
 /** How to open a wallet. */
@@ -256,13 +276,28 @@ export class NoxWallet {
     let from = Math.max(this.lastBlock + 1, this.#fromBlock);
     let view = this.#view;
     let logs = 0;
+    let pages = 0;
+    let halved = 0;
+    let span = LOG_PAGE;
     const pool = hexBytes(this.#pool, 20, "pool");
     while (from <= head) {
-      const to = Math.min(from + LOG_PAGE - 1, head);
-      const page = (await this.#provider.request({
-        method: "eth_getLogs",
-        params: [{ address: this.#pool, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }],
-      })) as unknown[];
+      const to = Math.min(from + span - 1, head);
+      let page: unknown[];
+      try {
+        page = (await this.#provider.request({
+          method: "eth_getLogs",
+          params: [{ address: this.#pool, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }],
+        })) as unknown[];
+      } catch (error) {
+        if (to > from && answerTooLarge(error)) {
+          span = Math.ceil((to - from + 1) / 2);
+          halved++;
+          this.#check();
+          continue;
+        }
+        throw error;
+      }
+      pages++;
       if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       this.#check();
       let sealed: Uint8Array | undefined;
@@ -284,7 +319,7 @@ export class NoxWallet {
       await this.#save(to, sealed);
     }
     this.#view = view;
-    return { head, logs, ms: performance.now() - started };
+    return { head, logs, ms: performance.now() - started, pages, halved };
   }
 
   /**

@@ -1,0 +1,103 @@
+// The wallet's `eth_getLogs` pages shrink when an answer does not fit (issue 31), in Node with the
+// real module: through the mixnet an answer must fit the request's SURBs (16 KiB by default, at
+// most ~255 reply packets), so an exit refuses a page of 1,000 busy blocks as `too-large` (a pool
+// log is ~1 KB of JSON). The provider here refuses, as a NoxProvider surfaces the exit's refusal,
+// any answer of more than 300 logs; the wallet must ask again in halves, read every block exactly
+// once, and end with the view of a wallet whose pages were never refused. Other refusals, and a
+// single block too large, are still errors.
+//   NOX_WASM=<nox_wasm.wasm> node --test test/wallet-pages.test.mjs
+
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { keccak256, toHex } from "viem";
+import { NoxRefusedError, NoxWallet, ProviderRpcError, toProviderError } from "../dist/index.js";
+import { WASM } from "./testnet-helper.mjs";
+
+const wasm = readFileSync(WASM);
+const POOL = "0x00000000000000000000000000000000000000aa";
+const DEPOSITED = keccak256(toHex("Deposited(uint256,uint256,address,uint256,bytes)"));
+const word = (n) => BigInt(n).toString(16).padStart(64, "0");
+const NOTE_LEN = 104;
+
+/** `Deposited` at block i + 1 with a random commitment (< 2^248) and memo (none the wallet's). */
+function log(i) {
+  const commitment = `00${randomBytes(31).toString("hex")}`;
+  const memo = randomBytes(NOTE_LEN).toString("hex");
+  return {
+    address: POOL,
+    topics: [DEPOSITED, `0x${word(i)}`, `0x${word(0)}`],
+    data: `0x${commitment}${word(1000 + i)}${word(0x60)}${word(NOTE_LEN)}${memo}${"0".repeat(48)}`,
+    blockNumber: `0x${(i + 1).toString(16)}`,
+    logIndex: "0x0",
+    removed: false,
+  };
+}
+const logs = Array.from({ length: 2500 }, (_, i) => log(i));
+
+/** Logs one per block; refuses (as the exit, through the provider) answers of more than `limit` logs with `status`. */
+function chain(limit, status = "too-large") {
+  const c = {
+    asked: [],
+    answered: [],
+    async request({ method, params }) {
+      if (method === "eth_blockNumber") return `0x${logs.length.toString(16)}`;
+      const from = Number(params[0].fromBlock);
+      const to = Number(params[0].toBlock);
+      c.asked.push([from, to]);
+      const page = logs.slice(from - 1, to);
+      if (page.length > limit) throw toProviderError(new NoxRefusedError(status, `an answer of ${page.length} logs`));
+      c.answered.push([from, to]);
+      return page;
+    },
+  };
+  return c;
+}
+
+test("a page refused as too large is asked again in halves: every block read once, the same view as unrefused pages", async () => {
+  const seed = randomBytes(32);
+  const plain = await NoxWallet.open({ seed, module: wasm, provider: chain(Infinity), pool: POOL });
+  const reference = await plain.sync();
+  assert.equal(reference.logs, 2500);
+  assert.equal(reference.pages, 3);
+  assert.equal(reference.halved, 0);
+
+  const limited = chain(300);
+  const wallet = await NoxWallet.open({ seed, module: wasm, provider: limited, pool: POOL });
+  const report = await wallet.sync();
+  assert.equal(report.logs, 2500);
+  assert.equal(wallet.lastBlock, 2500);
+  assert.equal(wallet.view, plain.view, "the same view as the wallet whose pages were never refused");
+  // 1,000 → 500 → 250 blocks (two refusals), then 250-block pages to the head.
+  assert.equal(report.halved, 2);
+  assert.deepEqual(limited.asked.slice(0, 3), [[1, 1000], [1, 500], [1, 250]]);
+  assert.ok(limited.answered.every(([from, to]) => to - from + 1 <= 250));
+  assert.equal(report.pages, limited.answered.length);
+  // The answered pages tile 1..2500 with no gap and no block twice.
+  let next = 1;
+  for (const [from, to] of limited.answered) {
+    assert.equal(from, next, `page ${from}..${to} starts where the last ended`);
+    next = to + 1;
+  }
+  assert.equal(next, 2501);
+  wallet.close();
+  plain.close();
+});
+
+test("other refusals are not retried, and a single block too large is an error", async () => {
+  const seed = randomBytes(32);
+  const forbidden = chain(300, "forbidden");
+  const w1 = await NoxWallet.open({ seed, module: wasm, provider: forbidden, pool: POOL });
+  await assert.rejects(w1.sync(), (e) => e instanceof ProviderRpcError && e.data?.status === "forbidden");
+  assert.equal(forbidden.asked.length, 1, "a forbidden page is not asked again");
+
+  const none = chain(0);
+  const w2 = await NoxWallet.open({ seed, module: wasm, provider: none, pool: POOL });
+  await assert.rejects(w2.sync(), (e) => e instanceof ProviderRpcError && e.data?.status === "too-large");
+  // Block 1 has one log: 1,000 → … → [1, 1] refused, then it gives up.
+  assert.deepEqual(none.asked.at(-1), [1, 1]);
+  assert.equal(w2.lastBlock, 0, "the view stays at the last block read");
+  w1.close();
+  w2.close();
+});
