@@ -19,6 +19,8 @@ DEFAULT = [
     "anonymity-calibration-30-40s.json",
     "anonymity-calibration-10-15s.json",
     "anonymity-calibration-30-15s.json",
+    "anonymity-calibration-10-2.75.json",
+    "anonymity-calibration-30-2.75.json",
 ]
 
 
@@ -36,6 +38,8 @@ def main():
             if e.get("mean_bits") is None or s.get("mean_bits") is None:
                 continue
             cat = f"μ {r['mu_ms']:g} ms, λ_P {r['cover_rate']:g}/s"
+            if any(x.get("repeat", 0) > 0 for x in doc["results"]):
+                cat += f", phase {r.get('repeat', 0) + 1}"
             cats.append(cat)
             measured.append(e["mean_bits"])
             simulated.append(s["mean_bits"])
