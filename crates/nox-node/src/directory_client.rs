@@ -18,7 +18,7 @@ use nox_link::{
     transport::{PeerDirectory, PeerFilter},
 };
 use nox_sphinx::{Geometry, NodeId};
-use nox_topology::{EpochKey, VerifiedTopology};
+use nox_topology::{EpochKey, EpochSchedule, LayerCount, VerifiedTopology};
 use tokio::sync::watch;
 
 use crate::{NodeError, TopologySection, trust::Trust};
@@ -270,6 +270,55 @@ pub async fn network_parameters(
     Ok(Some(p))
 }
 
+/// A node that announced itself made its epoch keys for one schedule and claimed a layer of
+/// one layer count, both from `expected` (a network's `GET /parameters` when it had no document
+/// yet, else the document the node started from). The document that finally names it must
+/// carry the same: a node running on another schedule would publish keys for epochs nobody
+/// else is in, and on another layer count sits in a layer the document does not assign it.
+/// The refusal names both values and where the expected ones came from.
+pub fn check_announced_document(
+    document: &VerifiedTopology,
+    expected: (&EpochSchedule, LayerCount),
+    expected_from: &str,
+) -> Result<(), NodeError> {
+    check_same_parameters((document.schedule(), document.layers()), expected, expected_from)
+}
+
+fn check_same_parameters(
+    document: (&EpochSchedule, LayerCount),
+    expected: (&EpochSchedule, LayerCount),
+    expected_from: &str,
+) -> Result<(), NodeError> {
+    let mut differences = Vec::new();
+    if document.0 != expected.0 {
+        differences.push(format!(
+            "its schedule is {}, {expected_from} said {}",
+            describe_schedule(document.0),
+            describe_schedule(expected.0)
+        ));
+    }
+    if document.1 != expected.1 {
+        differences.push(format!("it has {} layers, {expected_from} said {}", document.1.get(), expected.1.get()));
+    }
+    if differences.is_empty() {
+        return Ok(());
+    }
+    Err(NodeError::Topology(format!(
+        "the directory's document differs from what this node's keys were made for: {} (not running on it)",
+        differences.join("; ")
+    )))
+}
+
+fn describe_schedule(s: &EpochSchedule) -> String {
+    format!(
+        "genesis {} with {} s epochs, {} s overlap, {} published ahead",
+        s.genesis_unix(),
+        s.epoch_length().as_secs(),
+        s.overlap().as_secs(),
+        s.publish_ahead()
+    )
+}
+
 /// A registered node that the directory's document does not name yet (a new node joining a
 /// running network): uploads `descriptor` (its first, with the operator's statements) to every
 /// mirror until a verified document names the node, and returns that document. Without this,
@@ -459,5 +508,75 @@ impl Upload {
             None => descriptor,
         };
         nox_directory::upload_descriptor(self.addr, &descriptor, TIMEOUT).await.map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use nox_topology::{EpochSchedule, LayerCount};
+
+    use super::check_same_parameters;
+    use crate::NodeError;
+
+    fn schedule(genesis: u64, epoch_secs: u64) -> EpochSchedule {
+        EpochSchedule::new(genesis, Duration::from_secs(epoch_secs), Duration::from_secs(20), 1).expect("schedule")
+    }
+
+    fn layers(n: u8) -> LayerCount {
+        LayerCount::new(n).expect("layers")
+    }
+
+    fn refusal(result: Result<(), NodeError>) -> String {
+        match result {
+            Err(NodeError::Topology(text)) => text,
+            other => panic!("expected a topology refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_promised_schedule_and_layers_pass() {
+        let s = schedule(1_700_000_000, 600);
+        check_same_parameters((&s, layers(3)), (&s, layers(3)), "/parameters").expect("same parameters");
+    }
+
+    #[test]
+    fn another_schedule_is_refused_naming_both() {
+        let promised = schedule(1_700_000_000, 600);
+        for lie in [schedule(1_700_000_000, 3_600), schedule(1_700_000_001, 600)] {
+            let text = refusal(check_same_parameters((&lie, layers(3)), (&promised, layers(3)), "/parameters"));
+            assert!(
+                text.contains(&format!(
+                    "genesis {} with {} s epochs",
+                    lie.genesis_unix(),
+                    lie.epoch_length().as_secs()
+                )),
+                "{text}"
+            );
+            assert!(text.contains("/parameters said genesis 1700000000 with 600 s epochs"), "{text}");
+            assert!(text.contains("not running on it") && !text.contains("layers"), "{text}");
+        }
+        // Overlap and publish-ahead are part of the schedule too.
+        let other =
+            EpochSchedule::new(1_700_000_000, Duration::from_secs(600), Duration::from_secs(30), 1).expect("schedule");
+        refusal(check_same_parameters((&other, layers(3)), (&promised, layers(3)), "/parameters"));
+        let other =
+            EpochSchedule::new(1_700_000_000, Duration::from_secs(600), Duration::from_secs(20), 2).expect("schedule");
+        refusal(check_same_parameters((&other, layers(3)), (&promised, layers(3)), "/parameters"));
+    }
+
+    #[test]
+    fn another_layer_count_is_refused_naming_both() {
+        let s = schedule(1_700_000_000, 600);
+        let text = refusal(check_same_parameters((&s, layers(4)), (&s, layers(3)), "/parameters"));
+        assert!(text.contains("it has 4 layers, /parameters said 3"), "{text}");
+        assert!(!text.contains("schedule"), "{text}");
+        // Both differ: both named.
+        let text = refusal(check_same_parameters((&schedule(5, 60), layers(2)), (&s, layers(3)), "/parameters"));
+        assert!(
+            text.contains("genesis 5 with 60 s epochs") && text.contains("it has 2 layers, /parameters said 3"),
+            "{text}"
+        );
     }
 }

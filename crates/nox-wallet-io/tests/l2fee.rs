@@ -2,10 +2,8 @@
 //! the quote bound it drives (issue 33: on an L2 an honest quote's `l1_data_gas` must pass, an
 //! inflated one be refused before anything is proved).
 //!
-//! Anvil charges no data fee and has no `GasPriceOracle` (docs/design/l2-fees.md), so the
-//! predeploy is stood in for: runtime code at 0x42…0F answering each view from the storage slot
-//! named by its selector (`PUSH1 0 CALLDATALOAD PUSH1 0xe0 SHR SLOAD` → return the word), the
-//! slots set to the prices of a recorded Base Sepolia receipt (nox-chain's l2fee_vectors.json).
+//! Anvil charges no data fee and has no `GasPriceOracle`: the predeploy is stood in for
+//! ([`oracle_stand_in`]) with the prices of a recorded Base Sepolia receipt.
 //! Everything the client does is real: the chain id, the code probe, the five `eth_call`s, the
 //! fee reading, nox-chain's arithmetic and nox-pay's bound.
 
@@ -14,32 +12,22 @@ use std::net::TcpListener;
 use alloy::consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy::eips::eip2718::Encodable2718;
 use alloy::network::TxSignerSync;
-use alloy::primitives::{Address, B256, TxKind, U256, keccak256};
+use alloy::primitives::{Address, TxKind, U256};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use nox_chain::anvil::{Anvil, AnvilOptions};
-use nox_chain::l2fee::{FeeModel, GAS_PRICE_ORACLE, OpFeeParams, OpUpgrade};
+use nox_chain::l2fee::{FeeModel, OpFeeParams};
 use nox_pay::bounds::{Figure, QuoteRefusal};
 use nox_pay::{check_quote, check_quote_with_data_fee, data_fee_sample};
 use nox_relayer::Quote;
 use nox_relayer::price::{FeePlan, l1_fee_gas, reference_bundle_calldata, required_wei};
 use nox_relayer::wire::AssetPrice;
 use nox_wallet_io::l2fee::{fee_model, own_data_fee_wei};
+use oracle_stand_in::{install_oracle, recorded};
 
-/// Returns `storage[msg.sig]` as one word.
-const SLOT_PER_SELECTOR: &str = "0x60003560e01c5460005260206000f3";
+mod oracle_stand_in;
+
 const POOL: Address = Address::repeat_byte(0x5f);
-
-/// The recorded Base Sepolia receipt's prices (Fjord).
-fn recorded() -> OpFeeParams {
-    OpFeeParams {
-        upgrade: OpUpgrade::Fjord,
-        l1_base_fee: U256::from(18_898_712_795u64),
-        blob_base_fee: U256::from(0x48540a4664u64),
-        base_fee_scalar: 1_101,
-        blob_base_fee_scalar: 659_851,
-    }
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
@@ -49,28 +37,6 @@ fn anvil(chain_id: u64) -> (Anvil, DynProvider) {
     let anvil = Anvil::spawn(&AnvilOptions { chain_id, ..AnvilOptions::on_port(free_port()) }).expect("anvil starts");
     let provider = ProviderBuilder::new().connect_http(anvil.url().parse().expect("url")).erased();
     (anvil, provider)
-}
-
-/// Puts the stand-in oracle at the predeploy's address with `p`'s prices.
-async fn install_oracle(provider: &DynProvider, p: &OpFeeParams) {
-    let _: serde_json::Value =
-        provider.raw_request("anvil_setCode".into(), (GAS_PRICE_ORACLE, SLOT_PER_SELECTOR)).await.expect("setCode");
-    let views: [(&str, U256); 6] = [
-        ("isEcotone()", U256::from(1u64)),
-        ("isFjord()", U256::from(u64::from(p.upgrade == OpUpgrade::Fjord))),
-        ("l1BaseFee()", p.l1_base_fee),
-        ("blobBaseFee()", p.blob_base_fee),
-        ("baseFeeScalar()", U256::from(p.base_fee_scalar)),
-        ("blobBaseFeeScalar()", U256::from(p.blob_base_fee_scalar)),
-    ];
-    for (view, value) in views {
-        let selector = &keccak256(view.as_bytes())[..4];
-        let slot = B256::left_padding_from(selector);
-        let _: serde_json::Value = provider
-            .raw_request("anvil_setStorageAt".into(), (GAS_PRICE_ORACLE, slot, B256::from(value)))
-            .await
-            .expect("setStorageAt");
-    }
 }
 
 /// The signed EIP-1559 transaction a relayer on chain `chain_id` sends with `calldata`.

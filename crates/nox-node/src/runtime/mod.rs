@@ -235,11 +235,8 @@ pub async fn run_with(
                 crate::directory_client::announce(&config.topology, &geometry, &trust, &descriptor, me, patience)
                     .await?;
             // The unsigned parameters the keys were made for must be the signed document's.
-            if *first.schedule() != schedule || first.layers() != layers {
-                return Err(NodeError::Topology(
-                    "the directory's document names another schedule or layer count than its /parameters".into(),
-                ));
-            }
+            let expected_from = if existing.is_some() { "the document it started from" } else { "/parameters" };
+            crate::directory_client::check_announced_document(&first, (&schedule, layers), expected_from)?;
             first
         }
     };
