@@ -21,8 +21,8 @@ import type { WalletSyncWorker } from "./wallet-sync.js";
  * Blocks per `eth_getLogs` page at most (`nox_chain::pool_sync::LOG_PAGE`: an exit's default
  * bound). A page whose answer does not fit the reply (refused `too-large` or `not-enough-surbs`:
  * the request's SURBs carry ~255 × 3.7 KiB at most, 16 KiB by default, and a pool log is ~1 KB of
- * JSON) is asked again as two halves, down to one block; the smaller span is kept for the rest of
- * the sync.
+ * JSON) is asked again as two halves, down to one block; the span doubles again (up to
+ * `LOG_PAGE`) after an answer of at most half the most logs an answer carried in this sync.
  */
 export const LOG_PAGE = 1000;
 
@@ -279,6 +279,8 @@ export class NoxWallet {
     let pages = 0;
     let halved = 0;
     let span = LOG_PAGE;
+    // The most logs one answer carried: a page of at most half as many may double its span again.
+    let mostLogs = 0;
     const pool = hexBytes(this.#pool, 20, "pool");
     while (from <= head) {
       const to = Math.min(from + span - 1, head);
@@ -298,6 +300,8 @@ export class NoxWallet {
         throw error;
       }
       pages++;
+      mostLogs = Math.max(mostLogs, page.length);
+      if (span < LOG_PAGE && 2 * page.length <= mostLogs) span = Math.min(LOG_PAGE, 2 * span);
       if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       this.#check();
       let sealed: Uint8Array | undefined;

@@ -21,32 +21,32 @@ const DEPOSITED = keccak256(toHex("Deposited(uint256,uint256,address,uint256,byt
 const word = (n) => BigInt(n).toString(16).padStart(64, "0");
 const NOTE_LEN = 104;
 
-/** `Deposited` at block i + 1 with a random commitment (< 2^248) and memo (none the wallet's). */
-function log(i) {
+/** `Deposited` number i at block `block` (default i + 1) with a random commitment (< 2^248) and memo (none the wallet's). */
+function log(i, block = i + 1) {
   const commitment = `00${randomBytes(31).toString("hex")}`;
   const memo = randomBytes(NOTE_LEN).toString("hex");
   return {
     address: POOL,
     topics: [DEPOSITED, `0x${word(i)}`, `0x${word(0)}`],
     data: `0x${commitment}${word(1000 + i)}${word(0x60)}${word(NOTE_LEN)}${memo}${"0".repeat(48)}`,
-    blockNumber: `0x${(i + 1).toString(16)}`,
+    blockNumber: `0x${block.toString(16)}`,
     logIndex: "0x0",
     removed: false,
   };
 }
 const logs = Array.from({ length: 2500 }, (_, i) => log(i));
 
-/** Logs one per block; refuses (as the exit, through the provider) answers of more than `limit` logs with `status`. */
-function chain(limit, status = "too-large") {
+/** `entries` up to block `head`; refuses (as the exit, through the provider) answers of more than `limit` logs with `status`. */
+function chain(limit, status = "too-large", entries = logs, head = logs.length) {
   const c = {
     asked: [],
     answered: [],
     async request({ method, params }) {
-      if (method === "eth_blockNumber") return `0x${logs.length.toString(16)}`;
+      if (method === "eth_blockNumber") return `0x${head.toString(16)}`;
       const from = Number(params[0].fromBlock);
       const to = Number(params[0].toBlock);
       c.asked.push([from, to]);
-      const page = logs.slice(from - 1, to);
+      const page = entries.filter((l) => Number(l.blockNumber) >= from && Number(l.blockNumber) <= to);
       if (page.length > limit) throw toProviderError(new NoxRefusedError(status, `an answer of ${page.length} logs`));
       c.answered.push([from, to]);
       return page;
@@ -81,6 +81,30 @@ test("a page refused as too large is asked again in halves: every block read onc
     next = to + 1;
   }
   assert.equal(next, 2501);
+  wallet.close();
+  plain.close();
+});
+
+test("after a busy stretch the pages grow back: a quiet stretch is read in pages of 1,000 blocks again", async () => {
+  // Blocks 1..600 one log each; then one log every 50 blocks up to block 6,000.
+  const entries = [...Array.from({ length: 600 }, (_, i) => log(i))];
+  for (let b = 650; b <= 6000; b += 50) entries.push(log(entries.length, b));
+  const seed = randomBytes(32);
+  const plain = await NoxWallet.open({ seed, module: wasm, provider: chain(Infinity, "too-large", entries, 6000), pool: POOL });
+  await plain.sync();
+  const limited = chain(300, "too-large", entries, 6000);
+  const wallet = await NoxWallet.open({ seed, module: wasm, provider: limited, pool: POOL });
+  const report = await wallet.sync();
+  assert.equal(report.logs, entries.length);
+  assert.equal(wallet.view, plain.view);
+  assert.equal(report.halved, 2);
+  // Busy: 250-block pages; quiet: 250 → 500 → 1,000 blocks, and 1,000-block pages to the head.
+  const spans = limited.answered.map(([from, to]) => to - from + 1);
+  assert.deepEqual(spans.slice(0, 3), [250, 250, 250]);
+  assert.ok(spans.includes(500), `spans ${spans}`);
+  assert.ok(spans.filter((n) => n === 1000).length >= 4, `spans ${spans}`);
+  assert.equal(report.pages, limited.answered.length);
+  assert.ok(report.pages <= 12, `${report.pages} pages, not hundreds`);
   wallet.close();
   plain.close();
 });
