@@ -1,4 +1,6 @@
 //! The tokio shell over loopback (127.0.0.1, port 0).
+//!
+//! The harness (nodes, dialers, raw dials, the recording gate) is in `transport_util/`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -12,15 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-const WAIT: Duration = Duration::from_secs(5);
-
-fn cfg(packet_len: usize) -> LinkConfig {
-    LinkConfig::new(Geometry::new(packet_len, 3).unwrap()).unwrap()
-}
-
-fn key() -> Arc<LinkKeypair> {
-    Arc::new(LinkKeypair::generate().unwrap())
-}
+mod transport_util;
+use transport_util::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_client_links_get_the_greeting_first_then_broadcasts() {
@@ -61,56 +56,6 @@ async fn a_greeting_of_the_wrong_length_is_dropped_and_counted() {
     node.listener.send_to_client(id, vec![6; 1024]).unwrap();
     assert_eq!(recv(&mut client.rx).await.packet, vec![6; 1024]);
     assert!(node.counters.snapshot().dropped_bad_length >= 1);
-}
-
-struct Node {
-    listener: Listener,
-    rx: mpsc::Receiver<Inbound>,
-    counters: Arc<LinkCounters>,
-    stop: watch::Sender<bool>,
-}
-
-async fn listen_on(addr: SocketAddr, config: ListenerConfig, inbound_cap: usize) -> Node {
-    let (tx, rx) = mpsc::channel(inbound_cap);
-    let (stop, shutdown) = watch::channel(false);
-    let counters = Arc::new(LinkCounters::default());
-    let listener = Listener::bind(addr, config, tx, counters.clone(), shutdown).await.unwrap();
-    Node { listener, rx, counters, stop }
-}
-
-async fn listen(link: LinkConfig, kp: &Arc<LinkKeypair>, allowed: &[LinkPublicKey], clients: bool) -> Node {
-    let mut config = ListenerConfig::new(link, kp.clone(), Arc::new(allowed.iter().copied().collect::<HashSet<_>>()));
-    config.accept.clients = clients;
-    listen_on("127.0.0.1:0".parse().unwrap(), config, 64).await
-}
-
-struct Dialer {
-    links: OutboundLinks,
-    rx: mpsc::Receiver<Inbound>,
-    counters: Arc<LinkCounters>,
-    _stop: watch::Sender<bool>,
-}
-
-fn dialer(mut config: DialerConfig, directory: &[(LinkPublicKey, SocketAddr)]) -> Dialer {
-    config.backoff = Backoff { initial: Duration::from_millis(20), max: Duration::from_millis(200) };
-    let (tx, rx) = mpsc::channel(64);
-    let (stop, shutdown) = watch::channel(false);
-    let counters = Arc::new(LinkCounters::default());
-    let dir: HashMap<_, _> = directory.iter().copied().collect();
-    let links = OutboundLinks::new(config, Arc::new(dir), tx, counters.clone(), shutdown).unwrap();
-    Dialer { links, rx, counters, _stop: stop }
-}
-
-async fn recv(rx: &mut mpsc::Receiver<Inbound>) -> Inbound {
-    tokio::time::timeout(WAIT, rx.recv()).await.expect("packet in time").expect("channel open")
-}
-
-async fn eventually(what: &str, f: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,29 +158,6 @@ async fn peer_with_other_geometry_fails_the_handshake() {
     assert!(b.rx.try_recv().is_err());
 }
 
-/// The first flight of a node that was not upgraded: version 1 (classical
-/// only, empty payload) or version 2 (hybrid, the 1,184-byte `ek` payload).
-fn old_node_flight(version: u8, link: &LinkConfig, old: &LinkKeypair, server: &LinkPublicKey) -> Vec<u8> {
-    let mut flight = b"NOX1".to_vec();
-    flight.extend([version, 0x01, 0x01]);
-    flight.extend(link.geometry().identifier());
-    let params = LinkKind::Node.protocol_name(CipherSuite::AesGcm).parse().unwrap();
-    let mut hs = snow::Builder::new(params)
-        .prologue(&flight)
-        .unwrap()
-        .local_private_key(old.secret_bytes())
-        .unwrap()
-        .remote_public_key(server.as_bytes())
-        .unwrap()
-        .build_initiator()
-        .unwrap();
-    let payload = if version == 1 { vec![] } else { vec![7; KEM_EK_LEN] };
-    let mut msg = vec![0u8; 96 + payload.len() + 16];
-    let n = hs.write_message(&payload, &mut msg).unwrap();
-    flight.extend(&msg[..n]);
-    flight
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_1_and_2_peers_are_closed_at_once_not_left_hanging() {
     let link = cfg(1024);
@@ -253,22 +175,6 @@ async fn version_1_and_2_peers_are_closed_at_once_not_left_hanging() {
     }
     let c = b.counters.snapshot();
     assert_eq!((c.handshakes_ok, c.handshake_timeouts, c.handshakes_failed), (0, 0, 2));
-}
-
-/// Dials `addr` as a client with the core API, through message 2, and
-/// returns the raw stream and the session, whose mailbox record is not sent.
-async fn raw_client(
-    addr: SocketAddr,
-    link: &LinkConfig,
-    server: &LinkPublicKey,
-    mailbox: &Mailbox,
-) -> (TcpStream, Session) {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let (init, first) = Initiator::client(link, server, Some(mailbox)).unwrap();
-    s.write_all(&first).await.unwrap();
-    let mut resp = [0u8; RESPONSE_LEN];
-    s.read_exact(&mut resp).await.unwrap();
-    (s, init.finish(&resp).unwrap())
 }
 
 /// A client that completes the Noise handshake but never sends its mailbox
@@ -341,21 +247,6 @@ async fn a_bad_mailbox_record_is_refused_at_once_and_a_good_one_registers() {
     encode_reply_in_place(&mut reply, 256, &[3; 16]).unwrap();
     node.listener.send_to_mailbox(&mailbox, reply).unwrap();
     assert_eq!(node.counters.snapshot().handshakes_ok, 1);
-}
-
-/// Dials `addr` as node `kp` with the core API and returns the raw stream and session.
-async fn raw_link(
-    addr: SocketAddr,
-    link: &LinkConfig,
-    kp: &LinkKeypair,
-    server: &LinkPublicKey,
-) -> (TcpStream, Session) {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let (init, first) = Initiator::node(link, kp, server).unwrap();
-    s.write_all(&first).await.unwrap();
-    let mut resp = [0u8; RESPONSE_LEN];
-    s.read_exact(&mut resp).await.unwrap();
-    (s, init.finish(&resp).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -537,34 +428,6 @@ async fn send_errors_are_typed_and_shutdown_is_graceful() {
     tokio::time::timeout(WAIT, links.join()).await.expect("peer tasks stop");
     tokio::time::timeout(WAIT, b.listener.join()).await.expect("listener stops");
     assert_eq!(links.send(&kb.public(), vec![0; 1024]), Err(SendError::Closed));
-}
-
-fn ka_unknown() -> LinkPublicKey {
-    LinkPublicKey([0xEE; 32])
-}
-
-/// A gate that refuses after `allow` admissions and records what it hears.
-#[derive(Default)]
-struct RecordingGate {
-    allow: usize,
-    admitted: std::sync::Mutex<usize>,
-    offences: std::sync::atomic::AtomicUsize,
-    closed: std::sync::atomic::AtomicUsize,
-}
-
-impl ConnectionGate for RecordingGate {
-    fn admit(&self, _peer: std::net::IpAddr) -> bool {
-        let mut admitted = self.admitted.lock().unwrap();
-        *admitted += 1;
-        *admitted <= self.allow
-    }
-    fn offence(&self, _peer: std::net::IpAddr) {
-        self.offences.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-    fn closed(&self, _peer: std::net::IpAddr, stage: GateStage) {
-        assert_eq!(stage, GateStage::Accepted, "no handshake completed in this test");
-        self.closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
