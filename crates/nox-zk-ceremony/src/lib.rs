@@ -3,7 +3,10 @@
 //! crate reads and writes its transcript files (atomically: a `.partial` file synced, then
 //! renamed), draws a contributor's randomness from the operating system (mixed with optional
 //! typed entropy), computes NOX's circuits' starting phase-2 keys, and writes the final keys
-//! and Solidity verifier. The command line (progress, printing) stays in `nox`.
+//! and Solidity verifier. `cli` is `nox zk setup` itself (its clap arguments, its steps, what
+//! it prints); the binary only parses the command line and calls `cli::run`.
+
+pub mod cli;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,8 +54,8 @@ pub enum CeremonyError {
     Inputs,
 }
 
-/// NOX's circuits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// NOX's circuits (`--circuit transfer|insert`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Circuit {
     /// The 2-in/2-out private-transfer circuit (docs/design/zk-payment.md §9).
     Transfer,
