@@ -2,10 +2,15 @@
 //! topology comes from ([`TopologySource`]), keeping that topology fresh (a task per client that
 //! re-fetches or re-reads it every [`TOPOLOGY_POLL`] and hands a newer document to the client),
 //! and the daemon's SOCKS5 / JSON-RPC listeners ([`Endpoints`]). The client itself is
-//! `nox-client`; `nox client`, `nox wallet` and `nox tx` parse arguments and print.
+//! `nox-client`. [`cli`] is `nox client` itself (its arguments, the daemon, `echo`) and the
+//! topology arguments every mixnet command shares; [`daemon_hint`] explains an unreachable
+//! `--rpc` endpoint (`nox wallet`, `nox tx`).
 //!
 //! A topology is always verified for the geometry its document names
 //! (`nox_topology::geometry_for`); refreshes of another geometry are refused.
+
+pub mod cli;
+pub mod daemon_hint;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -4,7 +4,8 @@
 #![forbid(unsafe_code)]
 
 pub mod client_cmd;
-pub mod daemon_hint;
+/// What to tell the user when `--rpc` is unreachable, now `nox_client_io::daemon_hint`.
+pub use nox_client_io::daemon_hint;
 pub mod dashboard;
 pub mod demo;
 /// The exit's adapter (`ExitAdapter`), now the `nox-exit-adapter` crate (issue 34).
