@@ -89,11 +89,15 @@ try {
   const [before] = await rpc(chainUrl, [["eth_blockNumber", []]]);
   const fromBlock = Number(BigInt(before)) + 1;
   let t = performance.now();
-  // One transaction at a time (Anvil mines each on arrival: one log per block), then wait until all are mined.
+  // One transaction, then one block, per note (Anvil's automine stalled after ~1,000 transactions
+  // sent back to back: it is switched off for the fill and on again after).
   const nonce = Number(BigInt((await rpc(chainUrl, [["eth_getTransactionCount", [SENDER, "pending"]]]))[0]));
+  await rpc(chainUrl, [["evm_setAutomine", [false]]]);
   for (const [i, n] of notes.entries()) {
     await rpc(chainUrl, [["eth_sendTransaction", [{ from: SENDER, to: POOL, data: calldata(n), gas: "0x30000", nonce: `0x${(nonce + i).toString(16)}` }]]]);
+    await rpc(chainUrl, [["evm_mine", []]]);
   }
+  await rpc(chainUrl, [["evm_setAutomine", [true]]]);
   for (let tries = 0; ; tries++) {
     const [mined] = await rpc(chainUrl, [["eth_getTransactionCount", [SENDER, "latest"]]]);
     if (Number(BigInt(mined)) === nonce + count) break;
