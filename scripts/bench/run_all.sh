@@ -4,7 +4,7 @@
 #   scripts/bench/run_all.sh [--quick|--full]     (default --quick)
 #
 # --quick  each `nox bench <experiment> --quick`, short Criterion runs
-#          (warm-up 0.5 s, 1 s measurement); < 15 minutes on 2 cores.
+#          (warm-up 0.3 s, 0.5 s measurement, 10 samples); < 15 minutes on 2 cores.
 #          Smoke-test quality: fewer rates, samples and trials.
 # --full   each experiment with its default (publication) parameters and
 #          Criterion with 1 s warm-up / 4 s measurement; about an hour on
@@ -105,7 +105,9 @@ done
 
 echo "==> Criterion: Sphinx micro-benchmarks (scripts/bench/sphinx.sh)"
 if [ "$mode" = quick ]; then
-  crit=(--warm-up-time 0.5 --measurement-time 1 --sample-size 20)
+  # 37 benchmarks: 0.3 s warm-up + 0.5 s of 10 samples each still gives every median (session 28:
+  # 0.5 s + 1 s of 20 samples took ~70 s of the 106 s step; docs/ci.md).
+  crit=(--warm-up-time 0.3 --measurement-time 0.5 --sample-size 10)
 else
   crit=(--warm-up-time 1 --measurement-time 4)
 fi
