@@ -3,6 +3,8 @@
 //! `Transaction` it executes, after the pool's own checks (root known, nullifiers unseen, the
 //! context recomputed from the transaction, the statement satisfied — checked with
 //! `transfer::is_satisfied`, no proof is made); leaves inserted by aligned batches of `BATCH_SIZE` (32).
+//!
+//! The simulator (pool, wallets, request builders) is in `wallet_sim/`.
 
 use ark_bn254::Fr;
 use nox_wallet::{
@@ -17,207 +19,8 @@ use nox_zk::{
 };
 use rand_chacha_03::{ChaCha20Rng, rand_core::SeedableRng};
 
-fn rng() -> ChaCha20Rng {
-    ChaCha20Rng::from_seed([7; 32])
-}
-
-const CHAIN: u64 = 31337;
-const POOL: [u8; 20] = [0x33; 20];
-const DEADLINE: u64 = 4_102_444_800;
-const RELAYER: [u8; 20] = [0x11; 20];
-const ACTION: [u8; 32] = [0x22; 32];
-
-fn eth() -> Fr {
-    Fr::from(0u64)
-}
-
-/// What the pool refused, in the simulator.
-#[derive(Debug, PartialEq, Eq)]
-enum Refused {
-    UnknownRoot,
-    SpentNullifier,
-    Context,
-    PublicAmount,
-    Statement,
-}
-
-/// A pool simulator: queue, tree, known roots, spent nullifiers, events.
-struct Pool {
-    queue: Vec<Fr>,
-    inserted: usize,
-    tree: Tree,
-    roots: Vec<Fr>,
-    nullifiers: Vec<Fr>,
-    events: Vec<PoolEvent>,
-}
-
-impl Pool {
-    fn new() -> Self {
-        let tree = Tree::new();
-        Pool { queue: vec![], inserted: 0, roots: vec![tree.root()], tree, nullifiers: vec![], events: vec![] }
-    }
-
-    /// A deposit of `amount` of `asset` to `to`, with its note ciphertext, as `deposit` emits it.
-    fn deposit(&mut self, to: &PaymentAddress, asset: Fr, amount: u128, rng: &mut ChaCha20Rng) {
-        let n = nox_zk::Note::new(amount, asset, to.owner(), rng);
-        let memo = memo::seal(to, &asset, amount, &n.blinding, rng);
-        let commitment = note::commitment(amount, asset, n.inner().unwrap()).unwrap();
-        self.events.push(PoolEvent::Deposited {
-            queue_index: self.queue.len() as u64,
-            commitment,
-            asset,
-            amount,
-            memo,
-        });
-        self.queue.push(commitment);
-    }
-
-    /// `transact` / `pay` of a prepared transaction, submitted by `relayer` (zero: direct) for
-    /// `action`: the pool's checks, then the `Transacted` event built from the `Transaction`.
-    fn transact(&mut self, p: &PreparedTransaction, relayer: [u8; 20], action: [u8; 32]) -> Result<(), Refused> {
-        let t = &p.fields;
-        let root = field::from_be32(&t.root).unwrap();
-        if !self.roots.contains(&root) {
-            return Err(Refused::UnknownRoot);
-        }
-        let nullifiers = t.nullifiers.map(|n| field::from_be32(&n).unwrap());
-        if nullifiers.iter().any(|n| self.nullifiers.contains(n)) || nullifiers[0] == nullifiers[1] {
-            return Err(Refused::SpentNullifier);
-        }
-        let context = TransferContext {
-            public_in: t.public_in,
-            public_out: t.public_out,
-            fee: t.fee,
-            relayer,
-            execution_hash: action,
-            recipient: t.recipient,
-            chain_id: CHAIN,
-            pool: POOL,
-            deadline: t.deadline,
-            notes_hash: transfer::notes_hash(&t.notes[0], &t.notes[1]),
-        };
-        if context.hash() != p.public.context {
-            return Err(Refused::Context);
-        }
-        if transfer::public_amount(t.public_in, t.public_out, t.fee) != Some(p.public.public_amount) {
-            return Err(Refused::PublicAmount);
-        }
-        let mut asset = [0u8; 32];
-        asset[12..].copy_from_slice(&t.asset);
-        let commitments = t.commitments.map(|c| field::from_be32(&c).unwrap());
-        // The verifier's inputs are the pool's own values: the proof is for exactly these.
-        let public = transfer::TransferPublic {
-            root,
-            nullifiers,
-            commitments,
-            public_amount: p.public.public_amount,
-            asset: field::from_be32(&asset).unwrap(),
-            context: context.hash(),
-        };
-        if !transfer::is_satisfied(&public, &p.witness).unwrap() {
-            return Err(Refused::Statement);
-        }
-        self.nullifiers.extend(nullifiers);
-        self.events.push(PoolEvent::Transacted {
-            first_queue_index: self.queue.len() as u64,
-            nullifiers,
-            commitments,
-            notes: t.notes.clone(),
-            asset: public.asset,
-            public_in: t.public_in,
-            public_out: t.public_out,
-            fee: t.fee,
-        });
-        self.queue.extend(commitments);
-        Ok(())
-    }
-
-    /// Inserts up to `BATCH_SIZE` queued leaves, padding the subtree with zeros.
-    fn insert(&mut self) {
-        let start = self.tree.len();
-        let count = (self.queue.len() - self.inserted).min(nox_wallet::state::BATCH_SIZE as usize);
-        for i in 0..count {
-            self.tree.push(self.queue[self.inserted + i]).unwrap();
-        }
-        while !self.tree.len().is_multiple_of(nox_wallet::state::BATCH_SIZE) {
-            self.tree.push(Fr::from(0u64)).unwrap();
-        }
-        self.events.push(PoolEvent::BatchInserted {
-            start_leaf: start,
-            first_queue: self.inserted as u64,
-            count: count as u64,
-            new_root: self.tree.root(),
-        });
-        self.roots.push(self.tree.root());
-        self.inserted += count;
-    }
-
-    /// Inserts everything queued.
-    fn insert_all(&mut self) {
-        while self.inserted < self.queue.len() {
-            self.insert();
-        }
-    }
-}
-
-/// A wallet: its seed and its view, synchronised with the pool by applying the events it has
-/// not seen.
-struct Wallet {
-    seed: Seed,
-    view: PoolView,
-    seen: usize,
-}
-
-impl Wallet {
-    fn new(rng: &mut ChaCha20Rng) -> Self {
-        Wallet { seed: Seed::random(rng), view: PoolView::new(), seen: 0 }
-    }
-
-    fn address(&self) -> PaymentAddress {
-        self.seed.address().unwrap()
-    }
-
-    fn sync(&mut self, pool: &Pool) {
-        self.view.apply_all(&self.seed, &pool.events[self.seen..]).unwrap();
-        self.seen = pool.events.len();
-    }
-
-    /// (spendable, pending) of ETH.
-    fn eth(&self) -> (u128, u128) {
-        let b = self.view.balance(&eth());
-        (b.spendable, b.pending)
-    }
-
-    /// Unspent note values of ETH, sorted.
-    fn note_values(&self) -> Vec<u128> {
-        let mut v: Vec<u128> = self.view.notes().iter().filter(|n| !n.spent).map(|n| n.value).collect();
-        v.sort_unstable();
-        v
-    }
-}
-
-/// A request paid through the mixnet: relayer and action bound, no public input.
-fn paid(outputs: Vec<(PaymentAddress, u128)>, fee: u128) -> TxRequest {
-    TxRequest {
-        asset: eth(),
-        outputs,
-        public_in: 0,
-        public_out: 0,
-        fee,
-        recipient: [0; 20],
-        relayer: RELAYER,
-        execution_hash: ACTION,
-        chain_id: CHAIN,
-        pool: POOL,
-        deadline: DEADLINE,
-        avoid: vec![],
-    }
-}
-
-/// A direct request (the wallet submits `transact` itself): no relayer, no fee.
-fn direct(outputs: Vec<(PaymentAddress, u128)>) -> TxRequest {
-    TxRequest { relayer: [0; 20], execution_hash: [0; 32], fee: 0, ..paid(outputs, 0) }
-}
+mod wallet_sim;
+use wallet_sim::*;
 
 #[test]
 fn two_wallets_deposit_split_join_transfer_and_spend_with_exact_balances() {
@@ -491,16 +294,6 @@ fn requests_the_pool_would_refuse_are_refused_before_any_work() {
     let out = a.view.prepare_transaction(&a.seed, &all, &mut r).unwrap();
     assert_eq!(out.outputs.clone().map(|o| (o.value, o.role)), [(0, OutputRole::Padding), (0, OutputRole::Padding)]);
     assert_eq!(out.change, 0);
-}
-
-/// Helper: `Fr::pow` for a small exponent without importing `Field` in every test.
-trait PowU64 {
-    fn pow_u64(self, e: u64) -> Fr;
-}
-impl PowU64 for Fr {
-    fn pow_u64(self, e: u64) -> Fr {
-        (0..e).fold(Fr::from(1u64), |acc, _| acc * self)
-    }
 }
 
 #[test]
