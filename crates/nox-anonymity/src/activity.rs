@@ -104,6 +104,14 @@ pub struct ActivityConfig {
     pub idle_tail_s: f64,
     /// [`Profile::Mobile`]: the budget's cover rate (packets/s; budget / packet size / day).
     pub mobile_rate_per_s: f64,
+    /// Share of cover slots that carry a loop (an echo to the client itself, answered on SURB
+    /// replies) instead of a drop (shipped: `nox_client::ClientConfig::default().loop_fraction`,
+    /// 0.5, pinned by nox-bench's `bench_disclosure` test).
+    pub loop_fraction: f64,
+    /// SURB reply packets the exit sends back for each request and each loop (shipped: 2,
+    /// `nox_message::surbs_needed` for an echo reply on the 4 KiB geometry, as the calibrated
+    /// link-level simulator uses, pinned by the same test; 0 = no replies).
+    pub reply_packets: u32,
 }
 
 /// The shipped mobile budget's rate: 125 MB a day of 4 KiB packets (`nox_cover::MOBILE_DEFAULT_BUDGET`
@@ -131,6 +139,8 @@ impl Default for ActivityConfig {
             min_session_s: 120.0,
             idle_tail_s: 30.0,
             mobile_rate_per_s: MOBILE_DEFAULT_RATE_PER_S,
+            loop_fraction: 0.5,
+            reply_packets: 2,
         }
     }
 }
@@ -154,6 +164,9 @@ impl ActivityConfig {
         }
         if self.profile.has_cover() && !positive(self.cover_rate_per_s) {
             return Err(AnonymityError::InvalidParameter("a cover profile needs λ_P > 0"));
+        }
+        if !(0.0..=1.0).contains(&self.loop_fraction) {
+            return Err(AnonymityError::InvalidParameter("the loop fraction is a share of cover slots, in [0, 1]"));
         }
         Ok(())
     }
@@ -191,6 +204,32 @@ impl ActivityConfig {
     /// Long-run packets per second of one user (what it costs: × packet size = bytes).
     pub fn mean_send_rate(&self) -> f64 {
         self.sending_probability() * self.send_rate_while_sending()
+    }
+
+    /// Real requests per second of a user while it is sending: its sessions' requests
+    /// (`k / interval`) spread over the time it sends; `1/gap` in a burst without cover.
+    pub fn request_rate_while_sending(&self) -> f64 {
+        let p = self.sending_probability();
+        let rate = f64::from(self.requests_per_session) / self.session_interval_s;
+        if p > 0.0 { (rate / p).min(self.send_rate_while_sending()) } else { 0.0 }
+    }
+
+    /// Loop cover packets per second of a user while it is sending: `loop_fraction` of the
+    /// slots that carry cover (λ_P less the requests; the budget's rate for mobile; none
+    /// without cover).
+    pub fn loop_rate_while_sending(&self) -> f64 {
+        let cover = match self.profile {
+            Profile::AlwaysOn | Profile::Wallet => self.cover_rate_per_s - self.request_rate_while_sending(),
+            Profile::Mobile => self.send_rate_while_sending() - self.request_rate_while_sending(),
+            Profile::NoCover => 0.0,
+        };
+        self.loop_fraction * cover.max(0.0)
+    }
+
+    /// SURB reply packets per second the network carries back to a user while it is sending:
+    /// `reply_packets` for each of its requests and loops.
+    pub fn reply_rate_while_sending(&self) -> f64 {
+        f64::from(self.reply_packets) * (self.request_rate_while_sending() + self.loop_rate_while_sending())
     }
 
     /// Delay of one packet from its client send to the destination: `L·p + Gamma(L, μ)`.
@@ -268,6 +307,14 @@ pub fn pool_sender_anonymity<R: RngCore + ?Sized>(
         return Err(AnonymityError::InvalidParameter("need trials ≥ 1"));
     }
     let horizon = config.horizon_s();
+    // Only the users' sends carry weight: the SURB replies of `config` are in the network too,
+    // but the observer attributes a reply (first seen leaving layer 0, as in the calibrated
+    // simulator's capture view) to the users who sent into layer 0 just before it, in
+    // proportion to their sends' delay weight — in the mean field a common factor on every
+    // user's weight, which leaves the posterior as it is. Counting each reply as one more send
+    // of some user instead overshoots the link-level simulator with replies by ~0.45 bits at
+    // 100 users (`cargo run --release -p nox-anonymity --example pool_replies`), so it is not
+    // done; the replies' effect at scale is the disclosure round counts' (`crate::disclosure`).
     let rate = config.send_rate_while_sending();
     let p_sending = config.sending_probability();
     let others = config.users - 1;
@@ -694,6 +741,33 @@ mod tests {
         let (small, large) = (loss(100, &mut rng), loss(2_000, &mut rng));
         assert!((small - large).abs() < 0.25, "loss {small} at 100 vs {large} at 2,000 users");
         assert!(small > 0.8 && small < 1.7, "loss {small}");
+    }
+
+    #[test]
+    fn replies_answer_every_request_and_every_loop() {
+        // Shipped: half the cover slots are loops, 2 SURB replies to each loop and request.
+        let on = ActivityConfig { cover_rate_per_s: 2.75, ..ActivityConfig::default() };
+        let requests = 5.0 / 14_400.0;
+        assert!((on.request_rate_while_sending() - requests).abs() < 1e-12);
+        assert!((on.loop_rate_while_sending() - 0.5 * (2.75 - requests)).abs() < 1e-12);
+        assert!((on.reply_rate_while_sending() - 2.0 * (0.5 * (2.75 - requests) + requests)).abs() < 1e-12);
+        // Without cover only requests are answered: 2 replies per request of the burst.
+        let bare = ActivityConfig { profile: Profile::NoCover, ..on };
+        assert!((bare.reply_rate_while_sending() - 2.0 / bare.request_gap_s).abs() < 1e-12);
+        let silent = ActivityConfig { reply_packets: 0, ..on };
+        assert_eq!(silent.reply_rate_while_sending(), 0.0);
+        assert!(ActivityConfig { loop_fraction: 1.5, ..on }.validate().is_err());
+    }
+
+    #[test]
+    fn the_pool_posterior_does_not_change_with_the_replies() {
+        // The mean-field attribution of replies (see `pool_sender_anonymity`): a common factor.
+        let config = ActivityConfig { users: 200, ..ActivityConfig::default() };
+        let with = pool_sender_anonymity(&config, 200, &mut ChaCha20Rng::seed_from_u64(9)).unwrap();
+        let without = ActivityConfig { reply_packets: 0, ..config };
+        let bare = pool_sender_anonymity(&without, 200, &mut ChaCha20Rng::seed_from_u64(9)).unwrap();
+        assert_eq!(with.mean_entropy_bits, bare.mean_entropy_bits);
+        assert_eq!(with.top1_accuracy, bare.top1_accuracy);
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //!   each, `w = c_T / C` with `c_T` the packets the target was seen to send in the round and `C`
 //!   the expected packets of everyone. Substitution cover at a constant λ_P makes `c_T`
 //!   independent of what the target does, and the attack blind.
+//! - [`Evidence::ReplyCounts`]: the same over the other direction of the target's link, the
+//!   SURB replies coming back to it ([`ActivityConfig::reply_packets`] for each request and each
+//!   loop, none for a drop). Substitution keeps the sends constant but not quite the replies: a
+//!   request is answered where the drop it displaced was not, so with half the cover slots
+//!   loops a request adds `reply_packets / 2` packets downstream on average, against the
+//!   loops' own randomness (with every cover slot a drop, the replies count the requests
+//!   exactly).
 //! - [`Evidence::Timing`]: the GPA also uses *when* the target sent: `w_e` is the pool-model
 //!   posterior that the target sent `e` (`crate::activity`): the delay density of the target's
 //!   sends before `e`, over that plus the density of everyone else's (the emission's own sender,
@@ -48,18 +55,21 @@ const DAY_S: f64 = 86_400.0;
 pub enum Evidence {
     /// The target's packet count per round over everyone's (Danezis' SDA).
     RoundCounts,
+    /// The same over the SURB replies coming back to the target (the link's other direction).
+    ReplyCounts,
     /// The pool-model posterior that the target sent the emission, from send and emission times.
     Timing,
 }
 
 impl Evidence {
     /// Both, in report order.
-    pub const ALL: [Evidence; 2] = [Evidence::RoundCounts, Evidence::Timing];
+    pub const ALL: [Evidence; 3] = [Evidence::RoundCounts, Evidence::ReplyCounts, Evidence::Timing];
 
     /// Short name for reports.
     pub fn name(self) -> &'static str {
         match self {
             Evidence::RoundCounts => "round counts (SDA)",
+            Evidence::ReplyCounts => "reply counts (SDA)",
             Evidence::Timing => "timing posterior",
         }
     }
@@ -340,12 +350,28 @@ fn run_trial<R: RngCore + ?Sized>(
     if a.profile == Profile::NoCover {
         target_sends = real_sends.iter().map(|&(s, _)| s).collect();
     }
+    // What comes back down the target's link: the SURB replies
+    // (`reply_packets` for every request and for every cover slot that is a loop), about one
+    // round trip (two delays) after the packet they answer.
+    let mut target_replies: Vec<f64> = Vec::new();
+    let mut reals = real_sends.iter().map(|&(t, _)| t).peekable();
+    for &slot in &target_sends {
+        let real = reals.next_if(|&t| t == slot).is_some();
+        if real || (a.profile.has_cover() && unit(rng) < a.loop_fraction) {
+            for _ in 0..a.reply_packets {
+                target_replies.push(slot + a.sample_delay(rng) + a.sample_delay(rng));
+            }
+        }
+    }
+    target_replies.sort_by(f64::total_cmp);
     for &(send, destination) in &real_sends {
         target_emissions.push(Emission { time: send + a.sample_delay(rng), destination, own_density: 0.0 });
     }
 
     // Everyone else's emissions, day by day into the statistic.
     let others_rate = others as f64 * a.mean_send_rate();
+    // Everyone else's SURB replies, per second.
+    let others_reply_rate = others as f64 * a.sending_probability() * a.reply_rate_while_sending();
     let mut daily: Vec<DisclosureScores> = (0..config.days).map(|_| DisclosureScores::new(destinations)).collect();
     let weigh = |time: f64, own_density: Option<f64>| -> f64 {
         match config.evidence {
@@ -364,6 +390,13 @@ fn run_trial<R: RngCore + ?Sized>(
                 let (from, to) = (round * config.round_s, (round + 1.0) * config.round_s);
                 let count = count_in(&target_sends, from, to);
                 let expected = count + others_rate * config.round_s;
+                if expected > 0.0 { count / expected } else { 0.0 }
+            }
+            Evidence::ReplyCounts => {
+                let round = (time / config.round_s).floor();
+                let (from, to) = (round * config.round_s, (round + 1.0) * config.round_s);
+                let count = count_in(&target_replies, from, to);
+                let expected = count + others_reply_rate * config.round_s;
                 if expected > 0.0 { count / expected } else { 0.0 }
             }
         }
@@ -503,6 +536,28 @@ mod tests {
         let ratio = c.mean_weight_target / c.mean_weight_others;
         assert!((ratio - 1.0).abs() < 0.05, "round-count weights {ratio}");
         assert!(c.ranked_first_by_day[3] < 0.5, "counts {:?}", c.ranked_first_by_day);
+    }
+
+    #[test]
+    fn the_replies_on_the_targets_link_are_counted() {
+        // Every cover slot a drop: the sends stay at λ_P whatever the target does, but each
+        // request comes back as `reply_packets` SURB replies on its link and a drop as none. The
+        // reply counts link the partner; with the replies dropped from the model
+        // (reply_packets 0) there is nothing to count and the attack is blind.
+        let mut with = small(Profile::AlwaysOn, Evidence::ReplyCounts, 1.0);
+        with.activity.loop_fraction = 0.0;
+        let mut without = with;
+        without.activity.reply_packets = 0;
+        let w = statistical_disclosure(&with, 20, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+        let wo = statistical_disclosure(&without, 20, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+        assert!(w.ranked_first_by_day[3] >= 0.8, "with replies {:?}", w.ranked_first_by_day);
+        assert!(
+            w.mean_weight_target > 1.01 * w.mean_weight_others,
+            "{} vs {}",
+            w.mean_weight_target,
+            w.mean_weight_others
+        );
+        assert!(wo.ranked_first_by_day[3] < 0.5, "without replies {:?}", wo.ranked_first_by_day);
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub struct AnonymityScaleArgs {
     /// Days the disclosure adversary watches (default 30; quick 7).
     #[arg(long)]
     pub days: Option<u32>,
+    /// λ_P of the scale and disclosure parts, packets/s (default the daemon's shipped
+    /// `nox_client::DAEMON_COVER_RATE`, 2.75; the calibration part keeps the testnet's 2).
+    #[arg(long, default_value_t = nox_client::DAEMON_COVER_RATE)]
+    pub cover_rate: f64,
     /// Where the JSON goes.
     #[arg(long, default_value = "bench/data")]
     pub out_dir: PathBuf,
@@ -80,7 +84,12 @@ pub fn run(args: &AnonymityScaleArgs) -> Result<(), BenchError> {
     let days = args.days.unwrap_or(if args.quick { 7 } else { 30 }).max(1);
     let (scale_trials, calibration_runs, disclosure_trials) = if args.quick { (300, 2, 4) } else { (3_000, 16, 20) };
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
-    let base = ActivityConfig::default();
+    // The shipped loops and SURB replies per request and loop (`ActivityConfig::default()`,
+    // pinned to the client's by the test below), at λ_P = `--cover-rate`.
+    let base = ActivityConfig { cover_rate_per_s: args.cover_rate, ..ActivityConfig::default() };
+    if !(args.cover_rate.is_finite() && args.cover_rate > 0.0) {
+        return Err(BenchError::Failed(format!("--cover-rate must be > 0, got {}", args.cover_rate)));
+    }
 
     // 1. Scale.
     let mut scale: Vec<ScaleReport> = Vec::new();
@@ -125,7 +134,12 @@ pub fn run(args: &AnonymityScaleArgs) -> Result<(), BenchError> {
             );
         }
         let (bits, top1) = (bits / messages.max(1) as f64, top1 / messages.max(1) as f64);
-        let pool_config = ActivityConfig { users: clients, profile: Profile::AlwaysOn, ..base };
+        let pool_config = ActivityConfig {
+            users: clients,
+            profile: Profile::AlwaysOn,
+            cover_rate_per_s: config.cover_rate_per_s,
+            ..base
+        };
         let pool = pool_sender_anonymity(&pool_config, scale_trials, &mut rng).map_err(err)?;
         let within = (bits - testnet_bits).abs() <= TOLERANCE_BITS && (top1 - testnet_top1).abs() <= TOLERANCE_TOP1;
         println!(
@@ -261,4 +275,23 @@ fn days_to(report: &DisclosureReport, share: f64) -> Option<u32> {
 
 fn show(days: Option<u32>) -> String {
     days.map_or_else(|| "never".to_string(), |d| d.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scale_model_carries_the_shipped_loops_and_replies() {
+        // The pool and disclosure models' copies of what the calibrated link-level simulator
+        // takes from the shipped crates (issue 32): the client's loop share and the SURB
+        // replies per request and loop on the testnet's (shipped) geometry.
+        let shipped =
+            crate::bench_cover::shipped_traffic(SubstitutionConfig::default(), &nox_testnet::Layout::default())
+                .expect("shipped traffic");
+        let model = ActivityConfig::default();
+        assert_eq!(model.loop_fraction, shipped.loop_fraction);
+        assert_eq!(model.reply_packets, shipped.reply_packets);
+        assert!(model.reply_packets > 0 && model.loop_fraction > 0.0);
+    }
 }
