@@ -102,11 +102,40 @@ cargo fmt --all -- --check
 step "clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "fuzz smoke run"
-# 3 s a target: the smoke proves each harness builds and runs (23 targets; 10 s cost 160 s more).
-# Long runs: bash scripts/fuzz-smoke.sh 600, or cargo +nightly fuzz run TARGET.
-bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
-free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
+# The fuzz smoke: 3 s a target proves each harness builds and runs (23 targets; 10 s cost 160 s
+# more). Long runs: bash scripts/fuzz-smoke.sh 600, or cargo +nightly fuzz run TARGET.
+# With the test lanes (the default) it runs beside them, in the background (below: its build,
+# ~330 s of CPU cold, has its own target directory, so no cargo lock is shared); its log is
+# printed and its status checked before the gate. NOX_BENCH_PREBUILD=0 runs it here, as before.
+fuzz_beside_lanes=0
+if [ "${NOX_TEST_LANES:-3}" != 1 ] && [ "${NOX_BENCH_PREBUILD:-1}" != 0 ]; then fuzz_beside_lanes=1; fi
+if [ "$fuzz_beside_lanes" = 0 ]; then
+  step "fuzz smoke run"
+  bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
+  free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
+fi
+
+# The jobs started beside the lanes (the fuzz smoke; the benchmark builds): waited for once,
+# before a failed test binary is re-run alone and before the gate. Status 1 if one failed.
+background_pids=()
+background_logs=()
+background_names=()
+background_waited=0
+background_status=0
+wait_background() {
+  [ "$background_waited" = 0 ] || return "$background_status"
+  background_waited=1
+  local i status
+  for i in "${!background_pids[@]}"; do
+    status=0
+    wait "${background_pids[$i]}" || status=$?
+    printf '\n==> %s (run beside the lanes; done at %d s since the start, status %d)\n' "${background_names[$i]}" "$SECONDS" "$status"
+    cat "${background_logs[$i]}"
+    rm -f "${background_logs[$i]}"
+    [ "$status" = 0 ] || background_status=1
+  done
+  return "$background_status"
+}
 
 step "tests, in three lanes: the money binary | the other test binaries of crates/nox | the rest of the workspace"
 # The end-to-end binaries of crates/nox start testnets, Anvil and wallets and spend their time
@@ -147,7 +176,19 @@ for line in sys.stdin:
   # locks each profile's directory (target/bench-observe, target/release), not the whole target
   # directory, so the lanes' doc tests and the next steps' debug builds never wait on it.
   # NOX_BENCH_PREBUILD=0 builds them in their own steps, as before.
-  prebuild_pid=""
+  if [ "$fuzz_beside_lanes" = 1 ]; then
+    fuzz_log=$(mktemp)
+    printf '    fuzz smoke run beside the lanes (nice 19; log %s)\n' "$fuzz_log"
+    (
+      set -e
+      t0=$SECONDS
+      nice -n 19 bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
+      printf 'fuzz smoke: %d s\n' $((SECONDS - t0))
+    ) >"$fuzz_log" 2>&1 &
+    background_pids+=($!)
+    background_logs+=("$fuzz_log")
+    background_names+=("fuzz smoke run (scripts/fuzz-smoke.sh ${NOX_FUZZ_SECONDS:-3})")
+  fi
   if [ "${NOX_BENCH_PREBUILD:-1}" != 0 ]; then
     prebuild_log=$(mktemp)
     printf '    building the benchmark binary, the Criterion bench and the charts venv beside the lanes (nice 19; log %s)\n' "$prebuild_log"
@@ -163,7 +204,9 @@ for line in sys.stdin:
       nice -n 19 bash scripts/bench/charts.sh --setup
       printf 'prebuild: charts venv ready in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
     ) >"$prebuild_log" 2>&1 &
-    prebuild_pid=$!
+    background_pids+=($!)
+    background_logs+=("$prebuild_log")
+    background_names+=("benchmark build (bench-observe nox, Criterion bench, charts venv)")
   fi
   run_lane() { # lane letter: runs its executables one after another; status 1 if any failed
     local status=0 lane dir name exe
@@ -201,6 +244,8 @@ for line in sys.stdin:
     # A pass alone is printed as a load-sensitive test, not hidden: docs/ci.md.
     [ -s "$lanes/failed.tsv" ] || { echo "error: a lane failed outside its test binaries (see above)" >&2; exit 1; }
     status=0
+    # Alone means alone: the jobs beside the lanes finish first.
+    wait_background || true
     while IFS=$'\t' read -r dir name exe; do
       printf '\n==> re-running %s alone (it failed beside the other lanes)\n' "$name"
       if (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe"); then
@@ -233,16 +278,13 @@ NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown
   bash sdk/examples/test.sh
 free_if_low "$CARGO_TARGET_DIR/debug" "the debug build; the gate and the benchmarks use release builds"
 
-if [ -n "${prebuild_pid:-}" ]; then
-  step "waiting for the benchmark build started beside the lanes"
-  prebuild_status=0
-  wait "$prebuild_pid" || prebuild_status=$?
-  cat "$prebuild_log"
-  rm -f "$prebuild_log"
-  if [ "$prebuild_status" -ne 0 ]; then
-    echo "error: the benchmark build beside the lanes failed (log above)" >&2
+if [ "${#background_pids[@]}" -gt 0 ]; then
+  step "the jobs started beside the test lanes: fuzz smoke run, benchmark build"
+  if ! wait_background; then
+    echo "error: a job run beside the test lanes failed (log above)" >&2
     exit 1
   fi
+  free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 fi
 
 step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
