@@ -79,9 +79,32 @@ pub struct DashboardArgs {
 /// Errors of the dashboard.
 #[derive(Debug, thiserror::Error)]
 pub enum DashboardError {
-    /// Bad command-line input.
-    #[error("{0}")]
-    Usage(String),
+    /// Neither `--testnet` nor `--directory … --authority` was given.
+    #[error("give --testnet <dir>, or --directory <url>... --authority <hex> with --node <id>=<ip:port>...")]
+    NoTopologySource,
+    /// A `--node` argument is not `NODE_ID=IP:PORT` with a node id of 8 to 64 hex digits.
+    #[error("--node {spec}: expected NODE_ID=IP:PORT (NODE_ID ≥ 8 hex digits)")]
+    BadNode {
+        /// The argument as given.
+        spec: String,
+    },
+    /// `--authority` is not 64 hex digits.
+    #[error("--authority: expected 64 hex digits")]
+    AuthorityNotHex,
+    /// `--authority` is 32 bytes but not an Ed25519 public key (not a curve point).
+    #[error("--authority: not an Ed25519 public key")]
+    AuthorityNotAKey,
+    /// A `--directory` URL is malformed.
+    #[error("--directory: {0}")]
+    Directory(#[source] nox_directory::ClientError),
+    /// The `--chain` file cannot be read or has no valid `[chain]` section.
+    #[error("{reason}")]
+    Chain {
+        /// The file.
+        file: PathBuf,
+        /// Why, as `nox_testnet::chain::load_chain_toml` reports it (the file's path first).
+        reason: String,
+    },
     /// The listening socket.
     #[error("listen {addr}: {source}")]
     Listen {
@@ -166,7 +189,7 @@ fn verify_named(
 }
 
 fn parse_node(spec: &str) -> Result<(String, SocketAddr), DashboardError> {
-    let usage = || DashboardError::Usage(format!("--node {spec}: expected NODE_ID=IP:PORT (NODE_ID ≥ 8 hex digits)"));
+    let usage = || DashboardError::BadNode { spec: spec.to_owned() };
     let (id, addr) = spec.split_once('=').ok_or_else(usage)?;
     let id = id.trim().to_ascii_lowercase();
     if id.len() < 8 || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -176,11 +199,9 @@ fn parse_node(spec: &str) -> Result<(String, SocketAddr), DashboardError> {
 }
 
 fn authority_key(authority: &str) -> Result<nox_topology::VerifyingKey, DashboardError> {
-    let bytes: [u8; 32] = hex::decode(authority.trim())
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| DashboardError::Usage("--authority: expected 64 hex digits".into()))?;
-    nox_topology::VerifyingKey::from_bytes(&bytes).map_err(|e| DashboardError::Usage(format!("--authority: {e}")))
+    let bytes: [u8; 32] =
+        hex::decode(authority.trim()).ok().and_then(|b| b.try_into().ok()).ok_or(DashboardError::AuthorityNotHex)?;
+    nox_topology::VerifyingKey::from_bytes(&bytes).map_err(|_| DashboardError::AuthorityNotAKey)
 }
 
 /// The testnet's nodes as endpoints and targets (name `node-<i>`, layer from its `layer` file).
@@ -222,14 +243,11 @@ pub async fn serve(args: &DashboardArgs, stop: tokio::sync::watch::Receiver<bool
             (TopologySource::Testnet(dir.clone()), testnet_targets(dir), chain)
         }
         (None, Some(authority)) => {
-            let mirrors = nox_directory::Mirrors::parse(&args.directory)
-                .map_err(|e| DashboardError::Usage(format!("--directory: {e}")))?;
+            let mirrors = nox_directory::Mirrors::parse(&args.directory).map_err(DashboardError::Directory)?;
             (TopologySource::Mirrors { mirrors, authority: authority_key(authority)? }, Vec::new(), None)
         }
         (None, None) => {
-            return Err(DashboardError::Usage(
-                "give --testnet <dir>, or --directory <url>... --authority <hex> with --node <id>=<ip:port>...".into(),
-            ));
+            return Err(DashboardError::NoTopologySource);
         }
     };
     for spec in &args.nodes {
@@ -241,7 +259,10 @@ pub async fn serve(args: &DashboardArgs, stop: tokio::sync::watch::Receiver<bool
         ));
     }
     let chain_config = match &args.chain {
-        Some(file) => Some(nox_testnet::chain::load_chain_toml(file).map_err(DashboardError::Usage)?),
+        Some(file) => Some(
+            nox_testnet::chain::load_chain_toml(file)
+                .map_err(|reason| DashboardError::Chain { file: file.clone(), reason })?,
+        ),
         None => chain_config,
     };
     let (endpoints, targets): (Vec<Endpoint>, Vec<Target>) = pairs.into_iter().unzip();

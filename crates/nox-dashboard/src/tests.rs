@@ -11,6 +11,18 @@ fn node_specs_parse() {
     }
 }
 
+#[test]
+fn bad_arguments_are_typed_errors() {
+    assert!(matches!(parse_node("0123abcd"), Err(DashboardError::BadNode { spec }) if spec == "0123abcd"));
+    assert!(matches!(authority_key("zz"), Err(DashboardError::AuthorityNotHex)));
+    assert!(matches!(authority_key(&"ab".repeat(31)), Err(DashboardError::AuthorityNotHex)));
+    // About half of all 32-byte strings are no curve point's encoding: those are refused as such.
+    let refused: Vec<_> = (0u8..=255).filter_map(|b| authority_key(&hex::encode([b; 32])).err()).collect();
+    assert!(!refused.is_empty());
+    assert!(refused.iter().all(|e| matches!(e, DashboardError::AuthorityNotAKey)), "{refused:?}");
+    assert_eq!(DashboardError::AuthorityNotHex.to_string(), "--authority: expected 64 hex digits");
+}
+
 /// A server that answers each connection with `response` (or stalls when `None`).
 async fn fake(response: Option<Vec<u8>>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
