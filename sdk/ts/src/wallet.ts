@@ -7,7 +7,7 @@
 // Kept between page loads (sealed): `NoxWallet.create` / `restore` / `unlock` seal the seed under a
 // passphrase in `nox wallet`'s `wallet.key` format (seal.ts) and keep it, with the pool view
 // sealed in `nox wallet`'s `state` format and the sync cursor, in a WalletStore (store.ts:
-// IndexedDB in browsers); every synced page of logs is saved, so a reload resumes at the next
+// IndexedDB in browsers); the synced view is saved at least every LOG_PAGE blocks and at the head, so a reload resumes at the next
 // block instead of the pool's first.
 
 import type { Eip1193 } from "./bounds.js";
@@ -281,6 +281,10 @@ export class NoxWallet {
     let span = LOG_PAGE;
     // The most logs one answer carried: a page of at most half as many may double its span again.
     let mostLogs = 0;
+    // The last block whose view is in the store: a view is saved at the head and otherwise once
+    // per LOG_PAGE blocks, so small pages (a busy pool through the mixnet) do not seal and write
+    // the whole view (2 MB for 10,000 notes) each.
+    let savedAt = from - 1;
     const pool = hexBytes(this.#pool, 20, "pool");
     while (from <= head) {
       const to = Math.min(from + span - 1, head);
@@ -305,10 +309,11 @@ export class NoxWallet {
       if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       this.#check();
       let sealed: Uint8Array | undefined;
+      const save = this.#store !== undefined && (to === head || to - savedAt >= LOG_PAGE);
       if (this.#syncWorker !== undefined) {
         const synced = await this.#syncWorker.sync(this.#seed, view, page, pool, to, {
           balances: to === head,
-          seal: this.#store !== undefined,
+          seal: save,
         });
         this.#check(); // closed while the Worker ran
         view = synced.view;
@@ -320,7 +325,10 @@ export class NoxWallet {
       logs += page.length;
       from = to + 1;
       this.#view = view;
-      await this.#save(to, sealed);
+      if (save) {
+        await this.#save(to, sealed);
+        savedAt = to;
+      }
     }
     this.#view = view;
     return { head, logs, ms: performance.now() - started, pages, halved };

@@ -3,8 +3,9 @@
 // most ~255 reply packets), so an exit refuses a page of 1,000 busy blocks as `too-large` (a pool
 // log is ~1 KB of JSON). The provider here refuses, as a NoxProvider surfaces the exit's refusal,
 // any answer of more than 300 logs; the wallet must ask again in halves, read every block exactly
-// once, and end with the view of a wallet whose pages were never refused. Other refusals, and a
-// single block too large, are still errors.
+// once, and end with the view of a wallet whose pages were never refused; with a store it saves
+// the view once per 1,000 blocks, not once per small page. Other refusals, and a single block too
+// large, are still errors.
 //   NOX_WASM=<nox_wasm.wasm> node --test test/wallet-pages.test.mjs
 
 import assert from "node:assert/strict";
@@ -12,7 +13,8 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { keccak256, toHex } from "viem";
-import { NoxRefusedError, NoxWallet, ProviderRpcError, toProviderError } from "../dist/index.js";
+import { MemoryWalletStore, NoxRefusedError, NoxWallet, ProviderRpcError, openState, toProviderError } from "../dist/index.js";
+import { NoxWasm } from "../dist/nox_wasm.mjs";
 import { WASM } from "./testnet-helper.mjs";
 
 const wasm = readFileSync(WASM);
@@ -83,6 +85,24 @@ test("a page refused as too large is asked again in halves: every block read onc
   assert.equal(next, 2501);
   wallet.close();
   plain.close();
+});
+
+test("with a store, small pages save the view once per 1,000 blocks and at the head, not once per page", async () => {
+  const m = await NoxWasm.instantiate(wasm);
+  const store = new MemoryWalletStore();
+  const wallet = await NoxWallet.create({ module: m, provider: chain(300), pool: POOL, passphrase: "pw", store });
+  const saved = [];
+  const put = store.put.bind(store);
+  store.put = (id, record) => {
+    if (record.cursor !== undefined) saved.push(record.cursor.lastBlock);
+    return put(id, record);
+  };
+  const report = await wallet.sync();
+  assert.equal(report.pages, 10); // 250-block pages
+  assert.deepEqual(saved, [1000, 2000, 2500]);
+  const record = await store.get("default");
+  assert.equal(openState(m, wallet.seedCopy(), record.state), wallet.view, "the stored view is the synced one");
+  wallet.close();
 });
 
 test("after a busy stretch the pages grow back: a quiet stretch is read in pages of 1,000 blocks again", async () => {
