@@ -17,35 +17,32 @@
 //! URL in the testnet's chain.json is never used for reads.
 
 use std::{
-    io::{BufRead, IsTerminal, Write},
-    path::{Path, PathBuf},
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
 use alloy::{
-    primitives::{Address, B256, Bytes},
-    providers::{DynProvider, Provider, ProviderBuilder},
-    rpc::types::TransactionRequest,
+    primitives::{Address, Bytes},
+    providers::DynProvider,
 };
-use ark_bn254::Fr;
 use clap::{Args, Subcommand};
-use nox_chain::pool::ShieldedPool;
-use nox_wallet::{
-    PaymentAddress, PoolView, Seed, WalletError,
-    file::{self, KdfParams},
-};
-use nox_zk::field;
-use rand_core_06::{RngCore, SeedableRng};
-use zeroize::Zeroizing;
+use nox_wallet::{PoolView, Seed};
+use nox_wallet_cli::{CliError, advice, files, flows, outcome::already, session};
 
 use crate::tx_cmd::{FeeArgs, MixArgs};
 
 pub use nox_wallet::journal;
-use nox_wallet_io::{WalletDir, insert_race};
+pub use nox_wallet::units::{Unit, format_units};
+pub use nox_wallet_cli::{
+    Landed, NOT_CONFIRMED, Plan, PoolAt, Stop,
+    advice::WithdrawCommand,
+    files::{RestoreArgs, WalletArgs, parse_shielded},
+    outcome::report,
+    prompt::confirmed_on_terminal,
+    prove::{Ticker, prove_transaction},
+    session::{asset_word, fr_address, journal_recall, read_provider},
+};
+pub use nox_wallet_io::{bundle::BundleFile, chain::unit_of};
 
 /// The exit status of a command that handed a transaction over (broadcast it, or sent it to a
 /// relayer) and then lost the answer: the transaction may still land. A re-run of the same
@@ -99,33 +96,6 @@ pub enum WalletCommand {
     /// needed before new notes are spendable. The testnet's relayers do it on their own; anyone
     /// may do it, it costs gas and shows the account that sends it.
     Insert(InsertArgs),
-}
-
-/// Where the wallet lives.
-#[derive(Args, Clone)]
-pub struct WalletArgs {
-    /// Wallet directory (`wallet.key`, `wallet.state`, cached proving keys).
-    #[arg(long, default_value = "nox-wallet")]
-    pub wallet: PathBuf,
-    /// File holding the passphrase (first line). Without it, `NOX_WALLET_PASSPHRASE`.
-    #[arg(long)]
-    pub passphrase_file: Option<PathBuf>,
-    /// The transfer proving key to prove with: the `proving.key` of a ceremony (`nox zk setup
-    /// finalize --circuit transfer`), checked before use. Without it, the testnet key (public
-    /// randomness), derived once and cached in the wallet directory.
-    #[arg(long, value_name = "FILE")]
-    pub proving_key: Option<PathBuf>,
-}
-
-/// `nox wallet restore`
-#[derive(Args, Clone)]
-pub struct RestoreArgs {
-    /// The new wallet's directory and passphrase (the copy's passphrase).
-    #[command(flatten)]
-    pub wallet: WalletArgs,
-    /// A copy of the backed-up `wallet.key`.
-    #[arg(long)]
-    pub from: PathBuf,
 }
 
 /// The pool to use.
@@ -323,7 +293,7 @@ pub struct InsertArgs {
     pub key_file: PathBuf,
 }
 
-pub(crate) type CmdResult<T = ()> = Result<T, String>;
+pub type CmdResult<T = ()> = Result<T, String>;
 
 /// Runs a wallet command.
 pub fn run(command: WalletCommand) -> CmdResult {
@@ -332,22 +302,22 @@ pub fn run(command: WalletCommand) -> CmdResult {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let started = Instant::now();
     match command {
-        WalletCommand::New(w) => new(&w),
-        WalletCommand::Restore(r) => restore(&r),
+        WalletCommand::New(w) => Ok(files::new_wallet(&w)?),
+        WalletCommand::Restore(r) => Ok(files::restore(&r)?),
         WalletCommand::Address(w) => {
-            let seed = open_seed(&w)?;
-            println!("{}", seed.address().map_err(|e| e.to_string())?);
+            println!("{}", files::open_seed(&w)?.address().map_err(CliError::from)?);
             Ok(())
         }
         WalletCommand::ViewingKey(w) => {
-            let seed = open_seed(&w)?;
+            let seed = files::open_seed(&w)?;
             eprintln!(
                 "the viewing key below shows every note of this wallet, sent and received, to whoever holds it; it \
                  cannot spend"
             );
-            let vk = seed.viewing_key().map_err(|e| e.to_string())?;
-            println!("{}", vk.export().map_err(|e| e.to_string())?.as_str());
+            let vk = seed.viewing_key().map_err(CliError::from)?;
+            println!("{}", vk.export().map_err(CliError::from)?.as_str());
             Ok(())
         }
         WalletCommand::Sync(c) => runtime.block_on(async {
@@ -355,179 +325,81 @@ pub fn run(command: WalletCommand) -> CmdResult {
             println!("pool {} synced to block {}", at.pool, view.last_block);
             Ok(())
         }),
-        WalletCommand::Balance(c) => runtime.block_on(balance(&c)),
-        WalletCommand::Deposit(a) => runtime.block_on(deposit(&a)),
+        WalletCommand::Balance(c) => runtime.block_on(async {
+            let (_, at, provider, view) = synced(&c).await?;
+            session::balance_lines(&provider, at.pool, &view).await.iter().for_each(|l| println!("{l}"));
+            Ok(())
+        }),
+        WalletCommand::Deposit(a) => runtime.block_on(async {
+            let seed = files::open_seed(&a.chain.wallet)?;
+            let at = resolve(&a.chain.pool, None).await?;
+            let (to, key_file) = (a.to.as_deref(), &a.key_file);
+            let timeout = Duration::from_secs(a.receipt_timeout_secs);
+            let order =
+                flows::DepositOrder { amount: &a.amount, asset: a.asset, to, key_file, receipt_timeout: timeout };
+            Ok(flows::deposit(&a.chain.wallet, &order, &seed, &at, started).await?)
+        }),
         WalletCommand::Send(a) => runtime.block_on(send_cmd(&a)),
         WalletCommand::Split(a) => runtime.block_on(split_cmd(&a)),
-        WalletCommand::Join(a) => runtime.block_on(join_cmd(&a)),
+        WalletCommand::Join(p) => {
+            runtime.block_on(make(&p, &Plan::join(p.asset.unwrap_or(Address::ZERO)))).map_err(Stop::message)
+        }
         WalletCommand::Withdraw(a) => runtime.block_on(withdraw_cmd(&a)),
-        WalletCommand::Pay(a) => runtime.block_on(pay(&a)),
-        WalletCommand::Insert(a) => runtime.block_on(insert(&a)),
+        WalletCommand::Pay(a) => runtime.block_on(async {
+            let (seed, at, provider, view) = synced(&a.chain).await?;
+            let order = flows::PayOrder {
+                executor: a.executor,
+                relayer: a.relayer,
+                fee: a.fee,
+                asset: a.asset,
+                target: a.target,
+                data: &a.data,
+                action_gas: a.action_gas,
+                valid_for: a.valid_for,
+                out: &a.out,
+            };
+            Ok(flows::pay(&a.chain.wallet, &order, &seed, &at, &provider, &view).await?)
+        }),
+        WalletCommand::Insert(a) => runtime.block_on(async {
+            let (_, at, _, view) = synced(&a.chain).await?;
+            Ok(flows::insert(&a.chain.wallet, &a.key_file, &at, &view, started).await?)
+        }),
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Addresses and amounts
 
 /// An Ethereum address as a command-line value (`nox_wallet::units::parse_eth_address`).
 pub fn parse_eth_address(text: &str) -> Result<Address, String> {
     nox_wallet::units::parse_eth_address(text).map_err(|e| e.to_string())
 }
 
-/// A shielded address as a command-line value (an Ethereum address says it is one).
-pub fn parse_shielded(text: &str) -> CmdResult<PaymentAddress> {
-    text.trim().parse().map_err(|e: nox_wallet::error::AddressError| format!("--to {}: {e}", text.trim()))
-}
-
-pub use nox_wallet::units::{Unit, format_units};
-
-pub(crate) use nox_wallet_io::chain::unit_of;
-
-pub(crate) fn fr_address(a: &Fr) -> Address {
-    Address::from_slice(&field::to_be32(a)[12..])
-}
-
-// ---------------------------------------------------------------------------------------------
-// Files
-
-fn os_rng() -> rand_chacha_03::ChaCha20Rng {
-    rand_chacha_03::ChaCha20Rng::from_entropy()
-}
-
-fn passphrase(w: &WalletArgs) -> CmdResult<Zeroizing<String>> {
-    let text = match &w.passphrase_file {
-        Some(f) => Zeroizing::new(std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?),
-        None => Zeroizing::new(
-            std::env::var("NOX_WALLET_PASSPHRASE")
-                .map_err(|_| "no passphrase: give --passphrase-file or set NOX_WALLET_PASSPHRASE".to_owned())?,
-        ),
-    };
-    let line = Zeroizing::new(text.lines().next().unwrap_or_default().to_owned());
-    if line.is_empty() {
-        return Err("the passphrase is empty".into());
-    }
-    Ok(line)
-}
-
-/// Writes `bytes` to `path` atomically, mode 0600 (temporary file, fsync, rename, fsync dir).
-fn write_private(path: &Path, bytes: &[u8]) -> CmdResult {
-    nox_wallet_io::dir::write_private(path, bytes).map_err(|e| e.to_string())
-}
-
-fn wallet_dir(w: &WalletArgs) -> WalletDir {
-    WalletDir::new(&w.wallet)
-}
-
-fn new(w: &WalletArgs) -> CmdResult {
-    let path = wallet_dir(w).key_path();
-    if path.exists() {
-        return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
-    }
-    let pass = passphrase(w)?;
-    wallet_dir(w).create().map_err(|e| e.to_string())?;
-    let mut rng = os_rng();
-    let seed = Seed::random(&mut rng);
-    let sealed = file::seal_seed(&seed, pass.as_bytes(), KdfParams::default(), &mut rng).map_err(|e| e.to_string())?;
-    write_private(&path, &sealed)?;
-    println!("wrote {}", path.display());
-    println!("your shielded address: {}", seed.address().map_err(|e| e.to_string())?);
-    println!(
-        "BACKUP: {} holds the wallet's seed, sealed under your passphrase; it is the ONLY backup of your notes. Keep \
-         a copy of it elsewhere and remember the passphrase: `nox wallet restore --from <copy> --wallet <dir>` \
-         restores the wallet, and `nox wallet sync` then finds every note on the chain again.",
-        path.display()
-    );
-    Ok(())
-}
-
-fn restore(r: &RestoreArgs) -> CmdResult {
-    let path = wallet_dir(&r.wallet).key_path();
-    if path.exists() {
-        return Err(format!("{} exists: refusing to overwrite a wallet", path.display()));
-    }
-    let bytes = std::fs::read(&r.from).map_err(|e| format!("{}: {e}", r.from.display()))?;
-    let seed =
-        file::open_seed(&bytes, passphrase(&r.wallet)?.as_bytes()).map_err(|e| format!("{}: {e}", r.from.display()))?;
-    wallet_dir(&r.wallet).create().map_err(|e| e.to_string())?;
-    write_private(&path, &bytes)?;
-    println!("restored {} ({})", path.display(), seed.address().map_err(|e| e.to_string())?);
-    println!("run `nox wallet sync --wallet {}` to find its notes on the chain", r.wallet.wallet.display());
-    Ok(())
-}
-
-fn open_seed(w: &WalletArgs) -> CmdResult<Seed> {
-    let dir = wallet_dir(w);
-    let bytes = dir.read_key().map_err(|e| e.to_string())?;
-    dir.open_seed(&bytes, passphrase(w)?.as_bytes()).map_err(|e| e.to_string())
-}
-
-fn read_key_file(path: &Path) -> CmdResult<nox_chain::PrivateKeySigner> {
-    let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?);
-    nox_chain::deploy::signer(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-// ---------------------------------------------------------------------------------------------
-// The journal of transactions handed over (journal.rs has the rule)
-
 /// Records that `entry` is being handed over (before it leaves, or right after a broadcast).
-pub(crate) fn journal_record(w: &WalletArgs, entry: journal::Entry) -> CmdResult {
-    wallet_dir(w).journal_record(entry).map_err(|e| e.to_string())
+pub fn journal_record(w: &WalletArgs, entry: journal::Entry) -> CmdResult {
+    w.dir().journal_record(entry).map_err(|e| e.to_string())
 }
 
 /// Forgets `intent`'s entry: its outcome is known.
-pub(crate) fn journal_resolve(w: &WalletArgs, intent: &str) -> CmdResult {
-    wallet_dir(w).journal_resolve(intent).map_err(|e| e.to_string())
+pub fn journal_resolve(w: &WalletArgs, intent: &str) -> CmdResult {
+    w.dir().journal_resolve(intent).map_err(|e| e.to_string())
 }
 
-/// Before a command hands a transaction over: if an earlier run of the same command (`intent`)
-/// lost its answer, asks the chain about that transaction (`nox_wallet_io::send::recall`).
-/// `Some((hash, block))`: it landed, and the caller reports it and sends nothing; `None`:
-/// nothing outstanding (or it can no longer land), send. Still pending: an [`UNCONFIRMED`]
-/// error, nothing sent.
-pub(crate) async fn journal_recall(
-    w: &WalletArgs,
-    provider: &DynProvider,
-    pool: Address,
-    intent: &str,
-) -> CmdResult<Option<(B256, u64)>> {
-    use nox_wallet_io::send::{Recall, recall};
-    match recall(&wallet_dir(w), provider, pool, intent).await.map_err(|e| e.to_string())? {
-        Recall::Landed { tx_hash, block } => Ok(Some((tx_hash, block))),
-        Recall::Nothing => Ok(None),
-        Recall::SendAgain(why) => {
-            eprintln!("{why}");
-            Ok(None)
-        }
-    }
-}
-
-/// The report of a re-run that found its transaction already landed.
-pub(crate) fn already(tx_hash: B256, block: u64) {
-    println!("already submitted as {tx_hash}; mined in block {block}; nothing was sent again");
+/// The chain's id and its latest block's time (`nox_wallet_io::chain`).
+pub async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
+    nox_wallet_io::chain::chain_context(provider).await.map_err(|e| e.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
-// Chain
-
-/// Where the pool is.
-pub(crate) struct PoolAt {
-    pub(crate) rpc: String,
-    pub(crate) pool: Address,
-    pub(crate) executor: Option<Address>,
-    pub(crate) from_block: u64,
-}
+// The pool: where it is, and the wallet synced with it
 
 /// The seconds an in-process mixnet client waits for each chain read's answer.
 const MIXNET_READ_TIMEOUT_S: u64 = 180;
 /// The cover rate of an in-process mixnet client started for chain reads (packets per second),
 /// `nox tx`'s default.
 const MIXNET_READ_COVER_RATE: f64 = 2.0;
-
 /// The JSON-RPC URL the command reads (and sends) through: `--rpc` (a mixnet daemon), an
 /// explicit `--direct-rpc` (with a warning on stderr), or a local endpoint served by a mixnet
 /// client — `mixnet` if the caller already runs one (`nox tx`), else one started here from the
 /// `--testnet`'s topology. Never the chain.json URL.
-pub(crate) async fn read_endpoint(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<String> {
+pub async fn read_endpoint(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<String> {
     if let Some(url) = &p.rpc {
         return Ok(url.clone());
     }
@@ -597,7 +469,7 @@ impl PoolArgs {
     }
 }
 
-pub(crate) async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<PoolAt> {
+pub async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHandle>) -> CmdResult<PoolAt> {
     if let Some(record) = p.record()? {
         let deployed = record.contracts.pool.as_ref().map(|c| c.pool);
         let pool = p.pool.or(deployed).ok_or("give --pool: the --chain record has no shielded pool")?;
@@ -633,468 +505,24 @@ pub(crate) async fn resolve(p: &PoolArgs, mixnet: Option<&nox_client::ClientHand
     Ok(PoolAt { rpc, pool, executor: info.map(|i| i.deployment.executor), from_block })
 }
 
-pub(crate) fn read_provider(rpc: &str) -> CmdResult<DynProvider> {
-    let url = rpc.parse().map_err(|e| format!("RPC URL {rpc:?}: {e}"))?;
-    Ok(ProviderBuilder::new().connect_http(url).erased())
-}
-
-pub(crate) fn asset_word(a: Address) -> Fr {
-    field::address(&a.0.0)
-}
-
-/// Applies the pool's events since the view's last block (`nox_wallet_io::chain::sync`), with
-/// progress on stderr: blocks and events scanned, this wallet's notes found, and a warning for
-/// every ciphertext addressed to it that does not open or does not match its commitment
-/// (tampered or re-targeted: reported, never silently dropped).
-async fn sync(provider: &DynProvider, at: &PoolAt, seed: &Seed, view: &mut PoolView) -> CmdResult<u64> {
-    use nox_wallet_io::chain::{PoolSpan, SyncProgress};
-    let started = Instant::now();
-    let span = PoolSpan { pool: at.pool, from_block: at.from_block };
-    let mut progress = |p: SyncProgress<'_>| match p {
-        SyncProgress::Page { first, to, head, events, new_notes } => {
-            eprintln!(
-                "sync: blocks {first}..{to} of {head} scanned, {events} pool events, {new_notes} new note(s) of this wallet"
-            )
-        }
-        SyncProgress::Corrupt(c) => eprintln!(
-            "WARNING: a note addressed to this wallet at queue index {} (commitment 0x{}) does not open or does not \
-             match its commitment ({:?}{}): it was tampered with or re-targeted and cannot be spent; tell the sender",
-            c.queue_index,
-            hex::encode(field::to_be32(&c.commitment)),
-            c.reason,
-            c.claimed_value.map(|v| format!(", claims {v} base units")).unwrap_or_default()
-        ),
-        SyncProgress::Done { found, corrupt } => eprintln!(
-            "sync: done in {:.2} s ({found} note(s) found, {corrupt} corrupt)",
-            started.elapsed().as_secs_f64()
-        ),
-    };
-    nox_wallet_io::chain::sync(provider, span, seed, view, &mut progress)
-        .await
-        .map_err(|e| if e.is_read() { crate::daemon_hint::explain(&at.rpc, &e.to_string()) } else { e.to_string() })
-}
-
-pub(crate) async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
+pub async fn synced(c: &ChainArgs) -> CmdResult<(Seed, PoolAt, DynProvider, PoolView)> {
     let at = resolve(&c.pool, None).await?;
     let provider = read_provider(&at.rpc)?;
     let (seed, view) = synced_at(c, &at, &provider).await?;
     Ok((seed, at, provider, view))
 }
 
-/// Opens the wallet and syncs its view through `provider` (the pool `at`), saving the state.
-pub(crate) async fn synced_at(c: &ChainArgs, at: &PoolAt, provider: &DynProvider) -> CmdResult<(Seed, PoolView)> {
-    let seed = open_seed(&c.wallet)?;
-    let dir = wallet_dir(&c.wallet);
-    let mut view = dir.load_view(&seed, at.from_block).map_err(|e| e.to_string())?;
-    sync(provider, at, &seed, &mut view).await?;
-    dir.save_view(&seed, &view, &mut os_rng()).map_err(|e| e.to_string())?;
-    Ok((seed, view))
-}
-
-async fn balance(c: &ChainArgs) -> CmdResult {
-    let (_, at, provider, view) = synced(c).await?;
-    println!("pool {} synced to block {}", at.pool, view.last_block);
-    let assets = view.assets();
-    if assets.is_empty() {
-        println!("no notes");
-    }
-    for a in assets {
-        let unit = unit_of(&provider, fr_address(&a)).await;
-        let b = view.balance(&a);
-        println!(
-            "{}: spendable {} in {} note(s) (largest {}, largest two {}), pending insertion {}",
-            unit.symbol,
-            unit.show(b.spendable),
-            b.notes,
-            unit.show(b.largest),
-            unit.show(b.largest_pair),
-            unit.show(b.pending),
-        );
-    }
-    let queued = view.queued().count();
-    if queued > 0 {
-        println!("{queued} commitment(s) queued for the next batch insertion (a relayer inserts them)");
-    }
-    Ok(())
-}
-
-async fn send_tx(
-    provider: &DynProvider,
-    tx: TransactionRequest,
-    what: &str,
-) -> CmdResult<alloy::rpc::types::TransactionReceipt> {
-    nox_wallet_io::send::send_tx(provider, tx, what).await.map_err(|e| e.to_string())
-}
-
-async fn deposit(a: &DepositArgs) -> CmdResult {
-    let started = Instant::now();
-    let seed = open_seed(&a.chain.wallet)?;
-    let at = resolve(&a.chain.pool, None).await?;
-    let to = match &a.to {
-        Some(s) => parse_shielded(s)?,
-        None => seed.address().map_err(|e| e.to_string())?,
-    };
-    let asset = a.asset.unwrap_or(Address::ZERO);
-    let reader = read_provider(&at.rpc)?;
-    let unit = unit_of(&reader, asset).await;
-    let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
-    let note =
-        nox_wallet_io::deposit::DepositNote::new(&to, asset, amount, &mut os_rng()).map_err(|e| e.to_string())?;
-    let signer = read_key_file(&a.key_file)?;
-    // A re-run after a lost receipt finds the earlier deposit instead of depositing again.
-    let intent = format!("deposit {} of {asset} to {to} from {} into {}", unit.show(amount), signer.address(), at.pool);
-    if let Some((tx_hash, block)) = journal_recall(&a.chain.wallet, &reader, at.pool, &intent).await? {
-        already(tx_hash, block);
-        return Ok(());
-    }
-    let provider = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
-    let timeout = Duration::from_secs(a.receipt_timeout_secs);
-    let dir = wallet_dir(&a.chain.wallet);
-    let broadcast = |hash| eprintln!("deposit: broadcast as {hash}; waiting for its receipt");
-    let d = nox_wallet_io::deposit::deposit(&reader, &provider, at.pool, &note, &dir, intent, timeout, broadcast)
-        .await
-        .map_err(|e| e.to_string())?;
-    println!(
-        "deposited {} from {} in block {} (tx {}), queue index {}; gas {}; {:.1} s",
-        unit.show(amount),
-        signer.address(),
-        d.block,
-        d.tx_hash,
-        d.queue_index.map_or("?".into(), |q| q.to_string()),
-        d.gas,
-        started.elapsed().as_secs_f64()
-    );
-    println!("new note: {} to {to}; spendable once a relayer inserts its batch", unit.show(amount));
-    Ok(())
-}
-
-/// Shows elapsed time while a long computation runs (redrawn in place on a terminal; a start
-/// and an end line otherwise).
-pub(crate) struct Ticker {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    started: Instant,
-    label: String,
-}
-
-impl Ticker {
-    pub(crate) fn start(label: &str) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let started = Instant::now();
-        let terminal = std::io::stderr().is_terminal();
-        if !terminal {
-            eprintln!("{label}…");
-        }
-        let thread = terminal.then(|| {
-            let done = done.clone();
-            let label = label.to_owned();
-            std::thread::spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    eprint!("\r{label}… {:.1} s", started.elapsed().as_secs_f64());
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })
-        });
-        Ticker { done, thread, started, label: label.to_owned() }
-    }
-
-    pub(crate) fn finish(mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-            eprint!("\r");
-        }
-        eprintln!("{}: done in {:.2} s", self.label, self.started.elapsed().as_secs_f64());
-    }
-}
-
-type ProvingKey = nox_wallet_io::keys::ProvingKey;
-
-/// A circuit's testnet proving key, cached in the wallet directory after the first use
-/// (`nox_wallet_io::keys`): a corrupt, truncated or foreign cache is reported and derived
-/// again, never used.
-fn cached_key(w: &WalletArgs, circuit: &nox_wallet_io::keys::CachedKey) -> CmdResult<ProvingKey> {
-    use nox_wallet_io::keys;
-    match keys::load_cached(&w.wallet, circuit) {
-        Ok(Some(pk)) => return Ok(pk),
-        Ok(None) => {}
-        Err(why) => eprintln!(
-            "the cached {} proving key {} is not used ({why}): deriving it again",
-            circuit.what,
-            keys::cache_path(&w.wallet, circuit).display()
-        ),
-    }
-    let t = Ticker::start(&format!("deriving the testnet {} proving key (first use; cached afterwards)", circuit.what));
-    let pk = keys::derive(&w.wallet, circuit).map_err(|e| e.to_string())?;
-    t.finish();
-    Ok(pk)
-}
-
-fn transfer_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
-    if let Some(file) = &w.proving_key {
-        return ceremony_transfer_key(file);
-    }
-    cached_key(w, &nox_wallet_io::keys::TRANSFER)
-}
-
-/// A transfer proving key from a ceremony, checked before use (`nox_wallet_io::keys`). Each
-/// proof is then verified against the key's own verifying key before it leaves.
-fn ceremony_transfer_key(file: &Path) -> CmdResult<ProvingKey> {
-    let k = nox_wallet_io::keys::ceremony_transfer_key(file).map_err(|e| e.to_string())?;
-    eprintln!("proving with the key {} ({} bytes, keccak {})", file.display(), k.len, k.keccak);
-    Ok(k.key)
-}
-
-fn insert_keys(w: &WalletArgs) -> CmdResult<ProvingKey> {
-    cached_key(w, &nox_wallet_io::keys::INSERT)
-}
-
-/// Proves a prepared transaction (checked locally before it is sent anywhere).
-pub(crate) fn prove_transaction(w: &WalletArgs, prepared: &nox_wallet::PreparedTransaction) -> CmdResult<[u8; 256]> {
-    let pk = transfer_keys(w)?;
-    let t = Ticker::start("proving the transaction (2 inputs, 2 outputs)");
-    let proof = nox_pay::prove(&pk, prepared, &mut os_rng()).map_err(|e| e.to_string())?;
-    t.finish();
-    Ok(proof)
-}
-
-/// The chain's id and its latest block's time (`nox_wallet_io::chain`).
-pub(crate) async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
-    nox_wallet_io::chain::chain_context(provider).await.map_err(|e| e.to_string())
+/// Opens the wallet and syncs its view through `provider` (the pool `at`), saving the state; a
+/// failed read says how to reach the chain (`daemon_hint`).
+pub async fn synced_at(c: &ChainArgs, at: &PoolAt, provider: &DynProvider) -> CmdResult<(Seed, PoolView)> {
+    session::sync_view(&c.wallet, at, provider).await.map_err(|e| match &e {
+        CliError::Sync(s) if s.is_read() => crate::daemon_hint::explain(&at.rpc, &e.to_string()),
+        _ => e.to_string(),
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
 // Private transactions: send, split, join, withdraw
-
-/// What a private transaction makes, before the fee is known.
-#[derive(Clone, Debug)]
-pub(crate) struct Plan {
-    /// The asset (and the fee's).
-    pub(crate) asset: Address,
-    /// Shielded outputs besides the change.
-    pub(crate) outputs: Vec<(PaymentAddress, u128)>,
-    /// A join: the wallet's two smallest spendable notes become one, less the fee.
-    pub(crate) join: bool,
-    /// Value leaving the pool to `recipient`.
-    pub(crate) public_out: u128,
-    /// Its receiver (`Address::ZERO` iff `public_out` is 0).
-    pub(crate) recipient: Address,
-    /// What it does, for the confirmation and the report.
-    pub(crate) what: String,
-}
-
-impl Plan {
-    /// What a re-run of the same command has in common with this one (the journal's key).
-    pub(crate) fn intent(&self) -> String {
-        let outputs: Vec<String> = self.outputs.iter().map(|(to, v)| format!("{v} to {to}")).collect();
-        format!(
-            "private transaction: asset {}, outputs [{}], join {}, {} out to {}",
-            self.asset,
-            outputs.join(", "),
-            self.join,
-            self.public_out,
-            self.recipient
-        )
-    }
-}
-
-/// Why a private transaction did not land.
-pub(crate) enum Stop {
-    /// The balance covers it but no two notes do: join first.
-    NeedsJoin(String),
-    /// Anything else (nothing was sent, or the message says what was).
-    Failed(String),
-    /// An earlier run of the same command lost its answer, and its transaction has landed
-    /// since (the journal): nothing was sent again.
-    Already {
-        /// The earlier transaction.
-        tx_hash: B256,
-        /// Its block.
-        block: u64,
-    },
-}
-
-impl From<String> for Stop {
-    fn from(e: String) -> Self {
-        Stop::Failed(e)
-    }
-}
-
-impl From<&str> for Stop {
-    fn from(e: &str) -> Self {
-        Stop::Failed(e.to_owned())
-    }
-}
-
-impl Stop {
-    /// A wallet error, with `NeedsJoin` kept apart.
-    pub(crate) fn wallet(e: WalletError) -> Self {
-        match e {
-            e @ WalletError::NeedsJoin { .. } => Stop::NeedsJoin(e.to_string()),
-            e => Stop::Failed(e.to_string()),
-        }
-    }
-
-    pub(crate) fn message(self) -> String {
-        match self {
-            Stop::NeedsJoin(m) | Stop::Failed(m) => m,
-            Stop::Already { tx_hash, block } => {
-                format!("already submitted as {tx_hash}; mined in block {block}; nothing was sent again")
-            }
-        }
-    }
-
-    /// The command's result: `Already` is a success (reported), the rest an error.
-    pub(crate) fn finish(r: Result<(), Stop>) -> CmdResult {
-        match r {
-            Ok(()) => Ok(()),
-            Err(Stop::Already { tx_hash, block }) => {
-                already(tx_hash, block);
-                Ok(())
-            }
-            Err(Stop::NeedsJoin(why)) => Err(format!("your notes must be joined first (`nox wallet join`): {why}")),
-            Err(Stop::Failed(e)) => Err(e),
-        }
-    }
-}
-
-/// What a landed private transaction did.
-pub(crate) struct Landed {
-    /// Its transaction hash.
-    pub(crate) tx_hash: B256,
-    /// Its block.
-    pub(crate) block: u64,
-    /// Gas used by the whole transaction (a bundle's: payment and action).
-    pub(crate) gas_used: u64,
-    /// The relayer's fee (0 direct).
-    pub(crate) fee: u128,
-    /// The two notes it made.
-    pub(crate) outputs: [nox_wallet::PreparedOutput; 2],
-    /// The values of the notes it spent.
-    pub(crate) spent: Vec<u128>,
-}
-
-/// Reports a landed transaction: every note it spent and made, the fee, the gas and the time.
-pub(crate) fn report(landed: &Landed, unit: &Unit, started: Instant) {
-    println!(
-        "included in block {} (tx {}); gas {}; fee {}; {:.1} s",
-        landed.block,
-        landed.tx_hash,
-        landed.gas_used,
-        unit.show(landed.fee),
-        started.elapsed().as_secs_f64()
-    );
-    let spent: Vec<String> = landed.spent.iter().map(|v| unit.show(*v)).collect();
-    println!("spent note(s): {}", if spent.is_empty() { "none".to_owned() } else { spent.join(", ") });
-    for o in &landed.outputs {
-        use nox_wallet::OutputRole;
-        match o.role {
-            OutputRole::Requested => println!("new note: {} to {}", unit.show(o.value), o.to),
-            OutputRole::Change => println!("change note: {} to this wallet", unit.show(o.value)),
-            OutputRole::Padding => println!("padding note: 0 to this wallet (every transaction makes two notes)"),
-        }
-    }
-    println!("new notes are spendable once a relayer inserts their batch");
-}
-
-/// Makes `plan` as one private transaction, paid through the mixnet or (`--direct`) submitted
-/// from the key file's account.
-pub(crate) async fn private(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
-    if p.submit.direct { direct(p, plan).await } else { crate::tx_cmd::paid(p, plan).await }
-}
-
-async fn direct(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
-    let key_file = p.submit.key_file.as_ref().ok_or("--direct needs --key-file")?;
-    let (seed, at, provider, view) = synced(&p.chain).await?;
-    let intent = format!("{} in {}", plan.intent(), at.pool);
-    if let Some((tx_hash, block)) = journal_recall(&p.chain.wallet, &provider, at.pool, &intent).await? {
-        return Err(Stop::Already { tx_hash, block });
-    }
-    let unit = unit_of(&provider, plan.asset).await;
-    let signer = read_key_file(key_file)?;
-    let question =
-        format!("{} directly from {} (it pays the gas and is seen sending it)?", plan.what, signer.address());
-    if !confirmed_on_terminal(p.submit.fee.yes, &question)? {
-        return Err(NOT_CONFIRMED.into());
-    }
-    let (chain_id, now) = chain_context(&provider).await?;
-    let deadline = now + p.submit.valid_for;
-    let direct = nox_wallet_io::direct::DirectPlan {
-        asset: plan.asset,
-        outputs: plan.outputs.clone(),
-        join: plan.join,
-        public_out: plan.public_out,
-        recipient: plan.recipient,
-    };
-    let prepared = direct.prepare(&view, &seed, chain_id, at.pool, deadline, &mut os_rng()).map_err(Stop::wallet)?;
-    let proof = prove_transaction(&p.chain.wallet, &prepared)?;
-    let t = nox_wallet_io::direct::transaction(&prepared, &proof).map_err(|e| e.to_string())?;
-    eprintln!(
-        "submitting directly from {} (--direct): that account pays the gas and is seen sending this transaction",
-        signer.address()
-    );
-    let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
-    let timeout = Duration::from_secs(p.submit.mix.timeout_secs);
-    let dir = wallet_dir(&p.chain.wallet);
-    let broadcast = |hash| eprintln!("transact: broadcast as {hash}; waiting for its receipt");
-    let receipt = nox_wallet_io::direct::submit(
-        &provider, &sender, at.pool, &prepared, t, deadline, &dir, intent, timeout, broadcast,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let landed = Landed {
-        tx_hash: receipt.transaction_hash,
-        block: receipt.block_number.unwrap_or_default(),
-        gas_used: receipt.gas_used,
-        fee: 0,
-        outputs: prepared.outputs.clone(),
-        spent: prepared.inputs.iter().map(|i| i.value).collect(),
-    };
-    Ok((landed, unit))
-}
-
-/// The error of a command the user did not confirm on the terminal.
-pub(crate) const NOT_CONFIRMED: &str = "not confirmed; nothing was proved, spent or sent";
-
-/// Runs `plan`, reports it; `NeedsJoin` is passed up.
-async fn make(p: &PrivateArgs, plan: &Plan) -> Result<(), Stop> {
-    let started = Instant::now();
-    eprintln!("{}", plan.what);
-    match private(p, plan).await {
-        Ok((landed, unit)) => report(&landed, &unit, started),
-        Err(Stop::Already { tx_hash, block }) => already(tx_hash, block),
-        Err(e) => return Err(e),
-    }
-    Ok(())
-}
-
-/// Asks `question` on an interactive terminal; `false` without one (nothing can answer).
-fn confirm(question: &str) -> CmdResult<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
-    }
-    ask(question)
-}
-
-/// Whether the command may go on: `--yes`, or no terminal on stdin (nothing is asked, so a
-/// script never hangs on a question), or the user answers yes to `question` on the terminal.
-/// The question names what is sent and where (an Ethereum address in its EIP-55 form, amounts
-/// in the asset's unit), so a typo'd destination can still be refused (issue 35).
-pub(crate) fn confirmed_on_terminal(yes: bool, question: &str) -> CmdResult<bool> {
-    if yes || !std::io::stdin().is_terminal() {
-        return Ok(true);
-    }
-    ask(question)
-}
-
-/// Prints `question [y/N] ` and reads one line from stdin: yes only for an explicit yes.
-fn ask(question: &str) -> CmdResult<bool> {
-    print!("{question} [y/N] ");
-    std::io::stdout().flush().map_err(|e| e.to_string())?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer).map_err(|e| e.to_string())?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
-}
 
 /// The unit of the command's asset (read through the mixnet).
 async fn unit_for(p: &PrivateArgs) -> CmdResult<Unit> {
@@ -1105,7 +533,6 @@ async fn unit_for(p: &PrivateArgs) -> CmdResult<Unit> {
     let at = resolve(&p.chain.pool, None).await?;
     Ok(unit_of(&read_provider(&at.rpc)?, asset).await)
 }
-
 async fn send_cmd(a: &SendArgs) -> CmdResult {
     let to = parse_shielded(&a.to)?;
     let unit = unit_for(&a.private).await?;
@@ -1123,7 +550,11 @@ async fn send_cmd(a: &SendArgs) -> CmdResult {
         Err(e @ (Stop::Failed(_) | Stop::Already { .. })) => Err(e.message()),
         Err(Stop::NeedsJoin(why)) => {
             eprintln!("your notes must be joined first: {why}");
-            if !(a.auto_join || confirm("join two of your notes now (one more transaction, paid the same way)?")?) {
+            if !(a.auto_join
+                || nox_wallet_cli::prompt::confirm(
+                    "join two of your notes now (one more transaction, paid the same way)?",
+                )?)
+            {
                 return Err("not sent: run `nox wallet join` (same options) first, or pass --auto-join".into());
             }
             // Each join makes one note of two; repeat until a pair covers the payment.
@@ -1145,7 +576,7 @@ const MAX_AUTO_JOINS: usize = 4;
 /// Joins two notes and waits until nothing of the asset is pending insertion (the joined note
 /// is spendable).
 async fn join_then_wait(p: &PrivateArgs, wait_secs: u64) -> CmdResult {
-    make(p, &join_plan(p)).await.map_err(Stop::message)?;
+    make(p, &Plan::join(p.asset.unwrap_or(Address::ZERO))).await.map_err(Stop::message)?;
     let asset = asset_word(p.asset.unwrap_or(Address::ZERO));
     let deadline = Instant::now() + Duration::from_secs(wait_secs);
     let at = resolve(&p.chain.pool, None).await?;
@@ -1166,25 +597,10 @@ async fn join_then_wait(p: &PrivateArgs, wait_secs: u64) -> CmdResult {
     }
 }
 
-fn join_plan(p: &PrivateArgs) -> Plan {
-    Plan {
-        asset: p.asset.unwrap_or(Address::ZERO),
-        outputs: Vec::new(),
-        join: true,
-        public_out: 0,
-        recipient: Address::ZERO,
-        what: "joining two of this wallet's notes into one".into(),
-    }
-}
-
-async fn join_cmd(p: &PrivateArgs) -> CmdResult {
-    make(p, &join_plan(p)).await.map_err(Stop::message)
-}
-
 async fn split_cmd(a: &SplitArgs) -> CmdResult {
     let unit = unit_for(&a.private).await?;
-    let seed = open_seed(&a.private.chain.wallet)?;
-    let own = seed.address().map_err(|e| e.to_string())?;
+    let seed = files::open_seed(&a.private.chain.wallet)?;
+    let own = seed.address().map_err(CliError::from)?;
     let amounts =
         a.amounts.iter().map(|t| unit.parse(t).map_err(|e| e.to_string())).collect::<CmdResult<Vec<u128>>>()?;
     let shown: Vec<String> = amounts.iter().map(|v| unit.show(*v)).collect();
@@ -1218,12 +634,10 @@ async fn withdraw_cmd(a: &WithdrawArgs) -> CmdResult {
     Stop::finish(make(&a.private, &plan).await)
 }
 
-/// Prints the privacy advice before a withdrawal of `amount` (docs/design/pool-anonymity.md §5):
-/// what links it to this wallet's deposits (a matching amount, a withdrawal soon after), from the
-/// pool's deposits and their block times recorded during the sync. It comes before any fee
-/// confirmation; the user decides (the advice never stops the command). `nox wallet withdraw`
-/// and `nox tx withdraw` both print it, each naming its own command line in the split.
-pub(crate) async fn privacy_advice(
+/// Prints the privacy advice before a withdrawal of `amount` (`nox_wallet_cli::advice`), before
+/// any fee confirmation; `nox wallet withdraw` and `nox tx withdraw` both print it, each naming
+/// its own command line in the split.
+pub async fn privacy_advice(
     chain: &ChainArgs,
     asset: Address,
     amount: u128,
@@ -1232,190 +646,32 @@ pub(crate) async fn privacy_advice(
 ) -> CmdResult {
     let (_, _, provider, view) = synced(chain).await?;
     let (_, now) = chain_context(&provider).await?;
-    let asset = asset_word(asset);
-    let (own, pool) = nox_wallet::privacy::deposit_history(&view, &asset);
-    // The fee of a paid withdrawal is not known yet: within the advice's tolerance anyway.
-    let plan = nox_wallet::privacy::WithdrawalPlan { time_s: now, public_out: amount, fee: 0 };
-    let policy = nox_wallet::privacy::AdvicePolicy::default();
-    let warnings = nox_wallet::privacy::advise_withdrawal(&plan, &own, &pool, &policy);
-    for w in &warnings {
-        eprintln!("PRIVACY: {}", w.describe(|v| unit.show(v)));
-        if let nox_wallet::privacy::PrivacyWarning::MatchesOwnDeposit { suggested, .. } = w {
-            eprintln!("{}", command.split_advice(suggested, unit));
-        }
-    }
-    if view.deposits_from_block() > 0 && !warnings.is_empty() {
-        eprintln!(
-            "PRIVACY: (this wallet's deposit history starts at block {}: delete wallet.state and resync for all of it)",
-            view.deposits_from_block()
-        );
-    }
+    advice::privacy_lines(&view, now, asset, amount, unit, command).iter().for_each(|l| eprintln!("{l}"));
     Ok(())
 }
 
-/// The command a withdrawal's privacy advice is printed for: its split names that command with
-/// amounts as that command reads them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WithdrawCommand {
-    /// `nox wallet withdraw --amount` (the asset's unit, decimals).
-    Wallet,
-    /// `nox tx withdraw --amount` (wei).
-    Tx,
-}
-
-impl WithdrawCommand {
-    /// The advice's line with the 1-2-5 split `suggested`, one command each.
-    pub(crate) fn split_advice(self, suggested: &[u128], unit: &Unit) -> String {
-        let (command, steps): (&str, Vec<String>) = match self {
-            WithdrawCommand::Wallet => (
-                "nox wallet withdraw",
-                suggested.iter().map(|v| format!("--amount {}", format_units(*v, unit.decimals))).collect(),
-            ),
-            WithdrawCommand::Tx => ("nox tx withdraw", suggested.iter().map(|v| format!("--amount {v}")).collect()),
-        };
-        format!("PRIVACY: the split, one `{command}` each, best at different times: {}", steps.join(", then "))
+/// Makes `plan` as one private transaction, paid through the mixnet or (`--direct`) submitted
+/// from the key file's account.
+pub async fn private(p: &PrivateArgs, plan: &Plan) -> Result<(Landed, Unit), Stop> {
+    if !p.submit.direct {
+        return crate::tx_cmd::paid(p, plan).await;
     }
+    let key_file = p.submit.key_file.as_ref().ok_or("--direct needs --key-file")?;
+    let (seed, at, provider, view) = synced(&p.chain).await?;
+    let s = &p.submit;
+    let order =
+        flows::DirectOrder { key_file, yes: s.fee.yes, valid_for: s.valid_for, timeout_secs: s.mix.timeout_secs };
+    flows::direct(&p.chain.wallet, &order, plan, &seed, &at, &provider, &view).await
 }
 
-// ---------------------------------------------------------------------------------------------
-// A bundle for a relayer, and insertion
-
-pub use nox_wallet_io::bundle::BundleFile;
-
-async fn pay(a: &PayArgs) -> CmdResult {
-    let (seed, at, provider, view) = synced(&a.chain).await?;
-    let executor = a.executor.or(at.executor).ok_or("give --executor (or --testnet)")?;
-    let (chain_id, now) = chain_context(&provider).await?;
-    let asset = a.asset.unwrap_or(Address::ZERO);
-    let unit = unit_of(&provider, asset).await;
-    let deadline = now + a.valid_for;
-    let action = match a.target {
-        Some(target) => nox_pay::Action { target, data: a.data.clone(), gas: a.action_gas },
-        None => nox_pay::Action::none(),
-    };
-    let payee = nox_pay::Payee { chain_id, executor, relayer: a.relayer, pool: at.pool };
-    let payment = nox_pay::Payment {
-        payee,
-        asset,
-        fee: a.fee,
-        action,
-        outputs: Vec::new(),
-        join: false,
-        public_out: 0,
-        recipient: Address::ZERO,
-        deadline,
-        avoid: &[],
-    };
-    let prepared = payment.prepare(&view, &seed, &mut os_rng()).map_err(|e| e.to_string())?;
-    let proof = prove_transaction(&a.chain.wallet, &prepared)?;
-    let paid = payment.bundle(&prepared, &proof);
-    let bundle = BundleFile::of(&payment, &paid);
-    let json = serde_json::to_vec_pretty(&bundle).map_err(|e| e.to_string())?;
-    std::fs::write(&a.out, json).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    println!(
-        "wrote {}: fee {} to relayer {} for {}; change note {} to this wallet once it lands",
-        a.out.display(),
-        unit.show(a.fee),
-        a.relayer,
-        if payment.action.is_none() {
-            "no action (payment only)".to_owned()
-        } else {
-            format!("the action on {}", payment.action.target)
-        },
-        unit.show(paid.change)
-    );
-    Ok(())
-}
-
-async fn insert(a: &InsertArgs) -> CmdResult {
+/// Runs `plan`, reports it; `NeedsJoin` is passed up.
+async fn make(p: &PrivateArgs, plan: &Plan) -> Result<(), Stop> {
     let started = Instant::now();
-    let (_seed, at, _, view) = synced(&a.chain).await?;
-    let Some(batch) = nox_wallet_io::insert::next_batch(&view).map_err(|e| e.to_string())? else {
-        println!("nothing queued");
-        return Ok(());
-    };
-    let (first_queued, start) = (batch.first_queued, batch.start);
-    let pk = insert_keys(&a.chain.wallet)?;
-    let t = Ticker::start(&format!("proving the insertion of {} leaves at leaf {start}", batch.leaves.len()));
-    let mut seed = Zeroizing::new([0u8; 32]);
-    os_rng().fill_bytes(seed.as_mut());
-    let call = batch.prove(&pk, *seed);
-    // As before the move: a failed proof leaves the ticker unfinished; a proof that does not
-    // verify is reported after it.
-    if !matches!(call, Err(nox_wallet_io::insert::InsertError::Prove(_))) {
-        t.finish();
+    eprintln!("{}", plan.what);
+    match private(p, plan).await {
+        Ok((landed, unit)) => report(&landed, &unit, started),
+        Err(Stop::Already { tx_hash, block }) => already(tx_hash, block),
+        Err(e) => return Err(e),
     }
-    let call = call.map_err(|e| e.to_string())?;
-    let signer = read_key_file(&a.key_file)?;
-    let sender = nox_chain::deploy::wallet_provider(&at.rpc, &signer).map_err(|e| e.to_string())?;
-    let pool = ShieldedPool::new(at.pool, &sender);
-    let tx = pool.insertBatch(call.proof, call.new_root, call.leaves).into_transaction_request();
-    // An exit's inserter may have landed this batch while it was being proved here: re-read the
-    // pool and simulate the exact call from our account; a doomed transaction is never sent.
-    let already = |by| {
-        println!("{}, {:.1} s", insert_race::already_inserted_line(by, first_queued), started.elapsed().as_secs_f64());
-    };
-    let gas = match insert_race::before_send(&sender, at.pool, signer.address(), &tx, first_queued, view.last_block)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        insert_race::BeforeSend::Send { gas } => gas,
-        insert_race::BeforeSend::AlreadyInserted(by) => {
-            already(by);
-            return Ok(());
-        }
-    };
-    let tx = tx.gas_limit(gas.saturating_mul(6) / 5 + 10_000);
-    let receipt = match send_tx(&sender, tx, "insertBatch").await {
-        Ok(receipt) => receipt,
-        Err(e) => {
-            // Mined after a rival insertion in the same block: nothing left to do but say so.
-            if insert_race::queue_moved_past(&sender, at.pool, first_queued).await.map_err(|r| format!("{e}; {r}"))? {
-                let by = insert_race::inserted_by(&sender, at.pool, first_queued, view.last_block)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                eprintln!("our insertBatch lost the race in the same block: {e}");
-                already(by);
-                return Ok(());
-            }
-            return Err(e);
-        }
-    };
-    println!(
-        "inserted {} leaves at leaf {start} in block {} (tx {}); gas {}; {:.1} s",
-        batch.leaves.len(),
-        receipt.block_number.unwrap_or_default(),
-        receipt.transaction_hash,
-        receipt.gas_used,
-        started.elapsed().as_secs_f64()
-    );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_split_advice_names_each_withdraw_command_in_its_own_amounts() {
-        let split = [100_000_000_000_000_000, 20_000_000_000_000_000];
-        assert_eq!(
-            WithdrawCommand::Wallet.split_advice(&split, &Unit::eth()),
-            "PRIVACY: the split, one `nox wallet withdraw` each, best at different times: --amount 0.1, then --amount \
-             0.02"
-        );
-        assert_eq!(
-            WithdrawCommand::Tx.split_advice(&split, &Unit::eth()),
-            "PRIVACY: the split, one `nox tx withdraw` each, best at different times: --amount 100000000000000000, \
-             then --amount 20000000000000000"
-        );
-    }
-
-    #[test]
-    fn enough_in_all_but_not_in_two_notes_says_join_and_how() {
-        let e = nox_wallet::WalletError::NeedsJoin { total: 670, largest_pair: 450, needed: 500 };
-        let Err(message) = Stop::finish(Err(Stop::wallet(e))) else { panic!("a needed join is an error") };
-        assert!(message.contains("your notes must be joined first (`nox wallet join`)"), "{message}");
-        assert!(message.contains("670 spendable in all") && message.contains("500 is needed"), "{message}");
-    }
 }
