@@ -1,12 +1,64 @@
-//! The EVM encoding of Groth16 proofs and curve points (BN254), shared by the verifiers'
-//! generator (`solidity`), the vectors and every caller that puts a proof on chain.
+//! Groth16 over BN254 for both circuits (`insert`, `transfer`): the circuit-generic setup,
+//! satisfaction check, constraint count, proof and verification each circuit's module calls with
+//! its own circuit and public inputs, the proving-key decoding, and the EVM encoding of proofs
+//! and curve points shared by the verifiers' generator (`solidity`), the vectors and every
+//! caller that puts a proof on chain.
 
 use crate::error::ZkError;
-use ark_bn254::{Fq, Fr, G1Affine, G2Affine};
+use ark_bn254::{Bn254, Fq, Fr, G1Affine, G2Affine};
 use ark_ec::AffineRepr;
 use ark_ff::{BigInteger, PrimeField};
+use ark_groth16::Groth16;
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystem, SynthesisMode};
+use ark_snark::SNARK;
+use rand_core::{CryptoRng, RngCore};
 
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
+
+/// A proving key and its verifying key.
+pub type Keys = (ProvingKey<Bn254>, VerifyingKey<Bn254>);
+
+/// Circuit-specific Groth16 keys for the circuit `blank` shapes (its values are ignored).
+pub fn setup<C: ConstraintSynthesizer<Fr>, R: RngCore + CryptoRng>(blank: C, rng: &mut R) -> Result<Keys, ZkError> {
+    Groth16::<Bn254>::circuit_specific_setup(blank, rng).map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// Whether `circuit`'s assignment satisfies its constraints (no proof is made).
+pub fn is_satisfied<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<bool, ZkError> {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    circuit.generate_constraints(cs.clone())?;
+    cs.is_satisfied().map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// Number of R1CS constraints of the circuit `blank` shapes (and of witness and instance
+/// variables).
+pub fn constraint_count<C: ConstraintSynthesizer<Fr>>(blank: C) -> Result<(usize, usize, usize), ZkError> {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    cs.set_mode(SynthesisMode::Setup);
+    blank.generate_constraints(cs.clone())?;
+    cs.finalize();
+    Ok((cs.num_constraints(), cs.num_witness_variables(), cs.num_instance_variables()))
+}
+
+/// A proof for `circuit` (its public inputs and witness) under `pk`; the caller checks
+/// satisfaction first ([`is_satisfied`]) so that a bad witness is refused, not proved.
+pub fn prove<C: ConstraintSynthesizer<Fr>, R: RngCore + CryptoRng>(
+    pk: &ProvingKey<Bn254>,
+    circuit: C,
+    rng: &mut R,
+) -> Result<Proof<Bn254>, ZkError> {
+    Groth16::<Bn254>::prove(pk, circuit, rng).map_err(|e| ZkError::Snark(e.to_string()))
+}
+
+/// Verifies `proof` for the public `inputs` (in the verifier's order) under `vk`:
+/// [`ZkError::ProofRejected`] if it does not verify.
+pub fn verify(vk: &VerifyingKey<Bn254>, inputs: &[Fr], proof: &Proof<Bn254>) -> Result<(), ZkError> {
+    match Groth16::<Bn254>::verify(vk, inputs, proof) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ZkError::ProofRejected),
+        Err(e) => Err(ZkError::Snark(e.to_string())),
+    }
+}
 
 /// Size of a proof in the EVM encoding: A (2 words), B (4), C (2).
 pub const PROOF_BYTES: usize = 8 * 32;

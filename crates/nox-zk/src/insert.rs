@@ -23,11 +23,12 @@
 use crate::{
     error::ZkError,
     field::to_be32,
+    groth16,
     merkle::{TREE_DEPTH, zeros},
     poseidon::hash_gadget,
 };
 use ark_bn254::{Bn254, Fr};
-use ark_groth16::{Groth16, Proof, ProvingKey, VerifyingKey};
+use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_r1cs_std::{
     alloc::AllocVar,
     boolean::Boolean,
@@ -35,8 +36,7 @@ use ark_r1cs_std::{
     fields::{FieldVar, fp::FpVar},
     select::CondSelectGadget,
 };
-use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, SynthesisError};
-use ark_snark::SNARK;
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
 use rand_core::{CryptoRng, RngCore, SeedableRng};
 
 /// Height of a batch's subtree.
@@ -172,23 +172,17 @@ impl InsertCircuit<'_> {
 
 /// Whether `witness` satisfies the insertion statement for `public` (no proof is made).
 pub fn is_satisfied(public: &InsertPublic, witness: &InsertWitness) -> Result<bool, ZkError> {
-    let cs = ConstraintSystem::<Fr>::new_ref();
-    InsertCircuit { public: public.clone(), witness: Some(witness) }.generate_constraints(cs.clone())?;
-    cs.is_satisfied().map_err(|e| ZkError::Snark(e.to_string()))
+    groth16::is_satisfied(InsertCircuit { public: public.clone(), witness: Some(witness) })
 }
 
 /// Number of R1CS constraints of the insertion circuit (and of witness and instance variables).
 pub fn constraint_count() -> Result<(usize, usize, usize), ZkError> {
-    let cs = ConstraintSystem::<Fr>::new_ref();
-    cs.set_mode(ark_relations::gr1cs::SynthesisMode::Setup);
-    InsertCircuit::blank().generate_constraints(cs.clone())?;
-    cs.finalize();
-    Ok((cs.num_constraints(), cs.num_witness_variables(), cs.num_instance_variables()))
+    groth16::constraint_count(InsertCircuit::blank())
 }
 
 /// Circuit-specific Groth16 keys for the insertion circuit.
 pub fn setup<R: RngCore + CryptoRng>(rng: &mut R) -> Result<(ProvingKey<Bn254>, VerifyingKey<Bn254>), ZkError> {
-    Groth16::<Bn254>::circuit_specific_setup(InsertCircuit::blank(), rng).map_err(|e| ZkError::Snark(e.to_string()))
+    groth16::setup(InsertCircuit::blank(), rng)
 }
 
 /// The deterministic **testnet** insertion setup (see [`TESTNET_INSERT_SETUP_LABEL`]).
@@ -206,8 +200,7 @@ pub fn prove<R: RngCore + CryptoRng>(
     if !is_satisfied(public, witness)? {
         return Err(ZkError::Snark("witness does not satisfy the insertion statement".into()));
     }
-    Groth16::<Bn254>::prove(pk, InsertCircuit { public: public.clone(), witness: Some(witness) }, rng)
-        .map_err(|e| ZkError::Snark(e.to_string()))
+    groth16::prove(pk, InsertCircuit { public: public.clone(), witness: Some(witness) }, rng)
 }
 
 /// [`prove`] with a ChaCha20 generator seeded from `seed` (32 bytes from the caller's CSPRNG).
@@ -229,13 +222,7 @@ pub fn prove_seeded(
 /// key's verifying key). Not generic, for the reason given at [`prove_seeded`]: decoding
 /// ~10⁵ compressed points unoptimised took 15 s.
 pub fn proving_key_from_bytes(bytes: &[u8]) -> Result<ProvingKey<Bn254>, ZkError> {
-    use ark_serialize::CanonicalDeserialize;
-    let mut reader = bytes;
-    let pk = ProvingKey::<Bn254>::deserialize_compressed_unchecked(&mut reader)
-        .map_err(|_| ZkError::Encoding("not an arkworks compressed Groth16 proving key"))?;
-    if !reader.is_empty() {
-        return Err(ZkError::Encoding("trailing bytes after the proving key"));
-    }
+    let pk = groth16::proving_key_from_compressed_unchecked(bytes)?;
     if pk.vk.gamma_abc_g1.len() != INSERT_NUM_PUBLIC_INPUTS + 1 {
         return Err(ZkError::Encoding("not an insertion proving key (wrong number of public inputs)"));
     }
@@ -244,9 +231,5 @@ pub fn proving_key_from_bytes(bytes: &[u8]) -> Result<ProvingKey<Bn254>, ZkError
 
 /// Verifies an insertion proof.
 pub fn verify(vk: &VerifyingKey<Bn254>, public: &InsertPublic, proof: &Proof<Bn254>) -> Result<(), ZkError> {
-    match Groth16::<Bn254>::verify(vk, &public.to_vec(), proof) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(ZkError::ProofRejected),
-        Err(e) => Err(ZkError::Snark(e.to_string())),
-    }
+    groth16::verify(vk, &public.to_vec(), proof)
 }
