@@ -10,6 +10,7 @@ pub mod outcome;
 pub mod prompt;
 pub mod prove;
 pub mod session;
+pub mod tx;
 
 pub use error::CliError;
 pub use outcome::{Landed, NOT_CONFIRMED, Plan, Stop};

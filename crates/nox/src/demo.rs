@@ -174,9 +174,10 @@ fn parse<P: clap::Parser>(args: &[&str]) -> Result<P, TestnetDemoError> {
 /// exactly 0.4 ETH, A exactly 0.6 ETH less the fee, and the pool holds exactly their sum.
 /// Every wallet read goes through one in-process mixnet client (as `nox client --rpc`).
 pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDemoError> {
-    use crate::wallet_cmd::{self, Plan, asset_word};
+    use crate::wallet_cmd::{self, Plan};
     use alloy::primitives::Address;
     use alloy::providers::{Provider, ProviderBuilder};
+    use nox_pay::asset_word;
 
     let info = nox_testnet::chain::load(dir).ok_or_else(|| TestnetDemoError::Testnet("no chain.json".into()))?;
     let pool = info.pool.as_ref().ok_or_else(|| TestnetDemoError::Testnet("the testnet has no pool".into()))?.pool;
