@@ -111,6 +111,48 @@ pub enum ChainSource {
     },
 }
 
+/// Starts Anvil in `host`'s namespace on `<bind>:<port>` (chain id 31337), waits (20 s at
+/// most) until it listens; returns its pid (`ip netns exec` execs it).
+fn spawn_anvil_on(
+    host: &crate::hosts::ServiceHost,
+    port: u16,
+    block_time: Option<u64>,
+    log: &Path,
+) -> Result<u32, TestnetError> {
+    let program = nox_chain::anvil::foundry_tool("anvil").map_err(|e| e.to_string())?;
+    let mut command = host.command(&program);
+    command.args(["--host", &host.bind.to_string(), "--port", &port.to_string(), "--chain-id", "31337"]);
+    if let Some(seconds) = block_time {
+        command.args(["--block-time", &seconds.to_string()]);
+    }
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("starting Anvil in {}: {e}", host.namespace))?;
+    // Readiness on the bind address (this namespace reaches it over the veth); the relay
+    // accepts on the public one whether or not Anvil listens yet.
+    let addr = std::net::SocketAddr::from((host.bind, port));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(200)).is_ok() {
+            return Ok(child.id());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("Anvil exited at start in {} ({status}); see {}", host.namespace, log.display()));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("Anvil did not listen on {addr} in {} within 20 s", host.namespace));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, TestnetError> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())
 }
@@ -120,8 +162,25 @@ fn runtime() -> Result<tokio::runtime::Runtime, TestnetError> {
 /// refused on a chain that is not a local development chain unless the source allows it (then a
 /// warning is printed).
 pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError> {
-    let (rpc_url, key, managed) = match source {
-        ChainSource::Anvil { port, block_time } => {
+    start_on(dir, source, None)
+}
+
+/// [`start`], Anvil on `host` (`--hosts`: the chain's namespace, bound to its address, named
+/// by its public address, which the chain host's relay must already serve) if given.
+pub fn start_on(
+    dir: &Path,
+    source: &ChainSource,
+    host: Option<&crate::hosts::ServiceHost>,
+) -> Result<ChainInfo, TestnetError> {
+    let (rpc_url, key, managed) = match (source, host) {
+        (ChainSource::Anvil { port, block_time }, Some(host)) => {
+            let process = process_dir(dir);
+            std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
+            let pid = spawn_anvil_on(host, *port, *block_time, &process.join("anvil.log"))?;
+            std::fs::write(process.join("pid"), pid.to_string()).map_err(|e| e.to_string())?;
+            (host.url(*port), DEV_KEY.to_owned(), true)
+        }
+        (ChainSource::Anvil { port, block_time }, None) => {
             let process = process_dir(dir);
             std::fs::create_dir_all(&process).map_err(|e| format!("{}: {e}", process.display()))?;
             let options = AnvilOptions {
@@ -135,7 +194,7 @@ pub fn start(dir: &Path, source: &ChainSource) -> Result<ChainInfo, TestnetError
             std::fs::write(process.join("pid"), pid.to_string()).map_err(|e| e.to_string())?;
             (url, DEV_KEY.to_owned(), true)
         }
-        ChainSource::External { rpc_url, deployer_key, allow_testnet_keys } => {
+        (ChainSource::External { rpc_url, deployer_key, allow_testnet_keys }, _) => {
             let checked = runtime()?
                 .block_on(nox_chain::testnet_keys::check_deploy(rpc_url, *allow_testnet_keys))
                 .map_err(|e| format!("{rpc_url}: {e}"))?;

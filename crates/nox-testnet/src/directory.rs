@@ -27,9 +27,26 @@ pub fn addr_file(dir: &Path) -> PathBuf {
     dir.join("directory.addr")
 }
 
-/// The directory's address, if the testnet has one.
+/// The directory's address, if the testnet has one: where nodes and clients reach it (on a
+/// `--hosts` testnet the chain host's public address, the relay's).
 pub fn addr(dir: &Path) -> Option<SocketAddr> {
+    let bind = bind_addr(dir)?;
+    Some(match host(dir) {
+        Some((_, public)) => SocketAddr::new(public.into(), bind.port()),
+        None => bind,
+    })
+}
+
+/// The address the directory binds (what it writes to [`addr_file`]).
+fn bind_addr(dir: &Path) -> Option<SocketAddr> {
     std::fs::read_to_string(addr_file(dir)).ok()?.trim().parse().ok()
+}
+
+/// `--hosts`: the namespace the directory runs in and its host's public address.
+fn host(dir: &Path) -> Option<(String, std::net::Ipv4Addr)> {
+    let text = std::fs::read_to_string(process_dir(dir).join("host")).ok()?;
+    let mut words = text.split_whitespace();
+    Some((words.next()?.to_owned(), words.next()?.parse().ok()?))
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), TestnetError> {
@@ -48,6 +65,18 @@ pub fn start(
     layers: u8,
     packet_len: nox_topology::PacketLen,
 ) -> Result<SocketAddr, TestnetError> {
+    start_on(dir, exe, authority_seed, (scheme, layers, packet_len), None)
+}
+
+/// [`start`], on the chain's host at `port` (`--hosts`: in its namespace, bound to its
+/// address; [`addr`] then names its public address) if given.
+pub fn start_on(
+    dir: &Path,
+    exe: &Path,
+    authority_seed: &[u8; 32],
+    (scheme, layers, packet_len): (Scheme, u8, nox_topology::PacketLen),
+    host: Option<(&crate::hosts::ServiceHost, u16)>,
+) -> Result<SocketAddr, TestnetError> {
     let chain = crate::chain::load(dir);
     use std::os::unix::fs::OpenOptionsExt;
     let key_file = dir.join("authority.key");
@@ -64,12 +93,17 @@ pub fn start(
         // The shipped limits (4 connections per address, 16 per /24, 64 in all): every node and
         // client of the testnet fetches from 127.0.0.1, briefly and rarely at the same moment
         // (a refused fetch is retried), so the testnet needs no exception.
-        "listen = \"127.0.0.1:0\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\npacket_len = {packet_len}\n",
+        "listen = \"{listen}\"\nauthority_key_file = {key:?}\ninitial_document = {doc:?}\naddr_file = {addr:?}\nsphinx_scheme = \"{scheme}\"\nlayers = {layers}\npacket_len = {packet_len}\n",
         key = key_file.display().to_string(),
         doc = dir.join("topology.json").display().to_string(),
         addr = addr_file(dir).display().to_string(),
+        listen =
+            host.map_or_else(|| "127.0.0.1:0".to_owned(), |(h, port)| SocketAddr::from((h.bind, port)).to_string()),
     );
     write(&process.join("directory.toml"), config.as_bytes())?;
+    if let Some((host, _)) = host {
+        write(&process.join("host"), format!("{} {}\n", host.namespace, host.public).as_bytes())?;
+    }
     if let Some(chain) = chain {
         write(&process.join("chain.toml"), chain.toml(None).as_bytes())?;
     }
@@ -86,7 +120,15 @@ fn spawn(dir: &Path, exe: &Path) -> Result<(), TestnetError> {
         .open(process.join("directory.log"))
         .map_err(|e| e.to_string())?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
-    let mut command = Command::new(exe);
+    // `ip netns exec` execs the directory in its namespace: the pid is the directory's.
+    let mut command = match host(dir) {
+        Some((ns, _)) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &ns]).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
     command.arg("directory").arg("--config").arg(process.join("directory.toml"));
     if process.join("chain.toml").exists() {
         command.arg("--chain").arg(process.join("chain.toml"));
@@ -109,7 +151,7 @@ pub fn kill(dir: &Path) -> bool {
 /// address), with the `nox` binary at `exe`, and waits until it serves a document. It starts
 /// from `topology.json` and its chain, as at `up`; nodes upload their descriptors again.
 pub fn restart(dir: &Path, exe: &Path) -> Result<SocketAddr, TestnetError> {
-    let addr = addr(dir).ok_or("the testnet has no directory")?;
+    let addr = bind_addr(dir).ok_or("the testnet has no directory")?;
     let config_file = process_dir(dir).join("directory.toml");
     let config = std::fs::read_to_string(&config_file).map_err(|e| format!("{}: {e}", config_file.display()))?;
     let config: String = config

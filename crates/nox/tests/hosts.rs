@@ -52,7 +52,11 @@ async fn a_wan_testnet_answers_no_faster_than_its_wan() {
     let args: Vec<&str> =
         "--hosts --wan three-regions --no-chain --nodes-per-layer 1 --loop-rate 0 --drop-rate 0".split(' ').collect();
     let net = Testnet::up(testnet_dir("nox-hosts", "wan"), base, &args);
-    assert_eq!(namespaces_of(base).len(), 3, "one namespace per node");
+    // One namespace per node, the chain's (the directory here: --no-chain) and the clients'.
+    let mut names = namespaces_of(base);
+    names.sort();
+    let expected = ["0", "1", "2", "chain", "client"].map(|n| format!("noxh-{base}-{n}"));
+    assert_eq!(names, expected, "one namespace per node, the chain's and the clients'");
     let profile = Profile::new(Wan::ThreeRegions, 0.0);
     let path = regions_by_layer(&net.dir, 3);
     let floor = profile.round_trip_floor(&path);
@@ -108,7 +112,7 @@ fn no_namespace_outlives_a_failed_start() {
 
 #[test]
 fn nodes_registered_at_their_public_address_start_and_deliver() {
-    // With the chain (Anvil in this machine's namespace, reached through the relay), each node
+    // With the chain (Anvil in the chain's namespace, reached through the relay), each node
     // is registered at its public (relay) address and binds another in its namespace: it starts
     // only because it announces the registered one (`[node] advertise`), else it refuses its
     // registry record.
@@ -116,6 +120,11 @@ fn nodes_registered_at_their_public_address_start_and_deliver() {
     let net = Testnet::up(testnet_dir("nox-hosts", "chain"), base(2), &args);
     let node = std::fs::read_to_string(net.dir.join("node-0/node.toml")).expect("node.toml");
     assert!(node.contains("\nadvertise = "), "{node}");
+    // The node names the chain's and the directory's host, never this machine's loopback.
+    let chain = nox_testnet::hosts::HostPlan::new(base(2), 3, Wan::Loopback, 0.0).expect("plan").chain_host();
+    assert!(!node.contains("http://127.0.0.1"), "{node}");
+    assert!(node.contains(&format!("rpc_urls = [\"http://{}:", chain.public)), "{node}");
+    assert!(node.contains(&format!("url = \"http://{}:", chain.public)), "{node}");
     let dir = net.dir.display().to_string();
     let out = common::ok(&["testnet", "traffic", "--dir", &dir, "--packets", "30"]);
     assert!(out.contains("exits delivered 30 (100.0 %)"), "{out}");

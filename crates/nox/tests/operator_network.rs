@@ -9,6 +9,15 @@
 //! (its operator's keystore) and the exit's operator claims the fee; one operator equivocates and
 //! `nox watch` gets it slashed, earning the reporter's share.
 //!
+//! Every process is on a host of its own (`nox_testnet::hosts`): Anvil and the directory in the
+//! chain's namespace (region eu-central-1), each node in its own, the client, the wallets' daemon
+//! and wallets, the watcher and the exit operator's status and claim in the clients' namespace
+//! (eu-west-1); every path between two hosts goes through the WAN relay, and the record, the
+//! configs and the commands name the chain's and the directory's public address, never
+//! 127.0.0.1. The deployer and the registering operators run from this machine's namespace
+//! (region eu-west-1, through the relay as well); the equivocating mirror is served from it,
+//! behind a relay route of its own. Teardown leaves the namespaces as they were.
+//!
 //! Needs root and `ip netns` (CI has both); skips with a message otherwise. Run under the e2e
 //! lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator_network`.
 
@@ -18,9 +27,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use nox_chain::U256;
-use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
-use nox_testnet::hosts::HostPlan;
-use nox_testnet::wan::Wan;
+use nox_chain::anvil::DEV_KEY;
+use nox_testnet::hosts::{HostPlan, ServiceHost};
+use nox_testnet::wan::{Plan, Profile, Route, Wan};
 use nox_topology::LayerCount;
 
 mod common;
@@ -30,7 +39,7 @@ use common::{NOX, equivocating_mirror, port_base, stake_and_balance, testnet_dir
 const LAYERS: u8 = 3;
 
 /// Everything the test started, stopped on every exit path: node processes, the directory, the
-/// watcher, the WAN relay and the namespaces (then Anvil, by its own drop).
+/// watcher, Anvil, the WAN relays and the namespaces.
 struct Network {
     dir: PathBuf,
     children: Vec<Child>,
@@ -50,7 +59,12 @@ impl Drop for Network {
 }
 
 fn run(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(NOX).current_dir(dir).args(args).output().expect("run nox");
+    run_on(None, dir, args)
+}
+
+/// `nox <args>` on `host` (this machine's namespace if `None`).
+fn run_on(host: Option<&ServiceHost>, dir: &Path, args: &[&str]) -> String {
+    let out = nox_on(host).current_dir(dir).args(args).output().expect("run nox");
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "nox {args:?} failed:\n{text}");
     text
@@ -59,6 +73,11 @@ fn run(dir: &Path, args: &[&str]) -> String {
 fn spawn(dir: &Path, log: &str, command: &mut Command) -> Child {
     let log = std::fs::File::create(dir.join(log)).expect("log");
     command.stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log).spawn().expect("spawns")
+}
+
+/// A `nox` command on `host` (this machine's namespace if `None`).
+fn nox_on(host: Option<&ServiceHost>) -> Command {
+    host.map_or_else(|| Command::new(NOX), |h| h.command(NOX))
 }
 
 fn is_root() -> bool {
@@ -79,11 +98,28 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     let dir = testnet_dir("nox-opnet", "e2e");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    let namespaces_before = nox_testnet::hosts::namespaces();
     let plan = HostPlan::new(base, 3, Wan::ThreeRegions, 0.0).expect("plan");
     let mut net = Network { dir: dir.clone(), children: Vec::new() };
     let (rpc_port, dir_port) = (base + 20, base + 21);
-    let anvil = Anvil::spawn(&AnvilOptions::on_port(rpc_port)).expect("anvil");
-    let rpc = anvil.url().to_owned();
+    // The hosts first: a namespace per node, the chain's and the clients', and the chain's
+    // relay (Anvil's JSON-RPC and the directory at the chain host's public address).
+    plan.create(&dir, 3).expect("namespaces");
+    let (chain, client) = (plan.chain_host(), plan.client_host());
+    plan.start_chain_relay(&dir, Path::new(NOX), 3, &[rpc_port, dir_port]).expect("the chain's relay");
+    let anvil_program = nox_chain::anvil::foundry_tool("anvil").expect("anvil");
+    let mut anvil = chain.command(anvil_program);
+    anvil.args(["--host", &chain.bind.to_string(), "--port", &rpc_port.to_string(), "--chain-id", "31337"]);
+    net.children.push(spawn(&dir, "anvil.log", &mut anvil));
+    assert!(
+        wait_until(Duration::from_secs(20), Duration::from_millis(50), || std::net::TcpStream::connect((
+            chain.bind, rpc_port
+        ))
+        .is_ok()),
+        "Anvil did not listen in {}",
+        chain.namespace
+    );
+    let rpc = chain.url(rpc_port);
 
     // The deployer deploys with `nox deploy` from its keystore.
     std::fs::write(dir.join("pass"), "deployer passphrase\n").unwrap();
@@ -91,7 +127,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     let pw = ["--password-file", "pass"];
     run(&dir, &["operator", "new-key", "--keystore", "deployer.json", pw[0], pw[1], "--import-key-file", "dev.key"]);
     // The record lists the network's directory mirror: wallets start from the record alone.
-    let mirror_url = format!("http://127.0.0.1:{dir_port}");
+    let mirror_url = chain.url(dir_port);
     let mut deploy = vec!["deploy", "--rpc", &rpc, "--keystore", "deployer.json", pw[0], pw[1]];
     deploy.extend(["--deployments", "deployments", "--mirror", &mirror_url]);
     run(&dir, &deploy);
@@ -108,14 +144,15 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     std::fs::write(
         &directory_toml,
         format!(
-            "listen = \"127.0.0.1:{dir_port}\"\nauthority_key_file = {:?}\nstate_file = {:?}\nlayers = {LAYERS}\n\n\
+            "listen = \"{}:{dir_port}\"\nauthority_key_file = {:?}\nstate_file = {:?}\nlayers = {LAYERS}\n\n\
              [schedule]\ngenesis = \"now\"\nepoch_secs = 60\noverlap_secs = 10\n",
+            chain.bind,
             dir.join("authority.key").display().to_string(),
             dir.join("directory.state").display().to_string(),
         ),
     )
     .unwrap();
-    let directory_addr: SocketAddr = ([127, 0, 0, 1], dir_port).into();
+    let directory_addr: SocketAddr = (chain.public, dir_port).into();
 
     // Three operators: keystore, funds, `init` (one node per layer), `register` at the node's
     // public (relay) address, the node binding its own in its namespace.
@@ -214,13 +251,14 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         ),
     )
     .unwrap();
-    let mut directory = Command::new(NOX);
+    let mut directory = chain.command(NOX);
     directory.args(["directory", "--config"]).arg(&directory_toml).arg("--chain").arg(dir.join("chain.toml"));
     net.children.push(spawn(&dir, "directory.log", &mut directory));
+    // Readiness on its bind address (the relay accepts on the public one regardless).
     assert!(
-        wait_until(Duration::from_secs(10), Duration::from_millis(100), || std::net::TcpStream::connect(
-            directory_addr
-        )
+        wait_until(Duration::from_secs(10), Duration::from_millis(100), || std::net::TcpStream::connect((
+            chain.bind, dir_port
+        ))
         .is_ok()),
         "the directory did not listen:\n{}",
         std::fs::read_to_string(dir.join("directory.log")).unwrap_or_default()
@@ -231,11 +269,10 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         .expect("the directory answers");
     assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
 
-    // The hosts: a namespace per node, the WAN relay between them and to the hub (chain,
-    // directory), then each node started in its namespace from its configuration alone.
-    plan.create(&dir, 3).expect("namespaces");
+    // The WAN relay between the nodes, then each node started in its namespace from its
+    // configuration alone.
     let node_ports: Vec<(usize, Vec<u16>)> = operators.iter().enumerate().map(|(i, o)| (i, vec![o.2])).collect();
-    plan.start_relay(&dir, Path::new(NOX), &node_ports, &[rpc_port, dir_port]).expect("relay");
+    plan.start_relay(&dir, Path::new(NOX), &node_ports, &[]).expect("relay");
     for (i, (_, node_dir, _)) in operators.iter().enumerate() {
         let mut node = Command::new("ip");
         node.args(["netns", "exec", &plan.namespace(i), NOX, "node", "--config"]).arg(node_dir.join("node.toml"));
@@ -267,9 +304,11 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         assert!(node_dir.join("node.toml").exists());
     }
 
-    // A client that trusts the chain alone gets replies through the three namespaces.
+    // A client on the clients' host that trusts the chain alone gets replies through the three
+    // namespaces.
     let echo = |text: &str| {
-        Command::new(NOX)
+        client
+            .command(NOX)
             .args(["client", "echo", "--timeout-secs", "30", "--chain", &record_path, "--chain-rpc", &rpc])
             .args(["--directory", &format!("http://{directory_addr}"), text])
             .output()
@@ -290,20 +329,19 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     // operator then claims the fee.
     let exit_i = exit_operator.expect("one operator runs the exit");
     let daemon_port = base + 22;
-    let mut daemon = Command::new(NOX);
-    // No --directory: the daemon takes the mirror from the record too.
-    daemon.args(["client", "--chain", &record_path, "--chain-rpc", &rpc, "--rpc", &format!("127.0.0.1:{daemon_port}")]);
+    let mut daemon = client.command(NOX);
+    // No --directory: the daemon takes the mirror from the record too. It serves the wallets
+    // on the clients' host.
+    let daemon_addr = SocketAddr::from((client.bind, daemon_port));
+    daemon.args(["client", "--chain", &record_path, "--chain-rpc", &rpc, "--rpc", &daemon_addr.to_string()]);
     net.children.push(spawn(&dir, "client-daemon.log", &mut daemon));
     assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || std::net::TcpStream::connect((
-            "127.0.0.1",
-            daemon_port
-        ))
-        .is_ok()),
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || std::net::TcpStream::connect(daemon_addr)
+            .is_ok()),
         "the client daemon did not listen:\n{}",
         std::fs::read_to_string(dir.join("client-daemon.log")).unwrap_or_default()
     );
-    let daemon_url = format!("http://127.0.0.1:{daemon_port}");
+    let daemon_url = format!("http://{daemon_addr}");
     let wallet = |name: &str, cmd: &str, extra: &[&str]| -> String {
         let mut args = vec!["wallet", cmd, "--wallet", name];
         if !matches!(cmd, "new" | "address") {
@@ -312,7 +350,8 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
             args.extend(["--rpc", &daemon_url]);
         }
         args.extend(extra);
-        let out = Command::new(NOX)
+        let out = client
+            .command(NOX)
             .current_dir(&dir)
             .args(&args)
             .env("NOX_WALLET_PASSPHRASE", "wallet passphrase")
@@ -373,13 +412,13 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     let eth = "0x0000000000000000000000000000000000000000";
     let mut status = vec!["operator", "status", "--chain", &record_path, "--rpc", &rpc];
     status.extend(&exit_key);
-    let out = run(&dir, &status);
+    let out = run_on(Some(&client), &dir, &status);
     assert!(out.lines().any(|l| l.starts_with("reward") && l.contains(&format!(" {fee} of "))), "{out}");
     let mut claim = vec!["operator", "claim", "--chain", &record_path, "--rpc", &rpc, "--asset", eth];
     claim.extend(&exit_key);
-    let out = run(&dir, &claim);
+    let out = run_on(Some(&client), &dir, &claim);
     assert!(out.contains(&format!("claimed {fee} of ")), "{out}");
-    let again = Command::new(NOX).current_dir(&dir).args(&claim).output().expect("run nox");
+    let again = client.command(NOX).current_dir(&dir).args(&claim).output().expect("run nox");
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("no reward"));
 
     // Operator 1 equivocates: besides the descriptor the directory serves, a mirror of its own
@@ -397,6 +436,9 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         record.chain_id,
         record.contracts.registry,
     );
+    // The cheat's mirror serves from this machine's namespace: the clients' host reaches it at
+    // the hub address through a relay route of its own.
+    let mirror = hub_route(&dir, &plan, mirror, &mut net);
 
     // The watcher: its own keystore, ETH for gas only.
     std::fs::write(dir.join("watcher-pass"), "watcher\n").unwrap();
@@ -414,7 +456,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         reporter,
     ));
     assert!(stake_before > U256::ZERO && bps > 0);
-    let mut watch = Command::new(NOX);
+    let mut watch = client.command(NOX);
     watch
         .current_dir(&dir)
         .args(["watch", "--chain", &record_path, "--rpc", &rpc])
@@ -456,5 +498,26 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     assert!(listed.nodes.iter().all(|n| n.identity_key != cheat_id), "the slashed node is still listed");
     assert_eq!(listed.nodes.len(), 2);
     drop(net);
-    drop(anvil);
+    let left: Vec<String> =
+        nox_testnet::hosts::namespaces().into_iter().filter(|n| !namespaces_before.contains(n)).collect();
+    assert!(left.is_empty(), "namespaces left after teardown: {left:?}");
+}
+
+/// A relay (`nox testnet wan-relay`) from the hub address (this machine's namespace, as the
+/// hosts reach it) to `target` on 127.0.0.1, in the clients' region; returns the hub address.
+fn hub_route(dir: &Path, plan: &HostPlan, target: SocketAddr, net: &mut Network) -> SocketAddr {
+    let listen = SocketAddr::new(plan.hub_ip().into(), target.port());
+    let process = dir.join("wan-relay-mirror");
+    std::fs::create_dir_all(&process).unwrap();
+    let routes = vec![Route { listen, target, region: Profile::HUB_REGION }];
+    let relay: Plan = plan.relay_plan(&[0, 1, 2], routes);
+    std::fs::write(process.join("plan"), relay.to_text(Wan::ThreeRegions)).unwrap();
+    let mut command = Command::new(NOX);
+    command.args(["testnet", "wan-relay", "--plan"]).arg(process.join("plan"));
+    net.children.push(spawn(dir, "mirror-relay.log", &mut command));
+    assert!(
+        wait_until(Duration::from_secs(10), Duration::from_millis(20), || process.join("ready").exists()),
+        "the mirror's relay did not start"
+    );
+    listen
 }

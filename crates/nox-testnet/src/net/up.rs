@@ -65,12 +65,21 @@ pub(super) fn up_inner(dir: &Path, layout: &Layout) -> Result<(), TestnetError> 
         true => Some(crate::hosts::HostPlan::new(base_port, node_count, layout.wan, layout.wan_loss)?),
         false => None,
     };
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let chain_source = layout.chain_source();
     if let Some(hosts) = &hosts {
         hosts.create(dir, node_count)?;
+        // The chain's host: Anvil (if started here) and the directory, behind their relay.
+        let mut ports = vec![hosts.directory_port()];
+        if let Some(chain::ChainSource::Anvil { port, .. }) = &chain_source {
+            ports.push(*port);
+        }
+        hosts.start_chain_relay(dir, &exe, node_count, &ports)?;
     }
+    let chain_host = hosts.as_ref().map(crate::hosts::HostPlan::chain_host);
     let mut node_ports = Vec::new();
-    let chain = match layout.chain_source() {
-        Some(source) => Some(chain::start(dir, &source).inspect_err(|_| {
+    let chain = match chain_source {
+        Some(source) => Some(chain::start_on(dir, &source, chain_host.as_ref()).inspect_err(|_| {
             let _ = down(dir);
         })?),
         None => None,
@@ -245,9 +254,9 @@ pub(super) fn up_inner(dir: &Path, layout: &Layout) -> Result<(), TestnetError> 
         })?;
     }
 
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let directory_addr =
-        directory::start(dir, &exe, &authority_seed, scheme, layers, packet_len).inspect_err(|_| {
+    let directory_host = chain_host.as_ref().zip(hosts.as_ref().map(crate::hosts::HostPlan::directory_port));
+    let directory_addr = directory::start_on(dir, &exe, &authority_seed, (scheme, layers, packet_len), directory_host)
+        .inspect_err(|_| {
             let _ = down(dir);
         })?;
     let mut hub_ports = Vec::new();
@@ -298,6 +307,19 @@ pub(super) fn up_inner(dir: &Path, layout: &Layout) -> Result<(), TestnetError> 
     );
     for line in &exit_lines {
         println!("  {line}");
+    }
+    if let Some(hosts) = &hosts {
+        let (chain, client) = (hosts.chain_host(), hosts.client_host());
+        println!(
+            "  hosts: the chain and the directory in {} ({}, region {}); clients from {} ({}): `ip netns exec {} nox client --testnet {}`",
+            chain.namespace,
+            chain.public,
+            hosts.profile().regions.get(chain.region).copied().unwrap_or("?"),
+            client.namespace,
+            client.bind,
+            client.namespace,
+            dir.display()
+        );
     }
     if rpc_upstream.is_some() {
         println!(
