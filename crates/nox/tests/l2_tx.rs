@@ -101,12 +101,7 @@ async fn the_relayers_quote_holds_the_l1_data_fee_the_chain_charges() {
     let out = nox(&send).unwrap_or_else(|e| panic!("nox tx send failed:\n{e}"));
     assert!(out.contains("\"outcome\":\"included\"") && out.contains("the action succeeded"), "{out}");
     assert!(out.contains(", L1 data fee "), "the wallet checks the data fee with its own figure: {out}");
-    let paid: u128 = out
-        .lines()
-        .find_map(|l| l.split("paying ").nth(1))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no fee line:\n{out}"));
+    let paid: u128 = common::fee_paid(&out);
 
     // The transaction the exit's relayer sent, and what the chain charged for it.
     let sent = sent_from_to(&provider, quote.relayer, info.deployment.executor, first).await;

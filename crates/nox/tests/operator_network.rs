@@ -395,12 +395,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
         out.contains("\"outcome\":\"included\"") && out.contains(&format!("new note: 0.1 ETH to {addr_b}")),
         "{out}"
     );
-    let fee: u128 = out
-        .lines()
-        .find_map(|l| l.split("paying ").nth(1))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no fee line:\n{out}"));
+    let fee: u128 = common::fee_paid(&out);
     assert!(fee > 0, "{out}");
     assert_eq!(settled("b"), 100 * MILLI);
     assert_eq!(settled("a"), 900 * MILLI - fee);

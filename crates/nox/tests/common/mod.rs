@@ -193,6 +193,16 @@ pub fn rpc_daemon(net: &mut Testnet) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
+/// The fee (wei) a paid `nox tx send` / `nox wallet … --exit` reports ("… paying N …");
+/// panics with the output when there is no such line.
+pub fn fee_paid(out: &str) -> u128 {
+    out.lines()
+        .find_map(|l| l.split("paying ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no fee line:\n{out}"))
+}
+
 /// The (spendable, pending) wei of ETH in `nox wallet balance`.
 pub fn figures(out: &str) -> (u128, u128) {
     let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };

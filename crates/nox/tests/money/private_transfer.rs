@@ -70,12 +70,7 @@ impl Wallet {
         let mut e: Vec<&str> = extra.to_vec();
         e.extend(["--exit", "0", "--yes"]);
         let out = self.run(cmd, &e);
-        let fee = out
-            .lines()
-            .find_map(|l| l.split("paying ").nth(1))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no fee line:\n{out}"));
+        let fee = crate::shared::fee_paid(&out);
         assert!(out.contains("\"outcome\":\"included\""), "{out}");
         (out, fee)
     }

@@ -289,12 +289,7 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     assert_eq!(ledger_exit().await, U256::ZERO);
     let out = tx(&send).unwrap_or_else(|e| panic!("nox tx send failed:\n{e}"));
     assert!(out.contains("\"outcome\":\"included\"") && out.contains("the action succeeded"), "{out}");
-    let paid: u128 = out
-        .lines()
-        .find_map(|l| l.split("paying ").nth(1))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no fee line:\n{out}"));
+    let paid: u128 = crate::shared::fee_paid(&out);
     assert_eq!(ledger_exit().await, U256::from(paid), "the exit's relayer is credited the fee");
     assert_eq!(settled(), left - amount - paid);
 
