@@ -303,10 +303,10 @@ export class NoxWallet {
         }
         throw error;
       }
+      if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       pages++;
       mostLogs = Math.max(mostLogs, page.length);
       if (span < LOG_PAGE && 2 * page.length <= mostLogs) span = Math.min(LOG_PAGE, 2 * span);
-      if (!Array.isArray(page)) throw new NoxError("refused", "eth_getLogs did not answer an array");
       this.#check();
       let sealed: Uint8Array | undefined;
       const save = this.#store !== undefined && (to === head || to - savedAt >= LOG_PAGE);

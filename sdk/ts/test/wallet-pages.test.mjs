@@ -145,3 +145,15 @@ test("other refusals are not retried, and a single block too large is an error",
   w1.close();
   w2.close();
 });
+
+test("an eth_getLogs answer that is not an array is refused by name, not a TypeError", async () => {
+  for (const answer of [null, { logs: [] }, "0x"]) {
+    const provider = {
+      async request({ method }) {
+        return method === "eth_blockNumber" ? "0x10" : answer;
+      },
+    };
+    const wallet = await NoxWallet.open({ seed: randomBytes(32), module: wasm, provider, pool: POOL });
+    await assert.rejects(wallet.sync(), (e) => e.code === "refused" && /did not answer an array/.test(e.message), `${JSON.stringify(answer)}`);
+  }
+});
