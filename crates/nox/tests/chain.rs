@@ -195,11 +195,16 @@ fn membership_follows_the_registry() {
             .0
             == U256::ZERO
     });
+    // The stake reads zero as soon as the slash is mined, which can be before the watcher has
+    // read its receipt and logged it: wait for the line before stopping the watcher.
+    let logged = wait_until(Duration::from_secs(15), Duration::from_millis(100), || {
+        std::fs::read_to_string(watch_dir.join("watch.log")).is_ok_and(|log| log.contains("slashed for equivocation"))
+    });
     let _ = watch.kill();
     let _ = watch.wait();
     let log = std::fs::read_to_string(watch_dir.join("watch.log")).unwrap_or_default();
     assert!(slashed, "the watcher did not get the equivocating node slashed:\n{log}");
-    assert!(log.contains("slashed for equivocation"), "{log}");
+    assert!(logged && log.contains("slashed for equivocation"), "{log}");
     let (_, tokens_after, _) = runtime().block_on(stake_and_balance(
         &info.rpc_url,
         info.deployment.registry,

@@ -120,13 +120,25 @@ pub enum Decision {
 
 /// When to insert: a full batch at once, a partial one once its oldest commitment has waited
 /// `max_wait_ms`; either after `jitter_ms` more, and never before `not_before_ms` (a back-off).
-pub fn decide(now_ms: u64, age: Option<QueueAge>, max_wait_ms: u64, jitter_ms: u64, not_before_ms: u64) -> Decision {
+///
+/// The jitter counts from the later of that moment and `seen_ms`, when this inserter first saw
+/// the batch's first commitment: inserters that find a batch already overdue (they started, or
+/// caught up, together) still go one after the other, and the later one finds the pool moved
+/// when its proof is done instead of sending a transaction that reverts.
+pub fn decide(
+    now_ms: u64,
+    age: Option<QueueAge>,
+    max_wait_ms: u64,
+    jitter_ms: u64,
+    seen_ms: u64,
+    not_before_ms: u64,
+) -> Decision {
     let Some(age) = age.filter(|a| a.queued > 0) else { return Decision::Idle };
     let due = match age.full_ms {
         Some(full) => full,
         _ => age.oldest_ms.saturating_add(max_wait_ms),
     };
-    let due = due.saturating_add(jitter_ms).max(not_before_ms);
+    let due = due.max(seen_ms).saturating_add(jitter_ms).max(not_before_ms);
     if now_ms >= due { Decision::Insert { count: age.queued.min(BATCH_SIZE) } } else { Decision::WaitUntil(due) }
 }
 

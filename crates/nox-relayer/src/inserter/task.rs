@@ -247,8 +247,9 @@ struct Task {
     synced_to: Option<u64>,
     mirror: QueueMirror,
     retry: Retry,
-    /// The jitter drawn for the batch starting at this queue index.
-    jitter: Option<(u64, u64)>,
+    /// The jitter drawn for the batch starting at this queue index, and when it was first seen
+    /// (unix ms).
+    jitter: Option<(u64, u64, u64)>,
     rng: ChaCha20Rng,
     metrics: Arc<InserterMetrics>,
     config: InserterConfig,
@@ -278,16 +279,16 @@ impl Task {
         let c = self.config.clone();
         let age = self.mirror.age();
         let first = self.mirror.state().first_uninserted;
-        let jitter = match self.jitter {
-            Some((at, j)) if at == first => j,
+        let now = unix_ms();
+        let (jitter, seen_ms) = match self.jitter {
+            Some((at, j, seen)) if at == first => (j, seen),
             _ => {
                 let j = if c.jitter_ms == 0 { 0 } else { self.rng.next_u64() % (c.jitter_ms + 1) };
-                self.jitter = Some((first, j));
-                j
+                self.jitter = Some((first, j, now));
+                (j, now)
             }
         };
-        let now = unix_ms();
-        match decide(now, age, c.max_wait_ms, jitter, self.retry.not_before_ms()) {
+        match decide(now, age, c.max_wait_ms, jitter, seen_ms, self.retry.not_before_ms()) {
             super::Decision::Idle => Ok(c.poll_ms),
             super::Decision::WaitUntil(at) => Ok(at.saturating_sub(now)),
             super::Decision::Insert { count } => {

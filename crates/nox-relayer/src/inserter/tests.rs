@@ -10,33 +10,48 @@ fn leaf(i: u64) -> Fr {
 
 #[test]
 fn nothing_queued_is_idle() {
-    assert_eq!(decide(10_000, None, 2_000, 0, 0), Decision::Idle);
+    assert_eq!(decide(10_000, None, 2_000, 0, 0, 0), Decision::Idle);
     let empty = QueueAge { queued: 0, oldest_ms: 0, full_ms: None };
-    assert_eq!(decide(10_000, Some(empty), 2_000, 0, 0), Decision::Idle);
+    assert_eq!(decide(10_000, Some(empty), 2_000, 0, 0, 0), Decision::Idle);
 }
 
 #[test]
 fn a_partial_batch_waits_for_max_wait_then_jitter() {
     let age = QueueAge { queued: 2, oldest_ms: 1_000, full_ms: None };
-    assert_eq!(decide(2_999, Some(age), 2_000, 0, 0), Decision::WaitUntil(3_000));
-    assert_eq!(decide(3_000, Some(age), 2_000, 0, 0), Decision::Insert { count: 2 });
-    assert_eq!(decide(3_000, Some(age), 2_000, 500, 0), Decision::WaitUntil(3_500));
-    assert_eq!(decide(3_500, Some(age), 2_000, 500, 0), Decision::Insert { count: 2 });
+    assert_eq!(decide(2_999, Some(age), 2_000, 0, 0, 0), Decision::WaitUntil(3_000));
+    assert_eq!(decide(3_000, Some(age), 2_000, 0, 0, 0), Decision::Insert { count: 2 });
+    assert_eq!(decide(3_000, Some(age), 2_000, 500, 0, 0), Decision::WaitUntil(3_500));
+    assert_eq!(decide(3_500, Some(age), 2_000, 500, 0, 0), Decision::Insert { count: 2 });
 }
 
 #[test]
 fn a_full_batch_goes_at_once_and_takes_sixteen() {
     let age = QueueAge { queued: BATCH_SIZE, oldest_ms: 1_000, full_ms: Some(1_200) };
     // Long before max_wait: the batch's last commitment made it full at 1,200.
-    assert_eq!(decide(1_200, Some(age), 600_000, 0, 0), Decision::Insert { count: BATCH_SIZE });
-    assert_eq!(decide(1_200, Some(age), 600_000, 100, 0), Decision::WaitUntil(1_300));
+    assert_eq!(decide(1_200, Some(age), 600_000, 0, 0, 0), Decision::Insert { count: BATCH_SIZE });
+    assert_eq!(decide(1_200, Some(age), 600_000, 100, 0, 0), Decision::WaitUntil(1_300));
+}
+
+#[test]
+fn inserters_that_find_a_batch_already_due_still_stagger_by_their_jitter() {
+    // Two inserters start (their proving keys loaded) at 10,000 with a batch that was due at
+    // 3,000. Counted from the deposit, both jitters have passed: both would prove and send the
+    // same batch, and the later one's transaction reverts (its gas lost). Counted from when
+    // each first saw the batch, the one with the smaller jitter goes first and the other finds
+    // the pool moved when its proof is done.
+    let age = QueueAge { queued: 2, oldest_ms: 1_000, full_ms: None };
+    assert_eq!(decide(10_000, Some(age), 2_000, 200, 10_000, 0), Decision::WaitUntil(10_200));
+    assert_eq!(decide(10_000, Some(age), 2_000, 800, 10_000, 0), Decision::WaitUntil(10_800));
+    assert_eq!(decide(10_200, Some(age), 2_000, 200, 10_000, 0), Decision::Insert { count: 2 });
+    // An inserter that saw the batch before it was due waits as before (from the deposit).
+    assert_eq!(decide(3_100, Some(age), 2_000, 200, 1_500, 0), Decision::WaitUntil(3_200));
 }
 
 #[test]
 fn a_back_off_delays_even_a_due_batch() {
     let age = QueueAge { queued: BATCH_SIZE, oldest_ms: 0, full_ms: Some(0) };
-    assert_eq!(decide(5_000, Some(age), 0, 0, 9_000), Decision::WaitUntil(9_000));
-    assert_eq!(decide(9_000, Some(age), 0, 0, 9_000), Decision::Insert { count: BATCH_SIZE });
+    assert_eq!(decide(5_000, Some(age), 0, 0, 0, 9_000), Decision::WaitUntil(9_000));
+    assert_eq!(decide(9_000, Some(age), 0, 0, 0, 9_000), Decision::Insert { count: BATCH_SIZE });
 }
 
 #[test]
