@@ -2,131 +2,19 @@
 // host's timers and WebSockets. The core decides everything a client decides
 // natively — paths, SURBs, fragments, cover slots, timeouts — and this shell
 // only carries bytes and wakes it up: the browser client is the native one.
+// Its public types are in client-types.ts, the directory fetch and the nodes'
+// URLs in client-directory.ts (both re-exported here).
 
-import { type CoverProfileName, coverProfileConfig } from "./cover-profile.js";
+import { coverProfileConfig } from "./cover-profile.js";
 import { NoxError, NoxRefusedError } from "./errors.js";
-import { type LinkMachine, NodeLink, type WebSocketLike } from "./link.js";
+import { NodeLink, type WebSocketLike } from "./link.js";
 import { QUOTE_BODY, type RelayOutcome, type RelayQuote, type RelaySubmission, parseRelayAnswer, submitBody } from "./relay.js";
 import { type MixnetRequester, NoxProvider, type ProviderOptions, type RequestKind, type RequestOptions } from "./provider.js";
+import { type Directory, endpointUrl, fetchTopology, nowUnix } from "./client-directory.js";
+import type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyNode } from "./client-types.js";
 
-/** A node of a verified topology, as the module describes it. */
-export interface TopologyNode {
-  /** Node id, hex. */
-  id: string;
-  layer: number;
-  /** Link public key, hex. */
-  linkKey: string;
-  /** WebSocket client endpoint (`host:port`), when the node accepts browser clients. */
-  websocket?: string;
-  /**
-   * The endpoint serves TLS (`wss://`): the node's signed descriptor says so (tag 0x53,
-   * docs/spec/topology.md). Absent or false: plain `ws://`.
-   */
-  websocketTls?: boolean;
-}
-
-/** A request the core finished: an answer from the exit, or a failure. */
-export interface Completed {
-  id: bigint;
-  response?: { status: number; body: Uint8Array };
-  error?: string;
-}
-
-/** One packet for an entry node. */
-export interface Outgoing {
-  entry: Uint8Array;
-  packet: Uint8Array;
-}
-
-/** What the client needs of the WebAssembly module (`wasm.ts` implements it over crates/nox-wasm). */
-export interface ClientCoreModule {
-  verifyTopology(json: Uint8Array, authority: Uint8Array, nowUnix: number): number;
-  topologyNodes(topology: number, nowUnix: number): TopologyNode[];
-  clientNew(
-    topology: number,
-    config: Uint8Array,
-    nowMs: number,
-    nowUnix: number,
-  ): { handle: number; gateway: Uint8Array; mailbox: Uint8Array };
-  request(
-    client: number,
-    kind: number,
-    body: Uint8Array,
-    expectedReplyLen: number,
-    nowMs: number,
-    nowUnix: number,
-    exit: Uint8Array | null,
-  ): { id: bigint; packets: Outgoing[] };
-  pollTransmit(client: number, nowMs: number, nowUnix: number): Outgoing | null;
-  onDownstream(client: number, from: Uint8Array, record: Uint8Array, nowMs: number, nowUnix: number): Completed | null;
-  pollTimeouts(client: number, nowMs: number, nowUnix: number): Completed[];
-  /** Monotonic ms at which to call again at the latest, or null. */
-  nextDeadline(client: number): number | null;
-  stats(client: number): Record<string, number>;
-  /** A newer verified topology for the core: the new reply gateway if it moved, else null. */
-  setTopology(client: number, topology: number, nowMs: number, nowUnix: number): Uint8Array | null;
-  /** The gateways to keep a reply link to: the current one first, then former ones replies in flight name. */
-  gateways(client: number): Uint8Array[];
-  linkStart(topology: number, node: Uint8Array, mailbox: Uint8Array | null): { link: LinkMachine; first: Uint8Array };
-  drop(handle: number): void;
-}
-
-/** Settings of `NoxClient.connect`. */
-export interface NoxClientOptions {
-  /** The directory's `GET /topology` URL(s); tried in order until one verifies. */
-  directory: string | readonly string[];
-  /** The directory authority's Ed25519 public key, 64 hex digits. */
-  authorityKey: string;
-  /** The loaded module. */
-  module: ClientCoreModule;
-  /**
-   * Loopix λ_P, packets per second (default 2.75, the native daemon's): real
-   * packets wait for a slot and empty slots carry cover, so an observer of
-   * the link sees the same stream whether the client is busy or idle. It
-   * costs one 4 KiB packet (4,112 B link record) per slot upstream: 11 KiB/s
-   * ≈ 0.98 GB/day at the default, and a request of n packets waits about n/λ_P s for its slots.
-   * 0 turns cover off (requests go out at once; the link then shows when the
-   * client is active).
-   */
-  coverRate?: number;
-  /**
-   * Which free cover slots carry a cover packet (as `nox client --profile`; the Rust core
-   * decides at every slot). Real packets take the same λ_P slots under every profile.
-   * - `always-on` (default): all of them — idle and busy look the same; ≈ 0.98 GB/day at the
-   *   defaults; reveals only that the client runs.
-   * - `wallet`: only during a session, which starts with a request and lasts until
-   *   max(last request + 30 s, start + 120 s); nothing while the app is idle or closed.
-   *   Reveals when a session happens and roughly how long.
-   * - `mobile`: cover thinned so the day's bytes stay within `mobileBudgetBytesPerDay`
-   *   (default 125 MB). Reveals the budget class, and activity by volume.
-   * Unknown names are refused with an `UnknownCoverProfileError` (code `bad-input`) listing
-   * the valid ones. Measured costs: README.md of this package.
-   */
-  coverProfile?: CoverProfileName;
-  /** The `mobile` profile's budget, bytes of packets a day (default 125 000 000). */
-  mobileBudgetBytesPerDay?: number;
-  /** Fail a request with no complete reply after this long (default 30 000 ms). */
-  requestTimeoutMs?: number;
-  /** Give up a link whose handshake has not completed after this long (default 10 000 ms). */
-  handshakeTimeoutMs?: number;
-  /** WebSocket implementation (default: the global one; in Node 20 pass `ws`). */
-  WebSocket?: WebSocketLike;
-  /** fetch implementation (default: the global one). */
-  fetch?: typeof fetch;
-  /**
-   * Force one scheme for every node. By default each node is dialed as its signed descriptor
-   * says: `wss://` when it serves TLS, `ws://` otherwise. A page served over `https:` never
-   * dials `ws://` (browsers block it as mixed content): such nodes fail with a `transport`
-   * error naming the node instead.
-   */
-  scheme?: "ws" | "wss";
-  /**
-   * Fetch the directory's document again this often (default 600 000 ms; 0: never, call
-   * `refreshTopology` yourself). Packets are built for the current key epoch, and a gateway
-   * that left the network is replaced only when a newer document says so.
-   */
-  topologyRefreshMs?: number;
-}
+export type { ClientCoreModule, Completed, NoxClientOptions, Outgoing, TopologyNode } from "./client-types.js";
+export { endpointUrl } from "./client-directory.js";
 
 /** Request kinds of docs/spec/messages.md §2. */
 const KINDS: Record<RequestKind, number> = { echo: 1, "json-rpc": 3, relay: 4 };
@@ -147,63 +35,12 @@ function unhex(text: string, what: string): Uint8Array {
   return out;
 }
 
-/** The protocol of the page this runs in (`https:`, `http:`), or undefined outside a page. */
-function pageProtocol(): string | undefined {
-  const location = (globalThis as { location?: { protocol?: unknown } }).location;
-  return typeof location?.protocol === "string" ? location.protocol : undefined;
-}
-
-/**
- * The URL to dial `info` at: its descriptor's scheme (or the forced one), refused if the page
- * is `https:` and the node serves only plain `ws://`.
- */
-export function endpointUrl(id: string, info: TopologyNode, forced?: "ws" | "wss"): string {
-  const scheme = forced ?? (info.websocketTls === true ? "wss" : "ws");
-  if (scheme === "ws" && pageProtocol() === "https:") {
-    throw new NoxError(
-      "transport",
-      `node ${id.slice(0, 8)} serves only ws://${info.websocket ?? ""}: a page served over https cannot open ` +
-        "plain WebSocket connections (mixed content); the network's entries and gateways need wss:// " +
-        "(websocket_tls_cert in their node.toml, `nox testnet up --tls`)",
-    );
-  }
-  return `${scheme}://${info.websocket ?? ""}/`;
-}
-
-const nowUnix = (): number => Math.floor(Date.now() / 1000);
 const nowMs = (): number => performance.now();
 
 interface LinkSettings {
   handshakeTimeoutMs: number;
   scheme: "ws" | "wss" | undefined;
   WebSocket: WebSocketLike;
-}
-
-/** Where the document comes from, kept for refreshes. */
-interface Directory {
-  urls: string[];
-  authority: Uint8Array;
-  fetch: typeof fetch;
-}
-
-/** Fetches the document from the first directory that serves one that verifies; returns its handle. */
-async function fetchTopology(m: ClientCoreModule, directory: Directory): Promise<number> {
-  const failures: string[] = [];
-  for (const url of directory.urls) {
-    try {
-      // Called as a plain function: a browser's fetch refuses any `this` but the window.
-      const get = directory.fetch;
-      const answer = await get(url);
-      if (!answer.ok) {
-        throw new Error(`HTTP ${answer.status}`);
-      }
-      const body = new Uint8Array(await answer.arrayBuffer());
-      return m.verifyTopology(body, directory.authority, nowUnix());
-    } catch (error) {
-      failures.push(`${url}: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-  throw new NoxError("topology", `no directory served a topology that verifies: ${failures.join("; ")}`);
 }
 
 interface Waiter {
