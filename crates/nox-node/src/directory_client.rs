@@ -243,14 +243,19 @@ pub const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
 pub const FIRST_DOCUMENT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The network's parameters from the first mirror that serves them (`GET /parameters`), for a
-/// node whose directory has no document yet; `None` without a directory or when no mirror
-/// serves them. Parameters of another geometry than the node's are an error: the node could
-/// never run on that network.
+/// node whose directory has no document yet; `None` without a directory, when no mirror says
+/// it has no document yet (a 503 [`nox_directory::NO_DOCUMENT_YET`]: a document that does not
+/// parse or verify is the directory's failure, not an empty start to announce into) or when no
+/// mirror serves them. Parameters of another geometry or layer count than the node's are an
+/// error: the node could never run on that network.
 pub async fn network_parameters(
     section: &TopologySection,
     geometry: &Geometry,
 ) -> Result<Option<nox_directory::NetworkParameters>, NodeError> {
     let Some(mirrors) = section.directory()? else { return Ok(None) };
+    if !mirrors.first_document_pending(TIMEOUT).await {
+        return Ok(None);
+    }
     let p = match mirrors.parameters(TIMEOUT).await {
         Ok(p) => p,
         Err(error) => {
@@ -265,6 +270,15 @@ pub async fn network_parameters(
             p.packet_len,
             geometry.scheme(),
             geometry.packet_len()
+        )));
+    }
+    // The layer count is the packets' hop count: a descriptor claiming a layer of another count
+    // is in no document this node's packets fit (refused before announcing it).
+    if usize::from(p.layers.get()) != geometry.hops() {
+        return Err(NodeError::Topology(format!(
+            "the directory's network has {} layers; this node's geometry has {} hops ([node] layers)",
+            p.layers.get(),
+            geometry.hops()
         )));
     }
     Ok(Some(p))
