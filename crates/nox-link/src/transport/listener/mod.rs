@@ -1,7 +1,7 @@
 //! Inbound links: accept, authenticate, read.
 //!
 //! This module holds the [`Listener`] (its settings, the shared state of its connections, the
-//! accept loops for TCP and WebSocket and the per-address admission); [`gate`] the policies a
+//! accept loop both transports share and the per-address admission); [`gate`] the policies a
 //! caller plugs in (which peers, which connections) and [`serve`] what happens to one accepted
 //! connection.
 
@@ -137,7 +137,7 @@ impl Listener {
             mailboxes: mailboxes.clone(),
             next_client: AtomicU64::new(0),
         });
-        let task = tokio::spawn(accept_loop(listener, shared.clone(), shutdown.clone()));
+        let task = tokio::spawn(accept_loop(listener, shared.clone(), shutdown.clone(), serve_tcp));
         Ok(Self { local_addr, clients, mailboxes, counters, packet_len, shared, shutdown, tasks: vec![task] })
     }
 
@@ -179,7 +179,10 @@ impl Listener {
     ) -> io::Result<SocketAddr> {
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
-        let task = tokio::spawn(ws_accept_loop(listener, ws, tls, self.shared.clone(), self.shutdown.clone()));
+        let serve_one = move |stream, peer, shared, shutdown, permit| {
+            serve_websocket(stream, peer, ws, tls.clone(), shared, shutdown, permit)
+        };
+        let task = tokio::spawn(accept_loop(listener, self.shared.clone(), self.shutdown.clone(), serve_one));
         self.tasks.push(task);
         Ok(local)
     }
@@ -261,34 +264,19 @@ async fn accept_admitted(listener: &TcpListener, shared: &Shared) -> Option<(Tcp
     Some((stream, peer, permit))
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    let mut tasks = JoinSet::new();
-    loop {
-        tokio::select! {
-            () = wait_shutdown(&mut shutdown) => break,
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-            accepted = accept_admitted(&listener, &shared) => {
-                let Some((stream, peer, permit)) = accepted else { continue };
-                let (shared, shutdown) = (shared.clone(), shutdown.clone());
-                tasks.spawn(async move {
-                    let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
-                    let served = serve(stream, peer, deadline, false, shared.clone(), shutdown, permit).await;
-                    shared.config.gate.closed(peer, served.stage);
-                });
-            }
-        }
-    }
-    drop(listener);
-    while tasks.join_next().await.is_some() {}
-}
-
-async fn ws_accept_loop(
+/// The one accept loop of every transport: accepts and admits ([`accept_admitted`]), spawns
+/// `serve_one` for each admitted connection (it owns the connection's permit) and tells the gate
+/// the stage it returns when the connection ends. On shutdown it stops accepting, closes the
+/// listening socket and waits for every connection task.
+async fn accept_loop<F, Fut>(
     listener: TcpListener,
-    ws: WsListenerConfig,
-    tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
-) {
+    serve_one: F,
+) where
+    F: Fn(TcpStream, IpAddr, Arc<Shared>, watch::Receiver<bool>, OwnedSemaphorePermit) -> Fut,
+    Fut: Future<Output = GateStage> + Send + 'static,
+{
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
@@ -296,13 +284,10 @@ async fn ws_accept_loop(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = accept_admitted(&listener, &shared) => {
                 let Some((stream, peer, permit)) = accepted else { continue };
-                let (shared, shutdown) = (shared.clone(), shutdown.clone());
-                let tls = tls.clone();
+                let served = serve_one(stream, peer, shared.clone(), shutdown.clone(), permit);
+                let shared = shared.clone();
                 tasks.spawn(async move {
-                    let stage = match tls {
-                        None => serve_ws(stream, tokio::time::Instant::now(), peer, ws, shared.clone(), shutdown, permit).await,
-                        Some(tls) => serve_wss(stream, tls, peer, ws, shared.clone(), shutdown, permit).await,
-                    };
+                    let stage = served.await;
                     shared.config.gate.closed(peer, stage);
                 });
             }
@@ -311,3 +296,35 @@ async fn ws_accept_loop(
     drop(listener);
     while tasks.join_next().await.is_some() {}
 }
+
+/// A TCP connection: the link handshake within `handshake_timeout` of its accept, then the
+/// link.
+async fn serve_tcp(
+    stream: TcpStream,
+    peer: IpAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+) -> GateStage {
+    let deadline = tokio::time::Instant::now() + shared.config.handshake_timeout;
+    serve(stream, peer, deadline, false, shared, shutdown, permit).await.stage
+}
+
+/// A WebSocket connection, behind TLS when `tls` is set.
+async fn serve_websocket(
+    stream: TcpStream,
+    peer: IpAddr,
+    ws: WsListenerConfig,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+) -> GateStage {
+    match tls {
+        None => serve_ws(stream, tokio::time::Instant::now(), peer, ws, shared, shutdown, permit).await,
+        Some(tls) => serve_wss(stream, tls, peer, ws, shared, shutdown, permit).await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

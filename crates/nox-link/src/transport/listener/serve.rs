@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -14,7 +14,7 @@ use tracing::debug;
 use crate::error::LinkError;
 use crate::handshake::{Remote, Responder, Session};
 use crate::mailbox::MAILBOX_RECORD_LEN;
-use crate::transport::counters::bump;
+use crate::transport::counters::{LinkCounters, bump};
 use crate::transport::link::{LinkCtx, LinkStream, run_link};
 use crate::transport::ws::{WsIo, WsListenerConfig, ws_config};
 use crate::transport::{ClientId, PeerIdentity, lock, wait_shutdown};
@@ -35,26 +35,45 @@ pub(super) async fn serve_wss(
 ) -> GateStage {
     let started = tokio::time::Instant::now();
     let by = (started + shared.config.handshake_timeout).min(started + ws.upgrade_timeout);
-    let accepted = tokio::select! {
-        r = tokio::time::timeout_at(by, tls.accept(stream)) => r,
-        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
+    let failures: fn(&LinkCounters) -> &AtomicU64 = |c| &c.ws_tls_failures;
+    match before_link(tls.accept(stream), by, "TLS handshake", failures, peer, &shared, &mut shutdown).await {
+        Some(stream) => serve_ws(stream, started, peer, ws, shared, shutdown, permit).await,
+        None => GateStage::Accepted,
+    }
+}
+
+/// A step before the link handshake (the `wss://` TLS handshake, the WebSocket upgrade),
+/// bounded by `by` and by shutdown. A failure or a timeout is counted in `failures` (a timeout
+/// also in `handshake_timeouts`) and is an offence. `None` (failed, timed out or shut down): the
+/// connection ends at [`GateStage::Accepted`].
+async fn before_link<T, E: std::fmt::Display>(
+    step: impl Future<Output = Result<T, E>>,
+    by: tokio::time::Instant,
+    what: &'static str,
+    failures: fn(&LinkCounters) -> &AtomicU64,
+    peer: IpAddr,
+    shared: &Shared,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Option<T> {
+    let outcome = tokio::select! {
+        r = tokio::time::timeout_at(by, step) => r,
+        () = wait_shutdown(shutdown) => return None,
+    };
+    let timed_out = match outcome {
+        Ok(Ok(done)) => return Some(done),
+        Ok(Err(e)) => {
+            debug!(error = %e, "{what} failed");
+            false
+        }
+        Err(_) => true,
     };
     let c = &shared.counters;
-    match accepted {
-        Ok(Ok(stream)) => serve_ws(stream, started, peer, ws, shared, shutdown, permit).await,
-        Ok(Err(e)) => {
-            debug!(error = %e, "TLS handshake failed");
-            bump(&c.ws_tls_failures);
-            shared.config.gate.offence(peer);
-            GateStage::Accepted
-        }
-        Err(_) => {
-            bump(&c.ws_tls_failures);
-            bump(&c.handshake_timeouts);
-            shared.config.gate.offence(peer);
-            GateStage::Accepted
-        }
+    bump(failures(c));
+    if timed_out {
+        bump(&c.handshake_timeouts);
     }
+    shared.config.gate.offence(peer);
+    None
 }
 
 /// One WebSocket connection (`accepted_at`: when its TCP connection was accepted, the start
@@ -77,24 +96,11 @@ pub(super) async fn serve_ws<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let upgrade_by = deadline.min(tokio::time::Instant::now() + ws.upgrade_timeout);
     let config = ws_config(&shared.config.link);
     let upgrade = tokio_tungstenite::accept_async_with_config(stream, Some(config));
-    let upgraded = tokio::select! {
-        r = tokio::time::timeout_at(upgrade_by, upgrade) => r,
-        () = wait_shutdown(&mut shutdown) => return GateStage::Accepted,
-    };
-    let socket = match upgraded {
-        Ok(Ok(socket)) => socket,
-        Ok(Err(e)) => {
-            debug!(error = %e, "WebSocket upgrade failed");
-            bump(&c.ws_upgrade_failures);
-            shared.config.gate.offence(peer);
-            return GateStage::Accepted;
-        }
-        Err(_) => {
-            bump(&c.ws_upgrade_failures);
-            bump(&c.handshake_timeouts);
-            shared.config.gate.offence(peer);
-            return GateStage::Accepted;
-        }
+    let failures: fn(&LinkCounters) -> &AtomicU64 = |c| &c.ws_upgrade_failures;
+    let Some(socket) =
+        before_link(upgrade, upgrade_by, "WebSocket upgrade", failures, peer, &shared, &mut shutdown).await
+    else {
+        return GateStage::Accepted;
     };
     bump(&c.ws_connections);
     let io = WsIo::new(socket, &shared.config.link);
