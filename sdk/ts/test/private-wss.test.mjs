@@ -199,7 +199,11 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
       const keyBytes = new Uint8Array(await (await fetch(keyUrl)).arrayBuffer());
       const prover = await sdk.TransferProver.start({ wasm: `${location.origin}/nox_wasm.wasm`, key: { bytes: keyBytes, uncompressed: true } });
       let private_;
-      const sender = new sdk.PrivateSender({ wallet, prover, relay: client, provider: reads });
+      let workers;
+      const onProgress = (p) => {
+        if (p.stage === "prove") workers = p.workers;
+      };
+      const sender = new sdk.PrivateSender({ wallet, prover, relay: client, provider: reads, onProgress });
       const provider = client.provider({ private: { send: async (tx) => (private_ = await sender.send(tx)) } });
       // The dapp's one-line change: viem's clients on `custom(noxProvider)`.
       const transport = viem.custom(provider);
@@ -221,7 +225,7 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
       const after = wallet.balance();
       return {
         hash, status: receipt.status, receiptHash: receipt.transactionHash, ms, receiptMs, viemMs: returned - clicked - Object.values(private_.timings).reduce((x, y) => x + y, 0),
-        receiveSyncMs, timings: private_.timings, txHash: private_.txHash, fee: String(private_.fee),
+        receiveSyncMs, workers, timings: private_.timings, txHash: private_.txHash, fee: String(private_.fee),
         before: String(before.spendable), beforePending: String(before.pending), after: String(after.spendable + after.pending),
         protocol: location.protocol, userAgent: navigator.userAgent,
       };
@@ -283,7 +287,7 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
   if (process.env.NOX_SDK_FIGURES) {
     writeFileSync(process.env.NOX_SDK_FIGURES, `${JSON.stringify({
       what: "create (sealed, IndexedDB) → native payment → viem sendTransaction → receipt → restore in a second page, https pages over wss://, SDK defaults (cover λ_P = 2.75/s)",
-      click_to_receipt_ms: sent.ms, parts_ms: parts, create_ms: created.createMs, viem_load_ms: created.viemLoadMs,
+      click_to_receipt_ms: sent.ms, parts_ms: parts, prover_workers: sent.workers, create_ms: created.createMs, viem_load_ms: created.viemLoadMs,
       receive_sync_ms: sent.receiveSyncMs, restore_sync_ms: restored.syncMs, restore_pages: restored.pages, restore_logs: restored.logs,
       test_wall_ms: wallMs, fee_wei: sent.fee, user_agent: sent.userAgent, cpu: cpus()[0]?.model, cores: cpus().length, loadavg_end: loadavg(),
       date: new Date().toISOString(),
@@ -291,7 +295,7 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
   }
   console.log(
     `Chromium, https + wss, cover λ_P = 2.75/s: create ${Math.round(created.createMs)} ms (viem import ${Math.round(created.viemLoadMs)} ms); ` +
-      `receive sync ${Math.round(sent.receiveSyncMs)} ms; click → receipt ${(sent.ms / 1000).toFixed(1)} s (ms: ${JSON.stringify(parts)}); ` +
+      `receive sync ${Math.round(sent.receiveSyncMs)} ms; click → receipt ${(sent.ms / 1000).toFixed(1)} s (ms: ${JSON.stringify(parts)}, proof on ${sent.workers} Worker(s)); ` +
       `restore sync ${Math.round(restored.syncMs)} ms (${restored.pages} pages, ${restored.logs} logs); test ${(wallMs / 1000).toFixed(0)} s; ` +
       `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}; links ${JSON.stringify([...new Set(sockets)])}`,
   );
