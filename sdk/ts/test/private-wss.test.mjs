@@ -21,7 +21,7 @@
 // private.test.mjs, and Chromium (CHROMIUM or /usr/bin/chromium).
 
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { createHash, X509Certificate } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -112,8 +112,9 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
   t.after(() => server.close());
   // The key is read when asked for: the fixture writes it while the page creates its wallet.
   const keyServer = createServer(tls, (req, res) => {
-    const key = readFileSync(join(dir, "transfer.pk.uncompressed"));
-    res.writeHead(200, { "access-control-allow-origin": "*", "content-type": "application/octet-stream" }).end(key);
+    const path = join(dir, "transfer.pk.uncompressed");
+    if (!existsSync(path)) return void res.writeHead(503).end();
+    res.writeHead(200, { "access-control-allow-origin": "*", "content-type": "application/octet-stream" }).end(readFileSync(path));
   });
   await new Promise((resolve) => keyServer.listen(0, "127.0.0.1", resolve));
   t.after(() => keyServer.close());
