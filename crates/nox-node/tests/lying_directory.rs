@@ -225,6 +225,26 @@ async fn assert_stopped(node: &TestNode, directory: &Directory, uploads_at_refus
     assert_eq!(directory.uploads(), uploads_at_refusal, "a refused node went on uploading its descriptor");
 }
 
+/// One case of a test, run beside the others.
+type Case = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Runs `cases` at once (each with its own directory and node: a start spends most of its time
+/// waiting between rounds) and fails with the first case's own panic.
+async fn all(cases: Vec<Case>) {
+    let mut set = tokio::task::JoinSet::new();
+    for case in cases {
+        set.spawn(case);
+    }
+    while let Some(done) = set.join_next().await {
+        if let Err(error) = done {
+            match error.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(error) => panic!("a case did not finish: {error}"),
+            }
+        }
+    }
+}
+
 /// The directory of a network that has no document yet: `/parameters` as given, `/topology`
 /// 503 until the node uploads, then a document on `document_schedule` naming it.
 fn empty_start(authority: SigningKey, served: NetworkParameters, document_schedule: EpochSchedule) -> Arc<Answer> {
@@ -286,7 +306,9 @@ async fn a_document_on_another_schedule_than_the_parameters_is_refused() {
         EpochSchedule::new(now - 1_050, Duration::from_secs(100), Duration::from_secs(30), 1).expect("schedule"),
         EpochSchedule::new(now - 1_050, Duration::from_secs(100), Duration::from_secs(20), 2).expect("schedule"),
     ];
+    let mut cases: Vec<Case> = Vec::new();
     for (i, lie) in lies.into_iter().enumerate() {
+        cases.push(Box::pin(async move {
         assert_eq!(lie.epoch_at(now_unix()), promised.epoch_at(now_unix()), "lie {i} keeps the epoch");
         let authority = SigningKey::from_bytes(&[42; 32]);
         let directory =
@@ -308,7 +330,9 @@ async fn a_document_on_another_schedule_than_the_parameters_is_refused() {
         assert!(text.contains("not running on it") && !text.contains("layers"), "lie {i}: {text}");
         assert_eq!(directory.uploads(), 1, "lie {i}: announced once, for the first document");
         assert_stopped(&node, &directory, 1).await;
+        }));
     }
+    all(cases).await;
 }
 
 /// `/parameters` of another layer count than the node's geometry (its hop count): the node
@@ -316,22 +340,26 @@ async fn a_document_on_another_schedule_than_the_parameters_is_refused() {
 /// without announcing a descriptor claiming a layer of the lie's count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parameters_of_another_layer_count_are_refused_before_announcing() {
+    let mut cases: Vec<Case> = Vec::new();
     for layers in [4u8, 2] {
-        let authority = SigningKey::from_bytes(&[43; 32]);
-        let schedule = honest_schedule(now_unix());
-        let served = parameters(schedule, layers, geometry());
-        let directory = Directory::start(empty_start(authority.clone(), served, schedule)).await;
-        let node = TestNode::new(&format!("layers-{layers}"), directory.addr, &authority);
-        let started = Instant::now();
-        let error = node.refused().await;
-        let text = error.to_string();
-        assert!(matches!(error, NodeError::Topology(_)), "{error:?}");
-        assert!(text.contains(&format!("the directory's network has {layers} layers")), "{text}");
-        assert!(text.contains("this node's geometry has 3 hops"), "{text}");
-        assert_eq!(directory.uploads(), 0, "{layers} layers: nothing announced");
-        assert!(started.elapsed() < REFUSAL, "refused in {:?}", started.elapsed());
-        assert_stopped(&node, &directory, 0).await;
+        cases.push(Box::pin(async move {
+            let authority = SigningKey::from_bytes(&[43; 32]);
+            let schedule = honest_schedule(now_unix());
+            let served = parameters(schedule, layers, geometry());
+            let directory = Directory::start(empty_start(authority.clone(), served, schedule)).await;
+            let node = TestNode::new(&format!("layers-{layers}"), directory.addr, &authority);
+            let started = Instant::now();
+            let error = node.refused().await;
+            let text = error.to_string();
+            assert!(matches!(error, NodeError::Topology(_)), "{error:?}");
+            assert!(text.contains(&format!("the directory's network has {layers} layers")), "{text}");
+            assert!(text.contains("this node's geometry has 3 hops"), "{text}");
+            assert_eq!(directory.uploads(), 0, "{layers} layers: nothing announced");
+            assert!(started.elapsed() < REFUSAL, "refused in {:?}", started.elapsed());
+            assert_stopped(&node, &directory, 0).await;
+        }));
     }
+    all(cases).await;
 }
 
 /// `/parameters` of another geometry (packet length, scheme): refused before announcing,
@@ -347,25 +375,29 @@ async fn parameters_of_another_geometry_are_refused_before_announcing() {
     let other_scheme =
         nox_topology::network_geometry_with_len(Scheme::X25519Kem, 3, nox_topology::PacketLen::default())
             .expect("geometry");
+    let mut cases: Vec<Case> = Vec::new();
     for (i, other) in [other_len, other_scheme].into_iter().enumerate() {
-        let authority = SigningKey::from_bytes(&[44; 32]);
-        let schedule = honest_schedule(now_unix());
-        let directory =
-            Directory::start(empty_start(authority.clone(), parameters(schedule, 3, other), schedule)).await;
-        let node = TestNode::new(&format!("geometry-{i}"), directory.addr, &authority);
-        let error = node.refused().await;
-        let text = error.to_string();
-        let told = format!(
-            "the directory runs {} packets of {} bytes; this node is configured for {} packets of {} bytes",
-            other.scheme(),
-            other.packet_len(),
-            geometry().scheme(),
-            geometry().packet_len()
-        );
-        assert!(text.contains(&told), "{text}");
-        assert_eq!(directory.uploads(), 0, "nothing announced");
-        assert_stopped(&node, &directory, 0).await;
+        cases.push(Box::pin(async move {
+            let authority = SigningKey::from_bytes(&[44; 32]);
+            let schedule = honest_schedule(now_unix());
+            let directory =
+                Directory::start(empty_start(authority.clone(), parameters(schedule, 3, other), schedule)).await;
+            let node = TestNode::new(&format!("geometry-{i}"), directory.addr, &authority);
+            let error = node.refused().await;
+            let text = error.to_string();
+            let told = format!(
+                "the directory runs {} packets of {} bytes; this node is configured for {} packets of {} bytes",
+                other.scheme(),
+                other.packet_len(),
+                geometry().scheme(),
+                geometry().packet_len()
+            );
+            assert!(text.contains(&told), "{text}");
+            assert_eq!(directory.uploads(), 0, "nothing announced");
+            assert_stopped(&node, &directory, 0).await;
+        }));
     }
+    all(cases).await;
 }
 
 /// A signed, valid document that does not name the node (a node without an operator does not
@@ -459,22 +491,27 @@ fn garbage_cases(authority: &SigningKey, served: &NetworkParameters) -> Vec<Garb
 async fn garbage_and_truncated_answers_are_clear_errors() {
     let authority = SigningKey::from_bytes(&[46; 32]);
     let served = parameters(honest_schedule(now_unix()), 3, geometry());
+    let mut cases: Vec<Case> = Vec::new();
     for (i, case) in garbage_cases(&authority, &served).into_iter().enumerate() {
-        let Garbage { name, topology, parameters, reason } = case;
-        let answer: Arc<Answer> = Arc::new(move |line: &str, _: &[SignedDescriptor]| match line {
-            "GET /topology" => topology.clone(),
-            "GET /parameters" => parameters.clone(),
-            _ => http(200, b"accepted"),
-        });
-        let directory = Directory::start(answer).await;
-        let node = TestNode::new(&format!("garbage-{i}"), directory.addr, &authority);
-        let started = Instant::now();
-        let error = node.refused().await;
-        let text = error.to_string();
-        assert!(matches!(error, NodeError::Topology(_)), "{name}: {error:?}");
-        assert!(text.contains(&directory.addr.to_string()) && text.contains(reason), "{name}: {text}");
-        assert_eq!(directory.uploads(), 0, "{name}: nothing announced");
-        assert!(started.elapsed() < REFUSAL, "{name}: refused in {:?}", started.elapsed());
-        assert_stopped(&node, &directory, 0).await;
+        let authority = authority.clone();
+        cases.push(Box::pin(async move {
+            let Garbage { name, topology, parameters, reason } = case;
+            let answer: Arc<Answer> = Arc::new(move |line: &str, _: &[SignedDescriptor]| match line {
+                "GET /topology" => topology.clone(),
+                "GET /parameters" => parameters.clone(),
+                _ => http(200, b"accepted"),
+            });
+            let directory = Directory::start(answer).await;
+            let node = TestNode::new(&format!("garbage-{i}"), directory.addr, &authority);
+            let started = Instant::now();
+            let error = node.refused().await;
+            let text = error.to_string();
+            assert!(matches!(error, NodeError::Topology(_)), "{name}: {error:?}");
+            assert!(text.contains(&directory.addr.to_string()) && text.contains(reason), "{name}: {text}");
+            assert_eq!(directory.uploads(), 0, "{name}: nothing announced");
+            assert!(started.elapsed() < REFUSAL, "{name}: refused in {:?}", started.elapsed());
+            assert_stopped(&node, &directory, 0).await;
+        }));
     }
+    all(cases).await;
 }
