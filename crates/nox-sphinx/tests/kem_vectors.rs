@@ -11,12 +11,13 @@
 //! restored from the committed seeds, without the RNG.
 
 use nox_sphinx::{
-    BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, SphinxError, Surb,
-    bench_internals as internals, build_forward, build_surb, pow, process_packet,
+    BuildOptions, Geometry, HeaderView, NodeId, PathHop, Processed, Scheme, SecretKey, Surb,
+    bench_internals as internals, build_forward, build_surb, process_packet,
 };
 mod common;
 
 use common::RecordingRng;
+use common::ingest::{FailureNode, check_committed, expected_field, reference_ingest, resolve_nonce};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde_json::{Value, json};
@@ -67,19 +68,6 @@ fn trace(geometry: &Geometry, keys: &[SecretKey], packet: &mut [u8]) -> (Vec<Val
 fn scheme_vector(scheme: Scheme, seed: u8) -> Value {
     let geometry = Geometry::with_scheme(PACKET_LEN, 3, scheme).expect("geometry");
     let (keys, path) = nodes(scheme, seed);
-    let nodes_json: Vec<Value> = keys
-        .iter()
-        .zip(&path)
-        .map(|(k, p)| {
-            json!({
-                "id": hex::encode(p.node.0),
-                "seed": hex::encode(k.to_bytes()),
-                "public_key": hex::encode(p.public_key.as_bytes()),
-                "delay_us": p.delay.0,
-                "pow_difficulty": p.pow_difficulty,
-            })
-        })
-        .collect();
 
     let payload = format!("NOX KEM vector {scheme}").into_bytes();
     let mut rng = RecordingRng { inner: ChaCha20Rng::seed_from_u64(u64::from(seed)), log: Vec::new() };
@@ -111,7 +99,7 @@ fn scheme_vector(scheme: Scheme, seed: u8) -> Value {
             "tag": hex::encode(geometry.tag()),
         },
         "key_epoch": EPOCH,
-        "nodes": nodes_json,
+        "nodes": common::vector_nodes(&keys, &path, "seed"),
         "failures": kem_failures(scheme, &geometry, &keys[0], path[0].pow_difficulty, &packet),
         "forward": {
             "payload": hex::encode(&payload),
@@ -132,34 +120,10 @@ fn scheme_vector(scheme: Scheme, seed: u8) -> Value {
     })
 }
 
-/// docs/spec/sphinx.md §5.4 on a KEM geometry (§13.4), on the public API, for a node holding
-/// `key` for `EPOCH` only and asking `difficulty`: the first failing check's name, or the outcome.
-fn kem_ingest(geometry: &Geometry, key: &SecretKey, difficulty: u8, input: &[u8]) -> Result<String, String> {
-    let name = |e: SphinxError| -> String {
-        match e {
-            SphinxError::WrongLength { .. } => "WrongLength".into(),
-            SphinxError::WrongGeometry { .. } => "WrongGeometry".into(),
-            SphinxError::InvalidEphemeralKey => "InvalidEphemeralKey".into(),
-            SphinxError::MacMismatch => "MacMismatch".into(),
-            SphinxError::UnknownCommand(_) => "UnknownCommand".into(),
-            SphinxError::MalformedRoutingBlock => "MalformedRoutingBlock".into(),
-            SphinxError::PayloadIntegrity => "PayloadIntegrity".into(),
-            SphinxError::BadPadding => "BadPadding".into(),
-            SphinxError::InsufficientWork { .. } => "InsufficientWork".into(),
-            other => format!("unexpected {other:?}"),
-        }
-    };
-    let view = HeaderView::parse(geometry, input).map_err(name)?;
-    if view.key_epoch() != EPOCH {
-        return Err("UnknownEpoch".into());
-    }
-    view.check_work(&view.replay_tag(), difficulty).map_err(name)?;
-    let mut buffer = input.to_vec();
-    match process_packet(geometry, key, &mut buffer).map_err(name)? {
-        Processed::Forward { .. } => Ok("Forward".into()),
-        Processed::Deliver { .. } => Ok("Deliver".into()),
-        Processed::Reply { .. } => Ok("Reply".into()),
-    }
+/// The node the KEM failure cases are given to (docs/spec/sphinx.md §5.4 on a KEM geometry,
+/// §13.4): it holds `key` for `EPOCH` only, asks `difficulty` and has recorded no replay tag.
+fn kem_node(key: &SecretKey, difficulty: u8) -> FailureNode {
+    FailureNode { key: key.clone(), epoch: EPOCH, difficulty }
 }
 
 /// Failure cases on a KEM geometry: inputs for the first hop of the forward vector and the
@@ -170,9 +134,7 @@ fn kem_failures(scheme: Scheme, geometry: &Geometry, key: &SecretKey, difficulty
     let edit = |f: &dyn Fn(&mut Vec<u8>)| {
         let mut p = packet.to_vec();
         f(&mut p);
-        let tag = HeaderView::parse(geometry, &p).expect("view").replay_tag();
-        let nonce = pow::solve(&tag, difficulty, 1).expect("solve");
-        p[geometry.nonce_range()].copy_from_slice(&nonce);
+        resolve_nonce(geometry, &mut p, difficulty);
         p
     };
     let classical_tag = Geometry::new(PACKET_LEN, 3).expect("geometry").tag();
@@ -208,14 +170,11 @@ fn kem_failures(scheme: Scheme, geometry: &Geometry, key: &SecretKey, difficulty
             "MacMismatch",
         ));
     }
+    let node = kem_node(key, difficulty);
     let cases: Vec<Value> = cases
         .into_iter()
         .map(|(name, input, expected)| {
-            let (field, got) = match kem_ingest(geometry, key, difficulty, &input) {
-                Ok(outcome) => ("outcome", outcome),
-                Err(error) => ("error", error),
-            };
-            assert_eq!(got, expected, "{scheme}: {name}");
+            let field = expected_field(geometry, &node, &[], &input, expected, &format!("{scheme}: {name}"));
             let mut v = json!({ "name": name, "input": hex::encode(&input) });
             v[field] = json!(expected);
             v
@@ -297,18 +256,12 @@ fn committed_kem_failure_vectors_give_their_errors() {
         let node = &vector["nodes"][f["node"].as_u64().expect("node") as usize];
         let seed: [u8; 32] = unhex(&node["seed"]).try_into().expect("32-byte seed");
         let key = SecretKey::from_seed(scheme, &seed).expect("key");
-        let difficulty = f["pow_difficulty"].as_u64().expect("difficulty") as u8;
+        let node = kem_node(&key, f["pow_difficulty"].as_u64().expect("difficulty") as u8);
         let cases = f["cases"].as_array().expect("cases");
         assert!(cases.len() >= 5);
         for case in cases {
-            let got = kem_ingest(&geometry, &key, difficulty, &unhex(&case["input"]));
-            match (&got, case.get("error")) {
-                (Err(e), Some(want)) => assert_eq!(e, want.as_str().expect("name"), "{scheme}: {}", case["name"]),
-                (Ok(o), None) => {
-                    assert_eq!(o, case["outcome"].as_str().expect("outcome"), "{scheme}: {}", case["name"])
-                }
-                _ => panic!("{scheme}: {}: got {got:?}", case["name"]),
-            }
+            let got = reference_ingest(&geometry, &node, &[], &unhex(&case["input"]));
+            check_committed(&got, case, &format!("{scheme}: {}", case["name"]));
         }
     }
 }

@@ -7,6 +7,8 @@ use nox_sphinx::{
 use rand_chacha::ChaCha20Rng;
 use rand_core::{CryptoRng, RngCore, SeedableRng};
 
+pub mod ingest;
+
 pub const EPOCH: u32 = 7;
 
 pub use nox_test_support::sphinx::TestNode;
@@ -90,6 +92,24 @@ pub fn vector_path(keys: &[SecretKey], pow_difficulty: u8) -> Vec<PathHop> {
             public_key: k.public_key(),
             delay: Delay(1000 * (i as u32 + 1)),
             pow_difficulty,
+        })
+        .collect()
+}
+
+/// The vector files' `nodes` array for `keys` on `path` (from [`vector_path`]); `secret` names
+/// the field holding the key's bytes (`secret_key` in the classical file, `seed` in the KEM one).
+pub fn vector_nodes(keys: &[SecretKey], path: &[PathHop], secret: &str) -> serde_json::Value {
+    let hex = |bytes: &[u8]| serde_json::Value::from(hex::encode(bytes));
+    keys.iter()
+        .zip(path)
+        .map(|(k, p)| {
+            let mut node = serde_json::Map::new();
+            node.insert("id".into(), hex(&p.node.0));
+            node.insert(secret.into(), hex(&k.to_bytes()));
+            node.insert("public_key".into(), hex(p.public_key.as_bytes()));
+            node.insert("delay_us".into(), p.delay.0.into());
+            node.insert("pow_difficulty".into(), p.pow_difficulty.into());
+            serde_json::Value::Object(node)
         })
         .collect()
 }

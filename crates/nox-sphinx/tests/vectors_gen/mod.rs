@@ -33,18 +33,7 @@ fn make_nodes(count: usize, seed: u64, difficulty: u8) -> (Vec<SecretKey>, Vec<P
 }
 
 fn nodes_json(keys: &[SecretKey], path: &[PathHop]) -> Value {
-    keys.iter()
-        .zip(path)
-        .map(|(k, p)| {
-            json!({
-                "id": hex::encode(p.node.0),
-                "secret_key": hex::encode(k.to_bytes()),
-                "public_key": hex::encode(p.public_key.as_bytes()),
-                "delay_us": p.delay.0,
-                "pow_difficulty": p.pow_difficulty,
-            })
-        })
-        .collect()
+    common::vector_nodes(keys, path, "secret_key")
 }
 
 /// What one hop derives from a packet (docs/spec/sphinx.md §4.1, §5.3 step 5),
