@@ -23,6 +23,10 @@
 //! signing, journal; `inclusion_ms`: broadcast to receipt); the rest of the submission-to-answer
 //! time is the mixnet both ways plus queueing. Gas and fees come from the relayer's receipt, so
 //! the relayer's realised margin (fee ÷ gas cost at the price paid) is measured, not assumed.
+//!
+//! Files: this one holds the options, the testnet and the run; `bench_defi/` running the
+//! `nox` commands and reading their output (`commands.rs`), the public baselines
+//! (`baselines.rs`) and the relayer economics (`economics.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -32,6 +36,13 @@ use serde_json::{Value, json};
 
 use crate::bench::{BenchError, write_json};
 use crate::bench_common::{chart, envelope, err, percentile, round3};
+
+mod baselines;
+mod commands;
+mod economics;
+use baselines::*;
+use commands::*;
+use economics::*;
 
 /// Options of `nox bench defi`.
 #[derive(clap::Args, Clone)]
@@ -84,82 +95,6 @@ impl Drop for Net {
             Command::new(&self.exe).args(["testnet", "down", "--dir"]).arg(&self.dir).stdout(Stdio::null()).status();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// Runs `nox <args>`; the output, or an error with it.
-fn nox(exe: &Path, args: &[String]) -> Result<String, BenchError> {
-    let (success, text) = nox_status(exe, args)?;
-    if success { Ok(text) } else { Err(err(format!("nox {}:\n{text}", args.join(" ")))) }
-}
-
-/// Runs `nox <args>`: whether it exited 0, and its output.
-fn nox_status(exe: &Path, args: &[String]) -> Result<(bool, String), BenchError> {
-    let out = Command::new(exe).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().map_err(err)?;
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    Ok((out.status.success(), text))
-}
-
-/// Whether a `nox tx … --simulate-only` run got its simulation: the relayer's `simulated`
-/// outcome with the action succeeding. The command then exits non-zero ("nothing was sent"),
-/// which is its documented behaviour for a simulation, not a failure of the run.
-fn simulated(text: &str) -> bool {
-    text.lines()
-        .filter(|l| l.starts_with("{\"outcome\""))
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .any(|o| o["outcome"] == "simulated" && o["action_success"] == true)
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| (*s).to_owned()).collect()
-}
-
-/// The numbers of one paid transaction, from `nox tx`'s output.
-fn parse_paid(out: &str, wall_s: f64) -> Result<Value, BenchError> {
-    let outcome: Value = out
-        .lines()
-        .find(|l| l.starts_with("{\"outcome\""))
-        .and_then(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| err(format!("no outcome in:\n{out}")))?;
-    if outcome["outcome"] != "included" || outcome["action_success"] != true {
-        return Err(err(format!("not included with success:\n{out}")));
-    }
-    let timing = out.lines().find(|l| l.starts_with("timing:")).ok_or_else(|| err(format!("no timing in:\n{out}")))?;
-    let number_after = |label: &str| -> Option<f64> {
-        timing.split(label).nth(1)?.split_whitespace().next()?.trim_end_matches(',').parse().ok()
-    };
-    let hex = |v: &Value| -> f64 {
-        v.as_str()
-            .and_then(|s| u128::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-            .map_or(f64::NAN, |x| x as f64)
-    };
-    let gas_used = outcome["gas_used"].as_f64().unwrap_or(f64::NAN);
-    let price = hex(&outcome["effective_gas_price"]);
-    let fee = hex(&outcome["fee"]);
-    let answer_s = number_after("submission to answer ").unwrap_or(f64::NAN);
-    let prepare_ms = outcome["prepare_ms"].as_f64().unwrap_or(f64::NAN);
-    let inclusion_ms = outcome["inclusion_ms"].as_f64().unwrap_or(f64::NAN);
-    Ok(json!({
-        "wall_s": round3(wall_s),
-        "quote_s": number_after("quote "),
-        "proofs_s": number_after("proofs "),
-        "submission_to_answer_s": answer_s,
-        "relayer_prepare_ms": prepare_ms,
-        "relayer_inclusion_ms": inclusion_ms,
-        "mixnet_and_queueing_s": round3(answer_s - (prepare_ms + inclusion_ms) / 1000.0),
-        "gas_used": gas_used,
-        "gas_limit": outcome["gas_limit"],
-        "effective_gas_price_wei": price,
-        "fee_wei": fee,
-        "fee_over_gas_cost": round3(fee / (gas_used * price)),
-        "bumps": outcome["bumps"],
-        "block": outcome["block"],
-    }))
-}
-
-fn stats(samples: &[Value], key: &str) -> Value {
-    let mut v: Vec<f64> = samples.iter().filter_map(|s| s[key].as_f64()).filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    json!({ "p50": percentile(&v, 0.5).map(round3), "max": v.last().copied().map(round3), "n": v.len() })
 }
 
 /// Runs the benchmark and writes the JSON.
@@ -466,152 +401,6 @@ pub fn run(args: &DefiArgs) -> Result<(), BenchError> {
     write_json(&args.out, &report)?;
     println!("{EXPERIMENT}: {summary}\nwrote {}", args.out.display());
     Ok(())
-}
-
-/// The longest the bench waits for the exits' inserter to make a wallet's notes spendable.
-const SPENDABLE_WAIT: Duration = Duration::from_secs(180);
-
-/// Polls `nox wallet balance` (through the mixnet) until none of the wallet's ETH is pending
-/// insertion: the exits' relayers have inserted its notes.
-fn wait_spendable(exe: &Path, wallet: &str, testnet: &str, rpc: &str) -> Result<(), BenchError> {
-    let deadline = Instant::now() + SPENDABLE_WAIT;
-    let args = strings(&["wallet", "balance", "--wallet", wallet, "--testnet", testnet, "--rpc", rpc]);
-    loop {
-        let out = nox(exe, &args)?;
-        if nothing_pending(&out) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(err(format!(
-                "{wallet}: notes still pending insertion after {} s (no exit inserted them):\n{out}",
-                SPENDABLE_WAIT.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-/// Whether `nox wallet balance` shows ETH with nothing pending insertion.
-fn nothing_pending(out: &str) -> bool {
-    out.lines()
-        .find(|l| l.starts_with("ETH: spendable "))
-        .and_then(|l| l.split("pending insertion ").nth(1))
-        .is_some_and(|rest| rest.trim_end().trim_end_matches(" ETH").trim() == "0")
-}
-
-/// The `(tx 0x…)` hash in a `nox wallet` command's output.
-fn tx_hash(out: &str) -> Option<String> {
-    let hash = out.split("(tx ").nth(1)?.get(..66)?;
-    (hash.starts_with("0x") && hash[2..].chars().all(|c| c.is_ascii_hexdigit())).then(|| hash.to_owned())
-}
-
-/// The gas a mined transaction used.
-async fn gas_of(rpc: &str, hash: &str) -> Result<u64, BenchError> {
-    use alloy::providers::{Provider, ProviderBuilder};
-    let provider = ProviderBuilder::new().connect_http(rpc.parse().map_err(err)?);
-    let hash: alloy::primitives::B256 = hash.parse().map_err(err)?;
-    let receipt = provider.get_transaction_receipt(hash).await.map_err(err)?.ok_or_else(|| err("no receipt"))?;
-    Ok(receipt.gas_used)
-}
-
-/// Gas of the public equivalents, sent on the same chain by an account with no privacy.
-async fn public_baselines(
-    rpc: &str,
-    defi: &nox_chain::defi::DefiDeployment,
-    token: alloy::primitives::Address,
-    deposits: &[String],
-) -> Result<Value, BenchError> {
-    use alloy::network::TransactionBuilder;
-    use alloy::primitives::{Address, Bytes, U256};
-    use alloy::providers::Provider;
-    use alloy::rpc::types::TransactionRequest;
-    let key = nox_chain::deploy::signer(PUBLIC_KEY).map_err(err)?;
-    let provider = nox_chain::deploy::wallet_provider(rpc, &key).map_err(err)?;
-    let fresh = Address::from([0x7a; 20]);
-    let tenth = U256::from(ONE_ETH / 10);
-    let now = provider
-        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
-        .await
-        .map_err(err)?
-        .ok_or_else(|| err("no latest block"))?
-        .header
-        .timestamp;
-    let transfer = TransactionRequest::default().with_to(fresh).with_value(tenth);
-    let call = TransactionRequest::default().with_to(token).with_input(Bytes::from_static(&[0x18, 0x16, 0x0d, 0xdd]));
-    let router = nox_chain::defi::UniswapV2Router02::new(defi.router, &provider);
-    let swap = router
-        .swapExactETHForTokens(U256::ZERO, vec![defi.weth, defi.token], key.address(), U256::from(now + 600))
-        .value(tenth)
-        .into_transaction_request();
-    let mut gas = Vec::new();
-    for tx in [transfer, call, swap] {
-        let receipt = provider.send_transaction(tx).await.map_err(err)?.get_receipt().await.map_err(err)?;
-        if !receipt.status() {
-            return Err(err("a public baseline transaction reverted"));
-        }
-        gas.push(receipt.gas_used);
-    }
-    let nox = nox_chain::bindings::NoxStakeToken::new(defi.token, &provider);
-    let receipt =
-        nox.transfer(fresh, U256::from(1_000u64)).send().await.map_err(err)?.get_receipt().await.map_err(err)?;
-    let mut deposit_gas = Vec::new();
-    for hash in deposits {
-        deposit_gas.push(gas_of(rpc, hash).await? as f64);
-    }
-    deposit_gas.sort_by(f64::total_cmp);
-    Ok(json!({ "eth_transfer": gas[0], "call_tx": gas[1], "uniswap_swap": gas[2], "erc20_transfer": receipt.gas_used,
-        "deposit_p50": percentile(&deposit_gas, 0.5) }))
-}
-
-/// Relayer economics from measured gas, with the relayer's pricing rule: the least fee it
-/// accepts is `(1 + margin) × gas_limit × max_fee`, with `gas_limit = (gas + ⌈64·action_gas/63⌉)
-/// × (1 + extra) + 10,000` (`price::gas_limit`; here the whole measured gas stands for the
-/// payment part and the action's bound gas for 0, which understates the limit by action_gas/63)
-/// and `max_fee = next base fee × (1 + headroom) + tip`; it then pays `gas × (base fee
-/// + tip)`.
-fn economics(ops: &[(&str, f64)]) -> Value {
-    let policy = nox_relayer::Policy::default();
-    let tip_gwei = policy.priority_fee_wei as f64 / 1e9;
-    let headroom = policy.base_fee_headroom_bps as f64 / 10_000.0;
-    let margin = policy.margin_bps as f64 / 10_000.0;
-    let client = f64::from(nox_pay::DEFAULT_FEE_PERCENT) / 100.0;
-    let costs_per_month = [50.0, 300.0];
-    let mut grid = Vec::new();
-    for (op, gas) in ops {
-        let gas_limit = nox_relayer::price::gas_limit(*gas as u64, 0, policy.gas_extra_bps) as f64;
-        for eth_usd in [2_000.0, 3_000.0, 5_000.0] {
-            for gas_gwei in [1.0, 10.0, 50.0] {
-                let base = (gas_gwei - tip_gwei).max(0.0);
-                let paid_gwei = base + tip_gwei;
-                let max_fee = base * (1.0 + headroom) + tip_gwei;
-                let cost = gas * paid_gwei * 1e-9;
-                let min_fee = (1.0 + margin) * gas_limit * max_fee * 1e-9;
-                let default_fee = client * min_fee;
-                let profit_min = (min_fee - cost) * eth_usd;
-                let profit_default = (default_fee - cost) * eth_usd;
-                grid.push(json!({
-                    "operation": op, "gas_used": gas, "gas_limit": gas_limit, "eth_usd": eth_usd, "gas_gwei": paid_gwei,
-                    "gas_cost_usd": round3(cost * eth_usd),
-                    "least_fee_usd": round3(min_fee * eth_usd), "default_fee_usd": round3(default_fee * eth_usd),
-                    "profit_per_tx_usd_at_least_fee": round3(profit_min),
-                    "profit_per_tx_usd_at_default_fee": round3(profit_default),
-                    "realised_margin_at_least_fee": round3(min_fee / cost - 1.0),
-                    "break_even_tx_per_day": costs_per_month.iter().map(|m| round3(m / 30.0 / profit_min)).collect::<Vec<_>>(),
-                    "monthly_profit_usd_100_tx_per_day_at_least_fee": round3(profit_min * 100.0 * 30.0),
-                }));
-            }
-        }
-    }
-    json!({
-        "grid": grid,
-        "assumptions": {
-            "gas": "the medians measured in this run (whole bundle, as the relayer pays it)",
-            "gas_price": format!("gas price = base fee + the relayer's tip ({tip_gwei} gwei); the base fee stays put between quote and inclusion"),
-            "least_fee": format!("(1 + {margin}) × gas_limit × max_fee: the relayer's own rule (margin at the max fee it sets, max fee = base × {} + tip, gas limit = gas × 64/63 × {} + 10,000)", 1.0 + headroom, 1.0 + policy.gas_extra_bps as f64 / 10_000.0),
-            "default_fee": format!("{} % of the quote (nox tx's default)", nox_pay::DEFAULT_FEE_PERCENT),
-            "infrastructure": "break-even at $50/month (a VPS and a hosted RPC's free tier, as the report) and $300/month (with an own full node); the relayer's ETH float and its price risk are not counted",
-        },
-    })
 }
 
 #[cfg(test)]
