@@ -5,7 +5,8 @@
 //! ([`demo_requests`]) and the test servers its exits are allowed to reach ([`servers`]), and with `--tls` the
 //! throwaway CA behind the entries' and gateways' `wss://` certificates ([`tls`]); with `--hosts`,
 //! every node in a network namespace of its own ([`hosts`]) behind an emulated WAN ([`wan`]).
-//! `nox demo`, the Sphinx core walked through in memory, is here too ([`sphinx_demo`]).
+//! `nox demo`, the Sphinx core walked through in memory, is here too ([`sphinx_demo`]), and
+//! `nox testnet demo` with its private transfer between two wallets ([`testnet_demo`]).
 //!
 //! Nodes and the directory are the `nox` binary (the running executable, or the one passed in):
 //! this crate starts, stops, kills and reads them; it holds no protocol logic of its own.
@@ -18,6 +19,7 @@ pub mod hosts;
 pub mod net;
 pub mod servers;
 pub mod sphinx_demo;
+pub mod testnet_demo;
 pub mod tls;
 pub mod wan;
 

@@ -7,10 +7,12 @@ pub mod error;
 pub mod files;
 pub mod flows;
 pub mod outcome;
+pub mod pool;
 pub mod prompt;
 pub mod prove;
 pub mod session;
 pub mod tx;
+pub mod wallet;
 
 pub use error::CliError;
 pub use outcome::{Landed, NOT_CONFIRMED, Plan, Stop};

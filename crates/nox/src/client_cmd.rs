@@ -2,8 +2,6 @@
 //! one-shot `nox client echo`, both `nox_client_io::cli`; this file supplies `--testnet <dir>`
 //! (the local harness, `nox-testnet`).
 
-use nox_client::ClientHandle;
-
 pub use nox_client_io::cli::{ClientArgs, ClientCommand, LinkTransport, TopologyArgs};
 /// Topology files read and verified for the geometry they name (`nox_client_io`).
 pub use nox_client_io::{load_file, verify_named};
@@ -17,9 +15,4 @@ pub const TESTNET: nox_client_io::cli::Testnet = nox_client_io::cli::Testnet {
 /// Runs `nox client`.
 pub fn run(args: ClientArgs) -> Result<(), String> {
     nox_client_io::cli::run(args, TESTNET).map_err(|e| e.to_string())
-}
-
-/// Starts the client on the topology `args` name, with always-on cover at `cover_rate`.
-pub(crate) async fn start(args: &TopologyArgs, cover_rate: f64) -> Result<ClientHandle, String> {
-    nox_client_io::cli::start(args, cover_rate, TESTNET).await.map_err(|e| e.to_string())
 }

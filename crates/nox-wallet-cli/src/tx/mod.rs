@@ -27,6 +27,9 @@ use crate::session::{PoolAt, journal_recall};
 
 pub use nox_pay::DEFAULT_FEE_PERCENT;
 
+pub mod command;
+pub use command::TxCommand;
+
 /// How much to pay the relayer.
 #[derive(Args, Clone, Debug)]
 pub struct FeeArgs {
