@@ -21,76 +21,33 @@ impl NodeConfig {
 
     /// Environment overrides (documented in docs/configuration.md).
     pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
-        fn parse<T: std::str::FromStr>(name: &'static str, value: String) -> Result<T, ConfigError>
-        where
-            T::Err: std::fmt::Display,
-        {
-            value.parse().map_err(|e: T::Err| ConfigError::Env { name, message: e.to_string() })
-        }
-        if let Some(v) = env("NOX_NODE_LISTEN") {
-            self.node.listen = parse("NOX_NODE_LISTEN", v)?;
-        }
-        if let Some(v) = env("NOX_NODE_WEBSOCKET_LISTEN") {
-            self.node.websocket_listen = Some(parse("NOX_NODE_WEBSOCKET_LISTEN", v)?);
-        }
-        if let Some(v) = env("NOX_NODE_WEBSOCKET_TLS_CERT") {
-            self.node.websocket_tls_cert = Some(PathBuf::from(v));
-        }
-        if let Some(v) = env("NOX_NODE_WEBSOCKET_TLS_KEY") {
-            self.node.websocket_tls_key = Some(PathBuf::from(v));
-        }
-        if let Some(v) = env("NOX_NODE_METRICS") {
-            self.node.metrics = Some(parse("NOX_NODE_METRICS", v)?);
-        }
-        if let Some(v) = env("NOX_NODE_KEY_DIR") {
-            self.node.key_dir = PathBuf::from(v);
-        }
-        if let Some(v) = env("NOX_NODE_POW_DIFFICULTY") {
-            self.node.pow_difficulty = parse("NOX_NODE_POW_DIFFICULTY", v)?;
-        }
-        if let Some(v) = env("NOX_NODE_SPHINX_SCHEME") {
+        let env = Overrides(env);
+        env.set("NOX_NODE_LISTEN", &mut self.node.listen)?;
+        env.set_some("NOX_NODE_WEBSOCKET_LISTEN", &mut self.node.websocket_listen)?;
+        env.set_some("NOX_NODE_WEBSOCKET_TLS_CERT", &mut self.node.websocket_tls_cert)?;
+        env.set_some("NOX_NODE_WEBSOCKET_TLS_KEY", &mut self.node.websocket_tls_key)?;
+        env.set_some("NOX_NODE_METRICS", &mut self.node.metrics)?;
+        env.set("NOX_NODE_KEY_DIR", &mut self.node.key_dir)?;
+        env.set("NOX_NODE_POW_DIFFICULTY", &mut self.node.pow_difficulty)?;
+        if let Some(v) = env.get("NOX_NODE_SPHINX_SCHEME") {
             self.node.sphinx_scheme = nox_topology::parse_scheme(&v)
                 .map_err(|e| ConfigError::Env { name: "NOX_NODE_SPHINX_SCHEME", message: e.to_string() })?;
         }
-        if let Some(v) = env("NOX_TOPOLOGY_FILE") {
-            self.topology.file = Some(PathBuf::from(v));
-        }
-        if let Some(v) = env("NOX_TOPOLOGY_URL") {
-            self.topology.url = Some(v);
-        }
-        if let Some(v) = env("NOX_TOPOLOGY_MIRRORS") {
+        env.set_some("NOX_TOPOLOGY_FILE", &mut self.topology.file)?;
+        env.set_some("NOX_TOPOLOGY_URL", &mut self.topology.url)?;
+        if let Some(v) = env.get("NOX_TOPOLOGY_MIRRORS") {
             self.topology.mirrors = v.split(',').map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect();
         }
-        if let Some(v) = env("NOX_TOPOLOGY_REFRESH_SECS") {
-            self.topology.refresh_secs = parse("NOX_TOPOLOGY_REFRESH_SECS", v)?;
-        }
-        if let Some(v) = env("NOX_MIXING_MEAN_DELAY_MS") {
-            self.mixing.mean_delay_ms = parse("NOX_MIXING_MEAN_DELAY_MS", v)?;
-        }
-        if let Some(v) = env("NOX_COVER_LOOP_RATE") {
-            self.cover.loop_rate = parse("NOX_COVER_LOOP_RATE", v)?;
-        }
-        if let Some(v) = env("NOX_COVER_DROP_RATE") {
-            self.cover.drop_rate = parse("NOX_COVER_DROP_RATE", v)?;
-        }
-        if let Some(v) = env("NOX_PIPELINE_WORKERS") {
-            self.pipeline.workers = parse("NOX_PIPELINE_WORKERS", v)?;
-        }
-        if let Some(v) = env("NOX_ADMISSION_NODE_RATE_PPS") {
-            self.admission.node_rate_pps = parse("NOX_ADMISSION_NODE_RATE_PPS", v)?;
-        }
-        if let Some(v) = env("NOX_ADMISSION_CLIENT_RATE_PPS") {
-            self.admission.client_rate_pps = parse("NOX_ADMISSION_CLIENT_RATE_PPS", v)?;
-        }
-        if let Some(v) = env("NOX_ADMISSION_PENALIZED_RATE_PPS") {
-            self.admission.penalized_rate_pps = parse("NOX_ADMISSION_PENALIZED_RATE_PPS", v)?;
-        }
-        if let Some(v) = env("NOX_ADMISSION_ADAPTIVE_POW") {
-            self.admission.adaptive_pow = parse("NOX_ADMISSION_ADAPTIVE_POW", v)?;
-        }
-        if let Some(v) = env("NOX_ADMISSION_EXPECTED_CLIENT_RATE") {
-            self.admission.expected_client_rate = parse("NOX_ADMISSION_EXPECTED_CLIENT_RATE", v)?;
-        }
+        env.set("NOX_TOPOLOGY_REFRESH_SECS", &mut self.topology.refresh_secs)?;
+        env.set("NOX_MIXING_MEAN_DELAY_MS", &mut self.mixing.mean_delay_ms)?;
+        env.set("NOX_COVER_LOOP_RATE", &mut self.cover.loop_rate)?;
+        env.set("NOX_COVER_DROP_RATE", &mut self.cover.drop_rate)?;
+        env.set("NOX_PIPELINE_WORKERS", &mut self.pipeline.workers)?;
+        env.set("NOX_ADMISSION_NODE_RATE_PPS", &mut self.admission.node_rate_pps)?;
+        env.set("NOX_ADMISSION_CLIENT_RATE_PPS", &mut self.admission.client_rate_pps)?;
+        env.set("NOX_ADMISSION_PENALIZED_RATE_PPS", &mut self.admission.penalized_rate_pps)?;
+        env.set("NOX_ADMISSION_ADAPTIVE_POW", &mut self.admission.adaptive_pow)?;
+        env.set("NOX_ADMISSION_EXPECTED_CLIENT_RATE", &mut self.admission.expected_client_rate)?;
         self.admission.validate().map_err(|e| ConfigError::Invalid { section: "admission", message: e.to_string() })?;
         if self.node.websocket_tls_cert.is_some() != self.node.websocket_tls_key.is_some() {
             return Err(ConfigError::Invalid {
@@ -137,6 +94,47 @@ impl NodeConfig {
         }
         if !(exit.reply_target > 0.0 && exit.reply_target < 1.0) {
             return Err(ConfigError::Invalid { section: "exit", message: "reply_target must be in (0, 1)".into() });
+        }
+        Ok(())
+    }
+}
+
+/// The `NOX_*` variables as `env` answers them: a variable that is set replaces its field,
+/// parsed as the field's type (a path or a string as given); a value that does not parse is
+/// refused with the variable's name.
+struct Overrides<E>(E);
+
+impl<E: Fn(&str) -> Option<String>> Overrides<E> {
+    /// The variable as set, unparsed.
+    fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        let parse =
+            |value: String| value.parse().map_err(|e: T::Err| ConfigError::Env { name, message: e.to_string() });
+        self.get(name).map(parse).transpose()
+    }
+
+    fn set<T: std::str::FromStr>(&self, name: &'static str, field: &mut T) -> Result<(), ConfigError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        if let Some(value) = self.parsed(name)? {
+            *field = value;
+        }
+        Ok(())
+    }
+
+    fn set_some<T: std::str::FromStr>(&self, name: &'static str, field: &mut Option<T>) -> Result<(), ConfigError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        if let Some(value) = self.parsed(name)? {
+            *field = Some(value);
         }
         Ok(())
     }

@@ -217,3 +217,86 @@ fn operator_section_needs_exactly_one_passphrase_source() {
     let both_keys = load("password_file = \"/p\"\n", "operator_key_file = \"/op.key\"\n");
     assert!(matches!(both_keys, Err(ConfigError::Invalid { section: "operator", .. })));
 }
+
+/// Every `NOX_*` override of docs/configuration.md reaches its own field (and no other), and
+/// one that does not parse is refused by its name, whatever its field's type. Fails if an
+/// override were lost or wired to the wrong field when the list is edited.
+#[test]
+fn every_override_reaches_its_field() {
+    let vars: &[(&str, &str)] = &[
+        ("NOX_NODE_LISTEN", "127.0.0.1:9999"),
+        ("NOX_NODE_WEBSOCKET_LISTEN", "127.0.0.1:9300"),
+        ("NOX_NODE_WEBSOCKET_TLS_CERT", "/etc/nox/cert.pem"),
+        ("NOX_NODE_WEBSOCKET_TLS_KEY", "/etc/nox/key.pem"),
+        ("NOX_NODE_METRICS", "127.0.0.1:9100"),
+        ("NOX_NODE_KEY_DIR", "/other/keys"),
+        ("NOX_NODE_POW_DIFFICULTY", "9"),
+        ("NOX_NODE_SPHINX_SCHEME", "mlkem768"),
+        ("NOX_TOPOLOGY_FILE", "/other/topology.json"),
+        ("NOX_TOPOLOGY_URL", "http://127.0.0.1:8000"),
+        ("NOX_TOPOLOGY_MIRRORS", "http://127.0.0.2:8000,,http://[::1]:8000"),
+        ("NOX_TOPOLOGY_REFRESH_SECS", "77"),
+        ("NOX_MIXING_MEAN_DELAY_MS", "7.5"),
+        ("NOX_COVER_LOOP_RATE", "0.25"),
+        ("NOX_COVER_DROP_RATE", "0.5"),
+        ("NOX_PIPELINE_WORKERS", "3"),
+        ("NOX_ADMISSION_NODE_RATE_PPS", "40000"),
+        ("NOX_ADMISSION_CLIENT_RATE_PPS", "700"),
+        ("NOX_ADMISSION_PENALIZED_RATE_PPS", "125"),
+        ("NOX_ADMISSION_ADAPTIVE_POW", "false"),
+        ("NOX_ADMISSION_EXPECTED_CLIENT_RATE", "50"),
+    ];
+    let env = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
+    let mut config: NodeConfig = toml::from_str(MINIMAL).unwrap();
+    let before = config.clone();
+    config.apply_env(env).unwrap();
+    let (node, topology) = (&config.node, &config.topology);
+    assert_eq!(node.listen, "127.0.0.1:9999".parse().unwrap());
+    assert_eq!(node.websocket_listen, Some("127.0.0.1:9300".parse().unwrap()));
+    assert_eq!(node.websocket_tls_cert, Some(PathBuf::from("/etc/nox/cert.pem")));
+    assert_eq!(node.websocket_tls_key, Some(PathBuf::from("/etc/nox/key.pem")));
+    assert_eq!(node.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+    assert_eq!(node.key_dir, PathBuf::from("/other/keys"));
+    assert_eq!(node.pow_difficulty, 9);
+    assert_eq!(node.sphinx_scheme, Scheme::MlKem768);
+    assert_eq!(topology.file, Some(PathBuf::from("/other/topology.json")));
+    assert_eq!(topology.url.as_deref(), Some("http://127.0.0.1:8000"));
+    assert_eq!(topology.mirrors, ["http://127.0.0.2:8000", "http://[::1]:8000"]);
+    assert_eq!(topology.refresh_secs, 77);
+    assert_eq!(config.mixing.mean_delay_ms, 7.5);
+    assert_eq!((config.cover.loop_rate, config.cover.drop_rate), (0.25, 0.5));
+    assert_eq!(config.pipeline.workers, 3);
+    let admission = &config.admission;
+    assert_eq!(
+        (admission.node_rate_pps, admission.client_rate_pps, admission.penalized_rate_pps),
+        (40_000.0, 700.0, 125.0)
+    );
+    assert!(!admission.adaptive_pow);
+    assert_eq!(admission.expected_client_rate, 50.0);
+    // Nothing else moved: the sections the overrides do not name are as parsed.
+    assert_eq!((&config.replay, &config.exit, &config.operator), (&before.replay, &before.exit, &before.operator));
+
+    // Absent variables leave the fields as parsed.
+    let mut untouched = before.clone();
+    untouched.apply_env(|_| None).unwrap();
+    assert_eq!(untouched, before);
+
+    // A value that does not parse is refused by its variable's name, for every parsed type.
+    for name in [
+        "NOX_NODE_LISTEN",
+        "NOX_NODE_WEBSOCKET_LISTEN",
+        "NOX_NODE_METRICS",
+        "NOX_NODE_POW_DIFFICULTY",
+        "NOX_NODE_SPHINX_SCHEME",
+        "NOX_TOPOLOGY_REFRESH_SECS",
+        "NOX_MIXING_MEAN_DELAY_MS",
+        "NOX_PIPELINE_WORKERS",
+        "NOX_ADMISSION_ADAPTIVE_POW",
+    ] {
+        let mut config = before.clone();
+        let refused = config.apply_env(|n| (n == name).then(|| "not a value".into()));
+        assert!(matches!(&refused, Err(ConfigError::Env { name: n, .. }) if *n == name), "{name}: {refused:?}");
+        let text = refused.unwrap_err().to_string();
+        assert!(text.starts_with(&format!("environment variable {name}: ")), "{text}");
+    }
+}
