@@ -54,11 +54,21 @@ fn parameters(schedule: EpochSchedule, layers: u8, geometry: Geometry) -> Networ
     }
 }
 
-/// A document signed by `authority` on `schedule`: one filler node per layer (keys for the
-/// epochs around now), plus `extra` (the node under test, as it uploaded itself).
+/// A document signed by `authority` on `schedule`, issued now: one filler node per layer (keys
+/// for the epochs around now), plus `extra` (the node under test, as it uploaded itself).
 fn document(authority: &SigningKey, schedule: EpochSchedule, extra: Option<&SignedDescriptor>) -> Option<Vec<u8>> {
-    let now = now_unix();
-    let e = schedule.epoch_at(now);
+    document_with(authority, schedule, extra, 1, now_unix())
+}
+
+/// [`document`] with `per_layer` fillers in each layer, issued at `issued_at`.
+fn document_with(
+    authority: &SigningKey,
+    schedule: EpochSchedule,
+    extra: Option<&SignedDescriptor>,
+    per_layer: usize,
+    issued_at: u64,
+) -> Option<Vec<u8>> {
+    let e = schedule.epoch_at(issued_at);
     let spec = NodeSpec {
         scheme: Scheme::Ristretto255,
         epochs: e.saturating_sub(1)..=e + 2,
@@ -66,7 +76,8 @@ fn document(authority: &SigningKey, schedule: EpochSchedule, extra: Option<&Sign
         difficulty: 0,
     };
     let mut rng = ChaCha20Rng::seed_from_u64(33);
-    let fillers = fill_layers(spec.layers, 1, |i| make_node(&mut rng, &spec, ([127, 0, 0, 1], 20_001 + i).into()));
+    let fillers =
+        fill_layers(spec.layers, per_layer, |i| make_node(&mut rng, &spec, ([127, 0, 0, 1], 20_001 + i).into()));
     let mut builder = DocumentBuilder::new(geometry(), schedule);
     for filler in fillers {
         builder.add_node(filler.signed);
@@ -74,7 +85,7 @@ fn document(authority: &SigningKey, schedule: EpochSchedule, extra: Option<&Sign
     if let Some(extra) = extra {
         builder.add_node(extra.clone());
     }
-    let signed = builder.sign(authority, now).ok()?;
+    let signed = builder.sign(authority, issued_at).ok()?;
     Some(signed.document().to_json().expect("a signed document encodes").into_bytes())
 }
 
@@ -514,4 +525,106 @@ async fn garbage_and_truncated_answers_are_clear_errors() {
         }));
     }
     all(cases).await;
+}
+
+/// `GET /metrics` of a running node: the value of `name`, if it answers.
+async fn metric(addr: SocketAddr, name: &str) -> Option<u64> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nhost: node\r\nconnection: close\r\n\r\n").await.ok()?;
+    let mut text = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut text)).await.ok()?.ok()?;
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// What the directory of the refresh test serves (switched by the test).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refresh {
+    /// The document the node runs on: three fillers and the node, issued now (503 until the node
+    /// has uploaded its descriptor).
+    Honest,
+    /// Six fillers and the node, on another schedule.
+    OtherSchedule,
+    /// Six fillers and the node, issued before the document the node runs on.
+    Older,
+    /// Six fillers, without the node.
+    WithoutTheNode,
+    /// Six fillers and the node, issued now: the update a node must take.
+    Newer,
+}
+
+/// A running node refreshes its document every second: a refresh on another schedule, older
+/// than the current document or without the node is not taken (the node keeps its 4 nodes and
+/// runs on), and the honest newer document is (7 nodes), so the checks can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lying_refreshes_are_not_taken_and_an_honest_one_is() {
+    let authority = SigningKey::from_bytes(&[47; 32]);
+    let now = now_unix();
+    // 10 s into epoch 10: the test ends well before the next epoch.
+    let schedule =
+        EpochSchedule::new(now - 1_010, Duration::from_secs(100), Duration::from_secs(20), 1).expect("schedule");
+    let other =
+        EpochSchedule::new(now - 1_010, Duration::from_secs(100), Duration::from_secs(30), 1).expect("schedule");
+    let phase = Arc::new(Mutex::new(Refresh::Honest));
+    let answer: Arc<Answer> = {
+        let (authority, phase) = (authority.clone(), phase.clone());
+        Arc::new(move |line: &str, uploads: &[SignedDescriptor]| {
+            let phase = *phase.lock().expect("phase");
+            let mine = uploads.last();
+            let now = now_unix();
+            let json = match phase {
+                // An empty start: no document until the node has announced itself.
+                Refresh::Honest => mine.and_then(|m| document_with(&authority, schedule, Some(m), 1, now)),
+                Refresh::OtherSchedule => document_with(&authority, other, mine, 2, now),
+                Refresh::Older => document_with(&authority, schedule, mine, 2, now - 20),
+                Refresh::WithoutTheNode => document_with(&authority, schedule, None, 2, now),
+                Refresh::Newer => document_with(&authority, schedule, mine, 2, now),
+            };
+            match (line, json) {
+                ("GET /parameters", _) => http(200, parameters(schedule, 3, geometry()).render().as_bytes()),
+                ("POST /descriptor", _) => http(200, b"accepted"),
+                ("GET /topology", Some(json)) => http(200, &json),
+                ("GET /topology", None) => no_document_yet(),
+                _ => http(404, b"no such endpoint"),
+            }
+        })
+    };
+    let directory = Directory::start(answer).await;
+    let mut node = TestNode::new("refresh", directory.addr, &authority);
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("address");
+    node.config.node.metrics = Some(metrics);
+    node.config.topology.refresh_secs = 1;
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let run = tokio::spawn(nox_node::run(node.config.clone(), stop_rx));
+    let wait_for = |want: u64, what: &'static str| {
+        let run_finished = || run.is_finished();
+        async move {
+            let deadline = Instant::now() + REFUSAL;
+            loop {
+                assert!(!run_finished(), "the node stopped ({what})");
+                if metric(metrics, "nox_topology_nodes").await == Some(want) {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "{what}: no {want} nodes within {REFUSAL:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    wait_for(4, "started on the honest document").await;
+    for lie in [Refresh::OtherSchedule, Refresh::Older, Refresh::WithoutTheNode] {
+        *phase.lock().expect("phase") = lie;
+        // Three refreshes of the lie, each a full fetch and verification.
+        let asked = directory.asked("GET /topology");
+        let deadline = Instant::now() + REFUSAL;
+        while directory.asked("GET /topology") < asked + 3 {
+            assert!(Instant::now() < deadline, "{lie:?}: the node stopped refreshing");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(!run.is_finished(), "{lie:?}: the node stopped");
+        assert_eq!(metric(metrics, "nox_topology_nodes").await, Some(4), "{lie:?} was taken");
+    }
+    *phase.lock().expect("phase") = Refresh::Newer;
+    wait_for(7, "the honest newer document").await;
+    stop.send(true).expect("stop");
+    let stopped = tokio::time::timeout(Duration::from_secs(30), run).await.expect("stops within 30 s");
+    stopped.expect("no panic").expect("a clean stop");
 }
