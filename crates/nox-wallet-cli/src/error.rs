@@ -113,3 +113,79 @@ impl From<CliError> for String {
         e.to_string()
     }
 }
+
+/// Why `nox wallet send/split/join/withdraw` or `nox tx` stopped on its own account (the
+/// crate's other errors are [`CliError`] and [`crate::pool::PoolError`]); every message is the
+/// command's, byte for byte as before the move out of the binary (issue 34).
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The command's async runtime did not start.
+    #[error(transparent)]
+    Runtime(std::io::Error),
+    /// `send` needs a join first and the user declined it (or could not be asked).
+    #[error("not sent: run `nox wallet join` (same options) first, or pass --auto-join")]
+    JoinDeclined,
+    /// `send --auto-join` joined as often as it may and still no pair of notes covers it.
+    #[error("not sent: still no pair of notes covers it after {0} joins")]
+    StillNoPair(usize),
+    /// `send --auto-join`: the joined note was not inserted within the wait (seconds).
+    #[error(
+        "the joined note was not inserted within {0} s: run the send again once `nox wallet balance` shows it \
+         spendable"
+    )]
+    JoinNotInserted(u64),
+    /// `split`: no note holds the amounts (why).
+    #[error("no note holds the split's amounts: {0}")]
+    SplitNeedsJoin(String),
+    /// `--direct` without `--key-file` (the parser requires it; a library caller may not).
+    #[error("--direct needs --key-file")]
+    NoKeyFile,
+    /// `nox tx` without a mixnet to reach the relayer through.
+    #[error("give --testnet or --chain (the mixnet and its pool)")]
+    NoMixnet,
+    /// `nox tx swap` without `--testnet` (the Uniswap deployment is the testnet's).
+    #[error("give --testnet")]
+    NoTestnet,
+    /// `nox tx swap` on a testnet without the Uniswap deployment.
+    #[error("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")]
+    NoDefi,
+}
+
+impl From<CommandError> for String {
+    fn from(e: CommandError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<CommandError> for crate::Stop {
+    fn from(e: CommandError) -> Self {
+        crate::Stop::Failed(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CommandError;
+
+    #[test]
+    fn the_commands_own_refusals_read_as_before_the_move() {
+        let cases = [
+            (CommandError::JoinDeclined, "not sent: run `nox wallet join` (same options) first, or pass --auto-join"),
+            (CommandError::StillNoPair(4), "not sent: still no pair of notes covers it after 4 joins"),
+            (
+                CommandError::JoinNotInserted(300),
+                "the joined note was not inserted within 300 s: run the send again once `nox wallet balance` shows it \
+                 spendable",
+            ),
+            (CommandError::SplitNeedsJoin("why".into()), "no note holds the split's amounts: why"),
+            (CommandError::NoKeyFile, "--direct needs --key-file"),
+            (CommandError::NoMixnet, "give --testnet or --chain (the mixnet and its pool)"),
+            (CommandError::NoTestnet, "give --testnet"),
+            (CommandError::NoDefi, "this testnet has no Uniswap deployment and adaptor (chain.json has no defi)"),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+            assert_eq!(String::from(error), text);
+        }
+    }
+}

@@ -32,7 +32,7 @@ use nox_wallet_io::chain::unit_of;
 use crate::pool::{ChainArgs, Testnet, parse_eth_address, resolve, synced, synced_at};
 use crate::tx::{FeeArgs, MixArgs};
 use crate::{
-    CliError, Landed, Plan, Stop, advice,
+    CliError, CommandError, Landed, Plan, Stop, advice,
     advice::WithdrawCommand,
     files::{self, RestoreArgs, WalletArgs, parse_shielded},
     flows,
@@ -261,7 +261,7 @@ pub fn run(command: WalletCommand, testnet: Testnet) -> CmdResult {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(CommandError::Runtime)?;
     let started = Instant::now();
     match command {
         WalletCommand::New(w) => Ok(files::new_wallet(&w)?),
@@ -364,7 +364,7 @@ async fn send_cmd(a: &SendArgs, testnet: Testnet) -> CmdResult {
             if !(a.auto_join
                 || crate::prompt::confirm("join two of your notes now (one more transaction, paid the same way)?")?)
             {
-                return Err("not sent: run `nox wallet join` (same options) first, or pass --auto-join".into());
+                return Err(CommandError::JoinDeclined.into());
             }
             // Each join makes one note of two; repeat until a pair covers the payment.
             for _ in 0..MAX_AUTO_JOINS {
@@ -374,7 +374,7 @@ async fn send_cmd(a: &SendArgs, testnet: Testnet) -> CmdResult {
                     other => return other.map_err(Stop::message),
                 }
             }
-            Err(format!("not sent: still no pair of notes covers it after {MAX_AUTO_JOINS} joins"))
+            Err(CommandError::StillNoPair(MAX_AUTO_JOINS).into())
         }
     }
 }
@@ -396,10 +396,7 @@ async fn join_then_wait(p: &PrivateArgs, wait_secs: u64, testnet: Testnet) -> Cm
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "the joined note was not inserted within {wait_secs} s: run the send again once `nox wallet balance` \
-                 shows it spendable"
-            ));
+            return Err(CommandError::JoinNotInserted(wait_secs).into());
         }
         eprintln!("waiting for the joined note's insertion…");
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -422,7 +419,7 @@ async fn split_cmd(a: &SplitArgs, testnet: Testnet) -> CmdResult {
         what: format!("splitting into notes of {} (and the rest as change)", shown.join(" and ")),
     };
     make(&a.private, &plan, testnet).await.map_err(|e| match e {
-        Stop::NeedsJoin(why) => format!("no note holds the split's amounts: {why}"),
+        Stop::NeedsJoin(why) => CommandError::SplitNeedsJoin(why).into(),
         e => e.message(),
     })
 }
@@ -466,7 +463,7 @@ pub async fn private(p: &PrivateArgs, plan: &Plan, testnet: Testnet) -> Result<(
     if !p.submit.direct {
         return crate::tx::command::paid(p, plan, testnet).await;
     }
-    let key_file = p.submit.key_file.as_ref().ok_or("--direct needs --key-file")?;
+    let key_file = p.submit.key_file.as_ref().ok_or(CommandError::NoKeyFile)?;
     let (seed, at, provider, view) = synced(&p.chain, testnet).await?;
     let s = &p.submit;
     let order =

@@ -24,7 +24,7 @@ use crate::outcome::report;
 use crate::pool::{self, ChainArgs, Testnet, parse_eth_address};
 use crate::session::read_provider;
 use crate::wallet::{CmdResult, PrivateArgs, SubmitArgs, privacy_advice};
-use crate::{Landed, Plan, Stop};
+use crate::{CommandError, Landed, Plan, Stop};
 
 /// `nox tx …`
 #[derive(Subcommand)]
@@ -137,7 +137,7 @@ pub fn run(command: TxCommand, testnet: Testnet) -> CmdResult {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(CommandError::Runtime)?;
     runtime.block_on(async move {
         match command {
             TxCommand::Quote(a) => {
@@ -174,8 +174,7 @@ async fn connect(topology: &TopologyArgs, mix: &MixArgs, testnet: Testnet) -> Cm
 /// The mixnet, the exit's quote, the pool (read through the mixnet: `--rpc`, or this command's
 /// own client, never chain.json's URL), then [`super::open`].
 async fn session(chain: &ChainArgs, mix: &MixArgs, fee_for: &FeeFor<'_>, testnet: Testnet) -> Result<Session, Stop> {
-    let topology =
-        chain.pool.topology(mix.timeout_secs)?.ok_or("give --testnet or --chain (the mixnet and its pool)")?;
+    let topology = chain.pool.topology(mix.timeout_secs)?.ok_or(CommandError::NoMixnet)?;
     let relay = connect(&topology, mix, testnet).await?;
     let quoted = super::timed_quote(&relay).await?;
     let at = pool::resolve(&chain.pool, Some(relay.client()), testnet).await?;
@@ -265,10 +264,8 @@ async fn withdraw(a: &AdaptorArgs, testnet: Testnet) -> Result<(), Stop> {
 async fn swap(a: &SwapArgs, testnet: Testnet) -> Result<(), Stop> {
     let started = Instant::now();
     let (out, chain) = (&a.out, &a.out.chain);
-    let dir = chain.pool.testnet.clone().ok_or("give --testnet")?;
-    let defi = (testnet.chain)(&dir)
-        .and_then(|c| c.defi)
-        .ok_or("this testnet has no Uniswap deployment and adaptor (chain.json has no defi)")?;
+    let dir = chain.pool.testnet.clone().ok_or(CommandError::NoTestnet)?;
+    let defi = (testnet.chain)(&dir).and_then(|c| c.defi).ok_or(CommandError::NoDefi)?;
     let fee_for = FeeFor {
         asset: Address::ZERO,
         action_gas: a.action_gas,
