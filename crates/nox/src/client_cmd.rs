@@ -6,11 +6,9 @@ pub use nox_client_io::cli::{ClientArgs, ClientCommand, LinkTransport, TopologyA
 /// Topology files read and verified for the geometry they name (`nox_client_io`).
 pub use nox_client_io::{load_file, verify_named};
 
-/// `--testnet <dir>`: the testnet's topology and CA file, from `nox-testnet`.
-pub const TESTNET: nox_client_io::cli::Testnet = nox_client_io::cli::Testnet {
-    topology: |dir| Box::pin(async move { nox_testnet::directory::topology_async(&dir).await }),
-    ca_file: nox_testnet::tls::existing_ca_file,
-};
+/// `--testnet <dir>`: the testnet's topology and CA file, from `nox-testnet` (the wallet's
+/// `--testnet` reads the same mixnet).
+pub const TESTNET: nox_client_io::cli::Testnet = nox_testnet::testnet_demo::WALLET_TESTNET.client;
 
 /// Runs `nox client`.
 pub fn run(args: ClientArgs) -> Result<(), String> {
