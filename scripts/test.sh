@@ -104,9 +104,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # The fuzz smoke: 3 s a target proves each harness builds and runs (23 targets; 10 s cost 160 s
 # more). Long runs: bash scripts/fuzz-smoke.sh 600, or cargo +nightly fuzz run TARGET.
-# With the test lanes (the default) it runs beside them, in the background (below: its build,
-# ~330 s of CPU cold, has its own target directory, so no cargo lock is shared); its log is
-# printed and its status checked before the gate. NOX_BENCH_PREBUILD=0 runs it here, as before.
+# With the test lanes (the default) it runs in the background from the lanes to the end of the
+# run, at the lowest priority there is (SCHED_IDLE: it gets a core only when nothing else wants
+# it; its build has its own target directory, so no cargo lock is shared); its log is printed
+# and its status checked after the benchmark suite. NOX_BENCH_PREBUILD=0 runs it here, as before.
 fuzz_beside_lanes=0
 if [ "${NOX_TEST_LANES:-3}" != 1 ] && [ "${NOX_BENCH_PREBUILD:-1}" != 0 ]; then fuzz_beside_lanes=1; fi
 if [ "$fuzz_beside_lanes" = 0 ]; then
@@ -115,26 +116,26 @@ if [ "$fuzz_beside_lanes" = 0 ]; then
   free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 fi
 
-# The jobs started beside the lanes (the fuzz smoke; the benchmark builds): waited for once,
-# before a failed test binary is re-run alone and before the gate. Status 1 if one failed.
-background_pids=()
-background_logs=()
-background_names=()
-background_waited=0
-background_status=0
+# The jobs started beside the lanes, by name: "bench" (the benchmark builds, waited for before
+# the gate) and "fuzz" (the fuzz smoke, waited for after the benchmark suite); both before a
+# failed test binary is re-run alone. Each is waited for once; its log is printed then.
+# wait_background NAME...: status 1 if one of them failed (now or when it was waited for).
+declare -A background_pid=() background_log=() background_name=() background_status=()
 wait_background() {
-  [ "$background_waited" = 0 ] || return "$background_status"
-  background_waited=1
-  local i status
-  for i in "${!background_pids[@]}"; do
-    status=0
-    wait "${background_pids[$i]}" || status=$?
-    printf '\n==> %s (run beside the lanes; done at %d s since the start, status %d)\n' "${background_names[$i]}" "$SECONDS" "$status"
-    cat "${background_logs[$i]}"
-    rm -f "${background_logs[$i]}"
-    [ "$status" = 0 ] || background_status=1
+  local job status failed=0
+  for job in "$@"; do
+    [ -n "${background_pid[$job]:-}" ] || continue
+    if [ -z "${background_status[$job]:-}" ]; then
+      status=0
+      wait "${background_pid[$job]}" || status=$?
+      background_status[$job]=$status
+      printf '\n==> %s (run beside the lanes; done at %d s since the start, status %d)\n' "${background_name[$job]}" "$SECONDS" "$status"
+      cat "${background_log[$job]}"
+      rm -f "${background_log[$job]}"
+    fi
+    [ "${background_status[$job]}" = 0 ] || failed=1
   done
-  return "$background_status"
+  return "$failed"
 }
 
 step "tests, in three lanes: the money binary | the other test binaries of crates/nox | the rest of the workspace"
@@ -170,33 +171,21 @@ for line in sys.stdin:
 ' >"$lanes/tests.tsv"
   grep -q '^A' "$lanes/tests.tsv" || { echo "error: no money test binary in crates/nox/tests" >&2; exit 1; }
   # The lanes (and the nox-wasm and SDK steps after them) mostly wait on testnets, Anvil and
-  # Chromium; the gate's and the suite's benchmark binary (cargo profile bench-observe, ~490 s of
-  # CPU cold), the Criterion bench and the charts' virtualenv are built meanwhile, at the lowest
-  # CPU priority so a test process always gets the core first (docs/ci.md, "session 28"). Cargo
-  # locks each profile's directory (target/bench-observe, target/release), not the whole target
-  # directory, so the lanes' doc tests and the next steps' debug builds never wait on it.
+  # Chromium; the gate's and the quick suite's benchmark binary (cargo profile bench-quick), the
+  # Criterion bench and the charts' virtualenv are built meanwhile at nice 19, so a test process
+  # always gets the core first, and the fuzz smoke at SCHED_IDLE, below even that, so the
+  # benchmark build the gate waits for gets the spare CPU first (docs/ci.md, sessions 28–29).
+  # Cargo locks each profile's directory (target/bench-quick, target/release), not the whole
+  # target directory, so the lanes' doc tests and the next steps' debug builds never wait on it.
   # NOX_BENCH_PREBUILD=0 builds them in their own steps, as before.
-  if [ "$fuzz_beside_lanes" = 1 ]; then
-    fuzz_log=$(mktemp)
-    printf '    fuzz smoke run beside the lanes (nice 19; log %s)\n' "$fuzz_log"
-    (
-      set -e
-      t0=$SECONDS
-      nice -n 19 bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
-      printf 'fuzz smoke: %d s\n' $((SECONDS - t0))
-    ) >"$fuzz_log" 2>&1 &
-    background_pids+=($!)
-    background_logs+=("$fuzz_log")
-    background_names+=("fuzz smoke run (scripts/fuzz-smoke.sh ${NOX_FUZZ_SECONDS:-3})")
-  fi
   if [ "${NOX_BENCH_PREBUILD:-1}" != 0 ]; then
     prebuild_log=$(mktemp)
     printf '    building the benchmark binary, the Criterion bench and the charts venv beside the lanes (nice 19; log %s)\n' "$prebuild_log"
     (
       set -e
       t0=$SECONDS
-      nice -n 19 cargo build --profile bench-observe --features observe,chaos --locked -q -p nox
-      printf 'prebuild: bench-observe nox built in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
+      nice -n 19 cargo build --profile bench-quick --features observe,chaos --locked -q -p nox
+      printf 'prebuild: bench-quick nox built in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
       t0=$SECONDS
       nice -n 19 cargo bench --locked -q -p nox-sphinx --bench sphinx --no-run
       printf 'prebuild: Criterion bench built in %d s\n' $((SECONDS - t0))
@@ -204,9 +193,25 @@ for line in sys.stdin:
       nice -n 19 bash scripts/bench/charts.sh --setup
       printf 'prebuild: charts venv ready in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
     ) >"$prebuild_log" 2>&1 &
-    background_pids+=($!)
-    background_logs+=("$prebuild_log")
-    background_names+=("benchmark build (bench-observe nox, Criterion bench, charts venv)")
+    background_pid[bench]=$!
+    background_log[bench]=$prebuild_log
+    background_name[bench]="benchmark build (bench-quick nox, Criterion bench, charts venv)"
+  fi
+  if [ "$fuzz_beside_lanes" = 1 ]; then
+    fuzz_log=$(mktemp)
+    # SCHED_IDLE where chrt exists (util-linux), else nice 19 like the benchmark build.
+    idle=(nice -n 19)
+    if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0 nice -n 19); fi
+    printf '    fuzz smoke run beside the lanes (%s; log %s)\n' "${idle[*]}" "$fuzz_log"
+    (
+      set -e
+      t0=$SECONDS
+      "${idle[@]}" bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
+      printf 'fuzz smoke: %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
+    ) >"$fuzz_log" 2>&1 &
+    background_pid[fuzz]=$!
+    background_log[fuzz]=$fuzz_log
+    background_name[fuzz]="fuzz smoke run (scripts/fuzz-smoke.sh ${NOX_FUZZ_SECONDS:-3})"
   fi
   run_lane() { # lane letter: runs its executables one after another; status 1 if any failed
     local status=0 lane dir name exe
@@ -244,8 +249,8 @@ for line in sys.stdin:
     # A pass alone is printed as a load-sensitive test, not hidden: docs/ci.md.
     [ -s "$lanes/failed.tsv" ] || { echo "error: a lane failed outside its test binaries (see above)" >&2; exit 1; }
     status=0
-    # Alone means alone: the jobs beside the lanes finish first.
-    wait_background || true
+    # Alone means alone: the jobs beside the lanes finish first (their status is checked later).
+    wait_background bench fuzz || true
     while IFS=$'\t' read -r dir name exe; do
       printf '\n==> re-running %s alone (it failed beside the other lanes)\n' "$name"
       if (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe"); then
@@ -278,13 +283,12 @@ NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown
   bash sdk/examples/test.sh
 free_if_low "$CARGO_TARGET_DIR/debug" "the debug build; the gate and the benchmarks use release builds"
 
-if [ "${#background_pids[@]}" -gt 0 ]; then
-  step "the jobs started beside the test lanes: fuzz smoke run, benchmark build"
-  if ! wait_background; then
-    echo "error: a job run beside the test lanes failed (log above)" >&2
+if [ -n "${background_pid[bench]:-}" ]; then
+  step "the benchmark build started beside the test lanes"
+  if ! wait_background bench; then
+    echo "error: the benchmark build run beside the test lanes failed (log above)" >&2
     exit 1
   fi
-  free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 fi
 
 step "performance regression gate (callgrind instruction counts vs bench/baseline.json)"
@@ -310,6 +314,15 @@ rm -rf "$snapshot"
 if [ "$bench_status" -ne 0 ]; then
   echo "error: an experiment of the benchmark suite failed (summary above)." >&2
   exit 1
+fi
+
+if [ -n "${background_pid[fuzz]:-}" ]; then
+  step "the fuzz smoke run started beside the test lanes"
+  if ! wait_background fuzz; then
+    echo "error: the fuzz smoke run beside the test lanes failed (log above)" >&2
+    exit 1
+  fi
+  free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 fi
 
 printf '\n==> all steps passed in %d s; disk taken: %s (target directory), %s (fuzz target directory)\n' "$SECONDS" \

@@ -13,8 +13,9 @@
 # `valgrind --tool=callgrind`, with --count N and --count 0; the difference
 # divided by N is the instruction count of one operation (process start-up
 # and set-up cancel out). The gate fails if any operation costs more than
-# baseline x (1 + NOX_GATE_THRESHOLD), default 0.05 (5 %).
-# Docs: docs/benchmarks/README.md, "Regression gate".
+# baseline x (1 + NOX_GATE_THRESHOLD), default 0.05 (5 %). The binary is the
+# cargo profile bench-quick's (NOX_GATE_PROFILE), the baseline's profile.
+# Docs: docs/benchmarks/README.md, "Regression gate"; docs/ci.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/nox/target}"
@@ -24,7 +25,7 @@ only=""
 case "${1:-}" in
   "") ;;
   --update) mode=update; shift; only="$*" ;;
-  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--update [WORKLOAD...]]" >&2; exit 2 ;;
 esac
 threshold="${NOX_GATE_THRESHOLD:-0.05}"
@@ -40,13 +41,17 @@ if ! command -v valgrind >/dev/null 2>&1; then
   fi
 fi
 
-# Always the same build, so the counts compare: the benchmark suite's binary (the release
-# profile plus `--features observe,chaos`, which add only the node's opt-in timing log and
-# link fault layer, never called by these workloads). Sharing it with run_all.sh saves CI one cold release build of
-# the whole workspace.
-echo "regression gate: building the benchmark binary (cargo build --profile bench-observe --features observe,chaos -p nox)"
-cargo build --profile bench-observe --features observe,chaos --locked -q -p nox
-bin="$CARGO_TARGET_DIR/bench-observe/nox"
+# Always the same build, so the counts compare: the quick benchmark suite's binary (cargo
+# profile bench-quick: release optimisation with 16 codegen units, no cross-crate LTO, no debug
+# information; plus `--features observe,chaos`, which add only the node's opt-in timing log and
+# link fault layer, never called by these workloads). Sharing it with run_all.sh --quick saves
+# CI a second cold build. The baseline names the profile it was recorded on and a baseline of
+# another profile is refused (its counts do not compare). NOX_GATE_PROFILE=bench-observe measures
+# the publication build instead (for a comparison; its counts differ: docs/ci.md, session 29).
+profile="${NOX_GATE_PROFILE:-bench-quick}"
+echo "regression gate: building the benchmark binary (cargo build --profile $profile --features observe,chaos -p nox)"
+cargo build --profile "$profile" --features observe,chaos --locked -q -p nox
+bin="$CARGO_TARGET_DIR/$profile/nox"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -87,9 +92,9 @@ for item in $workloads; do
   printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$zero" "$full" >>"$work/measured.tsv"
 done
 
-python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" "$only" <<'PY'
+python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" "$only" "$profile" <<'PY'
 import json, os, platform, subprocess, sys, time
-mode, threshold, baseline_path, measured_path, valgrind, only = sys.argv[1:7]
+mode, threshold, baseline_path, measured_path, valgrind, only, profile = sys.argv[1:8]
 threshold = float(threshold)
 measured = {}
 for line in open(measured_path):
@@ -111,10 +116,18 @@ def git(*args):
     except Exception:
         return None
 
+def baseline_profile(doc):
+    # Baselines before session 29 carry no profile: they were recorded on bench-observe.
+    return doc.get("machine", {}).get("cargo_profile", "bench-observe")
+
 if mode == "update" and only:
     # Partial update: merge the measured workloads, keep every other entry
     # and the machine block; each merged entry records where it was measured.
     doc = json.load(open(baseline_path))
+    if baseline_profile(doc) != profile:
+        print(f"regression gate: {baseline_path} was recorded on the cargo profile {baseline_profile(doc)}, "
+              f"this build is {profile}: a partial update would mix them; run --update with no workload", file=sys.stderr)
+        sys.exit(1)
     for name, m in measured.items():
         m["measured_at"] = {"git_commit": git("rev-parse", "HEAD"), "timestamp_unix": int(time.time()),
                             "valgrind": valgrind}
@@ -132,6 +145,7 @@ if mode == "update":
         "threshold": threshold,
         "machine": {"cpu_model": cpu_model(), "valgrind": valgrind,
                     "rustc": subprocess.run(["rustc", "-V"], capture_output=True, text=True).stdout.strip(),
+                    "cargo_profile": profile,
                     "git_commit": git("rev-parse", "HEAD"), "timestamp_unix": int(time.time())},
         "workloads": measured,
     }
@@ -146,7 +160,14 @@ if mode == "update":
 if not os.path.exists(baseline_path):
     print(f"regression gate FAILED: no baseline {baseline_path}; create it with scripts/bench/regression.sh --update", file=sys.stderr)
     sys.exit(1)
-base = json.load(open(baseline_path))["workloads"]
+base_doc = json.load(open(baseline_path))
+if baseline_profile(base_doc) != profile:
+    print(f"regression gate FAILED: {baseline_path} was recorded on the cargo profile {baseline_profile(base_doc)}, "
+          f"this build is {profile}; their instruction counts do not compare. Record a baseline on "
+          f"{profile} (scripts/bench/regression.sh --update) or set NOX_GATE_PROFILE={baseline_profile(base_doc)}",
+          file=sys.stderr)
+    sys.exit(1)
+base = base_doc["workloads"]
 failures = []
 print(f"\n{'workload':<14} {'baseline':>14} {'measured':>14} {'change':>8}  limit +{threshold*100:.1f} %")
 for name, m in measured.items():

@@ -35,10 +35,15 @@ record() { printf '%-18s %-8s %6ss  %s\n' "$1" "$2" "$3" "$4" >>"$summary"; }
 
 # The benchmark build: release settings plus the nodes' [observe] timing log (the anonymity
 # experiments need it) and their [chaos] link fault layer (the soak needs it); the default
-# binary refuses both. Its own profile keeps it out of target/release.
-echo "==> building the benchmark binary (cargo build --profile bench-observe --features observe,chaos -p nox)"
-cargo build --profile bench-observe --features observe,chaos --locked -q -p nox
-nox="$CARGO_TARGET_DIR/bench-observe/nox"
+# binary refuses both. Its own profile keeps it out of target/release. --full builds the
+# publication profile bench-observe (release: one codegen unit, thin LTO); --quick, a smoke run
+# whose numbers are not published, the cheaper bench-quick (16 codegen units, no cross-crate
+# LTO, no debug information), the build the CI gate measures too (Cargo.toml, docs/ci.md).
+# NOX_BENCH_PROFILE overrides either.
+if [ "$mode" = quick ]; then profile="${NOX_BENCH_PROFILE:-bench-quick}"; else profile="${NOX_BENCH_PROFILE:-bench-observe}"; fi
+echo "==> building the benchmark binary (cargo build --profile $profile --features observe,chaos -p nox)"
+cargo build --profile "$profile" --features observe,chaos --locked -q -p nox
+nox="$CARGO_TARGET_DIR/$profile/nox"
 
 # Network: surb-rtt reply-loss http-overhead latency-vs-delay concurrency
 # scaling testnet in-process fec-curve; anonymity: anonymity cover attacks fec-arq (cover: sender
