@@ -30,7 +30,7 @@ let stop;
 let client;
 
 before(async () => {
-  net = startTestnet({ prefix: "nox-sdk-anon-", portBase: 37_000, stride: 40 });
+  net = startTestnet({ prefix: "nox-sdk-anon-", portBase: 7_000, stride: 20 });
   // The worker's config is plain data (structured-cloneable, opaque to the harness); the module
   // and WebSocket are the worker bundle's own.
   harness = inProcessHarness({ directory: net.directoryUrl(), authorityKey: net.authority(), coverRate: 0 });

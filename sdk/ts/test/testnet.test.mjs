@@ -29,7 +29,7 @@ let dir;
 let client;
 
 before(() => {
-  net = startTestnet({ prefix: "nox-sdk-", portBase: 31_000, stride: 40 });
+  net = startTestnet({ prefix: "nox-sdk-", portBase: 9_300, stride: 20 });
   dir = net.dir;
 });
 
