@@ -25,6 +25,10 @@ pub enum HttpError {
     /// Malformed request line, header or length.
     #[error("malformed request: {0}")]
     Malformed(&'static str),
+    /// Malformed response (a client reading a directory's answer): status line, header or
+    /// length, or a head over the request limits.
+    #[error("malformed response: {0}")]
+    MalformedResponse(&'static str),
     /// The head is longer than [`MAX_HEAD_BYTES`], a line longer than [`MAX_LINE_BYTES`], or
     /// there are more than [`MAX_HEADERS`] headers.
     #[error("request head too large")]
@@ -48,6 +52,8 @@ impl HttpError {
     pub fn status(&self) -> u16 {
         match self {
             Self::Malformed(_) | Self::Truncated | Self::Io(_) => 400,
+            // Only a client reads a response; were it ever relayed, the upstream answered badly.
+            Self::MalformedResponse(_) => 502,
             Self::HeadTooLarge => 431,
             Self::BodyTooLarge(_) => 413,
             Self::LengthRequired => 411,
@@ -245,8 +251,18 @@ pub fn response_with(status: u16, content_type: &str, headers: &[(&str, &str)], 
 /// Splits a whole response (read to EOF) into its status code and body. The body is cut to
 /// `content-length` when present; fewer bytes than announced is [`HttpError::Truncated`]. The
 /// head is checked as strictly as a request's: a duplicate or non-decimal `content-length`, or
-/// any `transfer-encoding` (the directory never sends one), is refused.
+/// any `transfer-encoding` (the directory never sends one), is refused as
+/// [`HttpError::MalformedResponse`].
 pub fn parse_response(bytes: &[u8]) -> Result<(u16, &[u8]), HttpError> {
+    response_parts(bytes).map_err(|e| match e {
+        HttpError::Malformed(what) => HttpError::MalformedResponse(what),
+        HttpError::HeadTooLarge => HttpError::MalformedResponse("head too large"),
+        e => e,
+    })
+}
+
+/// [`parse_response`] with the request parser's error kinds (the shared header checks).
+fn response_parts(bytes: &[u8]) -> Result<(u16, &[u8]), HttpError> {
     let end = head_end(bytes).ok_or(HttpError::Truncated)?;
     if !bytes[..end].is_ascii() {
         return Err(HttpError::Malformed("head is not ASCII"));
@@ -281,5 +297,26 @@ pub fn parse_response(bytes: &[u8]) -> Result<(u16, &[u8]), HttpError> {
         Some(n) if n > body.len() => Err(HttpError::Truncated),
         Some(n) => Ok((status, &body[..n])),
         None => Ok((status, body)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_response_is_not_called_a_malformed_request() {
+        let e = parse_response(b"SMTP 200 OK\r\n\r\n").unwrap_err();
+        assert_eq!(e, HttpError::MalformedResponse("status line"));
+        assert_eq!(e.to_string(), "malformed response: status line");
+        let headers = parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 1\r\n\r\nx");
+        assert_eq!(headers.unwrap_err().to_string(), "malformed response: duplicate content-length");
+        let folded = parse_response(b"HTTP/1.1 200 OK\r\nx-a: b\r\n c\r\n\r\n").unwrap_err();
+        assert_eq!(folded.to_string(), "malformed response: obsolete line folding");
+        let long = format!("HTTP/1.1 200 OK\r\nx-a: {}\r\n\r\n", "a".repeat(MAX_LINE_BYTES + 1));
+        assert_eq!(parse_response(long.as_bytes()).unwrap_err().to_string(), "malformed response: head too large");
+        // A request keeps its own text.
+        let request = parse_request_head(b"GET /topology\r\n\r\n", 0).unwrap_err();
+        assert_eq!(request.to_string(), "malformed request: request line");
     }
 }

@@ -29,7 +29,7 @@ fn responses_round_trip_and_truncation_is_detected() {
     assert_eq!(parse_response(&whole), Ok((422, &b"refused: no\n"[..])));
     assert_eq!(parse_response(&whole[..whole.len() - 1]), Err(HttpError::Truncated));
     assert_eq!(parse_response(b"HTTP/1.1 200 OK\r\n"), Err(HttpError::Truncated));
-    assert!(matches!(parse_response(b"SMTP 200 OK\r\n\r\n"), Err(HttpError::Malformed(_))));
+    assert!(matches!(parse_response(b"SMTP 200 OK\r\n\r\n"), Err(HttpError::MalformedResponse(_))));
     // Extra bytes after content-length are ignored; no content-length: to the end.
     assert_eq!(parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokay"), Ok((200, &b"ok"[..])));
     assert_eq!(parse_response(b"HTTP/1.0 200 OK\r\n\r\nall"), Ok((200, &b"all"[..])));
