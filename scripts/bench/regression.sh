@@ -9,12 +9,14 @@
 #                                          merge them into the baseline (the
 #                                          other entries stay unchanged)
 #
-# Each workload of `nox bench hop-instructions` runs twice under
-# `valgrind --tool=callgrind`, with --count N and --count 0; the difference
-# divided by N is the instruction count of one operation (process start-up
-# and set-up cancel out). The gate fails if any operation costs more than
-# baseline x (1 + NOX_GATE_THRESHOLD), default 0.05 (5 %). The binary is the
-# cargo profile bench-quick's (NOX_GATE_PROFILE), the baseline's profile.
+# Each workload of `nox-gate` (crates/nox-gate: the same code as `nox bench
+# hop-instructions`, in a binary of only the pure crates it touches) runs twice
+# under `valgrind --tool=callgrind`, with --count N and --count 0; the
+# difference divided by N is the instruction count of one operation (process
+# start-up and set-up cancel out). The gate fails if any operation costs more
+# than baseline x (1 + NOX_GATE_THRESHOLD), default 0.05 (5 %). The binary is
+# the cargo profile bench-quick's (NOX_GATE_PROFILE), the baseline's profile;
+# the baseline also names its binary, and one of another binary is refused.
 # Docs: docs/benchmarks/README.md, "Regression gate"; docs/ci.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +27,7 @@ only=""
 case "${1:-}" in
   "") ;;
   --update) mode=update; shift; only="$*" ;;
-  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--update [WORKLOAD...]]" >&2; exit 2 ;;
 esac
 threshold="${NOX_GATE_THRESHOLD:-0.05}"
@@ -41,17 +43,19 @@ if ! command -v valgrind >/dev/null 2>&1; then
   fi
 fi
 
-# Always the same build, so the counts compare: the quick benchmark suite's binary (cargo
-# profile bench-quick: release optimisation with 16 codegen units, no cross-crate LTO, no debug
-# information; plus `--features observe,chaos`, which add only the node's opt-in timing log and
-# link fault layer, never called by these workloads). Sharing it with run_all.sh --quick saves
-# CI a second cold build. The baseline names the profile it was recorded on and a baseline of
-# another profile is refused (its counts do not compare). NOX_GATE_PROFILE=bench-observe measures
-# the publication build instead (for a comparison; its counts differ: docs/ci.md, session 29).
+# Always the same build, so the counts compare: `nox-gate` (crates/nox-gate) in the cargo profile
+# bench-quick (release optimisation with 16 codegen units, no cross-crate LTO, no debug
+# information). Until session 30 the gate measured the whole `nox` binary (`nox bench
+# hop-instructions`, `--features observe,chaos`), whose cold build cost CI ~1,300 s beside the
+# tests; nox-gate links only nox-sphinx, nox-fec, nox-link's pure core, nox-relay, nox-mixing and
+# nox-replay (docs/ci.md, session 30). The baseline names the profile and the binary it was
+# recorded on, and a baseline of another one is refused (their counts do not compare).
+# NOX_GATE_PROFILE=bench-observe measures the publication profile instead (for a comparison).
 profile="${NOX_GATE_PROFILE:-bench-quick}"
-echo "regression gate: building the benchmark binary (cargo build --profile $profile --features observe,chaos -p nox)"
-cargo build --profile "$profile" --features observe,chaos --locked -q -p nox
-bin="$CARGO_TARGET_DIR/$profile/nox"
+binary=nox-gate
+echo "regression gate: building the gate's binary (cargo build --profile $profile -p nox-gate)"
+cargo build --profile "$profile" --locked -q -p nox-gate
+bin="$CARGO_TARGET_DIR/$profile/$binary"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -74,7 +78,7 @@ fi
 
 count_instructions() { # workload count -> total instructions (Ir) of the run
   local out="$work/$1.$2.cg"
-  if ! valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" bench hop-instructions \
+  if ! valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" \
       --workload "$1" --count "$2" >"$work/$1.$2.log" 2>&1; then
     echo "regression gate FAILED: the workload $1 (count $2) did not run under valgrind:" >&2
     tail -20 "$work/$1.$2.log" >&2
@@ -92,9 +96,9 @@ for item in $workloads; do
   printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$zero" "$full" >>"$work/measured.tsv"
 done
 
-python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" "$only" "$profile" <<'PY'
+python3 - "$mode" "$threshold" "$baseline" "$work/measured.tsv" "$(valgrind --version)" "$only" "$profile" "$binary" <<'PY'
 import json, os, platform, subprocess, sys, time
-mode, threshold, baseline_path, measured_path, valgrind, only, profile = sys.argv[1:8]
+mode, threshold, baseline_path, measured_path, valgrind, only, profile, binary = sys.argv[1:9]
 threshold = float(threshold)
 measured = {}
 for line in open(measured_path):
@@ -120,14 +124,23 @@ def baseline_profile(doc):
     # Baselines before session 29 carry no profile: they were recorded on bench-observe.
     return doc.get("machine", {}).get("cargo_profile", "bench-observe")
 
+def baseline_binary(doc):
+    # Baselines before session 30 carry no binary: they were recorded on `nox bench hop-instructions`.
+    return doc.get("machine", {}).get("binary", "nox")
+
+def refuse_other_build(doc, what):
+    if baseline_profile(doc) != profile or baseline_binary(doc) != binary:
+        print(f"regression gate{what}: {baseline_path} was recorded on {baseline_binary(doc)} "
+              f"(cargo profile {baseline_profile(doc)}), this build is {binary} ({profile}); their "
+              f"instruction counts do not compare. Record a baseline on this build "
+              f"(scripts/bench/regression.sh --update with no workload)", file=sys.stderr)
+        sys.exit(1)
+
 if mode == "update" and only:
     # Partial update: merge the measured workloads, keep every other entry
     # and the machine block; each merged entry records where it was measured.
     doc = json.load(open(baseline_path))
-    if baseline_profile(doc) != profile:
-        print(f"regression gate: {baseline_path} was recorded on the cargo profile {baseline_profile(doc)}, "
-              f"this build is {profile}: a partial update would mix them; run --update with no workload", file=sys.stderr)
-        sys.exit(1)
+    refuse_other_build(doc, " (a partial update would mix two builds)")
     for name, m in measured.items():
         m["measured_at"] = {"git_commit": git("rev-parse", "HEAD"), "timestamp_unix": int(time.time()),
                             "valgrind": valgrind}
@@ -145,7 +158,7 @@ if mode == "update":
         "threshold": threshold,
         "machine": {"cpu_model": cpu_model(), "valgrind": valgrind,
                     "rustc": subprocess.run(["rustc", "-V"], capture_output=True, text=True).stdout.strip(),
-                    "cargo_profile": profile,
+                    "cargo_profile": profile, "binary": binary,
                     "git_commit": git("rev-parse", "HEAD"), "timestamp_unix": int(time.time())},
         "workloads": measured,
     }
@@ -161,12 +174,7 @@ if not os.path.exists(baseline_path):
     print(f"regression gate FAILED: no baseline {baseline_path}; create it with scripts/bench/regression.sh --update", file=sys.stderr)
     sys.exit(1)
 base_doc = json.load(open(baseline_path))
-if baseline_profile(base_doc) != profile:
-    print(f"regression gate FAILED: {baseline_path} was recorded on the cargo profile {baseline_profile(base_doc)}, "
-          f"this build is {profile}; their instruction counts do not compare. Record a baseline on "
-          f"{profile} (scripts/bench/regression.sh --update) or set NOX_GATE_PROFILE={baseline_profile(base_doc)}",
-          file=sys.stderr)
-    sys.exit(1)
+refuse_other_build(base_doc, " FAILED")
 base = base_doc["workloads"]
 failures = []
 print(f"\n{'workload':<14} {'baseline':>14} {'measured':>14} {'change':>8}  limit +{threshold*100:.1f} %")
