@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { MemoryWalletStore, NoxError, NoxWallet, openSeed, openState } from "../dist/index.js";
 import { NoxWasm } from "../dist/nox_wasm.mjs";
+import { fakeChain } from "./fake-chain.mjs";
 import { NOX, WASM } from "./testnet-helper.mjs";
 
 const PASSPHRASE = "correct horse battery staple";
@@ -28,26 +29,10 @@ before(async () => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
- * A chain read through EIP-1193 with `head` blocks and no pool log; records every `eth_getLogs`
- * range asked, and fails the `failAt`-th page (a reload in the middle of a sync).
+ * A chain read through EIP-1193 with `head` blocks and no pool log (./fake-chain.mjs); records
+ * every `eth_getLogs` range asked, and fails the `failAt`-th page (a reload in the middle of a sync).
  */
-function chain(head) {
-  const c = {
-    head,
-    ranges: [],
-    failAt: undefined,
-    async request({ method, params }) {
-      if (method === "eth_blockNumber") return `0x${c.head.toString(16)}`;
-      if (method === "eth_getLogs") {
-        if (c.failAt !== undefined && c.ranges.length === c.failAt) throw new Error("the page was closed");
-        c.ranges.push([Number(BigInt(params[0].fromBlock)), Number(BigInt(params[0].toBlock))]);
-        return [];
-      }
-      throw new Error(`unexpected ${method}`);
-    },
-  };
-  return c;
-}
+const chain = (head) => fakeChain({ head });
 
 /** `nox wallet <args>` with the test passphrase. */
 function nox(args) {

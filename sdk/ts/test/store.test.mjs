@@ -11,26 +11,21 @@ import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { chromium } from "playwright-core";
 import { servePage } from "../examples/page-server.mjs";
+import { fakeChain } from "./fake-chain.mjs";
 import { WASM } from "./testnet-helper.mjs";
 
 const POOL = "0x5fbdb2315678afecb367f032d93f642f64180aa3";
 const PASSPHRASE = "correct horse battery staple";
 
-/** In the page: the SDK, the module's bytes and a fake chain (head 2,500, no pool log). */
-async function setUp({ failAt }) {
+/**
+ * In the page: the SDK, the module's bytes and a fake chain (./fake-chain.mjs, its source passed in
+ * as `fakeChain`: head 2,500, no pool log, the `failAt`-th page fails).
+ */
+async function setUp({ failAt, fakeChain }) {
   const sdk = await import("/sdk/index.js");
   const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
-  const ranges = [];
-  const provider = {
-    async request({ method, params }) {
-      if (method === "eth_blockNumber") return "0x9c4";
-      if (method !== "eth_getLogs") throw new Error(`unexpected ${method}`);
-      if (failAt !== undefined && ranges.length === failAt) throw new Error("the page went away");
-      ranges.push([Number(BigInt(params[0].fromBlock)), Number(BigInt(params[0].toBlock))]);
-      return [];
-    },
-  };
-  return { sdk, bytes, ranges, provider, store: new sdk.IndexedDbWalletStore() };
+  const provider = (0, eval)(`(${fakeChain})`)({ head: 2500, failAt });
+  return { sdk, bytes, ranges: provider.ranges, provider, store: new sdk.IndexedDbWalletStore() };
 }
 
 test("headless Chromium: a wallet kept in IndexedDB resumes an interrupted sync after a reload", async (t) => {
@@ -46,10 +41,10 @@ test("headless Chromium: a wallet kept in IndexedDB resumes an interrupted sync 
   const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
   await page.goto(`http://127.0.0.1:${server.address().port}/`);
-  const args = { pool: POOL, passphrase: PASSPHRASE, setUp: setUp.toString() };
+  const args = { pool: POOL, passphrase: PASSPHRASE, setUp: setUp.toString(), fakeChain: fakeChain.toString() };
 
-  const first = await page.evaluate(async ({ pool, passphrase, setUp }) => {
-    const { sdk, bytes, ranges, provider, store } = await (0, eval)(`(${setUp})`)({ failAt: 2 });
+  const first = await page.evaluate(async ({ pool, passphrase, setUp, fakeChain }) => {
+    const { sdk, bytes, ranges, provider, store } = await (0, eval)(`(${setUp})`)({ failAt: 2, fakeChain });
     const wallet = await sdk.NoxWallet.create({ module: bytes, provider, pool, passphrase, store, walletId: "w", fromBlock: 10 });
     const interrupted = await wallet.sync().then(() => "finished", (e) => String(e));
     const record = await store.get("w");
@@ -68,8 +63,8 @@ test("headless Chromium: a wallet kept in IndexedDB resumes an interrupted sync 
   assert.equal(first.stateInClear, false, "the view is not stored in the clear");
 
   await page.reload();
-  const second = await page.evaluate(async ({ pool, passphrase, setUp }) => {
-    const { sdk, bytes, ranges, provider, store } = await (0, eval)(`(${setUp})`)({});
+  const second = await page.evaluate(async ({ pool, passphrase, setUp, fakeChain }) => {
+    const { sdk, bytes, ranges, provider, store } = await (0, eval)(`(${setUp})`)({ fakeChain });
     const wrong = await sdk.NoxWallet.unlock({ module: bytes, provider, pool, passphrase: "wrong", store, walletId: "w" })
       .then(() => "opened", (e) => e.code);
     const wallet = await sdk.NoxWallet.unlock({ module: bytes, provider, pool, passphrase, store, walletId: "w", fromBlock: 10 });

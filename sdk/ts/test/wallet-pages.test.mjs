@@ -12,49 +12,21 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { keccak256, toHex } from "viem";
 import { MemoryWalletStore, NoxRefusedError, NoxWallet, ProviderRpcError, openState, toProviderError } from "../dist/index.js";
 import { NoxWasm } from "../dist/nox_wasm.mjs";
+import { depositedLog, depositedLogs, fakeChain } from "./fake-chain.mjs";
 import { WASM } from "./testnet-helper.mjs";
 
 const wasm = readFileSync(WASM);
 const POOL = "0x00000000000000000000000000000000000000aa";
-const DEPOSITED = keccak256(toHex("Deposited(uint256,uint256,address,uint256,bytes)"));
-const word = (n) => BigInt(n).toString(16).padStart(64, "0");
-const NOTE_LEN = 104;
-
-/** `Deposited` number i at block `block` (default i + 1) with a random commitment (< 2^248) and memo (none the wallet's). */
-function log(i, block = i + 1) {
-  const commitment = `00${randomBytes(31).toString("hex")}`;
-  const memo = randomBytes(NOTE_LEN).toString("hex");
-  return {
-    address: POOL,
-    topics: [DEPOSITED, `0x${word(i)}`, `0x${word(0)}`],
-    data: `0x${commitment}${word(1000 + i)}${word(0x60)}${word(NOTE_LEN)}${memo}${"0".repeat(48)}`,
-    blockNumber: `0x${block.toString(16)}`,
-    logIndex: "0x0",
-    removed: false,
-  };
-}
-const logs = Array.from({ length: 2500 }, (_, i) => log(i));
+const log = (i, block) => depositedLog(POOL, i, block);
+const logs = depositedLogs(POOL, 2500);
 
 /** `entries` up to block `head`; refuses (as the exit, through the provider) answers of more than `limit` logs with `status`. */
 function chain(limit, status = "too-large", entries = logs, head = logs.length) {
-  const c = {
-    asked: [],
-    answered: [],
-    async request({ method, params }) {
-      if (method === "eth_blockNumber") return `0x${head.toString(16)}`;
-      const from = Number(params[0].fromBlock);
-      const to = Number(params[0].toBlock);
-      c.asked.push([from, to]);
-      const page = entries.filter((l) => Number(l.blockNumber) >= from && Number(l.blockNumber) <= to);
-      if (page.length > limit) throw toProviderError(new NoxRefusedError(status, `an answer of ${page.length} logs`));
-      c.answered.push([from, to]);
-      return page;
-    },
-  };
-  return c;
+  const refuse = (page) =>
+    page.length > limit ? toProviderError(new NoxRefusedError(status, `an answer of ${page.length} logs`)) : undefined;
+  return fakeChain({ logs: entries, head, refuse });
 }
 
 test("a page refused as too large is asked again in halves: every block read once, the same view as unrefused pages", async () => {
@@ -73,7 +45,7 @@ test("a page refused as too large is asked again in halves: every block read onc
   assert.equal(wallet.view, plain.view, "the same view as the wallet whose pages were never refused");
   // 1,000 → 500 → 250 blocks (two refusals), then 250-block pages to the head.
   assert.equal(report.halved, 2);
-  assert.deepEqual(limited.asked.slice(0, 3), [[1, 1000], [1, 500], [1, 250]]);
+  assert.deepEqual(limited.ranges.slice(0, 3), [[1, 1000], [1, 500], [1, 250]]);
   assert.ok(limited.answered.every(([from, to]) => to - from + 1 <= 250));
   assert.equal(report.pages, limited.answered.length);
   // The answered pages tile 1..2500 with no gap and no block twice.
@@ -134,13 +106,13 @@ test("other refusals are not retried, and a single block too large is an error",
   const forbidden = chain(300, "forbidden");
   const w1 = await NoxWallet.open({ seed, module: wasm, provider: forbidden, pool: POOL });
   await assert.rejects(w1.sync(), (e) => e instanceof ProviderRpcError && e.data?.status === "forbidden");
-  assert.equal(forbidden.asked.length, 1, "a forbidden page is not asked again");
+  assert.equal(forbidden.ranges.length, 1, "a forbidden page is not asked again");
 
   const none = chain(0);
   const w2 = await NoxWallet.open({ seed, module: wasm, provider: none, pool: POOL });
   await assert.rejects(w2.sync(), (e) => e instanceof ProviderRpcError && e.data?.status === "too-large");
   // Block 1 has one log: 1,000 → … → [1, 1] refused, then it gives up.
-  assert.deepEqual(none.asked.at(-1), [1, 1]);
+  assert.deepEqual(none.ranges.at(-1), [1, 1]);
   assert.equal(w2.lastBlock, 0, "the view stays at the last block read");
   w1.close();
   w2.close();

@@ -14,40 +14,15 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { keccak256, toHex } from "viem";
 import { MemoryWalletStore, NoxError, NoxWallet, WalletSyncWorker, openState } from "../dist/index.js";
 import { NoxWasm } from "../dist/nox_wasm.mjs";
+import { depositedLog, depositedLogs, fakeChain } from "./fake-chain.mjs";
 import { WASM } from "./testnet-helper.mjs";
 
 const wasm = readFileSync(WASM);
 const POOL = "0x00000000000000000000000000000000000000aa";
-const DEPOSITED = keccak256(toHex("Deposited(uint256,uint256,address,uint256,bytes)"));
-const word = (n) => BigInt(n).toString(16).padStart(64, "0");
-const NOTE_LEN = 104; // nox_wallet::memo::NOTE_LEN
-
-/** `Deposited(queueIndex, commitment, asset, amount, memo)` at block i + 1: random commitment (< 2^248) and memo. */
-function log(i) {
-  const commitment = `00${randomBytes(31).toString("hex")}`;
-  const memo = randomBytes(NOTE_LEN).toString("hex");
-  return {
-    address: POOL,
-    topics: [DEPOSITED, `0x${word(i)}`, `0x${word(0)}`],
-    data: `0x${commitment}${word(1000 + i)}${word(0x60)}${word(NOTE_LEN)}${memo}${"0".repeat(48)}`,
-    blockNumber: `0x${(i + 1).toString(16)}`,
-    logIndex: "0x0",
-    removed: false,
-  };
-}
-const logs = Array.from({ length: 2500 }, (_, i) => log(i));
-
-function provider(entries) {
-  return {
-    async request({ method, params }) {
-      if (method === "eth_blockNumber") return `0x${entries.length.toString(16)}`;
-      return entries.slice(Number(params[0].fromBlock) - 1, Number(params[0].toBlock));
-    },
-  };
-}
+const logs = depositedLogs(POOL, 2500);
+const provider = (entries) => fakeChain({ logs: entries });
 
 test("a wallet synced in the Worker has the view of one synced on the caller's thread; the caller's timer keeps ticking", async () => {
   const seed = randomBytes(32);
@@ -92,7 +67,7 @@ test("a wallet synced in the Worker has the view of one synced on the caller's t
     m.walletBalances = balancesHere;
     // A refused page (a reorganised log) is an error and leaves the view as it was.
     const before = there.view;
-    const reorged = [...logs, { ...log(2500), removed: true }];
+    const reorged = [...logs, { ...depositedLog(POOL, 2500), removed: true }];
     const moved = await NoxWallet.open({ seed, module: m, provider: provider(reorged), pool: POOL, view: before, syncWorker: worker });
     await assert.rejects(moved.sync(), (e) => e instanceof NoxError && e.code === "refused" && /removed/.test(e.message));
     assert.equal(moved.view, before);
@@ -145,17 +120,12 @@ test("in Chromium: the page's wallet syncs through the Worker to the same view, 
     const page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${server.address().port}/`);
     const report = await page.evaluate(
-      async ({ seedHex, logs, pool }) => {
+      async ({ seedHex, logs, pool, fakeChain }) => {
         const sdk = await import("/sdk/index.js");
         const { NoxWasm } = await import("/sdk/nox_wasm.mjs");
         const module = await WebAssembly.compile(await (await fetch("/nox_wasm.wasm")).arrayBuffer());
-        const provider = {
-          request: async ({ method, params }) => {
-            if (method === "eth_blockNumber") return `0x${logs.length.toString(16)}`;
-            await new Promise((r) => setTimeout(r, 0)); // a network provider yields between pages
-            return logs.slice(Number(params[0].fromBlock) - 1, Number(params[0].toBlock));
-          },
-        };
+        // A network provider yields between pages.
+        const provider = (0, eval)(`(${fakeChain})`)({ logs, yieldPages: true });
         const seed = Uint8Array.from(seedHex.match(/../g).map((h) => parseInt(h, 16)));
         const syncWorker = await sdk.WalletSyncWorker.start({ wasm: "/nox_wasm.wasm" });
         const m = await NoxWasm.instantiate(module);
@@ -192,7 +162,7 @@ test("in Chromium: the page's wallet syncs through the Worker to the same view, 
         clearInterval(probeHere);
         return { view: wallet.view, balances, workerMs, longestGap, longestHere };
       },
-      { seedHex: seed.toString("hex"), logs, pool: POOL },
+      { seedHex: seed.toString("hex"), logs, pool: POOL, fakeChain: fakeChain.toString() },
     );
     console.log(`# Chromium, 2,500 logs through the Worker: ${report.workerMs.toFixed(0)} ms, longest timer gap ${report.longestGap.toFixed(0)} ms (on the page's thread: ${report.longestHere.toFixed(0)} ms)`);
     assert.equal(report.view, reference.view);
