@@ -26,15 +26,57 @@ free_if_low() {
   fi
 }
 
+# Background jobs, by name: "packages" (Debian packages, from the start to the tests), "bench"
+# (the gate binary's build, beside the lanes until the gate) and "fuzz" (the fuzz smoke, beside
+# the lanes until the end); "bench" and "fuzz" also before a failed test binary is re-run alone.
+# Each is waited for once; its log is printed then.
+# wait_background NAME...: status 1 if one of them failed (now or when it was waited for).
+declare -A background_pid=() background_log=() background_name=() background_status=()
+wait_background() {
+  local job status failed=0
+  for job in "$@"; do
+    [ -n "${background_pid[$job]:-}" ] || continue
+    if [ -z "${background_status[$job]:-}" ]; then
+      status=0
+      wait "${background_pid[$job]}" || status=$?
+      background_status[$job]=$status
+      printf '\n==> %s (run beside the lanes; done at %d s since the start, status %d)\n' "${background_name[$job]}" "$SECONDS" "$status"
+      cat "${background_log[$job]}"
+      rm -f "${background_log[$job]}"
+    fi
+    [ "${background_status[$job]}" = 0 ] || failed=1
+  done
+  return "$failed"
+}
+
 step "toolchain components"
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 if ! cargo +nightly --version >/dev/null 2>&1; then
   echo "error: the nightly toolchain (needed for cargo fuzz) is missing" >&2
   exit 1
 fi
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  step "installing cargo-fuzz from crates.io"
-  cargo install cargo-fuzz --locked
+
+# Debian packages a fresh machine lacks: curl (the SOCKS5 test drives it), Chromium (the
+# dashboard test and the SDK's browser tests), valgrind (the gate). Downloading and unpacking
+# them waits on the network and the disk, so it runs in the background from here while the
+# steps below compile; the tests' step waits for it (docs/ci.md, session 30).
+packages=()
+command -v curl >/dev/null || packages+=(curl)
+command -v chromium >/dev/null || packages+=(chromium)
+command -v valgrind >/dev/null || packages+=(valgrind)
+if [ "${#packages[@]}" -gt 0 ]; then
+  packages_log=$(mktemp)
+  printf '    installing %s with apt-get in the background (log %s)\n' "${packages[*]}" "$packages_log"
+  (
+    set -e
+    t0=$SECONDS
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+    printf 'packages: %s installed in %d s\n' "${packages[*]}" $((SECONDS - t0))
+  ) >"$packages_log" 2>&1 &
+  background_pid[packages]=$!
+  background_log[packages]=$packages_log
+  background_name[packages]="Debian packages (${packages[*]})"
 fi
 
 step "wasm32: the pure client crates and nox-wasm build for wasm32-unknown-unknown without a warning, with no getrandom (crates/nox-client/README.md)"
@@ -70,16 +112,6 @@ if [ ! -x tools/node_modules/.bin/anvil ] || [ ! -x tools/node_modules/.bin/cast
   # Versions are pinned exactly in tools/package.json.
   npm install --prefix tools --no-audit --no-fund
 fi
-if ! command -v curl >/dev/null; then
-  step "installing curl (the SOCKS5 end-to-end test drives the real curl)"
-  apt-get update -qq && apt-get install -y -qq curl
-fi
-
-if ! command -v chromium >/dev/null; then
-  step "installing chromium (crates/nox/tests/dashboard.rs renders the dashboard in headless Chromium; ~1 min)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-fi
-
 step "contracts: forge fmt --check, forge test (offline, solcjs), committed artifacts (build.sh --check), gas regression gate (gas.sh --check), the artifacts on Anvil (anvil-smoke.sh)"
 # Fuzz runs are modest here (foundry.toml: 256); FOUNDRY_FUZZ_RUNS=10000 for a long run.
 (cd contracts && ../tools/node_modules/.bin/forge fmt --check && ../tools/node_modules/.bin/forge test --offline)
@@ -107,43 +139,39 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # With the test lanes (the default) it runs in the background from the lanes to the end of the
 # run, at the lowest priority there is (SCHED_IDLE: it gets a core only when nothing else wants
 # it; its build has its own target directory, so no cargo lock is shared); its log is printed
-# and its status checked after the benchmark suite. NOX_BENCH_PREBUILD=0 runs it here, as before.
+# and its status checked after the gate, at the end. NOX_BENCH_PREBUILD=0 runs it here, as before.
 fuzz_beside_lanes=0
 if [ "${NOX_TEST_LANES:-3}" != 1 ] && [ "${NOX_BENCH_PREBUILD:-1}" != 0 ]; then fuzz_beside_lanes=1; fi
+# cargo-fuzz from crates.io if missing: a compile of ~2 minutes on 2 cores, done where the fuzz
+# smoke runs (beside the lanes, in the spare CPU, by default).
+install_cargo_fuzz() {
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz from crates.io (cargo install cargo-fuzz --locked)"
+    cargo install cargo-fuzz --locked --quiet
+  fi
+}
 if [ "$fuzz_beside_lanes" = 0 ]; then
   step "fuzz smoke run"
+  install_cargo_fuzz
   bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
   free_if_low "$CARGO_TARGET_DIR-fuzz" "the fuzz build; no later step uses it"
 fi
 
-# The jobs started beside the lanes, by name: "bench" (the benchmark builds, waited for before
-# the gate) and "fuzz" (the fuzz smoke, waited for after the benchmark suite); both before a
-# failed test binary is re-run alone. Each is waited for once; its log is printed then.
-# wait_background NAME...: status 1 if one of them failed (now or when it was waited for).
-declare -A background_pid=() background_log=() background_name=() background_status=()
-wait_background() {
-  local job status failed=0
-  for job in "$@"; do
-    [ -n "${background_pid[$job]:-}" ] || continue
-    if [ -z "${background_status[$job]:-}" ]; then
-      status=0
-      wait "${background_pid[$job]}" || status=$?
-      background_status[$job]=$status
-      printf '\n==> %s (run beside the lanes; done at %d s since the start, status %d)\n' "${background_name[$job]}" "$SECONDS" "$status"
-      cat "${background_log[$job]}"
-      rm -f "${background_log[$job]}"
-    fi
-    [ "${background_status[$job]}" = 0 ] || failed=1
-  done
-  return "$failed"
-}
+if [ -n "${background_pid[packages]:-}" ]; then
+  step "the Debian packages started at the beginning (the tests need curl and Chromium)"
+  if ! wait_background packages; then
+    echo "error: installing the Debian packages failed (log above)" >&2
+    exit 1
+  fi
+fi
 
 step "tests, in three lanes: the money binary | the other test binaries of crates/nox | the rest of the workspace"
 # The end-to-end binaries of crates/nox start testnets, Anvil and wallets and spend their time
 # waiting on the mixnet, the chain and the exits' inserters, not on the CPU. One after another
 # the step took the sum of every binary (~19 min, docs/ci.md); now three lanes run at once and
 # the step takes about the longest lane (~8.5 min):
-#   A. crates/nox/tests/money (its ports sit below 10 000: tests/money/main.rs);
+#   A. crates/nox/tests/money (its ports sit below 10 000: tests/money/main.rs), then bench_smoke
+#      (the benchmark harness; its one testnet at 9,400–9,700: tests/bench_smoke.rs);
 #   B. the other crates/nox/tests binaries, one after another (fixed port blocks 10 000–32 767);
 #   C. every other test binary of the workspace (unit tests included) one after another, then
 #      the doc tests (their servers and Anvils take ports the kernel picks, ≥ 32 768).
@@ -166,36 +194,29 @@ for line in sys.stdin:
         continue
     pkg, name = os.path.dirname(os.path.realpath(m["manifest_path"])), m["target"]["name"]
     integration = m["target"]["kind"] == ["test"]
-    lane = "A" if pkg == nox and integration and name == "money" else "B" if pkg == nox and integration else "C"
+    lane = "A" if pkg == nox and integration and name in ("money", "bench_smoke") else "B" if pkg == nox and integration else "C"
     print("\t".join([lane, pkg, name, m["executable"]]))
 ' >"$lanes/tests.tsv"
   grep -q '^A' "$lanes/tests.tsv" || { echo "error: no money test binary in crates/nox/tests" >&2; exit 1; }
   # The lanes (and the nox-wasm and SDK steps after them) mostly wait on testnets, Anvil and
-  # Chromium; the gate's and the quick suite's benchmark binary (cargo profile bench-quick), the
-  # Criterion bench and the charts' virtualenv are built meanwhile at nice 19, so a test process
-  # always gets the core first, and the fuzz smoke at SCHED_IDLE, below even that, so the
-  # benchmark build the gate waits for gets the spare CPU first (docs/ci.md, sessions 28–29).
-  # Cargo locks each profile's directory (target/bench-quick, target/release), not the whole
-  # target directory, so the lanes' doc tests and the next steps' debug builds never wait on it.
-  # NOX_BENCH_PREBUILD=0 builds them in their own steps, as before.
+  # Chromium; the gate's binary (nox-gate, cargo profile bench-quick: the pure crates its
+  # workloads touch) is built meanwhile at nice 19, so a test process always gets the core first,
+  # and the fuzz smoke at SCHED_IDLE, below even that (docs/ci.md, sessions 28–30). Cargo locks
+  # each profile's directory (target/bench-quick), not the whole target directory, so the lanes'
+  # doc tests and the next steps' debug builds never wait on it. NOX_BENCH_PREBUILD=0 builds it
+  # in the gate's step instead.
   if [ "${NOX_BENCH_PREBUILD:-1}" != 0 ]; then
     prebuild_log=$(mktemp)
-    printf '    building the benchmark binary, the Criterion bench and the charts venv beside the lanes (nice 19; log %s)\n' "$prebuild_log"
+    printf '    building the gate binary beside the lanes (nice 19; log %s)\n' "$prebuild_log"
     (
       set -e
       t0=$SECONDS
-      nice -n 19 cargo build --profile bench-quick --features observe,chaos --locked -q -p nox
-      printf 'prebuild: bench-quick nox built in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
-      t0=$SECONDS
-      nice -n 19 cargo bench --locked -q -p nox-sphinx --bench sphinx --no-run
-      printf 'prebuild: Criterion bench built in %d s\n' $((SECONDS - t0))
-      t0=$SECONDS
-      nice -n 19 bash scripts/bench/charts.sh --setup
-      printf 'prebuild: charts venv ready in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
+      nice -n 19 cargo build --profile bench-quick --locked -q -p nox-gate
+      printf 'prebuild: bench-quick nox-gate built in %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
     ) >"$prebuild_log" 2>&1 &
     background_pid[bench]=$!
     background_log[bench]=$prebuild_log
-    background_name[bench]="benchmark build (bench-quick nox, Criterion bench, charts venv)"
+    background_name[bench]="gate binary build (bench-quick nox-gate)"
   fi
   if [ "$fuzz_beside_lanes" = 1 ]; then
     fuzz_log=$(mktemp)
@@ -206,6 +227,7 @@ for line in sys.stdin:
     (
       set -e
       t0=$SECONDS
+      "${idle[@]}" bash -c "$(declare -f install_cargo_fuzz); install_cargo_fuzz"
       "${idle[@]}" bash scripts/fuzz-smoke.sh "${NOX_FUZZ_SECONDS:-3}"
       printf 'fuzz smoke: %d s (done at %d s since the start)\n' $((SECONDS - t0)) "$SECONDS"
     ) >"$fuzz_log" 2>&1 &
@@ -240,7 +262,7 @@ for line in sys.stdin:
   cat "$lanes/b.log"
   status_a=0
   wait "$lane_a" || status_a=$?
-  printf '\n==> lane A: crates/nox/tests/money\n'
+  printf '\n==> lane A: crates/nox/tests/money, bench_smoke\n'
   cat "$lanes/a.log"
   if [ "$status_a" -ne 0 ] || [ "$status_b" -ne 0 ] || [ "$status_c" -ne 0 ]; then
     printf '\n==> tests failed in the lanes (status: lane A %s, lane B %s, lane C %s; logs above)\n' "$status_a" "$status_b" "$status_c"
@@ -281,12 +303,12 @@ NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown
 step "SDK package: npm pack, installed from the tarball into the example dapps (plain ESM, Vite), loaded in headless Chromium over https:// and wss:// (sdk/examples)"
 NOX_BIN="$CARGO_TARGET_DIR/debug/nox" NOX_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/nox_wasm.wasm" \
   bash sdk/examples/test.sh
-free_if_low "$CARGO_TARGET_DIR/debug" "the debug build; the gate and the benchmarks use release builds"
+free_if_low "$CARGO_TARGET_DIR/debug" "the debug build; the gate uses its bench-quick build"
 
 if [ -n "${background_pid[bench]:-}" ]; then
-  step "the benchmark build started beside the test lanes"
+  step "the gate binary's build started beside the test lanes"
   if ! wait_background bench; then
-    echo "error: the benchmark build run beside the test lanes failed (log above)" >&2
+    echo "error: the gate binary's build run beside the test lanes failed (log above)" >&2
     exit 1
   fi
 fi
@@ -298,23 +320,11 @@ if ! bash scripts/bench/regression.sh; then
   exit 1
 fi
 
-step "benchmark suite, quick mode (scripts/bench/run_all.sh --quick: every experiment and chart)"
-# The committed results (bench/data, docs/benchmarks/charts) are put back
-# afterwards: the quick run proves the suite works, its numbers are not
-# publication runs.
-snapshot=$(mktemp -d)
-cp -a bench/data "$snapshot/data"
-cp -a docs/benchmarks/charts "$snapshot/charts"
-bench_status=0
-bash scripts/bench/run_all.sh --quick || bench_status=$?
-rm -rf bench/data docs/benchmarks/charts
-cp -a "$snapshot/data" bench/data
-cp -a "$snapshot/charts" docs/benchmarks/charts
-rm -rf "$snapshot"
-if [ "$bench_status" -ne 0 ]; then
-  echo "error: an experiment of the benchmark suite failed (summary above)." >&2
-  exit 1
-fi
+# The benchmark suite (scripts/bench/run_all.sh --quick: every experiment, Criterion and the
+# charts, ~10 minutes of measurement on its own optimised build of `nox`) is a benchmark, not a
+# test: run it before committing bench/data (docs/benchmarks/README.md). The tests keep a smoke
+# run of the harness on the test build (crates/nox/tests/bench_smoke.rs, lane B): docs/ci.md,
+# session 30.
 
 if [ -n "${background_pid[fuzz]:-}" ]; then
   step "the fuzz smoke run started beside the test lanes"
