@@ -40,7 +40,7 @@ wait_background() {
       status=0
       wait "${background_pid[$job]}" || status=$?
       background_status[$job]=$status
-      printf '\n==> %s (run beside the lanes; done at %d s since the start, status %d)\n' "${background_name[$job]}" "$SECONDS" "$status"
+      printf '\n==> %s (run in the background; done at %d s since the start, status %d)\n' "${background_name[$job]}" "$SECONDS" "$status"
       cat "${background_log[$job]}"
       rm -f "${background_log[$job]}"
     fi
