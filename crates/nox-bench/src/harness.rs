@@ -5,7 +5,7 @@
 //!   experiments; [`common`]: the envelope itself (experiment, command, machine, parameters,
 //!   results, summary, charts), the options of the network experiments, a testnet that stops on
 //!   drop, a client of it, a request runner with bounded concurrency;
-//! - [`stats`]: percentiles, sample summaries, CDFs, Wilson intervals, mean and range of repeats;
+//! - [`stats`](mod@stats): percentiles, sample summaries, CDFs, Wilson intervals, mean and range of repeats;
 //! - [`rate`]: offering a packet rate to a testnet and timing deliveries at the exits' UDP sink;
 //! - [`capture`]: the global observer's capture (`[observe]` node logs joined with client sends);
 //! - [`calibration`]: the link-level simulator's traffic and delay model, calibrated against the

@@ -4,7 +4,7 @@
 //! charted into `docs/benchmarks/`).
 //!
 //! Three layers, arrows pointing down only:
-//! - [`bench`]: the CLI — the `nox bench` subcommands and [`bench::run`], which dispatches them;
+//! - [`bench`](mod@bench): the CLI — the `nox bench` subcommands and [`bench::run`], which dispatches them;
 //! - [`experiments`]: one module per experiment, each importing the harness and never another
 //!   experiment (`tests/layering.rs` checks it);
 //! - [`harness`]: what every experiment shares (errors, JSON, statistics, testnet helpers, the

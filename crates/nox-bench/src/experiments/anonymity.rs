@@ -2,7 +2,7 @@
 //! **real multi-process testnet** sees. For each mean delay μ the harness starts a testnet with
 //! `[observe]` on (every node logs its departures), runs phases of simulated clients sending
 //! Poisson traffic (raw forward packets carrying a message id) through it, logs its own
-//! client→entry sends, and joins everything (`anon_capture`) into the `nox-anonymity` model.
+//! client→entry sends, and joins everything ([`crate::harness::capture`]) into the `nox-anonymity` model.
 //! Scoring is in `score`. Node cover (λ_L, λ_D) is off except in the node cover runs (the
 //! cover task records its own packets in `[observe]`).
 

@@ -13,7 +13,7 @@
 //! scored by `nox-anonymity` as in `nox bench anonymity`. Beside it: the request round trip
 //! (what the user waits) and the client's upstream bytes (what the user pays).
 //!
-//! Files: this one holds the options and the run over the μ values; `bench_cover/` the
+//! Files: this one holds the options and the run over the μ values; `cover/` the
 //! measurement on the testnet (`phases.rs`), its scoring (`score.rs`), the link-level
 //! simulator run beside it (`simulated.rs`) and the report (`report.rs`).
 

@@ -24,7 +24,7 @@
 //! time is the mixnet both ways plus queueing. Gas and fees come from the relayer's receipt, so
 //! the relayer's realised margin (fee ÷ gas cost at the price paid) is measured, not assumed.
 //!
-//! Files: this one holds the options, the testnet and the run; `bench_defi/` running the
+//! Files: this one holds the options, the testnet and the run; `defi/` running the
 //! `nox` commands and reading their output (`commands.rs`), the public baselines
 //! (`baselines.rs`) and the relayer economics (`economics.rs`).
 

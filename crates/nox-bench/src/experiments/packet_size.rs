@@ -244,7 +244,7 @@ fn measure(
     // forward packet, with data or with SURBs; each SURB brings back one reply shard.
     let streams = StreamConfig::default();
     let surb_bytes = Surb::encoded_len(&geometry);
-    // Request header (3 B) and the stream message's frames (~64 B), as bench_streams counts.
+    // Request header (3 B) and the stream message's frames (~64 B), as `nox bench streams` counts.
     let forward_room = shard.saturating_sub(3 + 64);
     let surbs_per_packet = forward_room / surb_bytes;
     let per_slot_surbs = surbs_per_packet.min(usize::from(streams.surb_target));

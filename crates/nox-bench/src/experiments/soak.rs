@@ -17,7 +17,7 @@
 //!   twice anywhere); every restart comes back; the network keeps routing while the
 //!   directory is down. RSS is sampled every 5 s and its slope reported per node.
 //!
-//! Files: this one holds the options, the shared load state and the run; `bench_soak/`
+//! Files: this one holds the options, the shared load state and the run; `soak/`
 //! the faults (`faults.rs`), the replay check across a restart (`replay.rs`), the load
 //! generators (`load.rs`) and the report (`report.rs`).
 

@@ -1,7 +1,7 @@
 //! `nox bench latency-vs-delay`, `nox bench concurrency` and
 //! `nox bench scaling`: sweeps over the mixing delay, the requests in flight
 //! and the testnet size, each on real node processes. One-way latency and
-//! throughput use the exits' UDP sink (`bench_net::measure_rate`); round
+//! throughput use the exits' UDP sink ([`crate::harness::measure_rate`]); round
 //! trips use the real client.
 
 use std::time::Duration;
