@@ -18,9 +18,8 @@ use nox_client::{ClientConfig, SentPacket};
 use nox_message::RequestBody;
 use serde_json::json;
 
-use crate::harness::BenchError;
 use crate::harness::capture::now_us;
-use crate::harness::{client, err, stats, write_report};
+use crate::harness::{BenchError, ECHO_BYTES, client, err, stats, write_report};
 use nox_testnet::{self as testnet, Layout};
 
 /// Options of `nox bench profiles`.
@@ -51,9 +50,6 @@ pub struct ProfilesArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
-
-/// Bytes of an echo request body.
-const ECHO_BYTES: usize = 64;
 
 struct Plan {
     idle: f64,

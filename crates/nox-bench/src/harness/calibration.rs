@@ -14,7 +14,8 @@ use super::{BenchError, err};
 /// (the floor `nox bench anonymity` measures and uses; a global observer calibrates it with its
 /// own packets).
 pub const PROCESSING_FLOOR_US: f64 = 300.0;
-/// Bytes of an echo request body.
+/// Bytes of an echo request body (`nox bench cover`'s and `profiles`' requests, the replies the
+/// simulator counts).
 pub const ECHO_BYTES: usize = 64;
 
 /// The traffic the testnet carries besides the clients' requests and drop cover, as the shipped
