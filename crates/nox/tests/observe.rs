@@ -5,7 +5,9 @@
 
 use std::process::Command;
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
+
+use common::NOX;
 
 #[test]
 fn the_default_binary_refuses_observe() {
