@@ -4,16 +4,9 @@
 
 mod common;
 
-use std::process::Command;
+use common::{free_port, nox_output as nox, testnet_dir};
 
-use common::{NOX, free_port, testnet_dir};
-
-const PASSPHRASE: &str = "correct horse battery staple";
 const POOL: &str = "0x00000000000000000000000000000000000000aa";
-
-fn nox(args: &[&str]) -> std::process::Output {
-    Command::new(NOX).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox")
-}
 
 #[test]
 fn a_daemon_that_is_not_running_is_named_with_how_to_start_it() {
