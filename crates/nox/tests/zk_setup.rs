@@ -7,12 +7,13 @@
 use std::path::Path;
 use std::process::Command;
 
-const NOX: &str = env!("CARGO_BIN_EXE_nox");
+mod common;
+
+use common::{NOX, run};
 
 fn nox(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(NOX).args(args).output().expect("run nox");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(text) }
+    let (success, text) = run(Command::new(NOX).args(args));
+    if success { Ok(text) } else { Err(text) }
 }
 
 fn s(p: &Path) -> &str {
