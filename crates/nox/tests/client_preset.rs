@@ -3,27 +3,19 @@
 //! with none there, a clear error naming both ways. The second test needs Anvil: run it under
 //! the e2e lock, `flock /tmp/nox-e2e.lock cargo test -p nox --test client_preset`.
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 
 use nox_chain::anvil::{Anvil, AnvilOptions, DEV_KEY};
 use nox_operator::DeploymentRecord;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
+mod common;
+
+use common::{free_port, nox_in};
 
 /// Runs `nox args…` in `dir`; returns (success, stdout + stderr).
 fn nox(dir: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nox"))
-        .current_dir(dir)
-        .args(args)
-        .env_remove("NOX_OPERATOR_PASSWORD")
-        .output()
-        .expect("nox runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    let (success, out, err) = nox_in(dir, args, &[]);
+    (success, out + &err)
 }
 
 /// The built-in `anvil` preset lists no mirror: without `--directory` the client stops before
