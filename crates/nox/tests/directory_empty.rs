@@ -9,47 +9,17 @@
 //! `flock /tmp/nox-e2e.lock cargo test -p nox --test directory_empty`.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use nox_topology::{LayerCount, SigningKey};
 
 mod common;
 
-use common::{NOX, free_port, testnet_dir, wait_until};
+use common::{NOX, Processes, free_port, logs, spawn_logged as spawn, testnet_dir, wait_listening, wait_until};
 
 const PATIENCE: Duration = Duration::from_secs(5);
-
-/// The processes the test started, stopped on every exit path.
-struct Processes {
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-fn spawn(dir: &Path, log: &str, command: &mut Command) -> Child {
-    let log = std::fs::File::create(dir.join(log)).expect("log");
-    command.stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log).spawn().expect("spawns")
-}
-
-fn logs(dir: &Path, names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|name| format!("--- {name}:\n{}", std::fs::read_to_string(dir.join(name)).unwrap_or_default()))
-        .collect()
-}
 
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let (status, body) = nox_directory::get_blocking(addr, path, PATIENCE).expect("the directory answers");
@@ -61,7 +31,8 @@ fn a_network_starts_from_an_empty_directory_and_a_client_gets_a_reply() {
     let dir = testnet_dir("nox-it", "directory-empty");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut net = Processes { dir: dir.clone(), children: Vec::new() };
+    // The processes the test started, stopped on every exit path.
+    let mut net = Processes::new(dir.clone());
 
     // Three nodes' keys, one per layer (the layer follows from the identity key).
     let layers = LayerCount::new(3).unwrap();
@@ -108,10 +79,7 @@ fn a_network_starts_from_an_empty_directory_and_a_client_gets_a_reply() {
         directory.args(["directory", "--config"]).arg(&directory_toml);
         net.children.push(spawn(&dir, log, &mut directory));
         assert!(
-            wait_until(Duration::from_secs(10), Duration::from_millis(100), || std::net::TcpStream::connect(
-                directory_addr
-            )
-            .is_ok()),
+            wait_listening(directory_addr, Duration::from_secs(10)),
             "the directory did not listen:\n{}",
             logs(&dir, &[log])
         );
