@@ -10,13 +10,13 @@ use nox_message::{RequestBody, Status};
 
 mod common;
 
-use common::{Testnet, port_base, testnet_dir};
+use common::{QUIET, Testnet, port_base, testnet_dir};
 
 fn testnet(name: &str) -> Testnet {
     // Apart from the other tests' ranges (20000.., 24000.., 25000.., 27000.., 30000..); links at
     // base.., metrics at base + 100.., WebSocket at base + 300...
     let base = port_base(12_000, 200, 20);
-    let args = ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
+    let args = QUIET;
     Testnet::up(testnet_dir("nox-ws", name), base, &args)
 }
 
