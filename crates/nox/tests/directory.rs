@@ -9,7 +9,7 @@ use nox_testnet::{NodeEntry, TestnetClient, metric, nodes, scrape};
 
 mod common;
 
-use common::{Testnet, port_base, testnet_dir};
+use common::{Testnet, port_base, testnet_dir, wait_until_async};
 
 const EPOCH_SECS: u64 = 6;
 
@@ -62,12 +62,12 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     }
 
     // Every packet arrives.
-    let wait = Instant::now() + Duration::from_secs(10);
-    let mut delivered = sum(&exits, "nox_packets_delivered_total") - delivered_before;
-    while delivered < sent && Instant::now() < wait {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut delivered = 0;
+    wait_until_async(Duration::from_secs(10), Duration::from_millis(50), || {
         delivered = sum(&exits, "nox_packets_delivered_total") - delivered_before;
-    }
+        delivered >= sent
+    })
+    .await;
     assert_eq!(delivered, sent, "packets lost across epoch boundaries");
 
     // The served document lists every node's key for the new epoch...
@@ -77,10 +77,10 @@ async fn traffic_is_delivered_past_two_epoch_boundaries_with_keys_published_thro
     }
     // ...and the nodes use the others' new keys: their loops keep coming back.
     let loops_then = loops_at_target.unwrap();
-    let wait = Instant::now() + Duration::from_secs(5);
-    while sum(&all, "nox_cover_loops_returned_total") < loops_then + 3 && Instant::now() < wait {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until_async(Duration::from_secs(5), Duration::from_millis(100), || {
+        sum(&all, "nox_cover_loops_returned_total") >= loops_then + 3
+    })
+    .await;
     assert!(sum(&all, "nox_cover_loops_returned_total") >= loops_then + 3, "node loops stopped in the new epoch");
 
     // The directory counted the uploads it accepted.
