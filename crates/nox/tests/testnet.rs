@@ -27,11 +27,14 @@ use rand_core::SeedableRng;
 
 mod common;
 
-use common::{NOX, Testnet, metrics_addr, node_metric as metric, port_base, testnet_dir, topology, wait_until};
+use common::{
+    NOX, QUIET, Testnet, metrics_addr, node_dir_of, node_dirs, node_metric as metric, port_base, testnet_dir, topology,
+    wait_until,
+};
 
 /// One node per layer, no cover traffic (the test counts packets exactly).
 fn up() -> Testnet {
-    up_with("a", 0, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"])
+    up_with("a", 0, &QUIET)
 }
 
 /// `nox testnet up` in its own directory and port range (`slot` separates
@@ -41,10 +44,6 @@ fn up_with(name: &str, slot: u16, extra: &[&str]) -> Testnet {
     let mut args = vec!["--mean-delay-ms", "1"];
     args.extend_from_slice(extra);
     Testnet::up_showing_output(testnet_dir("nox-it", name), base, &args)
-}
-
-fn node_dirs(dir: &Path) -> Vec<PathBuf> {
-    (0..).map(|i| dir.join(format!("node-{i}"))).take_while(|d| d.exists()).collect()
 }
 
 /// Waits (up to 10 s) until `series` on `node` reaches `at_least`.
@@ -120,13 +119,7 @@ fn unix_now() -> u64 {
 /// The node directory whose node has `id`.
 fn dir_of(net: &Testnet, client: &Client, id: &nox_sphinx::NodeId) -> PathBuf {
     let address = client.topology.node(id).unwrap().descriptor.address;
-    node_dirs(&net.dir)
-        .into_iter()
-        .find(|d| {
-            let config = std::fs::read_to_string(d.join("node.toml")).unwrap();
-            config.contains(&format!("listen = \"{address}\""))
-        })
-        .unwrap()
+    node_dir_of(&net.dir, address).unwrap().1
 }
 
 fn restart(node: &Path) -> std::process::Child {
@@ -271,7 +264,7 @@ fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
 /// epoch (counted and logged) rather than forget tags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_node_keeps_its_tags_and_a_damaged_journal_refuses_its_epoch() {
-    let mut net = up_with("replay", 3, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let mut net = up_with("replay", 3, &QUIET);
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
     let anonymous = client(&net.dir, None);
     let (epoch, path) = anonymous.path(&mut rng);
@@ -321,7 +314,7 @@ async fn a_killed_node_keeps_its_tags_and_a_damaged_journal_refuses_its_epoch() 
 /// the adaptive-PoW gauges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_greets_a_new_client_link_with_its_difficulty() {
-    let net = up_with("pow", 2, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let net = up_with("pow", 2, &QUIET);
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
     let mut anonymous = client(&net.dir, None);
     let (path, packet) = anonymous.packet(&mut rng);
@@ -449,7 +442,7 @@ fn echo(dir: &Path, text: &str) -> std::process::Output {
 /// the delivery it counts is the echo's).
 #[test]
 fn a_restarted_exit_carries_a_surb_echo_again() {
-    let net = up_with("restart", 5, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let net = up_with("restart", 5, &QUIET);
     let layer_of = |d: &Path| std::fs::read_to_string(d.join("layer")).unwrap().trim().parse::<u8>().unwrap();
     let (index, exit) = node_dirs(&net.dir).into_iter().enumerate().find(|(_, d)| layer_of(d) == 2).unwrap();
     let out = echo(&net.dir, "before the restart");
