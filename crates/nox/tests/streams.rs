@@ -19,14 +19,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nox_client::{Client, ClientConfig, ClientHandle, ShellConfig, SocksConfig};
+use nox_client::{ClientConfig, ClientHandle, SocksConfig};
 use nox_testnet::servers::{TestCa, http_server_plain_on, pattern, sha256_hex, tcp_echo_server_on, tls_server_on};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod common;
 
-use common::{NOX, Testnet, port_base, testnet_dir, topology};
+use common::{NOX, QUIET, Testnet, client, node_dir_of, port_base, testnet_dir, topology};
 
 /// The highest port a streams testnet can use: the last block, the last slot, then the last of
 /// its 3 nodes' WebSocket ports (base + 300 + i; links, metrics and Anvil are below).
@@ -42,8 +42,7 @@ fn testnet(name: &str, slot: u16, extra: &[String]) -> Testnet {
     // moment as the local port of some outgoing connection ("Address already in use").
     // The last block's last port (LAST_PORT, tested) stays under 32768.
     let base = port_base(26_000, 150, 40) + slot * 10;
-    let mut args: Vec<String> =
-        ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"].map(str::to_owned).to_vec();
+    let mut args: Vec<String> = QUIET.map(str::to_owned).to_vec();
     args.extend_from_slice(extra);
     Testnet::up(testnet_dir("nox-streams", name), base, &args)
 }
@@ -52,21 +51,12 @@ fn allow(addrs: &[SocketAddr]) -> Vec<String> {
     addrs.iter().flat_map(|a| ["--exit-allow".to_owned(), a.to_string()]).collect()
 }
 
-async fn client(dir: &Path, core: ClientConfig) -> ClientHandle {
-    Client::start(ShellConfig { topology: topology(dir), core }).await.expect("client starts")
-}
-
 /// The index N of `node-N` that serves the (only) exit: the node whose
 /// `listen` address is the last layer's in the topology.
 fn exit_index(dir: &Path) -> usize {
     let topology = topology(dir);
     let exit = topology.nodes_in_layer(topology.layers().exit()).next().expect("an exit").descriptor.address;
-    (0..16)
-        .find(|i| {
-            let config = std::fs::read_to_string(dir.join(format!("node-{i}/node.toml"))).unwrap_or_default();
-            config.lines().any(|l| l.strip_prefix("listen = ").is_some_and(|v| v.trim_matches('"') == exit.to_string()))
-        })
-        .expect("the exit's node directory")
+    node_dir_of(dir, exit).expect("the exit's node directory").0
 }
 
 /// A counter from the exit's `/metrics` (0 when absent).
