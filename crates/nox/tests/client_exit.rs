@@ -20,12 +20,12 @@ use std::{
     process::Command,
 };
 
-use nox_client::{Client, ClientConfig, ClientHandle, RpcConfig, ShellConfig, SocksConfig};
+use nox_client::{ClientConfig, ClientHandle, RpcConfig, SocksConfig};
 use nox_message::{HttpRequestMsg, HttpResponseMsg, RequestBody, Status};
 
 mod common;
 
-use common::{Testnet, free_port, port_base, testnet_dir};
+use common::{QUIET, Testnet, client, free_port, port_base, testnet_dir};
 
 /// Anvil's first default account and its well-known development key.
 const DEV_ACCOUNT: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
@@ -35,13 +35,9 @@ const RECIPIENT: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 fn testnet(name: &str, slot: u16, extra: &[&str]) -> Testnet {
     // Port ranges apart from tests/testnet.rs (20000..24000) and directory.rs.
     let base = port_base(25_000, 150, 30) + slot * 10;
-    let mut args = vec!["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
+    let mut args = QUIET.to_vec();
     args.extend_from_slice(extra);
     Testnet::up(testnet_dir("nox-e2e", name), base, &args)
-}
-
-async fn client(dir: &Path, core: ClientConfig) -> ClientHandle {
-    Client::start(ShellConfig { topology: common::topology(dir), core }).await.expect("client starts")
 }
 
 fn tool(name: &str) -> PathBuf {
