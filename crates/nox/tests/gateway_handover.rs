@@ -16,7 +16,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -31,21 +31,10 @@ use tokio::sync::watch;
 
 mod common;
 
-use common::{NOX, Testnet, node_metric, port_base, testnet_dir, topology, wait_until};
-
-/// [`wait_until`] without blocking a runtime worker (the client's tasks share the two).
-async fn eventually(patience: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + patience;
-    loop {
-        if done() {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(every).await;
-    }
-}
+use common::{
+    Testnet, node_dir_of, node_metric, port_base, restart_node as restart, testnet_dir, topology, wait_until,
+    wait_until_async as eventually,
+};
 
 /// Runs blocking work (processes, files) off the runtime's workers.
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
@@ -83,24 +72,8 @@ fn held_server() -> HeldServer {
 /// The directory of the testnet node whose link address is `id`'s, and its index.
 fn node_dir(dir: &Path, id: &NodeId) -> (PathBuf, usize) {
     let address = topology(dir).node(id).expect("a node of the topology").descriptor.address;
-    (0..)
-        .map(|i| (dir.join(format!("node-{i}")), i))
-        .take_while(|(d, _)| d.exists())
-        .find(|(d, _)| {
-            std::fs::read_to_string(d.join("node.toml"))
-                .is_ok_and(|config| config.contains(&format!("listen = \"{address}\"")))
-        })
-        .expect("the node's directory")
-}
-
-fn restart(dir: &Path, index: usize) {
-    let status = Command::new(NOX)
-        .args(["testnet", "restart", "--node", &index.to_string(), "--dir"])
-        .arg(dir)
-        .stdout(Stdio::null())
-        .status()
-        .expect("nox testnet restart");
-    assert!(status.success(), "testnet restart of node-{index} failed");
+    let (index, node) = node_dir_of(dir, address).expect("the node's directory");
+    (node, index)
 }
 
 /// SIGKILL: no shutdown, nothing flushed; returns once the node's link port refuses.
