@@ -133,7 +133,7 @@ fn node_addresses(dir: &Path) -> Vec<(String, String, String)> {
 
 /// Sends one packet twice to its entry: the second is a replay, counted as a drop.
 fn send_a_replay(dir: &Path) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = common::runtime();
     runtime.block_on(async {
         let mut client = nox_testnet::TestnetClient::connect(dir).unwrap();
         let (entry, packet) = client.build(b"dashboard").unwrap();
