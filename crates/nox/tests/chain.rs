@@ -13,16 +13,15 @@ use nox_topology::{TopologyError, Unvouched};
 
 mod common;
 
-use common::{NOX, Testnet, equivocating_mirror, port_base, stake_and_balance, testnet_dir, wait_until};
+use common::{
+    NOX, Testnet, equivocating_mirror, port_base, run_ok, runtime, stake_and_balance, testnet_dir, wait_until,
+};
 
 /// Epoch length of the test network; nodes re-read the registry every quarter epoch.
 const EPOCH_SECS: u64 = 12;
 
 fn nox(args: &[&str], dir: &Path) -> String {
-    let out = Command::new(NOX).args(args).arg("--dir").arg(dir).output().expect("run nox");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "nox {args:?} failed:\n{text}");
-    text
+    run_ok(Command::new(NOX).args(args).arg("--dir").arg(dir), format_args!("nox {args:?}"))
 }
 
 /// The traffic summary line, and the testnet's status (drop reasons) to explain a loss.
@@ -46,10 +45,6 @@ fn identity_of(node_dir: &Path) -> [u8; 32] {
 fn eventually(what: &str, check: impl Fn() -> bool) {
     let held = wait_until(Duration::from_secs(EPOCH_SECS * 3 / 2), Duration::from_millis(250), check);
     assert!(held, "not within an epoch: {what}");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
 
 #[test]
