@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use nox::wallet_cmd::Unit;
 
-use crate::common::{Testnet, port_base, testnet_dir};
+use crate::common::{QUIET, Testnet, port_base, testnet_dir};
 
 const MILLI: u128 = 1_000_000_000_000_000;
 
@@ -20,7 +20,7 @@ fn the_demo_pays_b_privately_through_the_mixnet_with_exact_balances() {
     let dir = testnet_dir("nox-it", "demo-money");
     let _ = std::fs::remove_dir_all(&dir);
     let base = port_base(28_000, 100, 30);
-    let net = Testnet::up(dir.clone(), base, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let net = Testnet::up(dir.clone(), base, &QUIET);
     eprintln!("[{:.1} s] testnet up", started.elapsed().as_secs_f64());
 
     let report = nox::demo::private_transfer(&net.dir).unwrap_or_else(|e| panic!("the demo's money part: {e}"));

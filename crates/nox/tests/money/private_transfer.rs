@@ -16,7 +16,6 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -24,21 +23,14 @@ use alloy::{
     primitives::{Address, U256},
     providers::{Provider, ProviderBuilder},
 };
-use nox::wallet_cmd::Unit;
 
-use crate::common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
+use crate::common::{
+    QUIET, Testnet, USER_KEY, figures, nox, port_base, rpc_daemon, testnet_dir, wait_until, write_key,
+};
 
 /// Anvil's default account 1 (the depositor) and 4 (A's own account for the direct step).
-const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const OWN_KEY: &str = "47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a";
-const PASSPHRASE: &str = "correct horse battery staple";
 const MILLI: u128 = 1_000_000_000_000_000;
-
-fn nox(args: &[String]) -> Result<String, String> {
-    let out = Command::new(NOX).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(text) }
-}
 
 /// The `nox wallet` command line of one wallet.
 struct Wallet {
@@ -70,34 +62,26 @@ impl Wallet {
         let mut e: Vec<&str> = extra.to_vec();
         e.extend(["--exit", "0", "--yes"]);
         let out = self.run(cmd, &e);
-        let fee = crate::shared::fee_paid(&out);
+        let fee = crate::common::fee_paid(&out);
         assert!(out.contains("\"outcome\":\"included\""), "{out}");
         (out, fee)
     }
 
     /// (spendable, pending) ETH.
     fn balance(&self) -> (u128, u128) {
-        let out = self.run("balance", &[]);
-        let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };
-        let eth = Unit::eth();
-        let figure = |after: &str| -> u128 {
-            let text = line.split(after).nth(1).and_then(|r| r.split(" ETH").next()).expect("a figure");
-            if text.trim() == "0" { 0 } else { eth.parse(text).unwrap_or_else(|e| panic!("{e}: {line}")) }
-        };
-        (figure("spendable "), figure("pending insertion "))
+        figures(&self.run("balance", &[]))
     }
 
     /// Waits for the exits' relayers to insert this wallet's pending notes; the spendable balance.
     fn settled(&self) -> u128 {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let (spendable, pending) = self.balance();
-            if pending == 0 {
-                return spendable;
-            }
-            assert!(Instant::now() < deadline, "pending notes never inserted by the relayers");
-            std::thread::sleep(Duration::from_secs(2));
-        }
+        let mut spendable = 0;
+        let inserted = wait_until(Duration::from_secs(120), Duration::from_secs(2), || {
+            let (now, pending) = self.balance();
+            spendable = now;
+            pending == 0
+        });
+        assert!(inserted, "pending notes never inserted by the relayers");
+        spendable
     }
 }
 
@@ -107,38 +91,18 @@ async fn two_wallets_deposit_split_join_transfer_and_withdraw_through_the_mixnet
     let dir = testnet_dir("nox-it", "private-transfer");
     let _ = std::fs::remove_dir_all(&dir);
     let base = port_base(29_000, 100, 30);
-    let args = ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
+    let args = QUIET;
     let mut net = Testnet::up(dir.clone(), base, &args);
     let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let pool = info.pool.clone().expect("the testnet deploys the shielded pool").pool;
     let chain = ProviderBuilder::new().connect_http(info.rpc_url.parse().expect("url"));
     eprintln!("[{:.1} s] testnet up", started.elapsed().as_secs_f64());
 
-    let rpc_port = free_port();
-    let client = Command::new(NOX)
-        .args(["client", "--testnet"])
-        .arg(&dir)
-        .args(["--rpc", &format!("127.0.0.1:{rpc_port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nox client");
-    net.children.push(client);
-    let listening = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
-        std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_ok()
-    });
-    assert!(listening, "nox client --rpc did not listen");
-    let wallet = |name: &str| Wallet {
-        dir: dir.join(name),
-        testnet: dir.to_str().expect("utf-8").to_owned(),
-        rpc: format!("http://127.0.0.1:{rpc_port}"),
-    };
+    let rpc = rpc_daemon(&mut net);
+    let wallet =
+        |name: &str| Wallet { dir: dir.join(name), testnet: dir.to_str().expect("utf-8").to_owned(), rpc: rpc.clone() };
     let (a, b) = (wallet("a"), wallet("b"));
-    let key = |name: &str, hex: &str| -> String {
-        let path = dir.join(name);
-        std::fs::write(&path, hex).expect("key file");
-        path.to_str().expect("utf-8").to_owned()
-    };
+    let key = |name: &str, hex: &str| write_key(&dir, name, hex).to_str().expect("utf-8").to_owned();
     let (user_key, own_key) = (key("user.key", USER_KEY), key("own.key", OWN_KEY));
 
     let out = nox(&a.args("new", &[])).expect("new");

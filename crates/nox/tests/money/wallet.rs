@@ -13,11 +13,7 @@
 //! withdraw` (a gas-paid withdrawal to a fresh address) through
 //! the mixnet, with an unprofitable fee refused.
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
 
 use alloy::{
     primitives::{Address, U256},
@@ -27,45 +23,22 @@ use alloy::{
 use nox::wallet_cmd::BundleFile;
 use nox_chain::bindings::{BatchExecutor, RewardLedger};
 
-use crate::common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
+use crate::common::{
+    QUIET, Testnet, USER_KEY, figures, nox, port_base, rpc_daemon, testnet_dir, wait_until, write_key,
+};
 
 /// Anvil's default accounts 1–3 (account 0 deploys): a depositor, another account (a would-be
 /// thief, then a direct withdrawal's submitter), a relayer.
-const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const INSERTER_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 const RELAYER_KEY: &str = "7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
-const PASSPHRASE: &str = "correct horse battery staple";
-
-fn write_key(dir: &Path, name: &str, key: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, key).expect("write key");
-    path
-}
 
 /// Runs `nox wallet <args>`; returns stdout + stderr, or the failure text.
 fn wallet(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(NOX)
-        .arg("wallet")
-        .args(args)
-        .env("NOX_WALLET_PASSPHRASE", PASSPHRASE)
-        .output()
-        .expect("run nox wallet");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(text) }
+    nox(&[&["wallet"], args].concat())
 }
 
 fn ok(args: &[&str]) -> String {
     wallet(args).unwrap_or_else(|e| panic!("nox wallet {args:?} failed:\n{e}"))
-}
-
-/// The (spendable, pending) wei of ETH in `nox wallet balance`.
-fn figures(out: &str) -> (u128, u128) {
-    let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };
-    let figure = |after: &str| -> u128 {
-        let text = line.split(after).nth(1).and_then(|r| r.split(" ETH").next()).expect("a figure");
-        if text.trim() == "0" { 0 } else { nox::wallet_cmd::Unit::eth().parse(text).expect("an amount") }
-    };
-    (figure("spendable "), figure("pending insertion "))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,27 +47,13 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     let _ = std::fs::remove_dir_all(&dir);
     // Metrics ports at base + 100 stay below Linux's ephemeral range (32768–60999).
     let base = port_base(27_000, 100, 30);
-    let args = ["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"];
+    let args = QUIET;
     let mut net = Testnet::up(dir.clone(), base, &args);
     let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let pool = info.pool.clone().expect("the testnet deploys the shielded pool");
 
     // The wallet's endpoint: the mixnet client's JSON-RPC server.
-    let rpc_port = free_port();
-    let client = Command::new(NOX)
-        .args(["client", "--testnet"])
-        .arg(&dir)
-        .args(["--rpc", &format!("127.0.0.1:{rpc_port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nox client");
-    net.children.push(client);
-    let listening = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
-        std::net::TcpStream::connect(("127.0.0.1", rpc_port)).is_ok()
-    });
-    assert!(listening, "nox client --rpc did not listen");
-    let rpc = format!("http://127.0.0.1:{rpc_port}");
+    let rpc = rpc_daemon(&mut net);
     let wdir = dir.join("wallet");
     let w = wdir.to_str().expect("utf-8 path");
     let t = dir.to_str().expect("utf-8 path");
@@ -108,15 +67,14 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
     // Nobody inserts by hand: the exits' relayers insert queued notes (issue 35); the spendable
     // balance once nothing is pending.
     let settled = || -> u128 {
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        loop {
-            let (spendable, pending) = figures(&run("balance", &[]));
-            if pending == 0 {
-                return spendable;
-            }
-            assert!(std::time::Instant::now() < deadline, "pending notes never inserted by the relayers");
-            std::thread::sleep(Duration::from_secs(2));
-        }
+        let mut spendable = 0;
+        let inserted = wait_until(Duration::from_secs(120), Duration::from_secs(2), || {
+            let (now, pending) = figures(&run("balance", &[]));
+            spendable = now;
+            pending == 0
+        });
+        assert!(inserted, "pending notes never inserted by the relayers");
+        spendable
     };
 
     let out = ok(&["new", "--wallet", w]);
@@ -442,8 +400,5 @@ async fn deposit_pay_relay_change_withdraw_through_the_mixnet() {
 
 /// Runs `nox tx <args>`; returns stdout + stderr, or the failure text.
 fn tx(args: &[&str]) -> Result<String, String> {
-    let out =
-        Command::new(NOX).arg("tx").args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox tx");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() { Ok(text) } else { Err(text) }
+    nox(&[&["tx"], args].concat())
 }
