@@ -19,9 +19,9 @@
 
 use std::{
     io::{Read, Write},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{Arc, Mutex, mpsc},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use alloy::{
@@ -32,38 +32,12 @@ use alloy::{
 mod common;
 
 use common::{
-    NOX, PASSPHRASE, Testnet, USER_KEY, figures, ok, port_base, rpc_daemon, testnet_dir, wait_until, write_key,
+    NOX, PASSPHRASE, QUIET, Testnet, USER_KEY, collect, figures, ok, port_base, rpc_daemon, testnet_dir, wait_or_kill,
+    wait_until, write_key,
 };
 
 /// The longest any one command may take here (a paid transaction: quote, proof, one block).
 const PATIENCE: Duration = Duration::from_secs(180);
-
-/// Reads `from` to its end into `into` (a thread's body).
-fn collect(mut from: impl Read, into: Arc<Mutex<String>>) {
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = from.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        into.lock().expect("output lock").push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
-}
-
-/// Waits for `child` (killed after [`PATIENCE`]); `None` if it had to be killed.
-fn wait_or_kill(child: &mut Child) -> Option<bool> {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return Some(status.success());
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// Runs `nox <args>` on a pseudo-terminal and types `answer` once its question (`[y/N] `) is
 /// shown; returns whether it succeeded and everything it printed (stdout and stderr, as the
@@ -98,7 +72,7 @@ fn on_terminal(args: &[&str], answer: &str) -> (bool, String) {
     // Typed only once the question is on the terminal; stdin stays open until the command exits.
     let _ = stdin.write_all(format!("{answer}\n").as_bytes());
     let _ = stdin.flush();
-    let finished = wait_or_kill(&mut child);
+    let finished = wait_or_kill(&mut child, PATIENCE);
     drop(stdin);
     let _ = reader.join();
     let _ = error_reader.join();
@@ -132,7 +106,7 @@ fn without_terminal(args: &[&str]) -> (bool, String) {
             let _ = tx.send(text.lock().expect("output lock").clone());
         });
     }
-    let finished = wait_or_kill(&mut child);
+    let finished = wait_or_kill(&mut child, PATIENCE);
     drop(stdin);
     let text: String = (0..2).map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default()).collect();
     let success = finished.unwrap_or_else(|| panic!("hung without a terminal ({PATIENCE:?}):\n{text}"));
@@ -153,7 +127,7 @@ async fn the_terminal_confirmation_names_the_destination_and_a_no_sends_nothing(
     let _ = std::fs::remove_dir_all(&dir);
     // Its own block of port ranges, below every other file's (the testnet uses base..base+200).
     let base = port_base(10_000, 50, 30);
-    let mut net = Testnet::up(dir.clone(), base, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let mut net = Testnet::up(dir.clone(), base, &QUIET);
     let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let chain = ProviderBuilder::new().connect_http(info.rpc_url.parse().expect("url")).erased();
 
