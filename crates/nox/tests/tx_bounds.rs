@@ -18,8 +18,8 @@ use std::{
     io::{Read, Write},
     net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
-    process::Command,
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use alloy::{
@@ -30,7 +30,10 @@ use nox_chain::bindings::RewardLedger;
 
 mod common;
 
-use common::{NOX, Testnet, USER_KEY, nox, ok, port_base, sent_from_to, testnet_dir, write_key};
+use common::{
+    QUIET, Testnet, USER_KEY, nox, ok, port_base, restart_node as restart, sent_from_to, testnet_dir, wait_until,
+    write_key,
+};
 
 /// A JSON-RPC proxy in front of the chain that records every request body it forwards.
 fn recording_proxy(upstream: &str) -> (String, Arc<Mutex<Vec<String>>>) {
@@ -104,16 +107,6 @@ fn relaying_exit(dir: &Path) -> (usize, PathBuf) {
         .expect("an exit with a relayer")
 }
 
-fn restart(dir: &Path, index: usize) {
-    let status = Command::new(NOX)
-        .args(["testnet", "restart", "--node", &index.to_string(), "--dir"])
-        .arg(dir)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("nox testnet restart");
-    assert!(status.success(), "restart of node-{index} failed");
-}
-
 fn wallet_files(w: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files: Vec<_> = std::fs::read_dir(w)
         .expect("wallet dir")
@@ -132,7 +125,7 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     let dir = testnet_dir("nox-it", "tx-bounds");
     let _ = std::fs::remove_dir_all(&dir);
     let base = port_base(30_000, 60, 30);
-    let net = Testnet::up(dir.clone(), base, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let net = Testnet::up(dir.clone(), base, &QUIET);
     let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let chain_rpc = info.rpc_url.clone();
 
@@ -170,11 +163,10 @@ async fn lying_exits_are_refused_and_every_read_goes_through_the_mixnet() {
     assert!(out.contains("pending insertion 1 ETH") || out.contains("spendable 1 ETH"), "{out}");
     // The exits' relayers insert the deposit within seconds; wait for it (a paid send needs a
     // spendable note).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    while !ok(&["wallet", "balance", "--wallet", w, "--testnet", t]).contains("spendable 1 ETH") {
-        assert!(std::time::Instant::now() < deadline, "the deposit was never inserted by the exits' relayers");
-        std::thread::sleep(std::time::Duration::from_secs(2));
-    }
+    let inserted = wait_until(Duration::from_secs(180), Duration::from_secs(2), || {
+        ok(&["wallet", "balance", "--wallet", w, "--testnet", t]).contains("spendable 1 ETH")
+    });
+    assert!(inserted, "the deposit was never inserted by the exits' relayers");
     // A direct read only when asked, and then the command says so, naming the URL.
     let out = ok(&["wallet", "balance", "--wallet", w, "--testnet", t, "--direct-rpc", &chain_rpc]);
     assert!(out.contains(&format!("warning: reading the chain directly from {chain_rpc}")), "{out}");
