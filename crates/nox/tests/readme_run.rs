@@ -28,7 +28,7 @@ use std::{
     io::{Read, Write},
     net::{TcpListener, TcpStream},
     path::Path,
-    process::{Command, Output, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -42,19 +42,11 @@ use nox_chain::pool::ShieldedPool;
 
 mod common;
 
-use common::{NOX, Testnet, free_port, port_base, testnet_dir, wait_until};
-
-/// Anvil's default account 1 (account 0 deploys the testnet): the README's `acct.key`.
-const USER_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-const PASSPHRASE: &str = "correct horse battery staple";
-
-fn run(args: &[String]) -> Output {
-    Command::new(NOX).args(args).env("NOX_WALLET_PASSPHRASE", PASSPHRASE).output().expect("run nox")
-}
-
-fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
-}
+// `USER_KEY`, Anvil's default account 1 (account 0 deploys the testnet): the README's `acct.key`.
+use common::{
+    NOX, PASSPHRASE, QUIET, Testnet, USER_KEY, figures, free_port, nox_output as run, output_text as text, port_base,
+    testnet_dir, wait_listening, wait_until,
+};
 
 fn ok(args: &[String]) -> String {
     let out = run(args);
@@ -126,16 +118,6 @@ fn wallet_line(readme: &str, cmd: &str) -> String {
         .find(|l| l.starts_with(&format!("nox wallet {cmd} ")))
         .unwrap_or_else(|| panic!("the README shows `nox wallet {cmd}`"));
     line.split('#').next().unwrap_or(line).replace("$W", &w)
-}
-
-/// (spendable, pending) wei of ETH in `nox wallet balance`'s output.
-fn figures(out: &str) -> (u128, u128) {
-    let Some(line) = out.lines().find(|l| l.starts_with("ETH: spendable ")) else { return (0, 0) };
-    let figure = |after: &str| -> u128 {
-        let t = line.split(after).nth(1).and_then(|r| r.split(" ETH").next()).expect("a figure");
-        if t.trim() == "0" { 0 } else { nox::wallet_cmd::Unit::eth().parse(t).expect("an amount") }
-    };
-    (figure("spendable "), figure("pending insertion "))
 }
 
 /// A JSON-RPC proxy to `upstream` that answers every `eth_getTransactionReceipt` with `null`:
@@ -231,7 +213,7 @@ async fn the_readme_commands_run_as_written_and_a_lost_answer_is_never_sent_twic
     let _ = std::fs::remove_dir_all(&dir);
     // Its own port block (Anvil at base + 200), below the ephemeral range like every other file's.
     let base = port_base(31_980, 19, 30);
-    let mut net = Testnet::up(dir.clone(), base, &["--nodes-per-layer", "1", "--loop-rate", "0", "--drop-rate", "0"]);
+    let mut net = Testnet::up(dir.clone(), base, &QUIET);
     let info = nox_testnet::chain::load(&dir).expect("chain.json");
     let pool = info.pool.as_ref().expect("a pool").pool;
     let anvil = ProviderBuilder::new().connect_http(info.rpc_url.parse().expect("url")).erased();
@@ -254,10 +236,7 @@ async fn the_readme_commands_run_as_written_and_a_lost_answer_is_never_sent_twic
     let child = Command::new(NOX).args(s.argv(&client_line)).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
     net.children.push(child.expect("start nox client"));
     let rpc = s.rpc.clone();
-    assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || TcpStream::connect(&rpc).is_ok()),
-        "`{client_line}` did not listen"
-    );
+    assert!(wait_listening(rpc.as_str(), Duration::from_secs(30)), "`{client_line}` did not listen");
 
     // The wallet block.
     let out = ok(&s.argv(&wallet_line(&readme, "new")));
