@@ -6,7 +6,6 @@
 //! Erc20Payment plugin (the executor credits it) and `claim` moves it, a wrong passphrase is named.
 //! Run under the e2e lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator`.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
@@ -31,24 +30,9 @@ alloy::sol! {
 }
 use nox_operator::DeploymentRecord;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
+mod common;
 
-/// Runs `nox args…` in `dir`; returns (success, stdout, stderr).
-fn nox(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nox"));
-    command.current_dir(dir).args(args).env_remove("NOX_OPERATOR_PASSWORD");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let out = command.output().expect("nox runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{NOX, free_port, nox_in as nox, runtime};
 
 fn ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let (success, out, err) = nox(dir, args, env);
@@ -108,7 +92,7 @@ fn deploy_register_status_unstake_withdraw_claim() {
     assert_eq!(on_1337.contracts, record.contracts, "CREATE2 addresses differ between chains");
 
     // Three operators, each with its own keystore and passphrase source.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = runtime();
     let deployer = nox_chain::deploy::signer(DEV_KEY).unwrap();
     let stake = record.params.min_stake;
     let mut operators = Vec::new();
@@ -313,7 +297,7 @@ fn deploy_register_status_unstake_withdraw_claim() {
 }
 
 fn block_number(rpc: &str) -> u64 {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = runtime();
     rt.block_on(async { ProviderBuilder::new().connect_http(rpc.parse().unwrap()).get_block_number().await.unwrap() })
 }
 
@@ -358,7 +342,7 @@ fn node_starts_from_its_keystore_config_alone() {
     let record = DeploymentRecord::load(&dir.join("deployments/31337.json")).unwrap();
     let out = ok(dir, &["operator", "new-key", "--keystore", "op.json", "--password-file", "op.pass"], &[]);
     let operator: Address = out.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = runtime();
     let deployer = nox_chain::deploy::signer(DEV_KEY).unwrap();
     rt.block_on(nox_chain::deploy::fund(
         &rpc,
@@ -383,7 +367,7 @@ fn node_starts_from_its_keystore_config_alone() {
     let elsewhere = tempfile::tempdir().unwrap();
     let config_path = dir.join("node/node.toml");
     let node = || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nox"));
+        let mut command = Command::new(NOX);
         command.current_dir(elsewhere.path()).args(["node", "--config"]).arg(&config_path);
         command.env_remove("NOX_OPERATOR_PASSWORD").env("NOX_LOG", "info");
         let out = command.output().expect("nox node runs");
