@@ -22,8 +22,8 @@
 //! lock: `flock /tmp/nox-e2e.lock cargo test -p nox --test operator_network`.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use nox_chain::U256;
@@ -34,29 +34,16 @@ use nox_topology::LayerCount;
 
 mod common;
 
-use common::{NOX, equivocating_mirror, port_base, stake_and_balance, testnet_dir, wait_until};
+use common::{
+    NOX, Processes, accepts, equivocating_mirror, port_base, run_ok, runtime, spawn_logged as spawn, stake_and_balance,
+    testnet_dir, wait_listening, wait_until,
+};
 
 const LAYERS: u8 = 3;
 
 /// Everything the test started, stopped on every exit path: node processes, the directory, the
-/// watcher, Anvil, the WAN relays and the namespaces.
-struct Network {
-    dir: PathBuf,
-    children: Vec<Child>,
-}
-
-impl Drop for Network {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        nox_testnet::hosts::teardown(&self.dir);
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
+/// watcher, Anvil, the WAN relays, then the namespaces.
+type Network = Processes;
 
 fn run(dir: &Path, args: &[&str]) -> String {
     run_on(None, dir, args)
@@ -64,15 +51,7 @@ fn run(dir: &Path, args: &[&str]) -> String {
 
 /// `nox <args>` on `host` (this machine's namespace if `None`).
 fn run_on(host: Option<&ServiceHost>, dir: &Path, args: &[&str]) -> String {
-    let out = nox_on(host).current_dir(dir).args(args).output().expect("run nox");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "nox {args:?} failed:\n{text}");
-    text
-}
-
-fn spawn(dir: &Path, log: &str, command: &mut Command) -> Child {
-    let log = std::fs::File::create(dir.join(log)).expect("log");
-    command.stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log).spawn().expect("spawns")
+    run_ok(nox_on(host).current_dir(dir).args(args), format_args!("nox {args:?}"))
 }
 
 /// A `nox` command on `host` (this machine's namespace if `None`).
@@ -82,10 +61,6 @@ fn nox_on(host: Option<&ServiceHost>) -> Command {
 
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
 
 #[test]
@@ -100,7 +75,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     std::fs::create_dir_all(&dir).unwrap();
     let namespaces_before = nox_testnet::hosts::namespaces();
     let plan = HostPlan::new(base, 3, Wan::ThreeRegions, 0.0).expect("plan");
-    let mut net = Network { dir: dir.clone(), children: Vec::new() };
+    let mut net = Network::with_teardown(dir.clone(), nox_testnet::hosts::teardown);
     let (rpc_port, dir_port) = (base + 20, base + 21);
     // The hosts first: a namespace per node, the chain's and the clients', and the chain's
     // relay (Anvil's JSON-RPC and the directory at the chain host's public address).
@@ -112,10 +87,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     anvil.args(["--host", &chain.bind.to_string(), "--port", &rpc_port.to_string(), "--chain-id", "31337"]);
     net.children.push(spawn(&dir, "anvil.log", &mut anvil));
     assert!(
-        wait_until(Duration::from_secs(20), Duration::from_millis(50), || std::net::TcpStream::connect((
-            chain.bind, rpc_port
-        ))
-        .is_ok()),
+        wait_until(Duration::from_secs(20), Duration::from_millis(50), || accepts((chain.bind, rpc_port))),
         "Anvil did not listen in {}",
         chain.namespace
     );
@@ -256,10 +228,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     net.children.push(spawn(&dir, "directory.log", &mut directory));
     // Readiness on its bind address (the relay accepts on the public one regardless).
     assert!(
-        wait_until(Duration::from_secs(10), Duration::from_millis(100), || std::net::TcpStream::connect((
-            chain.bind, dir_port
-        ))
-        .is_ok()),
+        wait_listening((chain.bind, dir_port), Duration::from_secs(10)),
         "the directory did not listen:\n{}",
         std::fs::read_to_string(dir.join("directory.log")).unwrap_or_default()
     );
@@ -336,8 +305,7 @@ fn operators_register_run_in_namespaces_serve_a_chain_client_and_a_cheat_is_slas
     daemon.args(["client", "--chain", &record_path, "--chain-rpc", &rpc, "--rpc", &daemon_addr.to_string()]);
     net.children.push(spawn(&dir, "client-daemon.log", &mut daemon));
     assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || std::net::TcpStream::connect(daemon_addr)
-            .is_ok()),
+        wait_listening(daemon_addr, Duration::from_secs(30)),
         "the client daemon did not listen:\n{}",
         std::fs::read_to_string(dir.join("client-daemon.log")).unwrap_or_default()
     );
