@@ -233,7 +233,8 @@ pub fn private_transfer(dir: &std::path::Path) -> Result<MoneyReport, TestnetDem
     };
     let run = |args: Vec<String>| -> Result<(), TestnetDemoError> {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        wallet::run(parse::<WalletCli>(&refs)?.command, WALLET_TESTNET).map_err(TestnetDemoError::Wallet)
+        wallet::run(parse::<WalletCli>(&refs)?.command, WALLET_TESTNET)
+            .map_err(|e| TestnetDemoError::Wallet(e.to_string()))
     };
     let chain_a = parse::<ChainCli>(&with_chain(&wallet_a).iter().map(String::as_str).collect::<Vec<_>>())?.chain;
     let chain_b = parse::<ChainCli>(&with_chain(&wallet_b).iter().map(String::as_str).collect::<Vec<_>>())?.chain;

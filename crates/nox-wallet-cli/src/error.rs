@@ -108,12 +108,6 @@ pub enum CliError {
     Json(#[from] serde_json::Error),
 }
 
-impl From<CliError> for String {
-    fn from(e: CliError) -> String {
-        e.to_string()
-    }
-}
-
 /// Why `nox wallet send/split/join/withdraw` or `nox tx` stopped on its own account (the
 /// crate's other errors are [`CliError`] and [`crate::pool::PoolError`]); every message is the
 /// command's, byte for byte as before the move out of the binary (issue 34).
@@ -151,21 +145,95 @@ pub enum CommandError {
     NoDefi,
 }
 
-impl From<CommandError> for String {
-    fn from(e: CommandError) -> String {
-        e.to_string()
-    }
-}
-
 impl From<CommandError> for crate::Stop {
     fn from(e: CommandError) -> Self {
         crate::Stop::Failed(e.to_string())
     }
 }
 
+/// Why a `nox wallet` or `nox tx` command failed ([`crate::wallet::run`],
+/// [`crate::tx::command::run`]): the crate's typed errors as they are, and the messages of a
+/// private transaction's [`Stop`](crate::Stop). The `Display` text is what the binary prints after
+/// `error: `, byte for byte as when the commands returned `String` (issue 34).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The wallet's files, the chain, the prover (see [`CliError`]).
+    #[error(transparent)]
+    Cli(Box<CliError>),
+    /// A command's own refusal (see [`CommandError`]).
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// The pool, or the way to read it (see [`crate::pool::PoolError`]).
+    #[error(transparent)]
+    Pool(#[from] crate::pool::PoolError),
+    /// A `nox tx` step (see [`crate::tx::TxError`]).
+    #[error(transparent)]
+    Tx(Box<crate::tx::TxError>),
+    /// The balance covers the transaction but no two notes do (a command that does not join on
+    /// its own).
+    #[error("your notes must be joined first (`nox wallet join`): {0}")]
+    NeedsJoin(String),
+    /// A private transaction stopped; the message says why and what was sent, if anything
+    /// (an unconfirmed hand-over starts with [`crate::wallet::UNCONFIRMED`]).
+    #[error("{0}")]
+    Stopped(String),
+}
+
+impl RunError {
+    /// The process exit status (`crate::wallet::exit_status`): 3 for a transaction handed over
+    /// whose outcome is unknown, 1 otherwise.
+    pub fn exit_status(&self) -> u8 {
+        crate::wallet::exit_status(&self.to_string())
+    }
+}
+
+impl From<crate::Stop> for RunError {
+    /// A stop reported as an error, with its message ([`crate::Stop::message`]).
+    fn from(stop: crate::Stop) -> Self {
+        RunError::Stopped(stop.message())
+    }
+}
+
+impl From<CliError> for RunError {
+    fn from(e: CliError) -> Self {
+        RunError::Cli(Box::new(e))
+    }
+}
+
+impl From<crate::tx::TxError> for RunError {
+    fn from(e: crate::tx::TxError) -> Self {
+        RunError::Tx(Box::new(e))
+    }
+}
+
+impl From<nox_wallet::units::AmountError> for RunError {
+    fn from(e: nox_wallet::units::AmountError) -> Self {
+        CliError::from(e).into()
+    }
+}
+
+impl From<nox_pay::PayError> for RunError {
+    fn from(e: nox_pay::PayError) -> Self {
+        CliError::from(e).into()
+    }
+}
+
+impl From<serde_json::Error> for RunError {
+    fn from(e: serde_json::Error) -> Self {
+        CliError::from(e).into()
+    }
+}
+
+impl From<RunError> for crate::Stop {
+    fn from(e: RunError) -> Self {
+        crate::Stop::Failed(e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::CommandError;
+    use super::{CommandError, RunError};
+    use nox_wallet::units::Unit;
 
     #[test]
     fn the_commands_own_refusals_read_as_before_the_move() {
@@ -185,7 +253,22 @@ mod tests {
         ];
         for (error, text) in cases {
             assert_eq!(error.to_string(), text);
-            assert_eq!(String::from(error), text);
+            assert_eq!(RunError::from(error).to_string(), text, "the same text at the command's edge");
         }
+    }
+
+    #[test]
+    fn at_the_edge_a_stop_reads_as_its_message_and_only_an_unconfirmed_one_exits_with_3() {
+        use crate::wallet::{EXIT_UNCONFIRMED, UNCONFIRMED};
+        let lost = RunError::from(crate::Stop::Failed(format!("{UNCONFIRMED}0xabc: run the command again")));
+        assert_eq!(lost.to_string(), format!("{UNCONFIRMED}0xabc: run the command again"));
+        assert_eq!(lost.exit_status(), EXIT_UNCONFIRMED);
+        let join = RunError::NeedsJoin("why".into());
+        assert_eq!(join.to_string(), "your notes must be joined first (`nox wallet join`): why");
+        assert_eq!(join.exit_status(), 1);
+        let pool = RunError::from(crate::pool::PoolError::NoPool);
+        assert_eq!(pool.to_string(), "give --pool, a --testnet or a --chain with a pool");
+        let amount = RunError::from(Unit::eth().parse("x").unwrap_err());
+        assert_eq!(amount.to_string(), Unit::eth().parse("x").unwrap_err().to_string(), "an amount's own text");
     }
 }

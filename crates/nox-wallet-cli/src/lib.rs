@@ -14,6 +14,6 @@ pub mod session;
 pub mod tx;
 pub mod wallet;
 
-pub use error::{CliError, CommandError};
+pub use error::{CliError, CommandError, RunError};
 pub use outcome::{Landed, NOT_CONFIRMED, Plan, Stop};
 pub use session::PoolAt;

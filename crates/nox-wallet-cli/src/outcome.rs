@@ -6,7 +6,7 @@ use std::time::Instant;
 use alloy::primitives::{Address, B256};
 use nox_wallet::{PaymentAddress, WalletError, units::Unit};
 
-use crate::CliError;
+use crate::{CliError, RunError};
 
 /// What a private transaction makes, before the fee is known.
 #[derive(Clone, Debug)]
@@ -111,15 +111,15 @@ impl Stop {
     }
 
     /// The command's result: `Already` is a success (reported), the rest an error.
-    pub fn finish(r: Result<(), Stop>) -> Result<(), String> {
+    pub fn finish(r: Result<(), Stop>) -> Result<(), RunError> {
         match r {
             Ok(()) => Ok(()),
             Err(Stop::Already { tx_hash, block }) => {
                 already(tx_hash, block);
                 Ok(())
             }
-            Err(Stop::NeedsJoin(why)) => Err(format!("your notes must be joined first (`nox wallet join`): {why}")),
-            Err(Stop::Failed(e)) => Err(e),
+            Err(Stop::NeedsJoin(why)) => Err(RunError::NeedsJoin(why)),
+            Err(Stop::Failed(e)) => Err(RunError::Stopped(e)),
         }
     }
 }
@@ -192,7 +192,8 @@ mod tests {
     #[test]
     fn enough_in_all_but_not_in_two_notes_says_join_and_how() {
         let e = nox_wallet::WalletError::NeedsJoin { total: 670, largest_pair: 450, needed: 500 };
-        let Err(message) = Stop::finish(Err(Stop::wallet(e))) else { panic!("a needed join is an error") };
+        let Err(error) = Stop::finish(Err(Stop::wallet(e))) else { panic!("a needed join is an error") };
+        let message = error.to_string();
         assert!(message.contains("your notes must be joined first (`nox wallet join`)"), "{message}");
         assert!(message.contains("670 spendable in all") && message.contains("500 is needed"), "{message}");
     }
@@ -201,7 +202,7 @@ mod tests {
     fn an_already_landed_transaction_is_a_success_and_other_stops_are_errors() {
         let hash = B256::repeat_byte(0xab);
         assert!(Stop::finish(Err(Stop::Already { tx_hash: hash, block: 7 })).is_ok());
-        assert_eq!(Stop::finish(Err("refused".into())), Err("refused".to_owned()));
+        assert_eq!(Stop::finish(Err("refused".into())).map_err(|e| e.to_string()), Err("refused".to_owned()));
         assert_eq!(
             Stop::Already { tx_hash: hash, block: 7 }.message(),
             format!("already submitted as {hash}; mined in block 7; nothing was sent again")

@@ -90,12 +90,6 @@ impl From<CliError> for PoolError {
     }
 }
 
-impl From<PoolError> for String {
-    fn from(e: PoolError) -> String {
-        e.to_string()
-    }
-}
-
 impl From<PoolError> for Stop {
     fn from(e: PoolError) -> Self {
         Stop::Failed(e.to_string())
@@ -103,8 +97,8 @@ impl From<PoolError> for Stop {
 }
 
 /// An Ethereum address as a command-line value (`nox_wallet::units::parse_eth_address`).
-pub fn parse_eth_address(text: &str) -> Result<Address, String> {
-    nox_wallet::units::parse_eth_address(text).map_err(|e| e.to_string())
+pub fn parse_eth_address(text: &str) -> Result<Address, nox_wallet::units::EthAddressError> {
+    nox_wallet::units::parse_eth_address(text)
 }
 
 /// The pool to use.

@@ -32,7 +32,7 @@ use nox_wallet_io::chain::unit_of;
 use crate::pool::{ChainArgs, Testnet, parse_eth_address, resolve, synced, synced_at};
 use crate::tx::{FeeArgs, MixArgs};
 use crate::{
-    CliError, CommandError, Landed, Plan, Stop, advice,
+    CliError, CommandError, Landed, Plan, RunError, Stop, advice,
     advice::WithdrawCommand,
     files::{self, RestoreArgs, WalletArgs, parse_shielded},
     flows,
@@ -252,8 +252,8 @@ pub struct InsertArgs {
     pub key_file: PathBuf,
 }
 
-/// A command's result: its error is the message the command prints.
-pub type CmdResult<T = ()> = Result<T, String>;
+/// A command's result: its error's `Display` is the message the command prints.
+pub type CmdResult<T = ()> = Result<T, RunError>;
 
 /// Runs a wallet command; `testnet` is what `--testnet <dir>` means.
 pub fn run(command: WalletCommand, testnet: Testnet) -> CmdResult {
@@ -302,7 +302,7 @@ pub fn run(command: WalletCommand, testnet: Testnet) -> CmdResult {
         WalletCommand::Send(a) => runtime.block_on(send_cmd(&a, testnet)),
         WalletCommand::Split(a) => runtime.block_on(split_cmd(&a, testnet)),
         WalletCommand::Join(p) => {
-            runtime.block_on(make(&p, &Plan::join(p.asset.unwrap_or(Address::ZERO)), testnet)).map_err(Stop::message)
+            Ok(runtime.block_on(make(&p, &Plan::join(p.asset.unwrap_or(Address::ZERO)), testnet))?)
         }
         WalletCommand::Withdraw(a) => runtime.block_on(withdraw_cmd(&a, testnet)),
         WalletCommand::Pay(a) => runtime.block_on(async {
@@ -329,7 +329,7 @@ pub fn run(command: WalletCommand, testnet: Testnet) -> CmdResult {
 
 /// The chain's id and its latest block's time (`nox_wallet_io::chain`).
 async fn chain_context(provider: &DynProvider) -> CmdResult<(u64, u64)> {
-    nox_wallet_io::chain::chain_context(provider).await.map_err(|e| e.to_string())
+    Ok(nox_wallet_io::chain::chain_context(provider).await.map_err(CliError::from)?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ async fn unit_for(p: &PrivateArgs, testnet: Testnet) -> CmdResult<Unit> {
 async fn send_cmd(a: &SendArgs, testnet: Testnet) -> CmdResult {
     let to = parse_shielded(&a.to)?;
     let unit = unit_for(&a.private, testnet).await?;
-    let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
+    let amount = unit.parse(&a.amount)?;
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
         outputs: vec![(to, amount)],
@@ -358,7 +358,7 @@ async fn send_cmd(a: &SendArgs, testnet: Testnet) -> CmdResult {
     };
     match make(&a.private, &plan, testnet).await {
         Ok(()) => Ok(()),
-        Err(e @ (Stop::Failed(_) | Stop::Already { .. })) => Err(e.message()),
+        Err(e @ (Stop::Failed(_) | Stop::Already { .. })) => Err(e.into()),
         Err(Stop::NeedsJoin(why)) => {
             eprintln!("your notes must be joined first: {why}");
             if !(a.auto_join
@@ -371,7 +371,7 @@ async fn send_cmd(a: &SendArgs, testnet: Testnet) -> CmdResult {
                 join_then_wait(&a.private, a.join_wait_secs, testnet).await?;
                 match make(&a.private, &plan, testnet).await {
                     Err(Stop::NeedsJoin(why)) => eprintln!("still too many notes: {why}"),
-                    other => return other.map_err(Stop::message),
+                    other => return Ok(other?),
                 }
             }
             Err(CommandError::StillNoPair(MAX_AUTO_JOINS).into())
@@ -385,7 +385,7 @@ const MAX_AUTO_JOINS: usize = 4;
 /// Joins two notes and waits until nothing of the asset is pending insertion (the joined note
 /// is spendable).
 async fn join_then_wait(p: &PrivateArgs, wait_secs: u64, testnet: Testnet) -> CmdResult {
-    make(p, &Plan::join(p.asset.unwrap_or(Address::ZERO)), testnet).await.map_err(Stop::message)?;
+    make(p, &Plan::join(p.asset.unwrap_or(Address::ZERO)), testnet).await?;
     let asset = asset_word(p.asset.unwrap_or(Address::ZERO));
     let deadline = Instant::now() + Duration::from_secs(wait_secs);
     let at = resolve(&p.chain.pool, None, testnet).await?;
@@ -407,8 +407,7 @@ async fn split_cmd(a: &SplitArgs, testnet: Testnet) -> CmdResult {
     let unit = unit_for(&a.private, testnet).await?;
     let seed = files::open_seed(&a.private.chain.wallet)?;
     let own = seed.address().map_err(CliError::from)?;
-    let amounts =
-        a.amounts.iter().map(|t| unit.parse(t).map_err(|e| e.to_string())).collect::<CmdResult<Vec<u128>>>()?;
+    let amounts = a.amounts.iter().map(|t| unit.parse(t)).collect::<Result<Vec<u128>, _>>()?;
     let shown: Vec<String> = amounts.iter().map(|v| unit.show(*v)).collect();
     let plan = Plan {
         asset: a.private.asset.unwrap_or(Address::ZERO),
@@ -420,13 +419,13 @@ async fn split_cmd(a: &SplitArgs, testnet: Testnet) -> CmdResult {
     };
     make(&a.private, &plan, testnet).await.map_err(|e| match e {
         Stop::NeedsJoin(why) => CommandError::SplitNeedsJoin(why).into(),
-        e => e.message(),
+        e => e.into(),
     })
 }
 
 async fn withdraw_cmd(a: &WithdrawArgs, testnet: Testnet) -> CmdResult {
     let unit = unit_for(&a.private, testnet).await?;
-    let amount = unit.parse(&a.amount).map_err(|e| e.to_string())?;
+    let amount = unit.parse(&a.amount)?;
     let asset = a.private.asset.unwrap_or(Address::ZERO);
     privacy_advice(&a.private.chain, asset, amount, &unit, WithdrawCommand::Wallet, testnet).await?;
     let plan = Plan {

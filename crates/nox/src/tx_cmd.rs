@@ -7,5 +7,5 @@ pub use nox_wallet_cli::tx::{DEFAULT_FEE_PERCENT, FeeArgs, MixArgs};
 
 /// Runs a `nox tx` command.
 pub fn run(command: TxCommand) -> Result<(), String> {
-    nox_wallet_cli::tx::command::run(command, crate::wallet_cmd::TESTNET)
+    nox_wallet_cli::tx::command::run(command, crate::wallet_cmd::TESTNET).map_err(|e| e.to_string())
 }

@@ -25,7 +25,8 @@ pub use nox_wallet_io::{bundle::BundleFile, chain::unit_of};
 /// (`nox_testnet::testnet_demo::WALLET_TESTNET`).
 pub use nox_testnet::testnet_demo::WALLET_TESTNET as TESTNET;
 
-/// Runs a wallet command.
-pub fn run(command: WalletCommand) -> CmdResult {
-    nox_wallet_cli::wallet::run(command, TESTNET)
+/// Runs a wallet command; the error is the message `main` prints (its exit status:
+/// [`exit_status`]).
+pub fn run(command: WalletCommand) -> Result<(), String> {
+    nox_wallet_cli::wallet::run(command, TESTNET).map_err(|e| e.to_string())
 }

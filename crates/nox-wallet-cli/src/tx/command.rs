@@ -151,8 +151,8 @@ pub fn run(command: TxCommand, testnet: Testnet) -> CmdResult {
                     timeout_secs: a.mix.timeout_secs,
                     transport: LinkTransport::Tcp,
                 };
-                let quote = connect(&topology, &a.mix, testnet).await?.quote().await.map_err(|e| e.to_string())?;
-                println!("{}", serde_json::to_string_pretty(&quote).map_err(|e| e.to_string())?);
+                let quote = connect(&topology, &a.mix, testnet).await?.quote().await?;
+                println!("{}", serde_json::to_string_pretty(&quote)?);
                 Ok(())
             }
             TxCommand::Send(a) => Stop::finish(send(&a, testnet).await),
@@ -164,10 +164,11 @@ pub fn run(command: TxCommand, testnet: Testnet) -> CmdResult {
 
 /// A mixnet client for the testnet's topology, and the relayer of the chosen (or a random) exit.
 async fn connect(topology: &TopologyArgs, mix: &MixArgs, testnet: Testnet) -> CmdResult<RelayClient> {
-    let client =
-        nox_client_io::cli::start(topology, mix.cover_rate, testnet.client).await.map_err(|e| e.to_string())?;
+    let client = nox_client_io::cli::start(topology, mix.cover_rate, testnet.client)
+        .await
+        .map_err(|e| pool::PoolError::Client(Box::new(e)))?;
     let random = rand_core_06::OsRng.next_u64();
-    let exit = super::pick_exit(&client.exits(), mix.exit, random).map_err(|e| e.to_string())?;
+    let exit = super::pick_exit(&client.exits(), mix.exit, random)?;
     Ok(RelayClient::new(client, exit))
 }
 

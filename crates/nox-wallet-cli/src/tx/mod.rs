@@ -53,8 +53,8 @@ pub struct FeeArgs {
     pub yes: bool,
 }
 
-fn parse_max_fee(text: &str) -> Result<U256, String> {
-    nox_pay::bounds::parse_amount(text).map_err(|e| e.to_string())
+fn parse_max_fee(text: &str) -> Result<U256, nox_pay::bounds::AmountError> {
+    nox_pay::bounds::parse_amount(text)
 }
 
 /// Which network and exit.
