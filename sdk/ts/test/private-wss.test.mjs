@@ -127,44 +127,60 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
   const errors = [];
   const sockets = [];
   const origin = `https://127.0.0.1:${server.address().port}`;
-  /** A page in a fresh browser context (its own IndexedDB), at the dapp page (import map: viem). */
-  const openPage = async () => {
+  /**
+   * A wallet page: a fresh browser context (its own IndexedDB) at the dapp page (import map: viem),
+   * its NoxClient connected over wss:// at the SDK's shipped defaults (no coverRate: λ_P = 2.75/s;
+   * no timeouts given), and the module's bytes and the IndexedDB store kept in the page's
+   * `globalThis.flow` (with viem, imported first and timed, when `withViem`). Resolves to the page,
+   * whether its IndexedDB held no wallet before, and viem's load time.
+   */
+  const openWalletPage = async ({ withViem = false } = {}) => {
     const page = await (await browser.newContext()).newPage();
     page.on("pageerror", (error) => errors.push(String(error)));
     page.on("websocket", (ws) => sockets.push(ws.url()));
     await page.goto(`${origin}/dapp`);
-    return page;
+    const opened = await page.evaluate(
+      async ({ authority, withViem }) => {
+        const t0 = performance.now();
+        const viem = withViem ? await import("viem") : undefined;
+        const viemLoadMs = performance.now() - t0;
+        const sdk = await import("/sdk/index.js");
+        const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
+        const client = await sdk.NoxClient.connect({
+          directory: `${location.origin}/topology`, authorityKey: authority, module: await sdk.loadModule(bytes),
+        });
+        const store = new sdk.IndexedDbWalletStore();
+        const emptyBefore = (await store.get("default")) === undefined;
+        globalThis.flow = { viem, sdk, bytes, client, store };
+        return { emptyBefore, viemLoadMs };
+      },
+      { authority: net.authority(), withViem },
+    );
+    return { page, ...opened };
   };
-  const connect = { authority: net.authority(), pool, passphrase: PASSPHRASE };
 
   // 1. Page 1 creates the wallet: a new seed sealed under the passphrase in IndexedDB.
-  const page1 = await openPage();
-  const created = await page1.evaluate(
-    async ({ authority, pool, passphrase }) => {
-      const t0 = performance.now();
-      const viem = await import("viem");
-      const viemLoadMs = performance.now() - t0;
-      const sdk = await import("/sdk/index.js");
-      const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
-      // The shipped defaults: no coverRate (λ_P = 2.75/s), no timeouts given.
-      const client = await sdk.NoxClient.connect({
-        directory: `${location.origin}/topology`, authorityKey: authority, module: await sdk.loadModule(bytes),
-      });
-      const store = new sdk.IndexedDbWalletStore();
-      const emptyBefore = (await store.get("default")) === undefined;
-      const reads = client.provider();
-      const t1 = performance.now();
-      const wallet = await sdk.NoxWallet.create({ module: bytes, provider: reads, pool, passphrase: new TextEncoder().encode(passphrase), store });
-      const createMs = performance.now() - t1;
-      const stored = await store.get("default");
-      globalThis.flow = { viem, sdk, bytes, client, reads, wallet };
-      return {
-        viemLoadMs, createMs, emptyBefore, address: wallet.address, storedKey: [...(stored?.sealedKey ?? [])],
-        sameAsWallet: stored?.sealedKey !== undefined && stored.sealedKey.every((b, i) => b === wallet.sealedKey[i]),
-      };
-    },
-    connect,
-  );
+  const { page: page1, emptyBefore, viemLoadMs } = await openWalletPage({ withViem: true });
+  const created = {
+    viemLoadMs,
+    emptyBefore,
+    ...(await page1.evaluate(
+      async ({ pool, passphrase }) => {
+        const { sdk, bytes, client, store } = globalThis.flow;
+        const reads = client.provider();
+        const t1 = performance.now();
+        const wallet = await sdk.NoxWallet.create({ module: bytes, provider: reads, pool, passphrase: new TextEncoder().encode(passphrase), store });
+        const createMs = performance.now() - t1;
+        const stored = await store.get("default");
+        Object.assign(globalThis.flow, { reads, wallet });
+        return {
+          createMs, address: wallet.address, storedKey: [...(stored?.sealedKey ?? [])],
+          sameAsWallet: stored?.sealedKey !== undefined && stored.sealedKey.every((b, i) => b === wallet.sealedKey[i]),
+        };
+      },
+      { pool, passphrase: PASSPHRASE },
+    )),
+  };
   assert.ok(created.emptyBefore, "page 1's IndexedDB held no wallet before");
   assert.match(created.address, /^nox1/, "the page reads its shielded address");
   assert.ok(created.storedKey.length > 0 && created.sameAsWallet, "the sealed seed is kept in IndexedDB");
@@ -242,25 +258,22 @@ test("headless Chromium, https:// pages, every link wss://, cover on: create a s
   assert.equal(BigInt(await rpc(chain.rpc_url, "eth_getBalance", [to, "latest"])), value, "the recipient holds the value");
 
   // 4. Page 2, a fresh context (empty IndexedDB), restores from the sealed seed and the passphrase.
-  const page2 = await openPage();
-  const restored = await page2.evaluate(
-    async ({ authority, pool, passphrase, sealed }) => {
-      const sdk = await import("/sdk/index.js");
-      const bytes = await (await fetch("/nox_wasm.wasm")).arrayBuffer();
-      const client = await sdk.NoxClient.connect({
-        directory: `${location.origin}/topology`, authorityKey: authority, module: await sdk.loadModule(bytes),
-      });
-      const store = new sdk.IndexedDbWalletStore();
-      const emptyBefore = (await store.get("default")) === undefined;
-      const wallet = await sdk.NoxWallet.restore({
-        module: bytes, provider: client.provider(), pool, passphrase: new TextEncoder().encode(passphrase), store, sealed: Uint8Array.from(sealed),
-      });
-      const report = await wallet.sync();
-      globalThis.flow = { client, wallet };
-      return { emptyBefore, address: wallet.address, syncMs: report.ms, pages: report.pages, logs: report.logs, lastBlock: wallet.lastBlock, balances: wallet.balances() };
-    },
-    { ...connect, sealed: created.storedKey },
-  );
+  const { page: page2, emptyBefore: emptyBefore2 } = await openWalletPage();
+  const restored = {
+    emptyBefore: emptyBefore2,
+    ...(await page2.evaluate(
+      async ({ pool, passphrase, sealed }) => {
+        const { sdk, bytes, client, store } = globalThis.flow;
+        const wallet = await sdk.NoxWallet.restore({
+          module: bytes, provider: client.provider(), pool, passphrase: new TextEncoder().encode(passphrase), store, sealed: Uint8Array.from(sealed),
+        });
+        const report = await wallet.sync();
+        globalThis.flow.wallet = wallet;
+        return { address: wallet.address, syncMs: report.ms, pages: report.pages, logs: report.logs, lastBlock: wallet.lastBlock, balances: wallet.balances() };
+      },
+      { pool, passphrase: PASSPHRASE, sealed: created.storedKey },
+    )),
+  };
   assert.ok(restored.emptyBefore, "page 2's IndexedDB held no wallet: it restores from the seed alone");
   assert.equal(restored.address, created.address, "the restored wallet is the created one");
   // Both views at the same block (a block may be mined meanwhile): then the balances are equal.
