@@ -152,8 +152,10 @@ struct Hop {
     mixer: MixingScheduler<Vec<u8>>,
 }
 
-/// A real Noise handshake (set-up, not counted) between two fixed key pairs.
-fn link(config: &LinkConfig, index: u8) -> Result<(FrameSealer, FrameOpener), GateError> {
+/// A real Noise handshake between two fixed key pairs (secrets `index + 100` and `index + 200`):
+/// the sealer of the initiating side and the opener of the responding one. Set-up in the gate
+/// (not counted); `nox bench packet-size` measures its record sizes and per-record CPU on it.
+pub fn link(config: &LinkConfig, index: u8) -> Result<(FrameSealer, FrameOpener), GateError> {
     let client = LinkKeypair::from_secret_bytes([index.wrapping_add(100); 32]).map_err(failed)?;
     let server = LinkKeypair::from_secret_bytes([index.wrapping_add(200); 32]).map_err(failed)?;
     let (initiator, first) = Initiator::node(config, &client, &server.public()).map_err(failed)?;

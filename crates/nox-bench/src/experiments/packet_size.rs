@@ -39,7 +39,7 @@
 use std::{hint::black_box, time::Instant};
 
 use nox_client::{ClientConfig, DAEMON_COVER_RATE, StreamConfig};
-use nox_link::{Accept, FrameOpener, FrameSealer, Initiator, LinkConfig, LinkKeypair, Responder};
+use nox_link::LinkConfig;
 use nox_message::{Request, RequestBody};
 use nox_sphinx::{
     BuildOptions, DEFAULT_HOPS, Delay, Geometry, NodeId, PathHop, Processed, Scheme, SecretKey, Surb, build_forward,
@@ -160,7 +160,7 @@ fn measure(
 ) -> Result<Value, BenchError> {
     let (keys, path) = path(rng);
     let link = LinkConfig::new(geometry).map_err(err)?;
-    let (mut sealer, mut opener) = link_pair(&link)?;
+    let (mut sealer, mut opener) = nox_gate::link(&link, 0).map_err(err)?;
 
     // Wire bytes: real packets through a real link, counted at the sealer's output.
     let payload = vec![7u8; 64];
@@ -363,20 +363,6 @@ fn path(rng: &mut ChaCha20Rng) -> (Vec<SecretKey>, Vec<PathHop>) {
         })
         .collect();
     (keys, path)
-}
-
-/// A real Noise handshake between two fixed key pairs: the sealer of one side, the opener of the other.
-fn link_pair(config: &LinkConfig) -> Result<(FrameSealer, FrameOpener), BenchError> {
-    let client = LinkKeypair::from_secret_bytes([100; 32]).map_err(err)?;
-    let server = LinkKeypair::from_secret_bytes([200; 32]).map_err(err)?;
-    let (initiator, first) = Initiator::node(config, &client, &server.public()).map_err(err)?;
-    let mut responder = Responder::new(config, &server, Accept::default());
-    let (_, hello) = responder.feed(&first).map_err(err)?;
-    let (reply, server_session) = hello.ok_or_else(|| err("incomplete first flight"))?.accept().map_err(err)?;
-    let client_session = initiator.finish(&reply).map_err(err)?;
-    let (sealer, _) = client_session.into_parts();
-    let (_, opener) = server_session.into_parts();
-    Ok((sealer, opener))
 }
 
 /// Finite and > 0 (false for NaN).
