@@ -18,27 +18,18 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+
+use common::{NOX, run_ok};
+
 /// The surb-rtt testnet's first port (links; metrics at +100, the chain at +200): see above.
 const SURB_RTT_BASE_PORT: u16 = 9_400;
 
 /// Runs `nox bench <args>` from the repository root (the experiments find Anvil and the contracts
-/// there) and panics with its output if it fails.
+/// there); the shared harness's [`common::run_ok`] panics with its output if it fails.
 fn bench(args: &[&str]) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let output = Command::new(env!("CARGO_BIN_EXE_nox"))
-        .arg("bench")
-        .args(args)
-        .current_dir(&root)
-        .output()
-        .expect("start nox bench");
-    assert!(
-        output.status.success(),
-        "nox bench {} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_ok(Command::new(NOX).arg("bench").args(args).current_dir(&root), format!("nox bench {}", args.join(" ")));
 }
 
 /// Reads a result file and checks the envelope every experiment writes: the machine it ran on
