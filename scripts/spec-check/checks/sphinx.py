@@ -273,12 +273,18 @@ def ingest(g, node, seen, x):
         return "Replay"
     seen.add(tag)
     u = xor(x[40 : 40 + R] + bytes(64), stream(okm[:16], R + 64))
+    return routed_outcome(u, okm[48:64], x[hl:])
+
+
+def routed_outcome(u, body_key, body):
+    """After the MAC (and the replay record): the routing block's verdict, then the body's for
+    a delivery. Shared by the classical and the KEM hop."""
     kind = decode_block(u[:64])
     if kind in ("MalformedRoutingBlock", "UnknownCommand"):
         return kind
-    body = body_decrypt(okm[48:64], x[hl:])
+    plain = body_decrypt(body_key, body)
     if kind == "Deliver":
-        result = decode_body(body)
+        result = decode_body(plain)
         if isinstance(result, str):
             return result
     return kind

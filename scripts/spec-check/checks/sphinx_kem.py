@@ -9,7 +9,7 @@ import mlkem
 
 from .common import be32, check, kdf, prf, stream, VECTORS, xor
 from .hctr2 import body_decrypt, body_encrypt, reply_body_key
-from .sphinx import block, decode_block, decode_body, encode_body, first_nonce, Rng, work_bits
+from .sphinx import block, decode_block, decode_body, encode_body, first_nonce, Rng, routed_outcome, work_bits
 
 
 # ------------------------------------------------- Sphinx on x25519-kem (section 13)
@@ -143,15 +143,7 @@ def kem_ingest(scheme, g, epoch, difficulty, dk, x):
     if prf(okm[16:48], x[:8] + beta)[:16] != x[8 + C + R : 24 + C + R]:
         return "MacMismatch"
     u = xor(beta + bytes(D), stream(okm[:16], R + D))
-    kind = decode_block(u[:64])
-    if kind in ("MalformedRoutingBlock", "UnknownCommand"):
-        return kind
-    body = body_decrypt(okm[48:64], x[hl:])
-    if kind == "Deliver":
-        result = decode_body(body)
-        if isinstance(result, str):
-            return result
-    return kind
+    return routed_outcome(u, okm[48:64], x[hl:])
 
 
 def check_sphinx_kem():
